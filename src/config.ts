@@ -1,0 +1,141 @@
+// Host configuration: the deployment's wrangler vars and secrets, validated
+// with zod once per env object. A bad value is reported (503 bad_config on
+// every /api route) instead of running half-configured; a missing API_TOKEN is
+// 503 not_configured, so the API fails closed.
+import { z } from "zod";
+
+/** Defaults of contract section 13; each one is the contract's, not a guess. */
+export const DEFAULT_MAX_TOOL_CALLS = 25;
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
+export const DEFAULT_ADMISSION_TIMEOUT_MS = 300_000;
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000;
+export const DEFAULT_STORAGE_WAIT_MS = 5_000;
+export const DEFAULT_STORAGE_LEASE_MS = 120_000;
+export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
+export const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
+export const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
+export const DEFAULT_RUN_MAX_EVENTS = 10_000;
+export const DEFAULT_SYSTEM_PROMPT =
+  "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
+  "Changes need a person's approval; say clearly what you are about to change and why.";
+
+/** Vars arrive as strings from wrangler (or as numbers from a JSON config); accept both. */
+const intVar = (fallback: number, min = 0) =>
+  z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      const n = typeof v === "number" ? v : Number(v.trim());
+      if (!Number.isInteger(n) || n < min) {
+        ctx.addIssue({ code: "custom", message: `expected an integer >= ${min}, got ${JSON.stringify(v)}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+/** JSON-valued vars: a string holding JSON (wrangler --var, .dev.vars) or an object ([vars] tables). */
+const jsonVar = <T extends z.ZodType>(schema: T, fallback: z.output<T>) =>
+  z
+    .unknown()
+    .optional()
+    .transform((v, ctx): unknown => {
+      if (v === undefined || v === "") return fallback;
+      if (typeof v !== "string") return v;
+      try {
+        return JSON.parse(v);
+      } catch {
+        ctx.addIssue({ code: "custom", message: "is not valid JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+const toolName = z.string().min(1);
+
+const mcpServersSchema = z.record(
+  z.string().regex(/^[A-Za-z0-9_-]+$/, "server names are letters, digits, _ and -"),
+  z.object({ url: z.url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+);
+const toolPolicySchema = z.record(
+  toolName,
+  z
+    .object({
+      level: z.enum(["approve", "confirm"]).nullable().optional(),
+      read_only: z.boolean().optional(),
+    })
+    .strict(),
+);
+const mutationBudgetSchema = z.record(toolName, z.number().int().min(0));
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === "" ? undefined : v));
+
+export const hostConfigSchema = z.object({
+  API_TOKEN: optionalText,
+  MODEL_PROVIDER: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "scripted" : v))
+    .pipe(z.enum(["scripted", "anthropic", "openai"])),
+  MODEL_NAME: optionalText,
+  MODEL_BASE_URL: optionalText.pipe(z.url().optional()),
+  MODEL_API_KEY: optionalText,
+  SYSTEM_PROMPT: optionalText.transform((v) => v ?? DEFAULT_SYSTEM_PROMPT),
+  MCP_SERVERS: jsonVar(mcpServersSchema, {}),
+  TOOL_POLICY: jsonVar(toolPolicySchema, {}),
+  MUTATION_BUDGET: jsonVar(mutationBudgetSchema, {}),
+  MAX_TOOL_CALLS: intVar(DEFAULT_MAX_TOOL_CALLS),
+  APPROVAL_TIMEOUT_MS: intVar(DEFAULT_APPROVAL_TIMEOUT_MS, 1),
+  ADMISSION_TIMEOUT_MS: intVar(DEFAULT_ADMISSION_TIMEOUT_MS, 1),
+  HEARTBEAT_INTERVAL_MS: intVar(DEFAULT_HEARTBEAT_INTERVAL_MS, 1),
+  STORAGE_WAIT_MS: intVar(DEFAULT_STORAGE_WAIT_MS, 1),
+  STORAGE_LEASE_MS: intVar(DEFAULT_STORAGE_LEASE_MS, 1),
+  MCP_CONNECT_TIMEOUT_MS: intVar(DEFAULT_MCP_CONNECT_TIMEOUT_MS, 1),
+  MCP_CALL_TIMEOUT_MS: intVar(DEFAULT_MCP_CALL_TIMEOUT_MS, 1),
+  MCP_MAX_RESPONSE_BYTES: intVar(DEFAULT_MCP_MAX_RESPONSE_BYTES, 1),
+  RUN_RETENTION_SECONDS: intVar(DEFAULT_RUN_RETENTION_SECONDS),
+  RUN_MAX_EVENTS: intVar(DEFAULT_RUN_MAX_EVENTS, 2),
+});
+
+export type HostConfig = z.output<typeof hostConfigSchema>;
+
+export type ConfigResult =
+  | { state: "ready"; config: HostConfig & { API_TOKEN: string } }
+  | { state: "not_configured"; config: HostConfig; message: string }
+  | { state: "bad_config"; message: string; details: { path: string; message: string }[] };
+
+const cache = new WeakMap<object, ConfigResult>();
+
+/** Parses the host config from a Worker or Durable Object env; cached per env object. */
+export function loadConfig(env: object): ConfigResult {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  const result = parseConfig(env as Record<string, unknown>);
+  cache.set(env, result);
+  return result;
+}
+
+export function parseConfig(env: Record<string, unknown>): ConfigResult {
+  const parsed = hostConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    };
+  }
+  const config = parsed.data;
+  if (config.API_TOKEN === undefined) {
+    return {
+      state: "not_configured",
+      config,
+      message:
+        "API_TOKEN is not set. Set it with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
+    };
+  }
+  return { state: "ready", config: { ...config, API_TOKEN: config.API_TOKEN } };
+}

@@ -1,0 +1,38 @@
+// Named deadlines of one Durable Object, persisted so they survive eviction,
+// all served by the object's single alarm. The object arms its alarm for the
+// earliest deadline; when the alarm fires it takes every deadline that is due.
+import type { SqlLike } from "./event-log";
+
+export type DeadlineName = "turn" | "retention";
+
+export class Deadlines {
+  readonly #sql: SqlLike;
+
+  constructor(sql: SqlLike) {
+    this.#sql = sql;
+    sql.exec(`CREATE TABLE IF NOT EXISTS deadlines (name TEXT PRIMARY KEY, due_at INTEGER NOT NULL)`);
+  }
+
+  set(name: DeadlineName, dueAt: number): void {
+    this.#sql.exec(`INSERT OR REPLACE INTO deadlines (name, due_at) VALUES (?, ?)`, name, dueAt);
+  }
+
+  clear(name: DeadlineName): void {
+    this.#sql.exec(`DELETE FROM deadlines WHERE name = ?`, name);
+  }
+
+  /** Removes and returns every deadline due at `now`. */
+  takeDue(now: number): DeadlineName[] {
+    const due = this.#sql
+      .exec<{ name: string }>(`SELECT name FROM deadlines WHERE due_at <= ? ORDER BY due_at`, now)
+      .toArray()
+      .map((r) => r.name as DeadlineName);
+    if (due.length > 0) this.#sql.exec(`DELETE FROM deadlines WHERE due_at <= ?`, now);
+    return due;
+  }
+
+  earliest(): number | undefined {
+    const row = this.#sql.exec<{ due: number | null }>(`SELECT MIN(due_at) AS due FROM deadlines`).toArray()[0];
+    return row?.due ?? undefined;
+  }
+}

@@ -1,0 +1,111 @@
+// The run's sequenced event log over a minimal SQL interface (the Durable
+// Object's SQLite storage in production, anything with `exec` in tests).
+// Responsible for: contiguous sequences from 1, storing each event's JSON
+// exactly once so replays are byte-for-byte identical, the per-run event cap,
+// and purging by retention. It knows nothing about subscribers or HTTP.
+import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "./events";
+
+export interface SqlCursorLike<T> {
+  toArray(): T[];
+}
+export interface SqlLike {
+  exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlCursorLike<T>;
+}
+
+/** Rows read per replay batch: large enough to amortise the query, small enough to keep a slow client's queue short. */
+export const REPLAY_BATCH_EVENTS = 256;
+
+export class EventLog {
+  readonly #sql: SqlLike;
+  readonly #maxEvents: number;
+  #last = 0;
+  #earliest = 1;
+
+  constructor(sql: SqlLike, maxEvents: number) {
+    this.#sql = sql;
+    this.#maxEvents = maxEvents;
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`,
+    );
+    // Only a purge needs remembering: while events exist, the bounds are derived
+    // from them, so the append path writes one row and nothing else.
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`,
+    );
+    const bounds = sql
+      .exec<{ first: number | null; last: number | null }>(`SELECT MIN(sequence) AS first, MAX(sequence) AS last FROM events`)
+      .toArray()[0];
+    if (bounds?.last != null && bounds.first != null) {
+      this.#last = bounds.last;
+      this.#earliest = bounds.first;
+    } else {
+      const purged = sql.exec<{ last: number }>(`SELECT last FROM event_log_purged WHERE id = 1`).toArray()[0];
+      this.#last = purged?.last ?? 0;
+      this.#earliest = this.#last + 1;
+    }
+  }
+
+  /** Sequence of the last event appended, 0 before the first. */
+  get lastSequence(): number {
+    return this.#last;
+  }
+
+  /** Lowest sequence still retained; lastSequence + 1 once everything was purged. */
+  get earliestSequence(): number {
+    return this.#earliest;
+  }
+
+  /**
+   * Appends one event. The envelope fields come first, in the contract's order,
+   * then the event's own fields; the JSON string built here is the one every
+   * subscriber and every later replay receives.
+   */
+  append(
+    envelope: { run_id: string; channel_id: string; at: string },
+    type: EventType,
+    fields: Record<string, unknown>,
+  ): StoredEvent {
+    const sequence = this.#last + 1;
+    const json = JSON.stringify({
+      protocol_version: PROTOCOL_VERSION,
+      sequence,
+      run_id: envelope.run_id,
+      channel_id: envelope.channel_id,
+      type,
+      at: envelope.at,
+      ...fields,
+    });
+    this.#sql.exec(`INSERT INTO events (sequence, type, json) VALUES (?, ?, ?)`, sequence, type, json);
+    this.#last = sequence;
+    if (sequence - this.#earliest + 1 > this.#maxEvents) {
+      // Cap reached: drop the oldest so the log holds at most maxEvents. Readers
+      // that still needed them get 410 replay_gap, never a silent gap.
+      this.#earliest = sequence - this.#maxEvents + 1;
+      this.#sql.exec(`DELETE FROM events WHERE sequence < ?`, this.#earliest);
+    }
+    return { sequence, type, json };
+  }
+
+  /** Up to `limit` retained events with sequence > after, in order. */
+  readAfter(after: number, limit = REPLAY_BATCH_EVENTS): StoredEvent[] {
+    return this.#sql
+      .exec<{ sequence: number; type: string; json: string }>(
+        `SELECT sequence, type, json FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?`,
+        after,
+        limit,
+      )
+      .toArray() as StoredEvent[];
+  }
+
+  /** True when a reader resuming after `after` would miss events that retention dropped. */
+  hasGapAfter(after: number): boolean {
+    return after + 1 < this.#earliest;
+  }
+
+  /** Deletes every event (retention expired); sequences are never reused. */
+  purge(): void {
+    this.#sql.exec(`INSERT OR REPLACE INTO event_log_purged (id, last) VALUES (1, ?)`, this.#last);
+    this.#sql.exec(`DELETE FROM events`);
+    this.#earliest = this.#last + 1;
+  }
+}

@@ -1,0 +1,12 @@
+// The Worker entry: routes requests and exports the Durable Object classes
+// that wrangler.toml binds.
+import type { Env } from "./env";
+import { router } from "./router";
+
+export { RunObject } from "../durable-objects/run-object";
+
+export default {
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+    return router.fetch(request, env, ctx);
+  },
+} satisfies ExportedHandler<Env>;

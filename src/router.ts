@@ -1,0 +1,76 @@
+// The Worker's routes (contract section 2). Every /api/* route passes the
+// config check (503 not_configured / bad_config) and the bearer check (401)
+// before its handler; every error leaves through the one `catch`.
+import { Router, type IRequest } from "itty-router";
+import type { RunObject } from "../durable-objects/run-object";
+import { apiError, errorResponse, jsonResponse } from "./api-error";
+import { isAuthorized } from "./auth";
+import { loadConfig, type HostConfig } from "./config";
+import { getDelivery } from "./deliveries";
+import type { Env } from "./env";
+import { handleEvents } from "./handlers/events";
+import { handleTrigger } from "./handlers/trigger";
+import { isRunId } from "./run-ids";
+
+type ApiRequest = IRequest & { config: HostConfig };
+type Args = [Env, ExecutionContext];
+
+async function guardApi(request: ApiRequest, env: Env): Promise<void> {
+  const loaded = loadConfig(env);
+  if (loaded.state === "bad_config") {
+    throw apiError(503, { error: "bad_config", message: loaded.message, details: loaded.details });
+  }
+  if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
+  if (!(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
+    throw apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
+  }
+  request.config = loaded.config;
+}
+
+function runStub(env: Env, runId: string | undefined): DurableObjectStub<RunObject> {
+  if (runId === undefined || !isRunId(runId)) throw notFound("run", runId);
+  return env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
+}
+
+function notFound(what: string, id: string | undefined) {
+  return apiError(404, { error: "not_found", message: `No ${what} ${JSON.stringify(id ?? "")}.` });
+}
+
+/** Path params arrive percent-encoded; a malformed escape is simply an unknown id. */
+function decodePathParam(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    return raw ?? "";
+  }
+}
+
+export const router = Router<ApiRequest, Args>({
+  catch: errorResponse,
+  finally: [
+    (response: Response | undefined, request: ApiRequest) =>
+      response ??
+      jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${new URL(request.url).pathname}.` }),
+  ],
+});
+
+router
+  .get("/healthz", () => jsonResponse(200, { status: "ok" }))
+  .all("/api/*", guardApi)
+  .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config))
+  .get("/api/runs/:runId", async ({ params }, env) => {
+    const summary = await runStub(env, params.runId).summary();
+    if (!summary) throw notFound("run", params.runId);
+    return jsonResponse(200, summary);
+  })
+  .get("/api/runs/:runId/events", (request, env) => handleEvents(request, runStub(env, request.params.runId)))
+  .post("/api/runs/:runId/cancel", async ({ params }, env) => {
+    const result = await runStub(env, params.runId).cancel();
+    if (!result.found) throw notFound("run", params.runId);
+    return jsonResponse(result.already_ended ? 200 : 202, { status: result.status });
+  })
+  .get("/api/deliveries/:deliveryId", async ({ params }, env) => {
+    const receipt = await getDelivery(env.DB, decodePathParam(params.deliveryId));
+    if (!receipt) throw notFound("delivery", params.deliveryId);
+    return jsonResponse(200, receipt);
+  });

@@ -1,0 +1,18 @@
+// Identities made by the server. Run ids are `run_` + a ULID: sortable by
+// creation time, 80 random bits, and safe in URLs.
+import { ulid } from "ulidx";
+
+const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+export function newRunId(): string {
+  return `run_${ulid()}`;
+}
+
+/** Unknown-looking ids are answered 404 without waking a Durable Object for them. */
+export function isRunId(value: string): boolean {
+  return RUN_ID_PATTERN.test(value);
+}
+
+export function newSubscriptionId(): string {
+  return `sub_${ulid()}`;
+}

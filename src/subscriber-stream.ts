@@ -1,0 +1,111 @@
+// One subscriber's SSE response body. It first replays retained events from
+// the log in batches, pulled as the client reads (so a 10,000-event replay
+// never sits in memory at once), then switches to the live tail, where the
+// run pushes each appended frame. A client that stops reading falls back to
+// replay mode instead of growing an unbounded queue. The stream ends right
+// after the terminal event.
+import type { EventLog } from "./event-log";
+import type { StoredEvent } from "./events";
+import { sseFrame } from "./sse";
+
+/** Frames queued before `pull` stops reading ahead during replay. */
+const QUEUE_HIGH_WATER_FRAMES = 64;
+/** A live subscriber this many frames behind stops taking pushes and catches up from storage. */
+const LIVE_QUEUE_LIMIT_FRAMES = 1_024;
+
+const encoder = new TextEncoder();
+
+type Mode = "replaying" | "live" | "closed";
+
+export interface SubscriberStreamOptions {
+  log: EventLog;
+  after: number;
+  isTerminal: () => boolean;
+  /** Called once when the response ends, whichever side ended it. */
+  onClosed: () => void;
+}
+
+export class SubscriberStream {
+  readonly body: ReadableStream<Uint8Array>;
+  #mode: Mode = "replaying";
+  #cursor: number;
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+  readonly #options: SubscriberStreamOptions;
+
+  constructor(options: SubscriberStreamOptions) {
+    this.#options = options;
+    this.#cursor = options.after;
+    this.body = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.#controller = controller;
+        },
+        pull: () => this.#pull(),
+        cancel: () => this.#finish(),
+      },
+      { highWaterMark: QUEUE_HIGH_WATER_FRAMES },
+    );
+  }
+
+  get mode(): Mode {
+    return this.#mode;
+  }
+
+  /** Offers a just-appended event; `bytes` is its encoded frame, shared by every subscriber. */
+  push(event: StoredEvent, bytes: Uint8Array): void {
+    if (this.#mode !== "live" || event.sequence !== this.#cursor + 1) return;
+    this.#controller.enqueue(bytes);
+    this.#cursor = event.sequence;
+    if (this.#endIfTerminal()) return;
+    if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_FRAMES - LIVE_QUEUE_LIMIT_FRAMES) {
+      this.#mode = "replaying";
+    }
+  }
+
+  /** Ends the response from the server side (terminal event sent, superseded, run purged). */
+  close(): void {
+    if (this.#mode === "closed") return;
+    try {
+      this.#controller.close();
+    } catch {
+      // Already closed or errored by the runtime; nothing left to flush.
+    }
+    this.#finish();
+  }
+
+  #pull(): void {
+    if (this.#mode === "closed") return;
+    const { log } = this.#options;
+    if (this.#cursor < log.lastSequence) {
+      if (log.hasGapAfter(this.#cursor)) {
+        // Retention overtook a slow reader; ending here makes the client
+        // reconnect with Last-Event-ID and get an explicit 410 replay_gap.
+        this.close();
+        return;
+      }
+      const batch = log.readAfter(this.#cursor);
+      const last = batch[batch.length - 1];
+      if (last) {
+        this.#controller.enqueue(encoder.encode(batch.map((e) => sseFrame(e.sequence, e.type, e.json)).join("")));
+        this.#cursor = last.sequence;
+      }
+      this.#endIfTerminal();
+      return;
+    }
+    if (!this.#endIfTerminal()) this.#mode = "live";
+  }
+
+  #endIfTerminal(): boolean {
+    if (this.#cursor >= this.#options.log.lastSequence && this.#options.isTerminal()) {
+      this.close();
+      return true;
+    }
+    return false;
+  }
+
+  #finish(): void {
+    if (this.#mode === "closed") return;
+    this.#mode = "closed";
+    this.#options.onClosed();
+  }
+}

@@ -1,0 +1,37 @@
+// The trigger's input (contract section 3), validated with zod. The body is
+// the only thing a caller controls about a run; everything here is narrowed
+// further by the host config, never widened.
+import { z } from "zod";
+
+/** Upper bound on one scripted "model" delay: a test run can take seconds, not hours. */
+export const MAX_SCRIPT_DELAY_MS = 600_000;
+
+export const scriptedToolCallSchema = z
+  .object({
+    tool_name: z.string().min(1).max(200),
+    arguments: z.record(z.string(), z.unknown()).default({}),
+    tool_call_id: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+
+export const scriptTurnSchema = z
+  .object({
+    text: z.string().max(32_768).optional(),
+    tool_calls: z.array(scriptedToolCallSchema).max(64).optional(),
+    delay_ms: z.number().int().min(0).max(MAX_SCRIPT_DELAY_MS).optional(),
+  })
+  .strict();
+
+export const triggerBodySchema = z
+  .object({
+    message: z.string().min(1).max(32_768),
+    channel_id: z.string().min(1).max(200).default("api"),
+    user_id: z.string().min(1).max(200).default("api"),
+    delivery_id: z.string().min(1).max(200).optional(),
+    max_tool_calls: z.number().int().min(0).optional(),
+    script: z.array(scriptTurnSchema).min(1).max(10_000).optional(),
+  })
+  .strict();
+
+export type TriggerBody = z.output<typeof triggerBodySchema>;
+export type ScriptTurn = z.output<typeof scriptTurnSchema>;
