@@ -39,8 +39,11 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_SESSION_IDLE_TTL_MS = 5 * 60_000;
 const MAX_SESSION_SWEEP_INTERVAL_MS = 30_000;
 const MAX_FAULT_DELAY_MS = 10 * 60_000;
+// The SDK flushes SSE headers within a timer tick; this only bounds a pathological wait.
+const SSE_HEADERS_WAIT_MS = 1_000;
 const SHUTDOWN_GRACE_MS = 5_000;
-// JSON-RPC "Session not found", as the SDK's own transport answers it.
+// JSON-RPC implementation-defined codes, as the SDK's own transport uses them.
+const SERVER_ERROR_CODE = -32000;
 const SESSION_NOT_FOUND_CODE = -32001;
 
 export const TOOL_NAMES = [
@@ -295,18 +298,17 @@ class FaultTable {
 interface McpEndpoint {
   server: McpServer;
   transport: StreamableHTTPServerTransport;
-  /** Requests whose response must be swallowed (connection destroyed) instead of sent. */
-  drops: Map<RequestId, () => void>;
+  /** Requests whose response must be swallowed: the connection is killed instead. */
+  drops: Map<RequestId, () => Promise<void>>;
   openRequests: number;
   lastActiveMs: number;
 }
 
 /**
- * Interposes on the transport's outgoing messages: a response to a request marked for
- * commit_then_drop kills the connection first. The handler has already committed by the time
- * its response is sent, and destroying the socket before forwarding guarantees not a byte of
- * the result reaches the client. The message is still forwarded so the transport cleans up its
- * per-request bookkeeping (its write to the dead stream is discarded).
+ * Interposes on the transport's outgoing messages so commit_then_drop happens at exactly the
+ * right moment: the handler has committed (its response exists) but not a byte of the response
+ * has been written. The message is still forwarded afterwards so the transport clears its
+ * per-request bookkeeping; the write to the dead connection goes nowhere.
  */
 function dropMarkedResponses(endpoint: McpEndpoint): void {
   const { transport, drops } = endpoint;
@@ -316,15 +318,31 @@ function dropMarkedResponses(endpoint: McpEndpoint): void {
       const drop = message.id === undefined ? undefined : drops.get(message.id);
       if (drop && message.id !== undefined) {
         drops.delete(message.id);
-        drop();
+        await drop();
       }
     }
     try {
       await forward(message, options);
     } catch {
-      // Only reachable after a drop or client disconnect: there is no one left to answer.
+      // Only reachable once the connection is gone: there is no one left to answer.
     }
   };
+}
+
+/**
+ * Destroys the connection carrying a response. An SSE response has its 200 + event-stream
+ * headers flushed just before the first event; waiting for them makes the client's view
+ * deterministic: its POST succeeded, then the stream was cut before the result. A JSON
+ * response has sent nothing yet, so its client's fetch itself fails.
+ */
+async function dropConnection(res: ServerResponse, streaming: boolean): Promise<void> {
+  const socket = res.socket;
+  const deadline = Date.now() + SSE_HEADERS_WAIT_MS;
+  const headersOnTheWire = () => res.headersSent && (socket?.writableLength ?? 0) === 0;
+  while (streaming && !headersOnTheWire() && !res.destroyed && Date.now() < deadline) {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  socket?.destroy();
 }
 
 interface ToolCall {
@@ -461,7 +479,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
     } else if (req.method !== "POST") {
       // Without a session there is no standalone stream to open and nothing to delete.
       res.setHeader("allow", "POST");
-      return writeJson(res, 405, jsonRpcError(null, ErrorCode.ConnectionClosed, "Method not allowed without a session"));
+      return writeJson(res, 405, jsonRpcError(null, SERVER_ERROR_CODE, "Method not allowed without a session"));
     }
 
     // Faults target single-message POSTs, which is all the SDK client sends.
@@ -480,7 +498,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
         res.once("close", () => void stateless.server.close());
       }
     }
-    if (call && fault?.mode === "commit_then_drop") endpoint.drops.set(call.id, () => req.socket.destroy());
+    if (call && fault?.mode === "commit_then_drop") endpoint.drops.set(call.id, () => dropConnection(res, !jsonResponse));
 
     trackOpenRequest(endpoint, res);
     await endpoint.transport.handleRequest(req, res, body);

@@ -201,6 +201,14 @@ export class RunObject extends DurableObject<Env> {
   // ---- appending and fan-out ---------------------------------------------
 
   /**
+   * The append path for subclasses (the benchmark's object appends synthetic
+   * events through exactly the code path real events take).
+   */
+  protected appendEvent(type: EventType, fields: Record<string, unknown>): StoredEvent | null {
+    return this.#append(type, fields);
+  }
+
+  /**
    * Appends one event and pushes it to every live subscriber. Nothing is
    * appended after the terminal event (terminal fencing), whatever asks: a
    * late alarm, a late storage callback, a second cancel.

@@ -54,8 +54,10 @@ export class SubscriberStream {
   /** Offers a just-appended event; `bytes` is its encoded frame, shared by every subscriber. */
   push(event: StoredEvent, bytes: Uint8Array): void {
     if (this.#mode !== "live" || event.sequence !== this.#cursor + 1) return;
-    this.#controller.enqueue(bytes);
+    // The cursor moves before enqueue: enqueue may call pull synchronously,
+    // and pull must already see this event as sent.
     this.#cursor = event.sequence;
+    this.#controller.enqueue(bytes);
     if (this.#endIfTerminal()) return;
     if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_FRAMES - LIVE_QUEUE_LIMIT_FRAMES) {
       this.#mode = "replaying";
@@ -86,8 +88,8 @@ export class SubscriberStream {
       const batch = log.readAfter(this.#cursor);
       const last = batch[batch.length - 1];
       if (last) {
-        this.#controller.enqueue(encoder.encode(batch.map((e) => sseFrame(e.sequence, e.type, e.json)).join("")));
         this.#cursor = last.sequence;
+        this.#controller.enqueue(encoder.encode(batch.map((e) => sseFrame(e.sequence, e.type, e.json)).join("")));
       }
       this.#endIfTerminal();
       return;

@@ -1,0 +1,10 @@
+import { startWorkerServer } from "./test/support/worker-server.ts";
+import { execSync } from "node:child_process";
+const s = await startWorkerServer({ HEARTBEAT_INTERVAL_MS: "300" });
+const r = await s.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "hi", script: [{ text: "a", delay_ms: 1000 }, { text: "b", delay_ms: 500 }] }) });
+const { run_id } = await r.json() as any;
+const out = execSync(`curl -sN -H 'authorization: Bearer ${s.token}' ${s.url}/api/runs/${run_id}/events`).toString();
+console.log(out.split("\n").filter(l => l.startsWith("id:")).join(" "));
+const out2 = execSync(`curl -sN -H 'authorization: Bearer ${s.token}' ${s.url}/api/runs/${run_id}/events`).toString();
+console.log("replay:", out2.split("\n").filter(l => l.startsWith("id:")).join(" "));
+await s.stop();
