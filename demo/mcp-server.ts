@@ -314,12 +314,11 @@ function dropMarkedResponses(endpoint: McpEndpoint): void {
   const { transport, drops } = endpoint;
   const forward = transport.send.bind(transport);
   transport.send = async (message, options) => {
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
-      const drop = message.id === undefined ? undefined : drops.get(message.id);
-      if (drop && message.id !== undefined) {
-        drops.delete(message.id);
-        await drop();
-      }
+    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : undefined;
+    const drop = id === undefined ? undefined : drops.get(id);
+    if (id !== undefined && drop) {
+      drops.delete(id);
+      await drop();
     }
     try {
       await forward(message, options);

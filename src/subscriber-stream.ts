@@ -53,11 +53,14 @@ export class SubscriberStream {
 
   /** Offers a just-appended event; `bytes` is its encoded frame, shared by every subscriber. */
   push(event: StoredEvent, bytes: Uint8Array): void {
-    if (this.#mode !== "live" || event.sequence !== this.#cursor + 1) return;
-    // The cursor moves before enqueue: enqueue may call pull synchronously,
-    // and pull must already see this event as sent.
-    this.#cursor = event.sequence;
-    this.#controller.enqueue(bytes);
+    if (this.#mode !== "live") return;
+    // A reader that resumed beyond the last sequence skips events it said it has.
+    if (event.sequence === this.#cursor + 1) {
+      // The cursor moves before enqueue: enqueue may call pull synchronously,
+      // and pull must already see this event as sent.
+      this.#cursor = event.sequence;
+      this.#controller.enqueue(bytes);
+    }
     if (this.#endIfTerminal()) return;
     if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_FRAMES - LIVE_QUEUE_LIMIT_FRAMES) {
       this.#mode = "replaying";

@@ -1,0 +1,81 @@
+// EventLog and SubscriberStream over a real Durable Object SQLite storage.
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { EventLog } from "../../src/event-log";
+import { encodeSseFrame } from "../../src/sse";
+import { SubscriberStream } from "../../src/subscriber-stream";
+
+const envelope = { run_id: "run-1", channel_id: "C1", at: "2026-11-29T10:00:00.000Z" };
+
+function withSql<T>(fn: (sql: SqlStorage) => T | Promise<T>): Promise<T> {
+  const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.newUniqueId());
+  return runInDurableObject(stub, (_instance, state) => fn(state.storage.sql));
+}
+
+describe("EventLog", () => {
+  it("numbers events contiguously from 1 and keeps the exact JSON", () =>
+    withSql((sql) => {
+      const log = new EventLog(sql, 100);
+      const a = log.append(envelope, "run_started", { user_id: "U1" });
+      const b = log.append(envelope, "heartbeat", {});
+      expect([a.sequence, b.sequence]).toEqual([1, 2]);
+      expect(a.json).toBe('{"protocol_version":"v2","sequence":1,"run_id":"run-1","channel_id":"C1","type":"run_started","at":"2026-11-29T10:00:00.000Z","user_id":"U1"}');
+      expect(log.readAfter(0)).toEqual([a, b]);
+      expect(new EventLog(sql, 100).lastSequence).toBe(2); // reloaded from storage
+    }));
+
+  it("keeps at most maxEvents, reports the gap, and never reuses sequences after a purge", () =>
+    withSql((sql) => {
+      const log = new EventLog(sql, 3);
+      for (let i = 0; i < 5; i++) log.append(envelope, "heartbeat", {});
+      expect(log.earliestSequence).toBe(3);
+      expect(log.readAfter(0).map((e) => e.sequence)).toEqual([3, 4, 5]);
+      expect(log.hasGapAfter(1)).toBe(true);
+      expect(log.hasGapAfter(2)).toBe(false);
+      log.purge();
+      const reloaded = new EventLog(sql, 3);
+      expect([reloaded.lastSequence, reloaded.earliestSequence]).toEqual([5, 6]);
+      expect(reloaded.append(envelope, "heartbeat", {}).sequence).toBe(6);
+    }));
+});
+
+describe("SubscriberStream", () => {
+  it("delivers a live event once to a reader already waiting for it", () =>
+    withSql(async (sql) => {
+      const log = new EventLog(sql, 100);
+      let terminal = false;
+      let closed = 0;
+      const stream = new SubscriberStream({ log, after: 0, isTerminal: () => terminal, onClosed: () => closed++ });
+      const reader = stream.body.getReader();
+      const decoder = new TextDecoder();
+      const pending = reader.read(); // the reader waits before anything exists
+      await Promise.resolve();
+      expect(stream.mode).toBe("live");
+      const e1 = log.append(envelope, "run_started", {});
+      stream.push(e1, encodeSseFrame(e1.sequence, e1.type, e1.json));
+      terminal = true;
+      const e2 = log.append(envelope, "run_completed", { tool_calls: 0 });
+      stream.push(e2, encodeSseFrame(e2.sequence, e2.type, e2.json));
+      let text = decoder.decode((await pending).value);
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value);
+      }
+      expect(text.match(/^id: /gm)).toEqual(["id: ", "id: "]);
+      expect(text).toContain("id: 1\nevent: run_started\n");
+      expect(text).toContain("id: 2\nevent: run_completed\n");
+      expect(closed).toBe(1);
+    }));
+
+  it("replays large logs in batches as the reader pulls", () =>
+    withSql(async (sql) => {
+      const log = new EventLog(sql, 10_000);
+      for (let i = 0; i < 1_000; i++) log.append(envelope, "heartbeat", {});
+      log.append(envelope, "run_completed", { tool_calls: 0 });
+      const stream = new SubscriberStream({ log, after: 10, isTerminal: () => true, onClosed: () => {} });
+      const text = await new Response(stream.body).text();
+      const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      expect(ids).toEqual(Array.from({ length: 991 }, (_, i) => i + 11));
+    }));
+});

@@ -1,0 +1,73 @@
+// Shared helpers of the in-runtime tests: authorised calls through SELF and an
+// SSE reader built on eventsource-parser.
+import { env, SELF } from "cloudflare:test";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { RunObject } from "../../durable-objects/run-object";
+
+export const TOKEN = "test-token";
+
+export function api(path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TOKEN}`);
+  if (init.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+  return SELF.fetch(`https://engine.test${path}`, { ...init, headers });
+}
+
+export async function trigger(body: Record<string, unknown>, headers: HeadersInit = {}): Promise<{ status: number; json: any }> {
+  const res = await api("/api/trigger", { method: "POST", body: JSON.stringify(body), headers });
+  return { status: res.status, json: await res.json() };
+}
+
+export function runStub(runId: string): DurableObjectStub<RunObject> {
+  return env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
+}
+
+/** Reads SSE frames from a response body as they arrive. */
+export class SseReader {
+  readonly events: EventSourceMessage[] = [];
+  raw = "";
+  #reader: ReadableStreamDefaultReader<Uint8Array>;
+  #decoder = new TextDecoder();
+  #parser = createParser({ onEvent: (e) => this.events.push(e) });
+  done = false;
+
+  constructor(response: Response) {
+    if (!response.body) throw new Error("response has no body");
+    this.#reader = response.body.getReader();
+  }
+
+  /** Reads until `count` events arrived in total (or the stream ended). */
+  async readUntil(count: number): Promise<EventSourceMessage[]> {
+    while (this.events.length < count && !this.done) await this.#readOnce();
+    return this.events;
+  }
+
+  async readToEnd(): Promise<EventSourceMessage[]> {
+    while (!this.done) await this.#readOnce();
+    return this.events;
+  }
+
+  async cancel(): Promise<void> {
+    await this.#reader.cancel();
+    this.done = true;
+  }
+
+  async #readOnce(): Promise<void> {
+    const { done, value } = await this.#reader.read();
+    if (done) {
+      this.done = true;
+      return;
+    }
+    const text = this.#decoder.decode(value, { stream: true });
+    this.raw += text;
+    this.#parser.feed(text);
+  }
+}
+
+export async function openEvents(runId: string, query = "", headers: HeadersInit = {}): Promise<Response> {
+  return api(`/api/runs/${runId}/events${query}`, { headers });
+}
+
+export const types = (events: EventSourceMessage[]) => events.map((e) => e.event);
+export const sequences = (events: EventSourceMessage[]) => events.map((e) => Number(e.id));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,190 @@
+// The RunObject's stream inside workerd: initial stream, replay identity,
+// resume points, heartbeats while blocked, subscribers, cancel, terminal
+// fencing and retention, with alarms fired by runDurableObjectAlarm.
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { RunObject } from "../../durable-objects/run-object";
+import { api, openEvents, runStub, sequences, SseReader, trigger, types } from "./helpers";
+
+/** A turn that keeps the run "thinking" far longer than any test lasts. */
+const BLOCKED = { text: "late", delay_ms: 600_000 };
+
+async function summary(runId: string) {
+  return (await api(`/api/runs/${runId}`)).json<any>();
+}
+
+describe("initial stream", () => {
+  it("streams the run from sequence 1 when the trigger asks for text/event-stream", async () => {
+    const res = await api("/api/trigger", {
+      method: "POST",
+      headers: { accept: "text/event-stream" },
+      body: JSON.stringify({ message: "hello", channel_id: "C1", user_id: "U1" }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const runId = res.headers.get("x-run-id");
+    expect(runId).toMatch(/^run_[0-9A-Z]{26}$/);
+    expect(res.headers.get("content-location")).toBe(`/api/runs/${runId}/events`);
+    const events = await new SseReader(res).readToEnd();
+    expect(types(events)).toEqual(["run_started", "assistant_message", "run_completed"]);
+    expect(sequences(events)).toEqual([1, 2, 3]);
+    const [started, message, completed] = events.map((e) => JSON.parse(e.data));
+    expect(started).toMatchObject({ protocol_version: "v2", sequence: 1, run_id: runId, channel_id: "C1", type: "run_started", user_id: "U1" });
+    expect(Object.keys(started).slice(0, 6)).toEqual(["protocol_version", "sequence", "run_id", "channel_id", "type", "at"]);
+    expect(message).toMatchObject({ type: "assistant_message", text: "You said: hello" });
+    expect(completed).toMatchObject({ type: "run_completed", text: "You said: hello", tool_calls: 0 });
+  });
+});
+
+describe("replay", () => {
+  it("replays byte for byte what was first sent, from after, Last-Event-ID or the start", async () => {
+    const res = await api("/api/trigger", {
+      method: "POST",
+      headers: { accept: "text/event-stream" },
+      body: JSON.stringify({ message: "m", script: [{ text: "one" }, { text: "two" }, { text: "three" }] }),
+    });
+    const first = new SseReader(res);
+    await first.readToEnd();
+    const runId = res.headers.get("x-run-id")!;
+    expect(sequences(first.events)).toEqual([1, 2, 3, 4, 5]);
+
+    const full = new SseReader(await openEvents(runId));
+    await full.readToEnd();
+    expect(full.raw).toBe(first.raw);
+
+    const after2 = new SseReader(await openEvents(runId, "?after=2"));
+    await after2.readToEnd();
+    expect(sequences(after2.events)).toEqual([3, 4, 5]);
+    expect(first.raw.endsWith(after2.raw)).toBe(true);
+
+    const byHeader = new SseReader(await openEvents(runId, "", { "last-event-id": "4" }));
+    await byHeader.readToEnd();
+    expect(sequences(byHeader.events)).toEqual([5]);
+
+    // `after` wins over Last-Event-ID.
+    const both = new SseReader(await openEvents(runId, "?after=3", { "last-event-id": "1" }));
+    await both.readToEnd();
+    expect(sequences(both.events)).toEqual([4, 5]);
+  });
+
+  it("waits for new events when after is beyond the last sequence", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const reader = new SseReader(await openEvents(json.run_id, "?after=5"));
+    const pending = reader.readToEnd();
+    expect((await summary(json.run_id)).subscribers).toBe(1);
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+    await pending;
+    // run_started is 1, run_failed is 2: nothing after 5 ever comes, and the response ends.
+    expect(reader.events).toEqual([]);
+  });
+});
+
+describe("heartbeats", () => {
+  it("appends sequenced heartbeats while the run is blocked and someone is attached", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const reader = new SseReader(await openEvents(json.run_id));
+    const events = await reader.readUntil(4);
+    expect(types(events)).toEqual(["run_started", "heartbeat", "heartbeat", "heartbeat"]);
+    expect(sequences(events)).toEqual([1, 2, 3, 4]);
+    const heartbeat = JSON.parse(events[1]!.data);
+    expect(Object.keys(heartbeat)).toEqual(["protocol_version", "sequence", "run_id", "channel_id", "type", "at"]);
+    await reader.cancel();
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+  });
+
+  it("appends no heartbeat while nobody is attached", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const stub = runStub(json.run_id);
+    await new Promise((r) => setTimeout(r, 250)); // 2.5 heartbeat intervals of the test config
+    await runDurableObjectAlarm(stub);
+    expect((await summary(json.run_id)).last_sequence).toBe(1);
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+  });
+});
+
+describe("subscribers", () => {
+  it("counts subscribers and releases one when its client goes away, without stopping the run", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const a = new SseReader(await openEvents(json.run_id));
+    const b = new SseReader(await openEvents(json.run_id));
+    await a.readUntil(1);
+    await b.readUntil(1);
+    expect((await summary(json.run_id)).subscribers).toBe(2);
+    await a.cancel();
+    await expect.poll(async () => (await summary(json.run_id)).subscribers).toBe(1);
+    expect((await summary(json.run_id)).status).toBe("running");
+    await b.cancel();
+    await expect.poll(async () => (await summary(json.run_id)).subscribers).toBe(0);
+    expect((await summary(json.run_id)).status).toBe("running");
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+  });
+
+  it("lets a reattach under the same client key replace the old response, whose cleanup cannot detach it", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const old = new SseReader(await openEvents(json.run_id, "?client_key=slack-1"));
+    await old.readUntil(1);
+    const newer = new SseReader(await openEvents(json.run_id, "?client_key=slack-1"));
+    await newer.readUntil(1);
+    await old.readToEnd(); // the server ended the superseded response
+    expect(old.done).toBe(true);
+    await old.cancel(); // the old response's late cleanup
+    expect((await summary(json.run_id)).subscribers).toBe(1);
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+    const events = await newer.readToEnd();
+    expect(types(events).at(-1)).toBe("run_failed");
+  });
+});
+
+describe("cancel", () => {
+  it("ends a blocked run with run_failed(cancelled) and answers a repeat with the terminal status", async () => {
+    const { json } = await trigger({ message: "m", script: [BLOCKED] });
+    const reader = new SseReader(await openEvents(json.run_id));
+    await reader.readUntil(1);
+    const cancel = await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+    expect(cancel.status).toBe(202);
+    expect(await cancel.json()).toEqual({ status: "cancelling" });
+    const events = await reader.readToEnd();
+    expect(types(events).filter((t) => t !== "heartbeat")).toEqual(["run_started", "run_failed"]);
+    expect(JSON.parse(events.at(-1)!.data).error).toEqual({ code: "cancelled", message: "The run was cancelled." });
+    const again = await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+    expect(again.status).toBe(200);
+    expect(await again.json()).toEqual({ status: "failed" });
+    expect(await summary(json.run_id)).toMatchObject({ status: "failed", subscribers: 0, ended_at: expect.any(String) });
+  });
+});
+
+describe("terminal fencing", () => {
+  it("appends nothing after the terminal event, not even from a late alarm or a direct append", async () => {
+    const { json } = await trigger({ message: "m" });
+    const stub = runStub(json.run_id);
+    const before = await summary(json.run_id);
+    expect(before).toMatchObject({ status: "completed", last_sequence: 3 });
+    await runDurableObjectAlarm(stub);
+    const appended = await runInDurableObject(stub, (instance: RunObject) =>
+      (instance as unknown as { appendEvent(t: string, f: object): unknown }).appendEvent("heartbeat", {}),
+    );
+    expect(appended).toBeNull();
+    expect((await summary(json.run_id)).last_sequence).toBe(3);
+  });
+});
+
+describe("retention", () => {
+  it("deletes a finished run's events when its retention alarm fires, then answers 410 replay_gap", async () => {
+    const { json } = await trigger({ message: "m" });
+    const stub = runStub(json.run_id);
+    // Bring the retention deadline to now instead of waiting a day, then fire the alarm.
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec(`UPDATE deadlines SET due_at = 0 WHERE name = 'retention'`);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const rows = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec(`SELECT COUNT(*) AS n FROM events`).one().n);
+    expect(rows).toBe(0);
+    const gap = await openEvents(json.run_id, "?after=0");
+    expect(gap.status).toBe(410);
+    expect(await gap.json()).toMatchObject({ error: "replay_gap", earliest_sequence: 4 });
+    // A client that already had everything gets an empty, ended stream.
+    const tail = new SseReader(await openEvents(json.run_id, "?after=3"));
+    expect(await tail.readToEnd()).toEqual([]);
+    expect(await summary(json.run_id)).toMatchObject({ status: "completed", last_sequence: 3, earliest_sequence: 4 });
+  });
+});

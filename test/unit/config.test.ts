@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, parseConfig } from "../../src/config";
+
+describe("parseConfig", () => {
+  it("applies the contract's defaults", () => {
+    const result = parseConfig({ API_TOKEN: "t" });
+    expect(result.state).toBe("ready");
+    if (result.state !== "ready") return;
+    expect(result.config).toMatchObject({
+      MODEL_PROVIDER: "scripted",
+      MCP_SERVERS: {},
+      MUTATION_BUDGET: {},
+      MAX_TOOL_CALLS: 25,
+      HEARTBEAT_INTERVAL_MS: DEFAULT_HEARTBEAT_INTERVAL_MS,
+      RUN_RETENTION_SECONDS: 86_400,
+      RUN_MAX_EVENTS: 10_000,
+    });
+  });
+
+  it("reads numbers and JSON from strings, as wrangler vars arrive", () => {
+    const result = parseConfig({
+      API_TOKEN: "t",
+      HEARTBEAT_INTERVAL_MS: "250",
+      MCP_SERVERS: '{"demo":{"url":"http://127.0.0.1:3001/mcp"}}',
+      MUTATION_BUDGET: { mcp__demo__create_dashboard: 2 },
+    });
+    expect(result.state === "ready" && result.config.HEARTBEAT_INTERVAL_MS).toBe(250);
+    expect(result.state === "ready" && result.config.MCP_SERVERS.demo?.url).toBe("http://127.0.0.1:3001/mcp");
+    expect(result.state === "ready" && result.config.MUTATION_BUDGET).toEqual({ mcp__demo__create_dashboard: 2 });
+  });
+
+  it("is not_configured without an API token, so the API fails closed", () => {
+    expect(parseConfig({}).state).toBe("not_configured");
+    expect(parseConfig({ API_TOKEN: "" }).state).toBe("not_configured");
+  });
+
+  it("names every bad value", () => {
+    const result = parseConfig({
+      API_TOKEN: "t",
+      MODEL_PROVIDER: "gpt",
+      HEARTBEAT_INTERVAL_MS: "0",
+      TOOL_POLICY: '{"x":{"level":"maybe"}}',
+      MCP_SERVERS: "[",
+    });
+    expect(result.state).toBe("bad_config");
+    if (result.state !== "bad_config") return;
+    expect(result.details.map((d) => d.path.split(".")[0]).sort()).toEqual(["HEARTBEAT_INTERVAL_MS", "MCP_SERVERS", "MODEL_PROVIDER", "TOOL_POLICY"]);
+  });
+});
