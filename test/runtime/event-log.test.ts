@@ -40,31 +40,26 @@ describe("EventLog", () => {
 });
 
 describe("SubscriberStream", () => {
-  it("delivers a live event once to a reader already waiting for it", () =>
+  it("delivers each live event once to a consumer already waiting for it", () =>
     withSql(async (sql) => {
       const log = new EventLog(sql, 100);
       let terminal = false;
       let closed = 0;
       const stream = new SubscriberStream({ log, after: 0, isTerminal: () => terminal, onClosed: () => closed++ });
-      const reader = stream.body.getReader();
-      const decoder = new TextDecoder();
-      const pending = reader.read(); // the reader waits before anything exists
-      await Promise.resolve();
+      // The runtime consumes the body as it would a response's: it waits for data before any exists.
+      const text = new Response(stream.body).text();
+      await new Promise((r) => setTimeout(r, 10));
       expect(stream.mode).toBe("live");
-      const e1 = log.append(envelope, "run_started", {});
-      stream.push(e1, encodeSseFrame(e1.sequence, e1.type, e1.json));
-      terminal = true;
-      const e2 = log.append(envelope, "run_completed", { tool_calls: 0 });
-      stream.push(e2, encodeSseFrame(e2.sequence, e2.type, e2.json));
-      let text = decoder.decode((await pending).value);
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        text += decoder.decode(value);
+      for (let i = 0; i < 3; i++) {
+        const e = log.append(envelope, "heartbeat", {});
+        stream.push(e, encodeSseFrame(e.sequence, e.type, e.json));
+        await new Promise((r) => setTimeout(r, 5));
       }
-      expect(text.match(/^id: /gm)).toEqual(["id: ", "id: "]);
-      expect(text).toContain("id: 1\nevent: run_started\n");
-      expect(text).toContain("id: 2\nevent: run_completed\n");
+      terminal = true;
+      const last = log.append(envelope, "run_completed", { tool_calls: 0 });
+      stream.push(last, encodeSseFrame(last.sequence, last.type, last.json));
+      const ids = [...(await text).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      expect(ids).toEqual([1, 2, 3, 4]);
       expect(closed).toBe(1);
     }));
 
