@@ -140,6 +140,10 @@ export class RunObject extends DurableObject<Env> {
         { status: 410 },
       );
     }
+    if (isTerminalStatus(this.#run.status) && after >= this.#log.lastSequence) {
+      // Nothing will ever follow: 204 is how SSE tells an EventSource to stop reconnecting.
+      return new Response(null, { status: 204, headers: { "x-run-id": this.#run.run_id } });
+    }
     const subscriptionId = newSubscriptionId();
     const stream = new SubscriberStream({
       log: this.#log,
