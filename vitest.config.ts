@@ -36,6 +36,7 @@ export default defineConfig(async () => {
             name: "node",
             environment: "node",
             include: ["test/e2e/**/*.test.ts", "test/demo/**/*.test.ts"],
+            globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
             // Each e2e file starts its own wrangler dev; two cores, so one file at a time.
