@@ -13,7 +13,8 @@ export default defineConfig(async () => {
       projects: [
         {
           plugins: [
-            cloudflareTest({
+            // The function form sees what globalSetup provided (the demo MCP servers' URLs).
+            cloudflareTest(({ inject }) => ({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings: {
@@ -21,14 +22,19 @@ export default defineConfig(async () => {
                   TEST_MIGRATIONS: migrations,
                   // Short, test-only intervals: no test waits for a production default.
                   HEARTBEAT_INTERVAL_MS: "100",
+                  // The real demo MCP server, in SSE and in JSON response mode.
+                  DEMO_MCP_URL: inject("demoMcpUrl"),
+                  DEMO_MCP_JSON_URL: inject("demoMcpJsonUrl"),
                 },
               },
-            }),
+            })),
           ],
           test: {
             name: "runtime",
             include: ["test/unit/**/*.test.ts", "test/runtime/**/*.test.ts"],
             setupFiles: ["./test/runtime/apply-migrations.ts"],
+            // Starts the demo MCP server processes the transport tests call from inside workerd.
+            globalSetup: ["./test/runtime/demo-mcp-global-setup.ts"],
           },
         },
         {

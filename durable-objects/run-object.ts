@@ -1,20 +1,44 @@
 // RunObject: one Durable Object per run. It is the only writer of the run's
 // events: it owns the sequence (the event log in its SQLite storage), the
 // subscriber set, the alarm (heartbeats, the scripted model's thinking time,
-// retention) and the agent loop. Logic lives in the pure modules of src/;
-// this class persists, schedules and fans out.
+// approval and question expiry, admission deadlines, retention) and the agent
+// loop. Decisions live in the pure modules of src/ (tool-calls, tool-policy,
+// event-log, subscriber-*); this class persists, schedules, dispatches and
+// fans out.
 import { DurableObject } from "cloudflare:workers";
+import { argumentsDigest } from "../src/arguments-digest";
 import { loadConfig, type HostConfig } from "../src/config";
 import { Deadlines } from "../src/deadlines";
 import type { Env } from "../src/env";
 import { EventLog } from "../src/event-log";
 import { isTerminalEventType, type EventType, type StoredEvent } from "../src/events";
+import { callMcpTool, listMcpTools, type McpToolInfo, type TransportCaps } from "../src/mcp-transport";
 import { defaultScript, scriptedTurn } from "../src/providers/scripted";
+import { redactSecrets } from "../src/redaction";
 import { isTerminalStatus, type RunRecord, type RunStatus, type RunSummary } from "../src/run-record";
-import { newSubscriptionId } from "../src/run-ids";
+import { newApprovalId, newSubscriptionId, newToolCallId } from "../src/run-ids";
 import { encodeSseFrame, SSE_HEADERS } from "../src/sse";
 import { SubscriberRegistry } from "../src/subscriber-registry";
 import { SubscriberStream } from "../src/subscriber-stream";
+import {
+  advanceAdmission,
+  announce,
+  answerInput,
+  cancelPending,
+  decideApproval,
+  expireDue,
+  hasDispatched,
+  nextDeadline,
+  settleDispatch,
+  turnDone,
+  type Decision,
+  type DispatchOutcome,
+  type Effect,
+  type Limits,
+  type ToolCallRecord,
+  type TurnState,
+} from "../src/tool-calls";
+import { classifyTool, parseMcpToolName } from "../src/tool-policy";
 import type { ScriptTurn } from "../src/trigger-request";
 
 export interface StartRunInput {
@@ -29,6 +53,12 @@ export interface StartRunInput {
 
 export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
 
+/** What a decision route answers: the HTTP status and JSON body, decided here. */
+export interface RouteAnswer {
+  status: number;
+  body: { [key: string]: string | number | boolean | null | undefined };
+}
+
 const MS_PER_SECOND = 1_000;
 
 export class RunObject extends DurableObject<Env> {
@@ -42,13 +72,19 @@ export class RunObject extends DurableObject<Env> {
   #lastAppendAt = Date.now();
   /** The alarm time as last set by this instance (null: none armed). */
   #armedAt: number | null = null;
+  /** The agent loop's driver: "idle", or "driving" with another pass requested or not. */
+  #driver: "idle" | "driving" | "driving_again" = "idle";
+  /** Calls this instance dispatched and is still waiting on; any other "dispatched" call was lost to a restart. */
+  readonly #inFlight = new Set<string>();
+  /** MCP tool lists, fetched once per server per instance. */
+  readonly #toolLists = new Map<string, Promise<McpToolInfo[] | undefined>>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
       const loaded = loadConfig(env);
       if (loaded.state === "bad_config") {
-        // The Worker answers 503 before ever reaching a run; this is a guard for direct callers.
+        // The Worker answers 503 before ever reaching a run; this guards direct callers.
         throw new Error(`RunObject cannot start: ${loaded.message}`);
       }
       this.#config = loaded.config;
@@ -62,6 +98,8 @@ export class RunObject extends DurableObject<Env> {
         this.#script = JSON.parse(row.script) as ScriptTurn[];
       }
       this.#armedAt = await ctx.storage.getAlarm();
+      // A run that was mid-turn when the object went away picks up where it was.
+      if (this.#run?.status === "running") this.#kick();
     });
   }
 
@@ -82,8 +120,11 @@ export class RunObject extends DurableObject<Env> {
       ended_at: null,
       status: "running",
       phase: { kind: "thinking", turn: 0, ready_at: now + (this.#script[0]?.delay_ms ?? 0) },
+      calls: [],
+      counters: { admitted: 0, used: {} },
       tool_calls: 0,
       last_text: null,
+      cancel_requested: false,
     };
     this.ctx.storage.sql.exec(
       `INSERT INTO run (id, record, script) VALUES (1, ?, ?)`,
@@ -91,13 +132,14 @@ export class RunObject extends DurableObject<Env> {
       JSON.stringify(this.#script),
     );
     this.#append("run_started", { user_id: input.user_id });
-    this.#advance();
+    this.#kick();
     return { created: true };
   }
 
   async summary(): Promise<RunSummary | null> {
     const run = this.#run;
     if (!run) return null;
+    const calls = run.calls;
     return {
       run_id: run.run_id,
       channel_id: run.channel_id,
@@ -105,8 +147,17 @@ export class RunObject extends DurableObject<Env> {
       last_sequence: this.#log.lastSequence,
       earliest_sequence: this.#log.earliestSequence,
       subscribers: this.#subscribers.size,
-      pending_approvals: [],
-      pending_inputs: [],
+      pending_approvals: calls
+        .filter((c) => c.state === "awaiting_approval")
+        .map((c) => ({
+          approval_id: c.approval!.approval_id,
+          tool_call_id: c.tool_call_id,
+          tool_name: c.tool_name,
+          expires_at: new Date(c.approval!.expires_at).toISOString(),
+        })),
+      pending_inputs: calls
+        .filter((c) => c.state === "awaiting_input")
+        .map((c) => ({ tool_call_id: c.tool_call_id, question: c.input!.question, expires_at: new Date(c.input!.expires_at).toISOString() })),
       created_at: run.created_at,
       ...(run.ended_at ? { ended_at: run.ended_at } : {}),
     };
@@ -116,9 +167,30 @@ export class RunObject extends DurableObject<Env> {
     const run = this.#run;
     if (!run) return { found: false };
     if (isTerminalStatus(run.status)) return { found: true, status: run.status, already_ended: true };
+    run.cancel_requested = true;
     this.#deadlines.clear("turn");
-    this.#end("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
+    const turn = this.#currentTurn();
+    if (turn) this.#apply(cancelPending(turn, Date.now()));
+    this.#saveRun();
+    // A dispatched call is not abandoned: the run ends once its result is reported.
+    if (!turn || !hasDispatched(turn)) this.#append("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
     return { found: true, status: "cancelling", already_ended: false };
+  }
+
+  async decideApproval(approvalId: string, decision: Decision): Promise<RouteAnswer> {
+    const call = this.#run?.calls.find((c) => c.approval?.approval_id === approvalId);
+    if (!this.#run || !call) return notFound("approval", approvalId);
+    const answer = decideApproval(call, decision, this.#limits(), Date.now());
+    if ("effects" in answer) this.#applyAndAdvance(answer.effects);
+    return { status: answer.status, body: answer.body };
+  }
+
+  async answerInput(toolCallId: string, answer: string, answeredBy: string): Promise<RouteAnswer> {
+    const call = this.#run?.calls.find((c) => c.tool_call_id === toolCallId && c.kind === "human_ask");
+    if (!this.#run || !call) return notFound("question", toolCallId);
+    const result = answerInput(call, answer, answeredBy, Date.now());
+    if ("effects" in result) this.#applyAndAdvance(result.effects);
+    return { status: result.status, body: result.body };
   }
 
   /**
@@ -156,7 +228,7 @@ export class RunObject extends DurableObject<Env> {
     const clientKey = url.searchParams.get("client_key") ?? undefined;
     const superseded = this.#subscribers.attach({ id: subscriptionId, clientKey, sink: stream });
     superseded?.sink.close();
-    this.#armHeartbeat();
+    if (this.#heartbeatActive()) this.#rearm();
     return new Response(stream.body, {
       headers: { ...SSE_HEADERS, "x-subscription-id": subscriptionId, "x-run-id": this.#run.run_id },
     });
@@ -166,8 +238,12 @@ export class RunObject extends DurableObject<Env> {
     this.#armedAt = null;
     const now = Date.now();
     for (const name of this.#deadlines.takeDue(now)) {
-      if (name === "turn") this.#advance();
-      else if (name === "retention") this.#purge();
+      if (name === "retention") this.#purge();
+      else if (name === "calls") {
+        const turn = this.#currentTurn();
+        if (turn) this.#applyAndAdvance(expireDue(turn, now));
+      }
+      else this.#kick();
     }
     if (this.#heartbeatActive() && now >= this.#lastAppendAt + this.#config.HEARTBEAT_INTERVAL_MS) {
       this.#append("heartbeat", {});
@@ -177,29 +253,201 @@ export class RunObject extends DurableObject<Env> {
 
   // ---- the agent loop ----------------------------------------------------
 
-  /** Plays model turns that are ready; stops at the first one still thinking. */
-  #advance(): void {
-    const run = this.#run;
-    while (run && run.status === "running" && run.phase.kind === "thinking") {
-      const { turn: index, ready_at } = run.phase;
-      if (Date.now() < ready_at) {
-        this.#deadlines.set("turn", ready_at);
-        this.#rearm();
-        return;
-      }
-      const turn = scriptedTurn(this.#script, index);
-      if (!turn) {
-        this.#end("run_completed", { ...(run.last_text !== null ? { text: run.last_text } : {}), tool_calls: run.tool_calls });
-        return;
-      }
-      if (turn.text !== undefined && turn.text !== "") {
-        this.#append("assistant_message", { text: turn.text });
-        run.last_text = turn.text;
-      }
-      const next = scriptedTurn(this.#script, index + 1);
-      run.phase = { kind: "thinking", turn: index + 1, ready_at: Date.now() + (next?.delay_ms ?? 0) };
-      this.#saveRun();
+  /** Runs the loop unless it is already running, in which case it makes one more pass. */
+  #kick(): void {
+    if (this.#driver !== "idle") {
+      this.#driver = "driving_again";
+      return;
     }
+    this.#driver = "driving";
+    void this.#drive()
+      .catch((err: unknown) => this.#failRun("internal_error", `The run stopped on an unexpected error: ${(err as Error).message}`))
+      .finally(() => {
+        const again = this.#driver === "driving_again";
+        this.#driver = "idle";
+        if (again) this.#kick();
+      });
+  }
+
+  async #drive(): Promise<void> {
+    const run = this.#run;
+    while (run && run.status === "running") {
+      this.#driver = "driving";
+      if (run.phase.kind === "thinking") {
+        if (Date.now() < run.phase.ready_at) {
+          this.#deadlines.set("turn", run.phase.ready_at);
+          this.#rearm();
+          return;
+        }
+        const turn = scriptedTurn(this.#script, run.phase.turn);
+        if (!turn) {
+          this.#append("run_completed", { ...(run.last_text !== null ? { text: run.last_text } : {}), tool_calls: run.tool_calls });
+          return;
+        }
+        if (turn.text !== undefined && turn.text !== "") {
+          this.#append("assistant_message", { text: turn.text });
+          run.last_text = turn.text;
+        }
+        if (turn.tool_calls && turn.tool_calls.length > 0) {
+          await this.#startToolTurn(run, turn);
+        } else {
+          this.#nextModelTurn(run);
+        }
+        continue;
+      }
+      const turn = this.#currentTurn();
+      if (turn) {
+        this.#settleLostDispatches(turn.calls);
+        this.#apply(advanceAdmission(turn, run.counters, this.#limits(), Date.now()));
+        if (turnDone(turn)) {
+          // Every call of the turn ended; the scripted model ignores their results, a real one reads them.
+          this.#nextModelTurn(run);
+          continue;
+        }
+        this.#armCallDeadline();
+        this.#saveRun();
+        return;
+      }
+      return;
+    }
+  }
+
+  /** Announces every call of the turn and asks every approval at once. */
+  async #startToolTurn(run: RunRecord, turn: ScriptTurn): Promise<void> {
+    const now = Date.now();
+    const limits = this.#limits();
+    const turnIndex = run.phase.kind === "thinking" ? run.phase.turn : 0;
+    const calls: ToolCallRecord[] = [];
+    for (const [index, proposed] of (turn.tool_calls ?? []).entries()) {
+      const info = await this.#toolInfo(proposed.tool_name);
+      const tool = classifyTool(proposed.tool_name, info, this.#config);
+      calls.push({
+        turn: turnIndex,
+        index,
+        tool_call_id: proposed.tool_call_id ?? newToolCallId(),
+        tool_name: proposed.tool_name,
+        arguments: proposed.arguments,
+        arguments_digest: await argumentsDigest(proposed.arguments),
+        ...tool,
+        state: "awaiting_admission",
+        started_at: now,
+        approved: false,
+      });
+    }
+    if (run.status !== "running") return; // cancelled while the tool lists were fetched
+    run.phase = { kind: "tools", turn: turnIndex };
+    run.calls.push(...calls);
+    run.tool_calls += calls.length;
+    for (const call of calls) this.#apply(announce(call, redactSecrets(call.arguments), limits, now, newApprovalId()));
+    this.#saveRun();
+  }
+
+  #nextModelTurn(run: RunRecord): void {
+    const index = run.phase.kind === "ended" ? 0 : run.phase.turn + 1;
+    run.phase = { kind: "thinking", turn: index, ready_at: Date.now() + (scriptedTurn(this.#script, index)?.delay_ms ?? 0) };
+    this.#saveRun();
+  }
+
+  #applyAndAdvance(effects: Effect[]): void {
+    this.#apply(effects);
+    this.#saveRun();
+    this.#kick();
+  }
+
+  /** Appends the events the pure logic decided on and starts the dispatches it admitted. */
+  #apply(effects: Effect[]): void {
+    for (const effect of effects) {
+      if (effect.kind === "emit") this.#append(effect.type, effect.fields);
+      else this.#dispatch(effect.call);
+    }
+  }
+
+  /** Sends one admitted call, exactly once; its result is reported even if the run was cancelled meanwhile. */
+  #dispatch(call: ToolCallRecord): void {
+    this.#inFlight.add(call.tool_call_id);
+    this.#saveRun(); // "dispatched" is on disk before the request leaves
+    void this.#send(call)
+      .catch((err: unknown): DispatchOutcome => ({ kind: "failed", code: "transport_error", message: (err as Error).message }))
+      .then((outcome) => {
+        this.#inFlight.delete(call.tool_call_id);
+        const run = this.#run;
+        const current = run?.calls.find((c) => c.tool_call_id === call.tool_call_id);
+        if (!run || !current || current.state !== "dispatched") return;
+        this.#apply(settleDispatch(current, outcome, Date.now()));
+        this.#saveRun();
+        const turn = this.#currentTurn();
+        if (run.cancel_requested && !(turn && hasDispatched(turn))) {
+          this.#append("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
+          return;
+        }
+        this.#kick();
+      });
+  }
+
+  async #send(call: ToolCallRecord): Promise<DispatchOutcome> {
+    const target = parseMcpToolName(call.tool_name);
+    const server = target ? this.#config.MCP_SERVERS[target.server] : undefined;
+    if (!target || !server) {
+      return { kind: "failed", code: "transport_error", message: `No MCP server is configured for ${call.tool_name}.` };
+    }
+    // The approval was for these exact arguments; refuse anything else.
+    if ((await argumentsDigest(call.arguments)) !== call.arguments_digest) {
+      return { kind: "failed", code: "transport_error", message: "The arguments changed after approval; the call was not sent." };
+    }
+    const outcome = await callMcpTool(server, target.tool, call.arguments, this.#caps());
+    if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message };
+    return { kind: "result", is_error: outcome.isError, content_bytes: outcome.contentBytes, summary: outcome.summary, model_text: outcome.modelText };
+  }
+
+  /**
+   * A call marked dispatched that this instance never sent was in flight when
+   * the object restarted. It is never sent again; it is reported as an
+   * ambiguous transport failure (its outcome is unknown).
+   */
+  #settleLostDispatches(calls: ToolCallRecord[]): void {
+    for (const call of calls) {
+      if (call.state === "dispatched" && !this.#inFlight.has(call.tool_call_id)) {
+        this.#apply(
+          settleDispatch(call, { kind: "failed", code: "transport_error", message: "The engine restarted while this call was in flight; its outcome is unknown and it was not sent again." }, Date.now()),
+        );
+      }
+    }
+  }
+
+  async #toolInfo(toolName: string): Promise<McpToolInfo | undefined> {
+    const target = parseMcpToolName(toolName);
+    const server = target ? this.#config.MCP_SERVERS[target.server] : undefined;
+    if (!target || !server) return undefined;
+    let list = this.#toolLists.get(target.server);
+    if (!list) {
+      // A server that cannot list its tools leaves them unknown, and unknown means mutating.
+      list = listMcpTools(server, this.#caps()).catch(() => undefined);
+      this.#toolLists.set(target.server, list);
+    }
+    return (await list)?.find((t) => t.name === target.tool);
+  }
+
+  #limits(): Limits {
+    const fromTrigger = this.#run?.max_tool_calls;
+    return {
+      ceiling: fromTrigger === null || fromTrigger === undefined ? this.#config.MAX_TOOL_CALLS : Math.min(this.#config.MAX_TOOL_CALLS, fromTrigger),
+      budget: this.#config.MUTATION_BUDGET,
+      approvalTimeoutMs: this.#config.APPROVAL_TIMEOUT_MS,
+      admissionTimeoutMs: this.#config.ADMISSION_TIMEOUT_MS,
+    };
+  }
+
+  #caps(): TransportCaps {
+    return {
+      connectTimeoutMs: this.#config.MCP_CONNECT_TIMEOUT_MS,
+      callTimeoutMs: this.#config.MCP_CALL_TIMEOUT_MS,
+      maxResponseBytes: this.#config.MCP_MAX_RESPONSE_BYTES,
+    };
+  }
+
+  #failRun(code: string, message: string): void {
+    console.error(`run ${this.#run?.run_id}: ${message}`);
+    this.#append("run_failed", { error: { code, message } });
   }
 
   // ---- appending and fan-out ---------------------------------------------
@@ -215,7 +463,7 @@ export class RunObject extends DurableObject<Env> {
   /**
    * Appends one event and pushes it to every live subscriber. Nothing is
    * appended after the terminal event (terminal fencing), whatever asks: a
-   * late alarm, a late storage callback, a second cancel.
+   * late alarm, a late dispatch result, a second cancel.
    */
   #append(type: EventType, fields: Record<string, unknown>): StoredEvent | null {
     const run = this.#run;
@@ -234,16 +482,13 @@ export class RunObject extends DurableObject<Env> {
     return event;
   }
 
-  #end(type: "run_completed" | "run_failed", fields: Record<string, unknown>): void {
-    this.#append(type, fields);
-  }
-
   #settleEnd(run: RunRecord, status: RunStatus, now: number): void {
     run.status = status;
     run.ended_at = new Date(now).toISOString();
     run.phase = { kind: "ended" };
     this.#saveRun();
     this.#deadlines.clear("turn");
+    this.#deadlines.clear("calls");
     this.#deadlines.set("retention", now + this.#config.RUN_RETENTION_SECONDS * MS_PER_SECOND);
     this.#rearm();
   }
@@ -263,8 +508,20 @@ export class RunObject extends DurableObject<Env> {
     return this.#run !== undefined && this.#run.status === "running" && this.#subscribers.size > 0;
   }
 
-  #armHeartbeat(): void {
-    if (this.#heartbeatActive()) this.#rearm();
+  /** The calls of the turn being executed, while the loop is in its tools phase. */
+  #currentTurn(): TurnState | undefined {
+    const run = this.#run;
+    if (!run || run.phase.kind !== "tools") return undefined;
+    const turn = run.phase.turn;
+    return { calls: run.calls.filter((c) => c.turn === turn) };
+  }
+
+  #armCallDeadline(): void {
+    const turn = this.#currentTurn();
+    const next = turn ? nextDeadline(turn) : undefined;
+    if (next === undefined) this.#deadlines.clear("calls");
+    else this.#deadlines.set("calls", next);
+    this.#rearm();
   }
 
   /**
@@ -284,4 +541,8 @@ export class RunObject extends DurableObject<Env> {
     this.#armedAt = next;
     void this.ctx.storage.setAlarm(next);
   }
+}
+
+function notFound(what: string, id: string): RouteAnswer {
+  return { status: 404, body: { error: "not_found", message: `No ${what} ${JSON.stringify(id)} in this run.` } };
 }

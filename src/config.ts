@@ -55,7 +55,8 @@ const jsonVar = <T extends z.ZodType>(schema: T, fallback: z.output<T>) =>
 const toolName = z.string().min(1);
 
 const mcpServersSchema = z.record(
-  z.string().regex(/^[A-Za-z0-9_-]+$/, "server names are letters, digits, _ and -"),
+  // A double underscore separates server and tool in `mcp__<server>__<tool>`, so it cannot appear in a server name.
+  z.string().regex(/^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$/, "server names are letters, digits, - and single _"),
   z.object({ url: z.url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
 );
 const toolPolicySchema = z.record(

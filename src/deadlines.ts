@@ -3,7 +3,8 @@
 // earliest deadline; when the alarm fires it takes every deadline that is due.
 import type { SqlLike } from "./event-log";
 
-export type DeadlineName = "turn" | "retention";
+/** turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events. */
+export type DeadlineName = "turn" | "calls" | "retention";
 
 export class Deadlines {
   readonly #sql: SqlLike;

@@ -10,6 +10,8 @@ import { getDelivery } from "./deliveries";
 import type { Env } from "./env";
 import { handleEvents } from "./handlers/events";
 import { handleTrigger } from "./handlers/trigger";
+import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
+import { readJsonBody } from "./request-body";
 import { isRunId } from "./run-ids";
 
 type ApiRequest = IRequest & { config: HostConfig };
@@ -68,6 +70,16 @@ router
     const result = await runStub(env, params.runId).cancel();
     if (!result.found) throw notFound("run", params.runId);
     return jsonResponse(result.already_ended ? 200 : 202, { status: result.status });
+  })
+  .post("/api/runs/:runId/approvals/:approvalId", async (request, env) => {
+    const body = await readJsonBody(request, approvalDecisionSchema);
+    const answer = await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), body);
+    return jsonResponse(answer.status, answer.body);
+  })
+  .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
+    const body = await readJsonBody(request, inputAnswerSchema);
+    const answer = await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, body.answered_by);
+    return jsonResponse(answer.status, answer.body);
   })
   .get("/api/deliveries/:deliveryId", async ({ params }, env) => {
     const receipt = await getDelivery(env.DB, decodePathParam(params.deliveryId));

@@ -16,3 +16,12 @@ export function isRunId(value: string): boolean {
 export function newSubscriptionId(): string {
   return `sub_${ulid()}`;
 }
+
+export function newApprovalId(): string {
+  return `approval_${ulid()}`;
+}
+
+/** For calls whose model gave no id (the scripted provider may omit it). */
+export function newToolCallId(): string {
+  return `call_${ulid()}`;
+}

@@ -1,12 +1,21 @@
-// The run's own record, kept by its RunObject: who started it, where it is in
-// its lifecycle, and what the summary route shows. The status is a small
+// The run's own record, kept by its RunObject: who started it, where its
+// agent loop stands, and what the summary route shows. The status is a small
 // state machine: "running" → "completed" | "failed", and nothing leaves a
 // terminal status (terminal fencing).
+import type { RunCounters, ToolCallRecord } from "./tool-calls";
+
 export type RunStatus = "running" | "completed" | "failed";
 
-/** Where the agent loop stands between two steps; persisted so an eviction resumes it. */
+/**
+ * Where the agent loop stands between two steps; persisted with the turn's
+ * calls so an evicted object resumes where it was.
+ *  - thinking: the model is producing turn `turn` (ready at `ready_at` for the scripted provider);
+ *  - tools: the calls of turn `turn` are being approved, admitted and run;
+ *  - ended: the terminal event was appended.
+ */
 export type RunPhase =
   | { kind: "thinking"; turn: number; ready_at: number }
+  | { kind: "tools"; turn: number }
   | { kind: "ended" };
 
 export interface RunRecord {
@@ -19,8 +28,27 @@ export interface RunRecord {
   ended_at: string | null;
   status: RunStatus;
   phase: RunPhase;
+  /** Every call of the run, kept so repeated decisions get their first answer; the current turn's have `turn` = phase.turn. */
+  calls: ToolCallRecord[];
+  counters: RunCounters;
+  /** Calls the model proposed in the run (run_completed.tool_calls). */
   tool_calls: number;
   last_text: string | null;
+  /** Cancel was asked while a dispatched call was in flight; the run ends when it settles. */
+  cancel_requested: boolean;
+}
+
+export interface PendingApproval {
+  approval_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  expires_at: string;
+}
+
+export interface PendingInput {
+  tool_call_id: string;
+  question: string;
+  expires_at: string;
 }
 
 export interface RunSummary {
@@ -30,8 +58,8 @@ export interface RunSummary {
   last_sequence: number;
   earliest_sequence: number;
   subscribers: number;
-  pending_approvals: unknown[];
-  pending_inputs: unknown[];
+  pending_approvals: PendingApproval[];
+  pending_inputs: PendingInput[];
   created_at: string;
   ended_at?: string;
 }

@@ -7,6 +7,10 @@ declare global {
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
       API_TOKEN: string;
+      /** The demo MCP server answering with SSE streams (started by demo-mcp-global-setup.ts). */
+      DEMO_MCP_URL: string;
+      /** The same server in JSON response mode (DEMO_MCP_JSON_RESPONSE=1). */
+      DEMO_MCP_JSON_URL: string;
     }
   }
 }

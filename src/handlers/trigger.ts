@@ -7,6 +7,7 @@ import { claimDelivery } from "../deliveries";
 import type { Env } from "../env";
 import { readJsonBody } from "../request-body";
 import { newRunId } from "../run-ids";
+import { isKnownToolNameShape } from "../tool-policy";
 import { triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
 
@@ -20,12 +21,13 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
       details: [{ path: "script", message: "not allowed with this model provider" }],
     });
   }
-  const unsupported = body.script?.findIndex((turn) => (turn.tool_calls?.length ?? 0) > 0) ?? -1;
-  if (unsupported >= 0) {
+  const badTool = body.script?.flatMap((turn, t) => (turn.tool_calls ?? []).map((call, c) => ({ call, path: `script.${t}.tool_calls.${c}.tool_name` })))
+    .find(({ call }) => !isKnownToolNameShape(call.tool_name));
+  if (badTool) {
     throw apiError(400, {
       error: "invalid_request",
-      message: "Scripted tool calls are not supported by this version yet; send text turns only.",
-      details: [{ path: `script.${unsupported}.tool_calls`, message: "not supported yet" }],
+      message: `Tool names are "human__ask" or "mcp__<server>__<tool>"; got ${JSON.stringify(badTool.call.tool_name)}.`,
+      details: [{ path: badTool.path, message: "not a tool name this engine can call" }],
     });
   }
 

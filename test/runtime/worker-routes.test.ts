@@ -82,13 +82,13 @@ describe("trigger input", () => {
     await expectError(await api("/api/trigger", { method: "POST", body: stream, duplex: "half" } as RequestInit), 413, "payload_too_large");
   });
 
-  it("refuses scripted tool calls this version cannot run yet, rather than starting half a run", async () => {
+  it("refuses scripted tool calls with names no tool can have", async () => {
     const body = await expectError(
-      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", script: [{ tool_calls: [{ tool_name: "human__ask", arguments: {} }] }] }) }),
+      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", script: [{ text: "a" }, { tool_calls: [{ tool_name: "rm -rf", arguments: {} }] }] }) }),
       400,
       "invalid_request",
     );
-    expect(body.details[0].path).toBe("script.0.tool_calls");
+    expect(body.details[0].path).toBe("script.1.tool_calls.0.tool_name");
   });
 });
 

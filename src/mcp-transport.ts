@@ -1,0 +1,554 @@
+/**
+ * The engine's MCP client: lists a server's tools and dispatches one tool call, over MCP
+ * Streamable HTTP with the official SDK, from inside workerd (the Run Durable Object).
+ *
+ * Responsibilities:
+ *  - One short-lived SDK client per operation (connect, list or call, terminate, close), so no
+ *    state has to survive a Durable Object eviction and no session outlives its use.
+ *  - Enforce the transport caps of the contract (section 7): the connect (initialize handshake)
+ *    is bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as
+ *    progress notifications extends it), and every response body by `maxResponseBytes`.
+ *  - Never retry a tools/call: not here, and not inside the SDK (its SSE resumption is turned
+ *    off and the standalone GET stream is never opened).
+ *  - Turn every ending of a call into an `McpCallOutcome`, deciding `sent` from what actually
+ *    reached `fetch`: the engine marks an outcome `outcome_unknown` from it, so a call that
+ *    provably never left must say so, and one that may have left must never claim otherwise.
+ *  - Reduce a result to facts (is_error, content_bytes, a 2 KiB summary) plus capped text for
+ *    the model, and keep the server config's headers (credentials) out of every message.
+ *
+ * Not responsible for: approvals, budgets, write-ahead checkpoints or durable outcomes (the Run
+ * Durable Object decides those from the outcome returned here), nor for reading host config.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  StreamableHTTPClientTransport,
+  type StreamableHTTPReconnectionOptions,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  ErrorCode,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  McpError,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+
+// ---------------------------------------------------------------------------------------------
+// Public interface
+
+export interface McpServerConfig {
+  url: string;
+  /** Sent on every request to the server (typically its auth). Never logged, never in a message. */
+  headers?: Record<string, string>;
+}
+
+export interface TransportCaps {
+  /** Bound on the initialize handshake (connect), in milliseconds. */
+  connectTimeoutMs: number;
+  /** Bound on one tools/call (and on a whole tools/list, all pages), in milliseconds. */
+  callTimeoutMs: number;
+  /** Bound on each HTTP response body from the server, in bytes. */
+  maxResponseBytes: number;
+}
+
+export interface McpToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  /** The server's `annotations.readOnlyHint`, when it gave a boolean. Absent means unknown. */
+  readOnlyHint?: boolean;
+}
+
+export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";
+
+export type McpCallOutcome =
+  | {
+      kind: "result";
+      /** The tool's `isError`, or true when the server answered the call with a JSON-RPC error. */
+      isError: boolean;
+      /** UTF-8 bytes of JSON.stringify(result.content); 0 for a JSON-RPC error answer. */
+      contentBytes: number;
+      /** The content as text, at most SUMMARY_MAX_BYTES UTF-8 bytes. */
+      summary: string;
+      /** The content as text for the model, at most MODEL_TEXT_MAX_BYTES UTF-8 bytes. */
+      modelText: string;
+      /** Present when the server answered the call with a JSON-RPC error instead of a result. */
+      rpcError?: { code: number; message: string };
+    }
+  | {
+      kind: "failed";
+      code: McpFailureCode;
+      message: string;
+      /**
+       * Whether the tools/call request was handed to fetch, i.e. whether it may have reached the
+       * server. false only when it certainly did not.
+       */
+      sent: boolean;
+    };
+
+export class McpTransportError extends Error {
+  override readonly name = "McpTransportError";
+  constructor(
+    readonly code: McpFailureCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constants
+
+/** The contract's bound on `tool_execution.result.summary` (section 4: "at most 2 KiB"). */
+export const SUMMARY_MAX_BYTES = 2048;
+/** Bound on the text handed back to the model: enough for any sane tool answer, far below the response cap. */
+export const MODEL_TEXT_MAX_BYTES = 64 * 1024;
+/** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
+const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
+/**
+ * After the tools/call response stream ends or breaks, how long the SDK gets to deliver a result
+ * it had already read before the call is declared failed. Delivery takes only microtasks (the
+ * parse pipeline has no timers), so this is generous; it only shortens the wait for a dropped
+ * stream, which would otherwise sit out the whole call timeout.
+ */
+const STREAM_END_SETTLE_MS = 250;
+/** Guard against a server whose pagination cursor never ends. */
+const MAX_TOOL_LIST_PAGES = 100;
+/** Bound on error text (server-provided text can be arbitrarily long). */
+const MESSAGE_MAX_BYTES = 512;
+
+const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
+
+/**
+ * No SSE resumption. The SDK only ever resumes with a GET carrying Last-Event-ID (it never
+ * re-POSTs a request), and only when the server sent event ids; but a resumed stream could
+ * still replay a response into a client that already gave up, and each attempt is another
+ * connection after the caps expired. With maxRetries 0 a broken stream is simply broken.
+ */
+const NO_RECONNECTION: StreamableHTTPReconnectionOptions = {
+  maxRetries: 0,
+  initialReconnectionDelay: 0,
+  maxReconnectionDelay: 0,
+  reconnectionDelayGrowFactor: 1,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+/** Lists a server's tools (all pages). Throws McpTransportError on failure. */
+export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolInfo[]> {
+  let session: McpSession | undefined;
+  try {
+    session = new McpSession(server, caps);
+    await session.connect();
+    // One bound for the whole listing: pagination must not multiply the caller's wait.
+    const deadline = Date.now() + caps.callTimeoutMs;
+    const tools: McpToolInfo[] = [];
+    const seenCursors = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; ; page += 1) {
+      if (page === MAX_TOOL_LIST_PAGES) {
+        throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
+      }
+      const remainingMs = Math.max(1, deadline - Date.now());
+      const result = await session.bounded(
+        session.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(remainingMs)),
+        remainingMs,
+        "tools/list",
+      );
+      tools.push(...result.tools.map(toToolInfo));
+      cursor = result.nextCursor;
+      if (cursor === undefined) return tools;
+      if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
+      seenCursors.add(cursor);
+    }
+  } catch (error) {
+    throw toTransportError(error);
+  } finally {
+    await session?.close();
+  }
+}
+
+/** Calls one tool exactly once. Never throws; never retries. */
+export async function callMcpTool(
+  server: McpServerConfig,
+  toolName: string,
+  args: Record<string, unknown>,
+  caps: TransportCaps,
+): Promise<McpCallOutcome> {
+  let session: McpSession | undefined;
+  try {
+    session = new McpSession(server, caps);
+    try {
+      await session.connect();
+    } catch (error) {
+      const failure = toTransportError(error);
+      return { kind: "failed", code: failure.code, message: failure.message, sent: session.toolCall.sent };
+    }
+    let result: CallToolResult;
+    try {
+      result = (await session.bounded(
+        session.client.callTool({ name: toolName, arguments: args }, undefined, requestOptions(caps.callTimeoutMs)),
+        caps.callTimeoutMs,
+        "tools/call",
+      )) as CallToolResult;
+    } catch (error) {
+      return session.callFailureOutcome(error);
+    }
+    return resultOutcome(result, caps);
+  } catch (error) {
+    // Defensive: nothing above should throw, but a caller relies on "never throws".
+    return { kind: "failed", code: "transport_error", message: errorText(error), sent: session?.toolCall.sent ?? false };
+  } finally {
+    await session?.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One client session
+
+/** What the fetch layer and the message hook learned about the tools/call request. */
+interface ToolCallTrace {
+  /** The tools/call POST was handed to fetch: from here on it may have reached the server. */
+  sent: boolean;
+  /** Its JSON-RPC id, read from the body, to recognise its answer. */
+  id?: string | number;
+  /** A response (result or error) for it arrived. */
+  answered: boolean;
+  /** The server answered it with a JSON-RPC error. */
+  rpcError?: { code: number; message: string };
+}
+
+/**
+ * One SDK Client over one Streamable HTTP transport whose fetch is instrumented: it records when
+ * the tools/call leaves, caps every response body, answers the standalone GET stream with 405,
+ * and turns a too-large or dropped tools/call response into a failure signal that `bounded`
+ * races against the SDK's own promise.
+ */
+class McpSession {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+  readonly toolCall: ToolCallTrace = { sent: false, answered: false };
+  /** Whether any JSON-RPC error response arrived: then an McpError may be the server's, not the SDK's. */
+  private rpcErrorSeen = false;
+  /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
+  private readonly failure: Promise<McpTransportError>;
+  private signalFailure!: (error: McpTransportError) => void;
+  private failed: McpTransportError | undefined;
+  private closed = false;
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+
+  constructor(
+    server: McpServerConfig,
+    private readonly caps: TransportCaps,
+  ) {
+    this.failure = new Promise((resolve) => (this.signalFailure = resolve));
+    this.transport = new StreamableHTTPClientTransport(new URL(server.url), {
+      requestInit: { headers: { ...server.headers } },
+      fetch: (url, init) => this.fetch(url, init),
+      reconnectionOptions: NO_RECONNECTION,
+    });
+    // The Protocol chains a handler that is set before connect(), so this sees every message
+    // before the SDK resolves the matching request.
+    this.transport.onmessage = (message) => this.observe(message);
+    this.client = new Client(CLIENT_INFO, {
+      capabilities: {},
+      // The default (ajv) compiles schemas with `new Function`, which workerd forbids; listTools
+      // compiles every tool's outputSchema.
+      jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
+    });
+    // Aborted requests and broken streams are reported here as well as through the promise
+    // that is waiting for them (the one that decides the outcome). Without a handler the SDK
+    // drops them silently; with one that logs, every close after a timeout would be noise.
+    this.client.onerror = () => {};
+  }
+
+  async connect(): Promise<void> {
+    const { connectTimeoutMs } = this.caps;
+    await this.bounded(this.client.connect(this.transport, requestOptions(connectTimeoutMs)), connectTimeoutMs, "connect");
+  }
+
+  /**
+   * Waits for `operation`, at most `timeoutMs`, and no longer once the fetch layer signalled a
+   * failure. The SDK applies its own request timeout too; this is the hard bound on total time,
+   * whatever the SDK does (a send that never settles, a timer that got reset).
+   */
+  async bounded<T>(operation: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    const failure = this.failure.then((error): never => {
+      throw error;
+    });
+    try {
+      // Promise.race subscribes to every contender, so the losers' later rejections are handled.
+      return await Promise.race([operation, deadline, failure]);
+    } catch (error) {
+      throw this.classify(error, what, timeoutMs);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
+  }
+
+  /**
+   * What a failed operation amounts to. A failure the fetch layer saw (too large, stream broken)
+   * explains whatever the SDK made of it, so it wins. The SDK's own request timeout is an
+   * McpError(RequestTimeout), a code a server may also answer with; it only counts as a timeout
+   * while no JSON-RPC error response arrived.
+   */
+  private classify(error: unknown, what: string, timeoutMs: number): McpTransportError {
+    if (this.failed) return this.failed;
+    if (error instanceof McpTransportError) return error;
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout && !this.rpcErrorSeen) {
+      return new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
+    }
+    return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`);
+  }
+
+  /** The outcome of a tools/call that did not resolve with a result. */
+  callFailureOutcome(error: unknown): McpCallOutcome {
+    const { rpcError, sent } = this.toolCall;
+    if (rpcError && !this.failed) {
+      // The server answered: the call reached it and it said no. A tool error, not ambiguity.
+      const text = `JSON-RPC error ${rpcError.code}: ${rpcError.message}`;
+      return {
+        kind: "result",
+        isError: true,
+        contentBytes: 0,
+        summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
+        modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
+        rpcError,
+      };
+    }
+    const failure = toTransportError(error);
+    return { kind: "failed", code: failure.code, message: failure.message, sent };
+  }
+
+  /** Frees the server's session (bounded, errors ignored), then closes the client. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    if (this.transport.sessionId !== undefined) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.transport.terminateSession().catch(() => {}),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, TERMINATE_SESSION_TIMEOUT_MS))),
+      ]);
+      if (timer !== undefined) clearTimeout(timer);
+    }
+    // Aborts whatever is still in flight (a timed-out call, an unfinished DELETE); the SDK
+    // reports those aborts through onerror, which is quiet.
+    await this.client.close().catch(() => {});
+  }
+
+  private fail(error: McpTransportError): void {
+    if (this.failed) return;
+    this.failed = error;
+    this.signalFailure(error);
+  }
+
+  private observe(message: JSONRPCMessage): void {
+    const isError = isJSONRPCErrorResponse(message);
+    if (!isError && !isJSONRPCResultResponse(message)) return;
+    if (isError) this.rpcErrorSeen = true;
+    if (this.toolCall.id === undefined || message.id !== this.toolCall.id) return;
+    this.toolCall.answered = true;
+    if (isError) this.toolCall.rpcError = { code: message.error.code, message: message.error.message };
+  }
+
+  /** The transport's fetch. Headers pass through untouched and are never read or logged here. */
+  private async fetch(url: string | URL, init?: RequestInit): Promise<Response> {
+    const method = (init?.method ?? "GET").toUpperCase();
+    if (method === "GET") {
+      // The standalone GET stream carries only server-initiated messages, which a one-shot
+      // client neither needs nor may act on (no sampling, elicitation or roots). The SDK treats
+      // 405 as "server offers no stream", so none is opened: one connection fewer per call,
+      // nothing to abort on close, nothing to reconnect.
+      return new Response(null, { status: 405, statusText: "Method Not Allowed" });
+    }
+    const toolCallId = method === "POST" ? toolCallIdIn(init?.body) : undefined;
+    if (toolCallId !== undefined) {
+      this.toolCall.id = toolCallId;
+      this.toolCall.sent = true;
+    }
+    const response = await fetch(url, init);
+    return this.capBody(response, toolCallId !== undefined);
+  }
+
+  /**
+   * Passes the body through, counting bytes, and errors it past maxResponseBytes. For the
+   * tools/call's SSE response it also notices the stream ending or breaking before the answer:
+   * resumption is off, so that answer can never arrive, and waiting would only burn the timeout.
+   */
+  private capBody(response: Response, isToolCall: boolean): Response {
+    const { maxResponseBytes } = this.caps;
+    const body = response.body;
+    if (body === null) return response;
+    const tooLarge = () =>
+      new McpTransportError("response_too_large", `response body exceeds the ${maxResponseBytes}-byte cap`);
+    const declared = Number(response.headers.get("content-length") ?? NaN);
+    if (declared > maxResponseBytes) {
+      const error = tooLarge();
+      this.fail(error);
+      void body.cancel(error).catch(() => {});
+      throw error;
+    }
+    const watchEnd = isToolCall && (response.headers.get("content-type") ?? "").includes("text/event-stream");
+    const ended = (why: string) => {
+      // After close() began, the end is our own abort, not the server's doing.
+      if (!watchEnd || this.closed) return;
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        if (!this.toolCall.answered) this.fail(new McpTransportError("transport_error", `tools/call response stream ${why} before the result`));
+      }, STREAM_END_SETTLE_MS);
+      this.timers.add(timer);
+    };
+
+    const reader = body.getReader();
+    let received = 0;
+    const counted = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          ended("broke");
+          controller.error(error);
+          return;
+        }
+        if (chunk.done) {
+          ended("ended");
+          controller.close();
+          return;
+        }
+        received += chunk.value.byteLength;
+        if (received > maxResponseBytes) {
+          const error = tooLarge();
+          this.fail(error);
+          controller.error(error);
+          void reader.cancel(error).catch(() => {});
+          return;
+        }
+        controller.enqueue(chunk.value);
+      },
+      cancel: (reason) => reader.cancel(reason).catch(() => {}),
+    });
+    return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/**
+ * SDK request options: the cap as both the idle and the total timeout, and progress
+ * notifications never reset it (the SDK's default is already false; stated so it stays so).
+ */
+function requestOptions(timeoutMs: number): RequestOptions {
+  return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
+}
+
+/** The JSON-RPC id of a tools/call request in a POST body, if that is what the body is. */
+function toolCallIdIn(body: RequestInit["body"] | undefined): string | number | undefined {
+  if (typeof body !== "string") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
+      if (typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call") {
+        const id = (message as { id?: unknown }).id;
+        if (typeof id === "string" || typeof id === "number") return id;
+      }
+    }
+  } catch {
+    // Not JSON: not a tools/call.
+  }
+  return undefined;
+}
+
+function toToolInfo(tool: Tool): McpToolInfo {
+  const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
+  if (tool.description !== undefined) info.description = tool.description;
+  const readOnly = tool.annotations?.readOnlyHint;
+  if (typeof readOnly === "boolean") info.readOnlyHint = readOnly;
+  return info;
+}
+
+function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutcome {
+  const content = result.content ?? [];
+  const contentBytes = utf8Length(JSON.stringify(content));
+  if (contentBytes > caps.maxResponseBytes) {
+    // The body cap already bounds the wire; this catches a result that grew in decoding.
+    return { kind: "failed", code: "response_too_large", message: `result content is ${contentBytes} bytes, over the ${caps.maxResponseBytes}-byte cap`, sent: true };
+  }
+  const text = contentText(result);
+  return {
+    kind: "result",
+    isError: result.isError === true,
+    contentBytes,
+    summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
+    modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
+  };
+}
+
+/** The content as text: text items verbatim, other items as a short placeholder. */
+function contentText(result: CallToolResult): string {
+  const content = result.content ?? [];
+  if (content.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  return content
+    .map((item) => {
+      switch (item.type) {
+        case "text":
+          return item.text;
+        case "image":
+        case "audio":
+          return `[${item.type}: ${item.mimeType}]`;
+        case "resource":
+          return `[resource: ${item.resource.uri}]`;
+        case "resource_link":
+          return `[resource link: ${item.uri}]`;
+        default:
+          return `[${(item as { type: string }).type} content]`;
+      }
+    })
+    .join("\n");
+}
+
+const encoder = new TextEncoder();
+
+function utf8Length(text: string): number {
+  return encoder.encode(text).byteLength;
+}
+
+/**
+ * `text` cut to at most `maxBytes` UTF-8 bytes, ending in "…" when cut, never splitting a
+ * character (a cut never lands inside a code point's bytes).
+ */
+export function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = encoder.encode(text);
+  if (bytes.byteLength <= maxBytes) return text;
+  // The marker only when it fits: a budget under 3 bytes gets a bare cut.
+  const ellipsis = maxBytes >= utf8Length("…") ? "…" : "";
+  let end = Math.max(0, maxBytes - utf8Length(ellipsis));
+  // Back off continuation bytes (10xxxxxx) so the cut falls on a code point boundary.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
+  return new TextDecoder().decode(bytes.subarray(0, end)) + ellipsis;
+}
+
+/** Anything thrown, as an McpTransportError (bounded() already classified what it saw). */
+function toTransportError(error: unknown): McpTransportError {
+  return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error));
+}
+
+/** Error text for a message: bounded; the request's URL and headers are never added to it. */
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error);
+  return truncateUtf8(text, MESSAGE_MAX_BYTES);
+}
