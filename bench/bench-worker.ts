@@ -1,4 +1,3 @@
-/// <reference types="@cloudflare/workers-types" />
 // The benchmark's Worker entry (bench/wrangler.bench.toml, never deployed).
 // Every normal route is the real Worker's fetch, untouched. It adds bench-only
 // routes, answered only when the BENCH var is "1" and the same bearer token
@@ -8,6 +7,7 @@
 //        appends N synthetic assistant_message events to a *running* run
 //        through RunObject's own append + fan-out path (BenchRunObject).
 //   GET  /bench/raw/{name}/events     SSE live tail of a RawFloorObject
+//   GET  /bench/raw/{name}/stats      {"subscribers", "last_sequence"}
 //   POST /bench/raw/{name}/append?count=N&bytes=B&label=L
 //        the same N events through the "raw floor": one SQLite insert and one
 //        enqueue per subscriber, no engine logic at all.
@@ -16,8 +16,8 @@
 // RPC for appends; client → Worker → Durable Object fetch stream for SSE),
 // so engine/raw ratios isolate what the engine does on top of the floor.
 //
-// The triple-slash reference exists because tsconfig.node.json (Node types)
-// includes bench/; this file is Worker code and needs the workers types.
+// Worker code: checked by tsconfig.json with the workers types; tsconfig.node.json,
+// which covers the rest of bench/, excludes this file.
 import { DurableObject } from "cloudflare:workers";
 import { RunObject } from "../durable-objects/run-object";
 import { isAuthorized } from "../src/auth";
@@ -25,12 +25,14 @@ import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
 import realWorker from "../src/index";
 
-export { RunObject } from "../durable-objects/run-object";
+export { StoragePool } from "../durable-objects/storage-pool";
+import { isRunId } from "../src/run-ids";
 
+// Not exported: workerd rejects a Worker module exporting anything but handlers and classes.
 /** Events per append request: bounds one RPC's synchronous work and its response time. */
-export const MAX_APPEND_COUNT = 10_000;
+const MAX_APPEND_COUNT = 10_000;
 /** Same ceiling as a scripted turn's text (src/trigger-request.ts). */
-export const MAX_TEXT_BYTES = 32_768;
+const MAX_TEXT_BYTES = 32_768;
 /** The label leads the text so a client can find its probe without parsing JSON. */
 const MAX_LABEL_CHARS = 64;
 
@@ -109,6 +111,10 @@ export class RawFloorObject extends DurableObject<BenchEnv> {
     return new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } });
   }
 
+  async stats(): Promise<{ subscribers: number; last_sequence: number }> {
+    return { subscribers: this.#subscribers.size, last_sequence: this.#sequence };
+  }
+
   async append(count: number, textBytes: number, label: string): Promise<AppendResult> {
     const text = syntheticText(label, textBytes);
     const name = this.ctx.id.name ?? "raw";
@@ -156,6 +162,7 @@ function appendParams(url: URL): { count: number; bytes: number; label: string }
 const RUN_APPEND = /^\/bench\/runs\/([^/]+)\/append$/;
 const RAW_EVENTS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/events$/;
 const RAW_APPEND = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/append$/;
+const RAW_STATS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/stats$/;
 
 async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Response> {
   // Same gate as /api/*: a configured token, presented as a bearer.
@@ -169,7 +176,9 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   if (request.method === "POST" && (match = RUN_APPEND.exec(path))) {
     const params = appendParams(url);
     if (typeof params === "string") return json(400, { error: "invalid_request", message: params });
-    const runId = decodeURIComponent(match[1] ?? "");
+    const runId = match[1] ?? "";
+    // As the real router does: no Durable Object is woken for an id that can't be a run.
+    if (!isRunId(runId)) return json(404, { error: "not_found", message: `No run ${JSON.stringify(runId)}.` });
     const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
     const result = await stub.benchAppend(params.count, params.bytes, params.label);
     // 409: the run is unknown or already terminal; a bench run must be kept running.
@@ -177,6 +186,9 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   }
   if (request.method === "GET" && (match = RAW_EVENTS.exec(path))) {
     return env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).fetch("https://raw-floor/events");
+  }
+  if (request.method === "GET" && (match = RAW_STATS.exec(path))) {
+    return json(200, await env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).stats());
   }
   if (request.method === "POST" && (match = RAW_APPEND.exec(path))) {
     const params = appendParams(url);

@@ -11,6 +11,8 @@ import { loadConfig, type HostConfig } from "../src/config";
 import { Deadlines } from "../src/deadlines";
 import type { Env } from "../src/env";
 import { EventLog } from "../src/event-log";
+import { MutationLedger } from "../src/mutation-ledger";
+import { newMutationId, type OutcomeDb, type Settlement } from "../src/mutation-outcomes";
 import { isTerminalEventType, type EventType, type StoredEvent } from "../src/events";
 import { callMcpTool, listMcpTools, type McpToolInfo, type TransportCaps } from "../src/mcp-transport";
 import { defaultScript, scriptedTurn } from "../src/providers/scripted";
@@ -29,6 +31,7 @@ import {
   expireDue,
   hasDispatched,
   nextDeadline,
+  refuseDispatch,
   settleDispatch,
   turnDone,
   type Decision,
@@ -40,6 +43,7 @@ import {
 } from "../src/tool-calls";
 import { classifyTool, parseMcpToolName } from "../src/tool-policy";
 import type { ScriptTurn } from "../src/trigger-request";
+import { globalStoragePool } from "./storage-pool";
 
 export interface StartRunInput {
   run_id: string;
@@ -78,9 +82,15 @@ export class RunObject extends DurableObject<Env> {
   readonly #inFlight = new Set<string>();
   /** MCP tool lists, fetched once per server per instance. */
   readonly #toolLists = new Map<string, Promise<McpToolInfo[] | undefined>>();
+  /** Intent writes started at approval, awaited by the dispatch pipeline. */
+  readonly #intents = new Map<string, ReturnType<MutationLedger["intent"]>>();
+  /** Where outcome rows are written: D1, or a test's seam in front of it. */
+  #outcomeDb: OutcomeDb;
+  #ledger!: MutationLedger;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    this.#outcomeDb = env.DB;
     void ctx.blockConcurrencyWhile(async () => {
       const loaded = loadConfig(env);
       if (loaded.state === "bad_config") {
@@ -88,6 +98,7 @@ export class RunObject extends DurableObject<Env> {
         throw new Error(`RunObject cannot start: ${loaded.message}`);
       }
       this.#config = loaded.config;
+      this.#ledger = new MutationLedger(() => this.#outcomeDb, globalStoragePool(env.STORAGE_POOL), this.#config.STORAGE_WAIT_MS);
       const sql = ctx.storage.sql;
       sql.exec(`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`);
       this.#log = new EventLog(sql, this.#config.RUN_MAX_EVENTS);
@@ -183,6 +194,11 @@ export class RunObject extends DurableObject<Env> {
     const answer = decideApproval(call, decision, this.#limits(), Date.now());
     if ("effects" in answer) this.#applyAndAdvance(answer.effects);
     return { status: answer.status, body: answer.body };
+  }
+
+  /** Test seam: outcome storage through `db` (a wrapper that can stall, fail or hold writes) instead of D1. */
+  useOutcomeDbForTests(db: OutcomeDb): void {
+    this.#outcomeDb = db;
   }
 
   async answerInput(toolCallId: string, answer: string, answeredBy: string): Promise<RouteAnswer> {
@@ -297,7 +313,7 @@ export class RunObject extends DurableObject<Env> {
       }
       const turn = this.#currentTurn();
       if (turn) {
-        this.#settleLostDispatches(turn.calls);
+        await this.#recoverLostDispatches(turn.calls);
         this.#apply(advanceAdmission(turn, run.counters, this.#limits(), Date.now()));
         if (turnDone(turn)) {
           // Every call of the turn ended; the scripted model ignores their results, a real one reads them.
@@ -354,26 +370,59 @@ export class RunObject extends DurableObject<Env> {
     this.#kick();
   }
 
-  /** Appends the events the pure logic decided on and starts the dispatches it admitted. */
+  /**
+   * Appends the events the pure logic decided on and starts the dispatches it
+   * admitted; then brings the durable rows along: an intent for every newly
+   * approved mutation, and not_executed for every intent whose call ended
+   * before dispatch.
+   */
   #apply(effects: Effect[]): void {
     for (const effect of effects) {
       if (effect.kind === "emit") this.#append(effect.type, effect.fields);
       else this.#dispatch(effect.call);
     }
+    for (const call of this.#run?.calls ?? []) {
+      if (call.mutating && call.approved && call.mutation_id === undefined && call.state !== "done") this.#recordIntent(call);
+      else if (call.mutation_id !== undefined && call.state === "done" && !call.row_owned_by_dispatch) {
+        call.row_owned_by_dispatch = true; // settled here, once
+        this.#settleUnsent(call.mutation_id, call.reason ?? "cancelled");
+      }
+    }
   }
 
-  /** Sends one admitted call, exactly once; its result is reported even if the run was cancelled meanwhile. */
+  /** The intent row, from the moment the mutation is approved. */
+  #recordIntent(call: ToolCallRecord): void {
+    const run = this.#run!;
+    call.mutation_id = newMutationId();
+    this.#intents.set(call.tool_call_id, this.#intentFor(run, call));
+  }
+
+  #intentFor(run: RunRecord, call: ToolCallRecord) {
+    return this.#ledger.intent({
+      mutationId: call.mutation_id!,
+      runId: run.run_id,
+      channelId: run.channel_id,
+      deliveryId: run.delivery_id,
+      toolCallId: call.tool_call_id,
+      approvalId: call.approval?.approval_id ?? null,
+      toolName: call.tool_name,
+      argumentsDigest: call.arguments_digest,
+    });
+  }
+
+  /** Runs one admitted call through the write-ahead pipeline; its result is reported even if the run was cancelled meanwhile. */
   #dispatch(call: ToolCallRecord): void {
     this.#inFlight.add(call.tool_call_id);
-    this.#saveRun(); // "dispatched" is on disk before the request leaves
-    void this.#send(call)
-      .catch((err: unknown): DispatchOutcome => ({ kind: "failed", code: "transport_error", message: (err as Error).message }))
-      .then((outcome) => {
+    call.row_owned_by_dispatch = true;
+    this.#saveRun(); // "dispatched" is on disk before anything leaves
+    // #execute decides; the decision is applied here, once, only if the call is still this instance's to settle.
+    void this.#execute(call)
+      .catch((err: unknown) => () => settleDispatch(call, { kind: "failed", code: "transport_error", message: (err as Error).message }, Date.now()))
+      .then((decide) => {
         this.#inFlight.delete(call.tool_call_id);
         const run = this.#run;
-        const current = run?.calls.find((c) => c.tool_call_id === call.tool_call_id);
-        if (!run || !current || current.state !== "dispatched") return;
-        this.#apply(settleDispatch(current, outcome, Date.now()));
+        if (!run || call.state !== "dispatched") return;
+        this.#apply(decide());
         this.#saveRun();
         const turn = this.#currentTurn();
         if (run.cancel_requested && !(turn && hasDispatched(turn))) {
@@ -382,6 +431,57 @@ export class RunObject extends DurableObject<Env> {
         }
         this.#kick();
       });
+  }
+
+  /**
+   * The write-ahead protocol for a mutation (contract section 8): its intent,
+   * no earlier identical call with an unknown outcome, the checkpoint
+   * acknowledged, and only then the request; then the settlement. A read-only
+   * call is simply sent.
+   */
+  async #execute(call: ToolCallRecord): Promise<() => Effect[]> {
+    const run = this.#run!;
+    if (call.mutation_id !== undefined) {
+      const intent = await (this.#intents.get(call.tool_call_id) ?? this.#intentFor(run, call));
+      this.#intents.delete(call.tool_call_id);
+      if (intent !== "recorded") {
+        // A row that is not ours must not be touched; our own unrecorded intent may still land and is settled not_executed.
+        if (intent === "unavailable") this.#settleUnsent(call.mutation_id, "storage_unavailable");
+        return () => refuseDispatch(call, intent === "replay_blocked" ? "replay_blocked" : "storage_unavailable", Date.now());
+      }
+      const prior = await this.#ledger.priorUnknown({
+        channelId: run.channel_id,
+        toolName: call.tool_name,
+        argumentsDigest: call.arguments_digest,
+        excludeRunId: run.run_id,
+      });
+      const refusal = prior === true ? "prior_outcome_unknown" : prior === "unavailable" ? "storage_unavailable" : run.cancel_requested ? "cancelled" : undefined;
+      if (refusal !== undefined) {
+        this.#settleUnsent(call.mutation_id, refusal);
+        return () => refuseDispatch(call, refusal, Date.now());
+      }
+      const checkpoint = await this.#ledger.checkpoint(call.mutation_id, { reason: "storage_unavailable", settledAt: new Date().toISOString() });
+      if (checkpoint !== "acknowledged") {
+        this.#settleUnsent(call.mutation_id, "storage_unavailable");
+        return () => refuseDispatch(call, "storage_unavailable", Date.now());
+      }
+      // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
+      if (run.cancel_requested) {
+        this.#settleUnsent(call.mutation_id, "cancelled");
+        return () => refuseDispatch(call, "cancelled", Date.now());
+      }
+    } else if (run.cancel_requested) {
+      return () => refuseDispatch(call, "cancelled", Date.now());
+    }
+    const outcome = await this.#send(call);
+    if (call.mutation_id === undefined) return () => settleDispatch(call, outcome, Date.now());
+    const settled = await this.#ledger.settleDispatched(call.mutation_id, durableSettlement(outcome));
+    return () => settleDispatch(call, outcome, Date.now(), settled === "late");
+  }
+
+  /** The row of a call that was never sent: not_executed, with the reason the stream gave. */
+  #settleUnsent(mutationId: string, reason: string): void {
+    this.#ledger.settleInBackground(mutationId, { state: "not_executed", reason, settledAt: new Date().toISOString() });
   }
 
   async #send(call: ToolCallRecord): Promise<DispatchOutcome> {
@@ -400,17 +500,36 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /**
-   * A call marked dispatched that this instance never sent was in flight when
-   * the object restarted. It is never sent again; it is reported as an
-   * ambiguous transport failure (its outcome is unknown).
+   * Calls marked dispatched that this instance is not running were in flight
+   * when the object restarted (eviction, deploy, crash). None is ever sent
+   * again once it may have left: a mutation whose checkpoint landed settles
+   * outcome_unknown; one whose checkpoint never landed was provably not sent,
+   * so its pipeline simply starts over. A read-only call has no checkpoint and
+   * is reported as an ambiguous failure.
    */
-  #settleLostDispatches(calls: ToolCallRecord[]): void {
+  async #recoverLostDispatches(calls: ToolCallRecord[]): Promise<void> {
+    const lostMessage = "The engine restarted while this call was in flight; its outcome is unknown and it was not sent again.";
     for (const call of calls) {
-      if (call.state === "dispatched" && !this.#inFlight.has(call.tool_call_id)) {
-        this.#apply(
-          settleDispatch(call, { kind: "failed", code: "transport_error", message: "The engine restarted while this call was in flight; its outcome is unknown and it was not sent again." }, Date.now()),
-        );
+      if (call.state !== "dispatched" || this.#inFlight.has(call.tool_call_id)) continue;
+      if (call.mutation_id === undefined) {
+        this.#apply(settleDispatch(call, { kind: "failed", code: "transport_error", message: lostMessage }, Date.now()));
+        continue;
       }
+      const row = await this.#ledger.read(call.mutation_id);
+      if (call.state !== "dispatched" || this.#inFlight.has(call.tool_call_id)) continue; // handled while we read
+      if (row === "unavailable") {
+        // Try again after one storage bound; until then the call stays in flight.
+        this.#deadlines.set("calls", Date.now() + this.#config.STORAGE_WAIT_MS);
+        continue;
+      }
+      if (row === null || (row.dispatched === 0 && row.state === "unresolved")) {
+        this.#dispatch(call);
+        continue;
+      }
+      if (row.state === "unresolved") {
+        this.#ledger.settleInBackground(call.mutation_id, { state: "outcome_unknown", error: { code: "transport_error", message: lostMessage }, settledAt: new Date().toISOString() });
+      }
+      this.#apply(settleDispatch(call, { kind: "failed", code: "transport_error", message: lostMessage }, Date.now()));
     }
   }
 
@@ -541,6 +660,13 @@ export class RunObject extends DurableObject<Env> {
     this.#armedAt = next;
     void this.ctx.storage.setAlarm(next);
   }
+}
+
+/** The durable row for a dispatched call: completed when the server answered, outcome_unknown otherwise. */
+function durableSettlement(outcome: DispatchOutcome): Settlement {
+  const settledAt = new Date().toISOString();
+  if (outcome.kind === "failed") return { state: "outcome_unknown", error: { code: outcome.code, message: outcome.message }, settledAt };
+  return { state: "completed", result: { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary }, settledAt };
 }
 
 function notFound(what: string, id: string): RouteAnswer {

@@ -4,6 +4,7 @@ import type { Env } from "./env";
 import { router } from "./router";
 
 export { RunObject } from "../durable-objects/run-object";
+export { StoragePool } from "../durable-objects/storage-pool";
 
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {

@@ -9,6 +9,7 @@ import { loadConfig, type HostConfig } from "./config";
 import { getDelivery } from "./deliveries";
 import type { Env } from "./env";
 import { handleEvents } from "./handlers/events";
+import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { readJsonBody } from "./request-body";
@@ -81,6 +82,17 @@ router
     const answer = await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, body.answered_by);
     return jsonResponse(answer.status, answer.body);
   })
+  .get("/api/runs/:runId/mutations", (request, env, ctx) => {
+    const stub = runStub(env, request.params.runId);
+    return handleRunMutations(env, request.config, ctx, request.params.runId!, async () => (await stub.summary()) !== null);
+  })
+  .get("/api/mutations/:mutationId", (request, env, ctx) =>
+    handleGetMutation(env, request.config, ctx, decodePathParam(request.params.mutationId)),
+  )
+  .post("/api/mutations/:mutationId/reconcile", (request, env, ctx) =>
+    handleReconcile(request, env, request.config, ctx, decodePathParam(request.params.mutationId)),
+  )
+  .get("/api/storage-pool", (_request, env) => handleStoragePool(env))
   .get("/api/deliveries/:deliveryId", async ({ params }, env) => {
     const receipt = await getDelivery(env.DB, decodePathParam(params.deliveryId));
     if (!receipt) throw notFound("delivery", params.deliveryId);

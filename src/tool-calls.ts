@@ -70,6 +70,12 @@ export interface ToolCallRecord {
   admission_deadline?: number;
   /** What goes back to the model as this call's result. */
   model_result?: string;
+  /** The durable outcome row of an approved mutation (its intent is written at approval). */
+  mutation_id?: string;
+  /** Set once the dispatch pipeline owns the row's settlement; otherwise a call ending early settles it not_executed. */
+  row_owned_by_dispatch?: boolean;
+  /** Why it was not executed, when it was not. */
+  reason?: NotExecutedReason;
 }
 
 export interface TurnState {
@@ -286,14 +292,37 @@ function sweepWaiting(turn: TurnState, counters: RunCounters, limits: Limits, no
   return effects;
 }
 
-/** The dispatched call's terminal decision: it left this system, whatever came back. */
-export function settleDispatch(call: ToolCallRecord, outcome: DispatchOutcome, now: number): Effect[] {
+/**
+ * The dispatched call's terminal decision: it left this system, whatever came
+ * back. `settlementLate`: the response arrived but its durable settlement did
+ * not finish within the storage bound (the row stays unresolved until it does).
+ */
+export function settleDispatch(call: ToolCallRecord, outcome: DispatchOutcome, now: number, settlementLate = false): Effect[] {
   if (outcome.kind === "failed") {
     return finish(call, now, true, { execution_status: "executed", error: { code: outcome.code, message: outcome.message } }, `The tool call failed: ${outcome.message}`);
   }
   const result: ResultFacts = { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary };
-  const error = outcome.is_error ? { error: { code: "tool_error", message: outcome.summary || "The tool reported an error." } } : {};
+  const error = settlementLate
+    ? { error: { code: "settlement_timeout", message: "The response arrived but recording its outcome did not finish in time; query the mutation later." } }
+    : outcome.is_error
+      ? { error: { code: "tool_error", message: outcome.summary || "The tool reported an error." } }
+      : {};
   return finish(call, now, true, { execution_status: "executed", result, ...error }, outcome.model_text);
+}
+
+/** An admitted call that storage or replay protection stopped before it was sent. */
+export function refuseDispatch(
+  call: ToolCallRecord,
+  reason: "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "cancelled",
+  now: number,
+): Effect[] {
+  const why = {
+    cancelled: "the run was cancelled before it was sent",
+    storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
+    replay_blocked: "an outcome is already recorded for this call",
+    prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
+  }[reason];
+  return finish(call, now, call.approved, { execution_status: "not_executed", reason }, `Not executed: ${why}.`);
 }
 
 /** Cancellation: every call not yet dispatched ends now; a dispatched one is left to settle. */
@@ -358,8 +387,9 @@ function finish(call: ToolCallRecord, now: number, approved: boolean, execution:
   call.state = "done";
   call.approved = approved;
   call.model_result = modelResult;
+  if (execution.reason !== undefined) call.reason = execution.reason;
   return [
-    emit("tool_execution", { ...withApproval(call), ...execution }),
+    emit("tool_execution", { ...withApproval(call), ...execution, ...(call.mutation_id ? { mutation_id: call.mutation_id } : {}) }),
     emit("tool_completed", { ...withApproval(call), approved, duration_ms: Math.max(0, now - call.started_at) }),
   ];
 }

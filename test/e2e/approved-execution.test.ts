@@ -104,6 +104,16 @@ class Scenario {
   }
 }
 
+/** A question, then a write the model wants to run after it: the ordered-admission case. */
+const ASK_THEN_WRITE = [
+  {
+    tool_calls: [
+      { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } },
+      { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
+    ],
+  },
+];
+
 const approvedAndRun = (id: string) => [
   `tool_started:${id}`,
   `approval_requested:${id}`,
@@ -268,14 +278,7 @@ describe("cancellation at each wait", () => {
   });
 
   it("while waiting for admission behind a human__ask", async () => {
-    const s = await Scenario.start([
-      {
-        tool_calls: [
-          { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Proceed?" } },
-          { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
-        ],
-      },
-    ]);
+    const s = await Scenario.start(ASK_THEN_WRITE);
     await s.approve("write-1");
     await s.waitFor("tool_execution_started", "write-1");
     await cancel(s);
@@ -339,14 +342,7 @@ describe("transport", () => {
 
 describe("ordered admission and the ceiling", () => {
   it("stalls an approved call behind an unanswered human__ask until its admission deadline", async () => {
-    const s = await Scenario.start([
-      {
-        tool_calls: [
-          { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } },
-          { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
-        ],
-      },
-    ]);
+    const s = await Scenario.start(ASK_THEN_WRITE);
     await s.approve("write-1");
     await s.waitFor("tool_execution", "write-1");
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
@@ -370,14 +366,7 @@ describe("ordered admission and the ceiling", () => {
   });
 
   it("runs the approved call once the earlier question is answered", async () => {
-    const s = await Scenario.start([
-      {
-        tool_calls: [
-          { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Title?" } },
-          { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
-        ],
-      },
-    ]);
+    const s = await Scenario.start(ASK_THEN_WRITE);
     await s.approve("write-1");
     const answer = await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" });
     expect(answer).toEqual({ status: 200, json: { tool_call_id: "ask-1", status: "answered" } });

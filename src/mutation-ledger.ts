@@ -1,0 +1,117 @@
+// The RunObject's view of durable mutation outcomes (contract sections 8 and
+// 9): each step of the write-ahead protocol (intent, prior-outcome check,
+// checkpoint, settlement, read) as one storage call under a pool slot,
+// bounded by STORAGE_WAIT_MS, answered as a small verdict the run can act on
+// without knowing about slots, timeouts or D1. Work that outlives its wait
+// still finishes, and its consequences are handled here:
+//  - a checkpoint that lands after the caller gave up settles the row
+//    `not_executed` (the call was never sent);
+//  - a settlement that lands late keeps the call's real result;
+//  - nothing here appends events: the run already moved on.
+import {
+  findPriorUnknown,
+  getOutcome,
+  insertIntent,
+  markDispatched,
+  settle,
+  type IntentInput,
+  type MutationOutcomeRow,
+  type OutcomeDb,
+  type Settlement,
+} from "./mutation-outcomes";
+import { guardedStorage, type SlotPool } from "./storage-guard";
+
+/** Attempts for a background settlement that found no free slot; each waits one storage bound first. */
+const BACKGROUND_SETTLE_ATTEMPTS = 5;
+
+export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
+export type CheckpointVerdict = "acknowledged" | "unavailable";
+export type SettleVerdict = "settled" | "late";
+
+export class MutationLedger {
+  readonly #db: () => OutcomeDb;
+  readonly #pool: SlotPool;
+  readonly #waitMs: number;
+
+  /** `db` is read at each call so a test can put a seam in front of D1. */
+  constructor(db: () => OutcomeDb, pool: SlotPool, waitMs: number) {
+    this.#db = db;
+    this.#pool = pool;
+    this.#waitMs = waitMs;
+  }
+
+  /**
+   * The intent row, written when the call is approved. A row already there
+   * for the same identity is ours only if it is the same mutation, still
+   * unresolved and never dispatched (re-recorded after a restart); anything
+   * else blocks the call (replay_blocked).
+   */
+  async intent(input: IntentInput & { mutationId: string }): Promise<IntentVerdict> {
+    const answer = await this.#guard(`intent ${input.mutationId}`, () => insertIntent(this.#db(), input));
+    if (answer.status !== "ok") return "unavailable";
+    const { created, row } = answer.value;
+    if (created) return "recorded";
+    return row.mutation_id === input.mutationId && row.state === "unresolved" && row.dispatched === 0 ? "recorded" : "replay_blocked";
+  }
+
+  /** True when another run's row for the same tool and arguments in this channel has an unknown outcome. */
+  async priorUnknown(query: Parameters<typeof findPriorUnknown>[1]): Promise<boolean | "unavailable"> {
+    const answer = await this.#guard(`prior ${query.toolName}`, () => findPriorUnknown(this.#db(), query));
+    return answer.status === "ok" ? answer.value.length > 0 : "unavailable";
+  }
+
+  /**
+   * The checkpoint (dispatched: true). Only an acknowledged checkpoint allows
+   * the dispatch. One that lands after its wait settles the row not_executed,
+   * since the call it would have allowed was not sent.
+   */
+  async checkpoint(mutationId: string, notSent: Omit<Settlement, "state">): Promise<CheckpointVerdict> {
+    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatched(this.#db(), mutationId));
+    if (answer.status === "ok") return answer.value.ok ? "acknowledged" : "unavailable";
+    if (answer.status === "timeout") {
+      void answer.late.then(() => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }), () => undefined);
+    }
+    return "unavailable";
+  }
+
+  /** Settles a dispatched call's row; "late" when the write outlived its wait (it still lands with the real result). */
+  async settleDispatched(mutationId: string, settlement: Settlement): Promise<SettleVerdict> {
+    const answer = await this.#guard(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement));
+    if (answer.status === "ok") return "settled";
+    if (answer.status === "unavailable") this.settleInBackground(mutationId, settlement);
+    return "late";
+  }
+
+  /**
+   * Settles a row nobody waits for (a call that ended before dispatch, a late
+   * checkpoint, a settlement that found no slot). Retried a few times when no
+   * slot is free; a row left unresolved is settled by the restart rule or
+   * reconciled by an operator.
+   */
+  settleInBackground(mutationId: string, settlement: Settlement): void {
+    const attempt = async (left: number): Promise<void> => {
+      const answer = await this.#guard(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement)).catch(() => ({ status: "unavailable" as const }));
+      if (answer.status === "unavailable" && left > 1) {
+        await new Promise((r) => setTimeout(r, this.#waitMs));
+        await attempt(left - 1);
+      }
+    };
+    void attempt(BACKGROUND_SETTLE_ATTEMPTS);
+  }
+
+  /** The row as stored, null when there is none, "unavailable" when storage did not answer in time. */
+  async read(mutationId: string): Promise<MutationOutcomeRow | null | "unavailable"> {
+    const answer = await this.#guard(`read ${mutationId}`, () => getOutcome(this.#db(), mutationId));
+    return answer.status === "ok" ? answer.value : "unavailable";
+  }
+
+  /** A D1 error inside the bound counts as the storage being unavailable: the caller fails closed. */
+  async #guard<T>(holder: string, work: () => Promise<T>) {
+    try {
+      return await guardedStorage(this.#pool, this.#waitMs, holder, work);
+    } catch (err) {
+      console.error(`mutation storage (${holder}) failed: ${(err as Error).message}`);
+      return { status: "unavailable" as const };
+    }
+  }
+}

@@ -1,0 +1,340 @@
+// Durable mutation outcomes in D1 (contract section 8, `mutation_outcome/v1`).
+//
+// Plain async functions over a minimal D1-like interface (OutcomeDb), so a
+// test can wrap the real D1 binding in a seam that stalls, fails or holds a
+// write. Every state change is ONE conditional statement (`UPDATE ... WHERE
+// <allowed from-state> RETURNING *`); D1 serialises writes, so two racing
+// callers cannot both win a transition, and a settled row is never
+// overwritten. Callers run these under a storage-pool slot (storage-guard.ts);
+// nothing here dispatches anything.
+import { ulid } from "ulidx";
+
+// ---- the D1 seam -----------------------------------------------------------
+
+/** The part of D1Database these functions use; the real `env.DB` satisfies it. */
+export interface OutcomeDb {
+  prepare(query: string): OutcomeStatement;
+}
+
+export interface OutcomeStatement {
+  bind(...values: unknown[]): OutcomeStatement;
+  first<T = Record<string, unknown>>(): Promise<T | null>;
+  all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
+}
+
+// ---- identities and states -------------------------------------------------
+
+export const MUTATION_OUTCOME_SCHEMA = "mutation_outcome/v1";
+
+/**
+ * What an automatic approval stores in `approval_id`. Not NULL: SQLite treats
+ * NULLs as distinct in a UNIQUE key, so NULL would let the same auto-approved
+ * call be recorded twice. Server-made approval ids are `approval_<ULID>`, so
+ * '' never collides with one. The projection shows it as `null`.
+ */
+export const AUTOMATIC_APPROVAL_ID = "";
+
+const MUTATION_ID_PATTERN = /^mut_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+export function newMutationId(): string {
+  return `mut_${ulid()}`;
+}
+
+/** Unknown-looking ids are answered 404 without a storage call. */
+export function isMutationId(value: string): boolean {
+  return MUTATION_ID_PATTERN.test(value);
+}
+
+export type MutationState = "unresolved" | "not_executed" | "completed" | "outcome_unknown";
+export type SettledState = Exclude<MutationState, "unresolved">;
+export type ReconcileOutcome = "completed" | "not_executed";
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+// ---- rows and projection ---------------------------------------------------
+
+/** A `mutation_outcomes` row exactly as D1 returns it (see migrations/0002). */
+export interface MutationOutcomeRow {
+  mutation_id: string;
+  run_id: string;
+  channel_id: string;
+  delivery_id: string | null;
+  tool_call_id: string;
+  /** AUTOMATIC_APPROVAL_ID ('') for an automatic approval. */
+  approval_id: string;
+  tool_name: string;
+  arguments_digest: string;
+  state: MutationState;
+  dispatched: 0 | 1;
+  reason: string | null;
+  result_json: string | null;
+  error_json: string | null;
+  created_at: string;
+  settled_at: string | null;
+  reconciliation_json: string | null;
+}
+
+export interface Reconciliation {
+  outcome: ReconcileOutcome;
+  reconciled_by: string;
+  evidence: string;
+  at: string;
+}
+
+/** The wire projection of contract section 8. Optional keys are absent, never null. */
+export interface MutationOutcomeProjection {
+  schema: typeof MUTATION_OUTCOME_SCHEMA;
+  mutation_id: string;
+  run_id: string;
+  channel_id: string;
+  delivery_id: string | null;
+  tool_call_id: string;
+  approval_id: string | null;
+  tool_name: string;
+  arguments_digest: string;
+  state: MutationState;
+  dispatched: boolean;
+  reason?: string;
+  result?: JsonValue;
+  error?: JsonValue;
+  created_at: string;
+  settled_at?: string;
+  reconciliation?: Reconciliation;
+}
+
+export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection {
+  // Keys in the contract's order; optional ones only when they have a value.
+  return {
+    schema: MUTATION_OUTCOME_SCHEMA,
+    mutation_id: row.mutation_id,
+    run_id: row.run_id,
+    channel_id: row.channel_id,
+    delivery_id: row.delivery_id,
+    tool_call_id: row.tool_call_id,
+    approval_id: row.approval_id === AUTOMATIC_APPROVAL_ID ? null : row.approval_id,
+    tool_name: row.tool_name,
+    arguments_digest: row.arguments_digest,
+    state: row.state,
+    dispatched: row.dispatched === 1,
+    ...(row.reason !== null ? { reason: row.reason } : {}),
+    ...(row.result_json !== null ? { result: JSON.parse(row.result_json) as JsonValue } : {}),
+    ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as JsonValue } : {}),
+    created_at: row.created_at,
+    ...(row.settled_at !== null ? { settled_at: row.settled_at } : {}),
+    ...(row.reconciliation_json !== null ? { reconciliation: reconciliationOf(row.reconciliation_json) } : {}),
+  };
+}
+
+function reconciliationOf(json: string): Reconciliation {
+  const r = JSON.parse(json) as Reconciliation;
+  return { outcome: r.outcome, reconciled_by: r.reconciled_by, evidence: r.evidence, at: r.at };
+}
+
+// ---- the intent ------------------------------------------------------------
+
+export interface IntentInput {
+  /** Made here (newMutationId) when absent. */
+  mutationId?: string;
+  runId: string;
+  channelId: string;
+  deliveryId: string | null;
+  toolCallId: string;
+  /** null for an automatic approval (stored as AUTOMATIC_APPROVAL_ID). */
+  approvalId: string | null;
+  toolName: string;
+  /** `sha256:<hex>` from argumentsDigest(). */
+  argumentsDigest: string;
+  /** ISO 8601; now when absent. */
+  createdAt?: string;
+}
+
+/** created: false means a row for (run_id, tool_call_id, approval_id) already existed: replay_blocked. */
+export type InsertIntentResult = { created: true; row: MutationOutcomeRow } | { created: false; row: MutationOutcomeRow };
+
+export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<InsertIntentResult> {
+  const approvalId = input.approvalId ?? AUTOMATIC_APPROVAL_ID;
+  const inserted = await db
+    .prepare(
+      `INSERT INTO mutation_outcomes
+         (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest, state, dispatched, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
+       ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
+       RETURNING *`,
+    )
+    .bind(
+      input.mutationId ?? newMutationId(),
+      input.runId,
+      input.channelId,
+      input.deliveryId,
+      input.toolCallId,
+      approvalId,
+      input.toolName,
+      input.argumentsDigest,
+      input.createdAt ?? new Date().toISOString(),
+    )
+    .first<MutationOutcomeRow>();
+  if (inserted) return { created: true, row: inserted };
+  const existing = await db
+    .prepare(`SELECT * FROM mutation_outcomes WHERE run_id = ? AND tool_call_id = ? AND approval_id = ?`)
+    .bind(input.runId, input.toolCallId, approvalId)
+    .first<MutationOutcomeRow>();
+  if (!existing) throw new Error(`mutation intent for ${input.runId}/${input.toolCallId} conflicted but has no row`);
+  return { created: false, row: existing };
+}
+
+// ---- transitions -----------------------------------------------------------
+
+export type TransitionError = "not_found" | "not_checkpointable" | "already_settled" | "not_dispatched" | "dispatched";
+
+export type TransitionResult =
+  | { ok: true; row: MutationOutcomeRow }
+  | { ok: false; error: "not_found" }
+  | { ok: false; error: Exclude<TransitionError, "not_found">; row: MutationOutcomeRow };
+
+/**
+ * The write-ahead checkpoint: unresolved & dispatched=0 → dispatched=1. Any
+ * other row (already checkpointed, settled) is not_checkpointable, and the
+ * caller must not dispatch.
+ */
+export async function markDispatched(db: OutcomeDb, mutationId: string): Promise<TransitionResult> {
+  const row = await db
+    .prepare(
+      `UPDATE mutation_outcomes SET dispatched = 1
+       WHERE mutation_id = ? AND state = 'unresolved' AND dispatched = 0
+       RETURNING *`,
+    )
+    .bind(mutationId)
+    .first<MutationOutcomeRow>();
+  if (row) return { ok: true, row };
+  const current = await getOutcome(db, mutationId);
+  if (!current) return { ok: false, error: "not_found" };
+  return { ok: false, error: "not_checkpointable", row: current };
+}
+
+export interface Settlement {
+  state: SettledState;
+  reason?: string;
+  result?: JsonValue;
+  error?: JsonValue;
+  /** ISO 8601. */
+  settledAt: string;
+}
+
+/**
+ * Settles an unresolved row, once. A settled row is never overwritten
+ * (already_settled, with the row as it is). `completed` and `outcome_unknown`
+ * need the checkpoint (dispatched=1), else not_dispatched. `not_executed` is
+ * allowed either way: the engine settles not_executed only for a call it
+ * knows it did not send, which includes a checkpoint acknowledged after its
+ * wait expired (the row then reads dispatched: true, state: not_executed).
+ */
+export async function settle(db: OutcomeDb, mutationId: string, settlement: Settlement): Promise<TransitionResult> {
+  const needsDispatch = settlement.state === "completed" || settlement.state === "outcome_unknown";
+  const row = await db
+    .prepare(
+      `UPDATE mutation_outcomes
+       SET state = ?, reason = ?, result_json = ?, error_json = ?, settled_at = ?
+       WHERE mutation_id = ? AND state = 'unresolved' AND (? = 0 OR dispatched = 1)
+       RETURNING *`,
+    )
+    .bind(
+      settlement.state,
+      settlement.reason ?? null,
+      settlement.result === undefined ? null : JSON.stringify(settlement.result),
+      settlement.error === undefined ? null : JSON.stringify(settlement.error),
+      settlement.settledAt,
+      mutationId,
+      needsDispatch ? 1 : 0,
+    )
+    .first<MutationOutcomeRow>();
+  if (row) return { ok: true, row };
+  const current = await getOutcome(db, mutationId);
+  if (!current) return { ok: false, error: "not_found" };
+  if (current.state !== "unresolved") return { ok: false, error: "already_settled", row: current };
+  return { ok: false, error: "not_dispatched", row: current };
+}
+
+export interface ReconcileInput {
+  outcome: ReconcileOutcome;
+  evidence: string;
+  reconciled_by: string;
+  /** ISO 8601. */
+  at: string;
+}
+
+export type ReconcileResult =
+  | { ok: true; row: MutationOutcomeRow }
+  | { ok: false; error: "not_found" }
+  | { ok: false; error: "not_reconcilable"; state: MutationState };
+
+/**
+ * Authoritative reconciliation of an outcome_unknown row (and only of one):
+ * its state becomes the confirmed outcome and the reconciliation is kept.
+ * settled_at stays the engine's settlement time; reconciliation.at is when
+ * the person settled it.
+ */
+export async function reconcile(db: OutcomeDb, mutationId: string, input: ReconcileInput): Promise<ReconcileResult> {
+  const reconciliation: Reconciliation = {
+    outcome: input.outcome,
+    reconciled_by: input.reconciled_by,
+    evidence: input.evidence,
+    at: input.at,
+  };
+  const row = await db
+    .prepare(
+      `UPDATE mutation_outcomes SET state = ?, reconciliation_json = ?
+       WHERE mutation_id = ? AND state = 'outcome_unknown'
+       RETURNING *`,
+    )
+    .bind(input.outcome, JSON.stringify(reconciliation), mutationId)
+    .first<MutationOutcomeRow>();
+  if (row) return { ok: true, row };
+  const current = await getOutcome(db, mutationId);
+  if (!current) return { ok: false, error: "not_found" };
+  return { ok: false, error: "not_reconcilable", state: current.state };
+}
+
+// ---- reads -----------------------------------------------------------------
+
+export async function getOutcome(db: OutcomeDb, mutationId: string): Promise<MutationOutcomeRow | null> {
+  return db.prepare(`SELECT * FROM mutation_outcomes WHERE mutation_id = ?`).bind(mutationId).first<MutationOutcomeRow>();
+}
+
+/** A run's rows in creation order (the mutation id, a ULID, breaks ties). */
+export async function listRunOutcomes(db: OutcomeDb, runId: string): Promise<MutationOutcomeRow[]> {
+  const { results } = await db
+    .prepare(`SELECT * FROM mutation_outcomes WHERE run_id = ? ORDER BY created_at, mutation_id`)
+    .bind(runId)
+    .all<MutationOutcomeRow>();
+  return results;
+}
+
+export interface PriorUnknownQuery {
+  channelId: string;
+  toolName: string;
+  argumentsDigest: string;
+  /** The asking run: its own rows are replay (replay_blocked), not a prior outcome. */
+  excludeRunId: string;
+}
+
+/** At most this many rows come back; one is enough to block, the rest are for the message. */
+export const PRIOR_UNKNOWN_LIMIT = 10;
+
+/**
+ * Rows of other runs, same channel, tool and arguments digest, in state
+ * outcome_unknown or unresolved, oldest first. Non-empty means the call is
+ * not dispatched (`prior_outcome_unknown`).
+ */
+export async function findPriorUnknown(db: OutcomeDb, query: PriorUnknownQuery): Promise<MutationOutcomeRow[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT * FROM mutation_outcomes
+       WHERE channel_id = ? AND tool_name = ? AND arguments_digest = ?
+         AND state IN ('outcome_unknown', 'unresolved') AND run_id <> ?
+       ORDER BY created_at, mutation_id
+       LIMIT ?`,
+    )
+    .bind(query.channelId, query.toolName, query.argumentsDigest, query.excludeRunId, PRIOR_UNKNOWN_LIMIT)
+    .all<MutationOutcomeRow>();
+  return results;
+}

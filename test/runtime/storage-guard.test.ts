@@ -1,0 +1,281 @@
+// The storage guard (contract sections 8 and 9) with the real StoragePool
+// stub and a D1 seam that holds writes: a bounded wait, the slot held until
+// the work really settles (late cleanup), fail closed when the pool is full
+// or unreachable, and pool saturation with more holders than slots.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { StoragePool } from "../../durable-objects/storage-pool";
+import { getOutcome, insertIntent, markDispatched, settle, type OutcomeDb, type OutcomeStatement } from "../../src/mutation-outcomes";
+import { newApprovalId, newRunId, newToolCallId } from "../../src/run-ids";
+import { guardedStorage, type SlotPool } from "../../src/storage-guard";
+
+/** Short bound for the tests; production is STORAGE_WAIT_MS (5000). */
+const WAIT_MS = 50;
+
+function freshPool(): DurableObjectStub<StoragePool> {
+  return env.STORAGE_POOL.get(env.STORAGE_POOL.idFromName(`guard-test-${crypto.randomUUID()}`));
+}
+
+interface Gate {
+  promise: Promise<void>;
+  open(): void;
+}
+function gate(): Gate {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/**
+ * Wraps the real D1 binding. Statements whose SQL matches `pattern` are sent
+ * to D1 at once, but their answer is held until `answer` opens: the write
+ * has landed, its acknowledgement has not arrived (a slow network or backend).
+ */
+function holdingDb(pattern: RegExp, landed: Gate, answer: Gate): OutcomeDb {
+  const wrap = (sql: string, stmt: D1PreparedStatement): OutcomeStatement => ({
+    bind: (...values: unknown[]) => wrap(sql, stmt.bind(...values)),
+    async first<T>() {
+      const result = await stmt.first<T>();
+      if (pattern.test(sql)) {
+        landed.open();
+        await answer.promise;
+      }
+      return result;
+    },
+    async all<T>() {
+      const result = await stmt.all<T>();
+      if (pattern.test(sql)) {
+        landed.open();
+        await answer.promise;
+      }
+      return result;
+    },
+  });
+  return { prepare: (sql: string) => wrap(sql, env.DB.prepare(sql)) };
+}
+
+/** A D1 seam whose every statement fails, like a backend error. */
+const failingDb: OutcomeDb = {
+  prepare: () => {
+    const stmt: OutcomeStatement = {
+      bind: () => stmt,
+      first: () => Promise.reject(new Error("D1_ERROR: backend unavailable")),
+      all: () => Promise.reject(new Error("D1_ERROR: backend unavailable")),
+    };
+    return stmt;
+  },
+};
+
+async function newIntent() {
+  const { row } = await insertIntent(env.DB, {
+    runId: newRunId(),
+    channelId: "C-guard",
+    deliveryId: null,
+    toolCallId: newToolCallId(),
+    approvalId: newApprovalId(),
+    toolName: "mcp__last9__create_dashboard",
+    argumentsDigest: `sha256:${"00".repeat(32)}`,
+  });
+  return row;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await condition()) return;
+    await sleep(5);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("storage guard", () => {
+  it("runs the work holding a slot and gives the slot back when it returns", async () => {
+    const pool = freshPool();
+    const row = await newIntent();
+    let inUseDuring = -1;
+    const result = await guardedStorage(pool, 1_000, "test:checkpoint", async () => {
+      inUseDuring = (await pool.stats()).in_use;
+      return markDispatched(env.DB, row.mutation_id);
+    });
+    expect(result).toMatchObject({ status: "ok", value: { ok: true, row: { dispatched: 1 } } });
+    expect(inUseDuring).toBe(1);
+    expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 1, rejected_total: 0 });
+  });
+
+  it("times out at its bound, keeps the slot through late cleanup, then releases it", async () => {
+    const pool = freshPool();
+    const row = await newIntent();
+    const landed = gate();
+    const answer = gate();
+    const db = holdingDb(/^\s*UPDATE mutation_outcomes SET dispatched = 1/, landed, answer);
+
+    const started = Date.now();
+    const result = await guardedStorage(pool, WAIT_MS, "test:checkpoint", () => markDispatched(db, row.mutation_id));
+    const waited = Date.now() - started;
+    expect(result.status).toBe("timeout");
+    expect(waited).toBeGreaterThanOrEqual(WAIT_MS - 5);
+    expect(waited).toBeLessThan(2_000);
+
+    // The caller stopped waiting (and must not dispatch), but the storage call is still running: its slot is held.
+    await landed.promise;
+    expect(await pool.stats()).toMatchObject({ in_use: 1 });
+    expect((await getOutcome(env.DB, row.mutation_id))?.dispatched).toBe(1);
+    await sleep(WAIT_MS);
+    expect((await pool.stats()).in_use).toBe(1);
+
+    answer.open();
+    if (result.status !== "timeout") throw new Error("unreachable");
+    expect(await result.late).toMatchObject({ ok: true, row: { dispatched: 1 } });
+    // `late` settles only after the slot went back.
+    expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 1 });
+
+    // The intent was abandoned before dispatch: it settles not_executed, though the checkpoint landed.
+    const settled = await guardedStorage(pool, 1_000, "test:settle", () =>
+      settle(env.DB, row.mutation_id, { state: "not_executed", reason: "storage_unavailable", settledAt: new Date().toISOString() }),
+    );
+    expect(settled).toMatchObject({ status: "ok", value: { ok: true, row: { state: "not_executed", dispatched: 1 } } });
+    expect((await pool.stats()).in_use).toBe(0);
+  });
+
+  it("fails closed without running the work when every slot is held", async () => {
+    const pool = freshPool();
+    const leases: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const r = await pool.acquire(`fill-${i}`);
+      if (r.ok) leases.push(r.lease_id);
+    }
+    expect(leases).toHaveLength(16);
+    let ran = false;
+    const result = await guardedStorage(pool, 1_000, "test:settle", async () => {
+      ran = true;
+      return 1;
+    });
+    expect(result).toEqual({ status: "unavailable" });
+    expect(ran).toBe(false);
+    expect(await pool.stats()).toMatchObject({ in_use: 16, rejected_total: 1 });
+  });
+
+  it("rethrows a storage error within the bound, after giving the slot back", async () => {
+    const pool = freshPool();
+    const row = await newIntent();
+    await expect(guardedStorage(pool, 1_000, "test:read", () => getOutcome(failingDb, row.mutation_id))).rejects.toThrow(/backend unavailable/);
+    expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 1 });
+  });
+
+  it("rejects `late` with an error that comes after the bound, and still releases the slot", async () => {
+    const pool = freshPool();
+    const failLater = gate();
+    const result = await guardedStorage(pool, WAIT_MS, "test:settle", async () => {
+      await failLater.promise;
+      throw new Error("D1_ERROR: write failed late");
+    });
+    expect(result.status).toBe("timeout");
+    expect((await pool.stats()).in_use).toBe(1);
+    failLater.open();
+    if (result.status !== "timeout") throw new Error("unreachable");
+    await expect(result.late).rejects.toThrow(/write failed late/);
+    expect((await pool.stats()).in_use).toBe(0);
+  });
+
+  it("hands every outliving promise to waitUntil", async () => {
+    const pool = freshPool();
+    const kept: Promise<unknown>[] = [];
+    const hold = gate();
+    const result = await guardedStorage(pool, WAIT_MS, "test:read", () => hold.promise.then(() => "late value"), {
+      waitUntil: (p) => kept.push(p),
+    });
+    expect(result.status).toBe("timeout");
+    expect(kept).toHaveLength(1);
+    hold.open();
+    await Promise.all(kept);
+    expect((await pool.stats()).in_use).toBe(0);
+  });
+
+  it("treats an unreachable or stuck pool as unavailable, bounded, and returns a slot granted too late", async () => {
+    let ran = 0;
+    const work = async () => ++ran;
+    const broken: SlotPool = {
+      acquire: () => Promise.reject(new Error("Durable Object reset because its code was updated")),
+      release: async () => undefined,
+    };
+    expect(await guardedStorage(broken, 1_000, "test", work)).toEqual({ status: "unavailable" });
+
+    const grant = gate();
+    const released: string[] = [];
+    const stuck: SlotPool = {
+      acquire: async () => {
+        await grant.promise;
+        return { ok: true, lease_id: "lease_late" };
+      },
+      release: async (id) => void released.push(id),
+    };
+    const kept: Promise<unknown>[] = [];
+    const started = Date.now();
+    expect(await guardedStorage(stuck, WAIT_MS, "test", work, { waitUntil: (p) => kept.push(p) })).toEqual({ status: "unavailable" });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    grant.open();
+    await Promise.all(kept);
+    expect(released).toEqual(["lease_late"]);
+    expect(ran).toBe(0);
+  });
+
+  it("under saturation (20 slow holders, 16 slots) runs exactly 16 works, refuses 4 at once, never exceeds 16", async () => {
+    const pool = freshPool();
+    const hold = gate();
+    let running = 0;
+    let maxRunning = 0;
+    let maxInUse = 0;
+    const work = async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await hold.promise;
+      running--;
+      return "written";
+    };
+    const settledCalls: string[] = [];
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      guardedStorage(pool, 5_000, `test:slow-${i}`, work).then((r) => {
+        settledCalls.push(r.status);
+        return r;
+      }),
+    );
+    // The 4 without a slot are answered while the 16 are still running.
+    await until(async () => {
+      maxInUse = Math.max(maxInUse, (await pool.stats()).in_use);
+      return running === 16 && settledCalls.length === 4;
+    }, "16 running works and 4 refusals");
+    expect(settledCalls).toEqual(["unavailable", "unavailable", "unavailable", "unavailable"]);
+    const during = await pool.stats();
+    maxInUse = Math.max(maxInUse, during.in_use);
+    expect(during).toMatchObject({ in_use: 16, acquired_total: 16, rejected_total: 4 });
+
+    hold.open();
+    const results = await Promise.all(calls);
+    expect(results.filter((r) => r.status === "ok")).toHaveLength(16);
+    expect(results.filter((r) => r.status === "unavailable")).toHaveLength(4);
+    expect(maxRunning).toBe(16);
+    expect(maxInUse).toBe(16);
+    expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 16, rejected_total: 4 });
+  });
+
+  it("keeps slots held by timed-out work: further callers are refused until it settles", async () => {
+    const pool = freshPool();
+    const hold = gate();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => guardedStorage(pool, WAIT_MS, `test:stuck-${i}`, () => hold.promise.then(() => i))),
+    );
+    // Every call came back within its bound: 16 timed out holding a slot, 4 got none.
+    expect(results.filter((r) => r.status === "timeout")).toHaveLength(16);
+    expect(results.filter((r) => r.status === "unavailable")).toHaveLength(4);
+    expect((await pool.stats()).in_use).toBe(16);
+    let ran = false;
+    expect(await guardedStorage(pool, WAIT_MS, "test:next", async () => (ran = true))).toEqual({ status: "unavailable" });
+    expect(ran).toBe(false);
+
+    hold.open();
+    await Promise.all(results.map((r) => (r.status === "timeout" ? r.late : undefined)));
+    expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 16, rejected_total: 5 });
+    expect(await guardedStorage(pool, 1_000, "test:after", async () => "free again")).toEqual({ status: "ok", value: "free again" });
+  });
+});
