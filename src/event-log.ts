@@ -14,16 +14,24 @@ export interface SqlLike {
 
 /** Rows read per replay batch: large enough to amortise the query, small enough to keep a slow client's queue short. */
 export const REPLAY_BATCH_EVENTS = 256;
+/**
+ * Past the cap, the oldest events are deleted this many at a time (at most a
+ * tenth of the cap), so a run at its cap pays for a DELETE once per batch,
+ * not on every append.
+ */
+const PRUNE_BATCH_MAX_EVENTS = 512;
 
 export class EventLog {
   readonly #sql: SqlLike;
   readonly #maxEvents: number;
+  readonly #pruneBatch: number;
   #last = 0;
   #earliest = 1;
 
   constructor(sql: SqlLike, maxEvents: number) {
     this.#sql = sql;
     this.#maxEvents = maxEvents;
+    this.#pruneBatch = Math.max(1, Math.min(PRUNE_BATCH_MAX_EVENTS, Math.floor(maxEvents / 10)));
     sql.exec(
       `CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`,
     );
@@ -78,9 +86,9 @@ export class EventLog {
     this.#sql.exec(`INSERT INTO events (sequence, type, json) VALUES (?, ?, ?)`, sequence, type, json);
     this.#last = sequence;
     if (sequence - this.#earliest + 1 > this.#maxEvents) {
-      // Cap reached: drop the oldest so the log holds at most maxEvents. Readers
-      // that still needed them get 410 replay_gap, never a silent gap.
-      this.#earliest = sequence - this.#maxEvents + 1;
+      // Cap reached: drop the oldest batch so the log holds at most maxEvents.
+      // Readers that still needed them get 410 replay_gap, never a silent gap.
+      this.#earliest = sequence - this.#maxEvents + this.#pruneBatch;
       this.#sql.exec(`DELETE FROM events WHERE sequence < ?`, this.#earliest);
     }
     return { sequence, type, json };

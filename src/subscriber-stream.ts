@@ -8,10 +8,14 @@ import type { EventLog } from "./event-log";
 import type { StoredEvent } from "./events";
 import { sseFrame } from "./sse";
 
-/** Frames queued before `pull` stops reading ahead during replay. */
-const QUEUE_HIGH_WATER_FRAMES = 64;
-/** A live subscriber this many frames behind stops taking pushes and catches up from storage. */
-const LIVE_QUEUE_LIMIT_FRAMES = 1_024;
+/**
+ * Chunks queued before `pull` stops reading ahead. A replay chunk is a whole
+ * batch (REPLAY_BATCH_EVENTS frames), so one is enough: the first batch goes
+ * out while the next is read, and a long replay never sits in memory at once.
+ */
+const QUEUE_HIGH_WATER_CHUNKS = 1;
+/** A live subscriber this many chunks (one frame each) behind stops taking pushes and catches up from storage. */
+const LIVE_QUEUE_LIMIT_CHUNKS = 1_024;
 
 const encoder = new TextEncoder();
 
@@ -43,7 +47,7 @@ export class SubscriberStream {
         pull: () => this.#pull(),
         cancel: () => this.#finish(),
       },
-      { highWaterMark: QUEUE_HIGH_WATER_FRAMES },
+      { highWaterMark: QUEUE_HIGH_WATER_CHUNKS },
     );
   }
 
@@ -62,7 +66,7 @@ export class SubscriberStream {
       this.#controller.enqueue(bytes);
     }
     if (this.#endIfTerminal()) return;
-    if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_FRAMES - LIVE_QUEUE_LIMIT_FRAMES) {
+    if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_CHUNKS - LIVE_QUEUE_LIMIT_CHUNKS) {
       this.#mode = "replaying";
     }
   }

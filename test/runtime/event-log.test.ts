@@ -39,6 +39,21 @@ describe("EventLog", () => {
     }));
 });
 
+describe("EventLog pruning", () => {
+  it("drops the oldest events a batch at a time past the cap, never keeping more than the cap", () =>
+    withSql((sql) => {
+      const log = new EventLog(sql, 20); // batch of 2
+      const retained = () => log.lastSequence - log.earliestSequence + 1;
+      for (let i = 0; i < 20; i++) log.append(envelope, "heartbeat", {});
+      expect([log.earliestSequence, retained()]).toEqual([1, 20]);
+      log.append(envelope, "heartbeat", {});
+      expect([log.earliestSequence, retained()]).toEqual([3, 19]);
+      log.append(envelope, "heartbeat", {});
+      expect([log.earliestSequence, retained()]).toEqual([3, 20]);
+      expect(log.readAfter(0, 100).map((e) => e.sequence)[0]).toBe(3);
+    }));
+});
+
 describe("SubscriberStream", () => {
   it("delivers each live event once to a consumer already waiting for it", () =>
     withSql(async (sql) => {
