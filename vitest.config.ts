@@ -25,6 +25,16 @@ export default defineConfig(async () => {
                   // The real demo MCP server, in SSE and in JSON response mode.
                   DEMO_MCP_URL: inject("demoMcpUrl"),
                   DEMO_MCP_JSON_URL: inject("demoMcpJsonUrl"),
+                  // The engine's own MCP server is the demo one (SSE mode); the mutation-fault tests
+                  // drive real runs against it. Short storage and call bounds keep their waits short.
+                  MCP_SERVERS: JSON.stringify({ demo: { url: inject("demoMcpUrl") } }),
+                  MUTATION_BUDGET: JSON.stringify({
+                    mcp__demo__create_dashboard: 5,
+                    mcp__demo__update_dashboard: 5,
+                    mcp__demo__create_kpi: 1,
+                  }),
+                  STORAGE_WAIT_MS: "300",
+                  MCP_CALL_TIMEOUT_MS: "2000",
                 },
               },
             })),

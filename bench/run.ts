@@ -36,17 +36,9 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
-import {
-  buildBenchBundle,
-  cpuNs,
-  descendants,
-  findRuntimeUrl,
-  isProxyProcess,
-  startBenchServer,
-  type BenchBundle,
-  type BenchServer,
-  type ProcessInfo,
-} from "./bench-server";
+import { startDemoMcpProcess, type DemoMcpProcess } from "../test/support/demo-mcp-process";
+import { buildWorkerBundle, startWorkerServer, type WorkerBundle, type WorkerServer } from "../test/support/worker-server";
+import { cpuNs, findRuntimeUrl, isProxyProcess, workerdProcesses, type ProcessInfo } from "./processes";
 
 // ---- sizes, paces and bounds ----------------------------------------------
 
@@ -98,9 +90,33 @@ const KEEP_RUNNING_DELAY_MS = 600_000;
 /** Bounds: one API request, one wait for frames, the whole benchmark (ms). */
 const REQUEST_TIMEOUT_MS = 30_000;
 const DELIVERY_TIMEOUT_MS = 30_000;
-const BENCH_DEADLINE_MS = 8 * 60_000;
+const BENCH_DEADLINE_MS = 12 * 60_000;
+
+/** The one mutating tool phases 5 and 6 call, on the demo MCP server the benchmark starts. */
+const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
+/** Phase 5: timed approvals per path, and discarded warm-up approvals before them. */
+const APPROVAL_SAMPLES = 200;
+const APPROVAL_WARMUP = 10;
+/** Phase 6: concurrent runs, and approval requests in flight at once. */
+const LOAD_RUNS = 200;
+const LOAD_APPROVE_CONCURRENCY = 50;
+/** Phase 6: pace of GET /api/storage-pool while the runs execute (one request in flight), ms. */
+const POOL_SAMPLE_INTERVAL_MS = 5;
+/** Phase 6: concurrent GET /api/runs/{id}/mutations (each holds a pool slot itself), and the pause between rounds, ms. */
+const ROW_READ_CONCURRENCY = 4;
+const ROW_POLL_INTERVAL_MS = 500;
+/**
+ * Phase 6 bounds, ms: all runs to reach approval_requested, and all to end;
+ * then every row to settle (a background settlement that found the pool full
+ * retries up to 5 times, one STORAGE_WAIT_MS of 5 s apart).
+ */
+const LOAD_TIMEOUT_MS = 120_000;
+const SETTLE_TIMEOUT_MS = 40_000;
+/** Contract section 9. */
+const POOL_CAPACITY = 16;
 
 /** Goals. */
+const GOAL_APPROVAL_P99_MS = 10;
 const GOAL_P99_100_SUBS_MS = 5;
 const GOAL_REPLAY_MS = 200;
 const GOAL_RAW_RATIO = 1.5;
@@ -114,7 +130,8 @@ const KIB_PER_MIB = 1_024;
 // node:http rather than fetch: an explicit socket pool per kind of request (so
 // 1,000 concurrent SSE responses can't queue behind a per-origin limit), and
 // less client work per frame than web streams.
-const apiAgent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+// 64: phase 6 keeps 50 approvals plus the pool sampler in flight.
+const apiAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 // One socket per subscriber; Infinity so 1,000 idle streams never queue.
 const sseAgent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
@@ -265,7 +282,7 @@ function parseFrame(block: string): Frame {
   return frame;
 }
 
-/** Waits until `done()` holds, re-checked whenever `notify` is called; bounded by DELIVERY_TIMEOUT_MS. */
+/** Waits until `done()` holds, re-checked whenever `notify` is called; bounded (DELIVERY_TIMEOUT_MS unless told). */
 class Waiter {
   #check: (() => void) | undefined;
 
@@ -273,13 +290,13 @@ class Waiter {
     this.#check?.();
   }
 
-  until(done: () => boolean, what: string): Promise<void> {
+  until(done: () => boolean, what: string, timeoutMs = DELIVERY_TIMEOUT_MS): Promise<void> {
     if (done()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#check = undefined;
-        reject(new Error(`timed out after ${DELIVERY_TIMEOUT_MS} ms waiting for ${what}`));
-      }, DELIVERY_TIMEOUT_MS);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      }, timeoutMs);
       this.#check = () => {
         if (!done()) return;
         clearTimeout(timer);
@@ -641,10 +658,6 @@ interface Memory {
   registered: number;
 }
 
-async function workerdProcesses(server: BenchServer): Promise<ProcessInfo[]> {
-  return (await descendants(server.process.pid!)).filter((p) => /\bworkerd\b/.test(p.command));
-}
-
 /** In its own fresh server, so the figure starts from a heap that no other phase grew. */
 async function measureMemory(target: Target): Promise<Memory> {
   return withServer(async (server, client) => {
@@ -677,17 +690,359 @@ async function measureMemory(target: Target): Promise<Memory> {
   });
 }
 
+// ---- 5 and 6: approved execution --------------------------------------------------
+
+/** Host config of the server phases 5 and 6 use: the demo MCP server, one create_dashboard per run. */
+function approvalVars(mcpUrl: string): Record<string, string> {
+  return {
+    MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl } }),
+    MUTATION_BUDGET: JSON.stringify({ [CREATE_DASHBOARD]: 1 }),
+  };
+}
+
+/** The first frame of one type, with the time its chunk reached this process (performance.now(), ms). */
+interface Seen {
+  at: number;
+  data: Record<string, unknown>;
+}
+
+/** One run whose script is one create_dashboard call then a closing text, watched by one subscriber from sequence 1. */
+class WatchedRun {
+  readonly first = new Map<string, Seen>();
+  sub: Subscription | undefined;
+  /** When this benchmark sent the approval (performance.now(), ms). */
+  approvalSentAt = NaN;
+  constructor(
+    readonly runId: string,
+    /** The dashboard title, unique per run: how the demo server's call log tells the calls apart. */
+    readonly title: string,
+  ) {}
+
+  get approvalId(): string | undefined {
+    return this.first.get("approval_requested")?.data.approval_id as string | undefined;
+  }
+
+  get terminal(): Seen | undefined {
+    return this.first.get("run_completed") ?? this.first.get("run_failed");
+  }
+
+  /** tool_execution as one word: "executed", "executed/<error code>" or "not_executed/<reason>"; "none" before it. */
+  get execution(): string {
+    const data = this.first.get("tool_execution")?.data;
+    if (!data) return "none";
+    const error = (data.error as { code?: string } | undefined)?.code;
+    const detail = data.execution_status === "executed" ? error : (data.reason as string | undefined);
+    return detail === undefined ? String(data.execution_status) : `${String(data.execution_status)}/${detail}`;
+  }
+}
+
+async function watchRun(client: Client, title: string, waiter: Waiter): Promise<WatchedRun> {
+  const { run_id } = await client.expect<{ run_id: string }>(202, "POST", "/api/trigger", {
+    message: "bench: approved execution",
+    script: [{ tool_calls: [{ tool_name: CREATE_DASHBOARD, tool_call_id: "create-1", arguments: { title } }] }, { text: "done" }],
+  });
+  const run = new WatchedRun(run_id, title);
+  run.sub = await client.subscribe(`/api/runs/${run_id}/events?after=0`, (frame, at) => {
+    if (!run.first.has(frame.event)) run.first.set(frame.event, { at, data: JSON.parse(frame.data) as Record<string, unknown> });
+    waiter.notify();
+  });
+  return run;
+}
+
+function approve(client: Client, run: WatchedRun): Promise<ApiResult<Record<string, unknown>>> {
+  run.approvalSentAt = performance.now();
+  return client.api("POST", `/api/runs/${run.runId}/approvals/${run.approvalId}`, { decision: "approve", decided_by: "bench" });
+}
+
+function tally(map: Map<string, number>, key: string, by = 1): void {
+  map.set(key, (map.get(key) ?? 0) + by);
+}
+
+const sortedCopy = (xs: readonly number[]) => [...xs].sort((a, b) => a - b);
+
+// ---- 5. approval decision → tool_execution_started -----------------------------------
+
+interface ApprovalLatency {
+  label: string;
+  /** Approval request sent → the subscriber has tool_execution_started, ms. */
+  started: number[];
+  /** Approval request sent → the subscriber has approval_resolved, ms. */
+  resolved: number[];
+  /** The approval request's own round trip, ms. */
+  rtts: number[];
+  /** tool_execution of the timed runs, by outcome. */
+  executions: Map<string, number>;
+}
+
+/**
+ * One run at a time, the paths alternating (the order flips every round): a
+ * fresh run whose one call is create_dashboard, one subscriber from sequence 1,
+ * wait for approval_requested, then time from just before the approval request
+ * is written to the moment the subscriber's socket hands this process the
+ * tool_execution_started frame. Each run is waited out to its terminal event
+ * before the next starts, so no sample shares the machine with an earlier
+ * run's dispatch and settlement.
+ */
+async function measureApprovals(clients: Client[]): Promise<ApprovalLatency[]> {
+  const waiter = new Waiter();
+  const results: ApprovalLatency[] = clients.map((c) => ({ label: c.label, started: [], resolved: [], rtts: [], executions: new Map() }));
+  for (let i = 0; i < APPROVAL_WARMUP + APPROVAL_SAMPLES; i++) {
+    for (const index of i % 2 === 0 ? range(clients.length) : range(clients.length).reverse()) {
+      const client = clients[index]!;
+      const result = results[index]!;
+      const run = await watchRun(client, `approval ${client.label} ${i}`, waiter);
+      try {
+        await waiter.until(() => run.approvalId !== undefined || run.terminal !== undefined, `approval_requested in ${run.runId}`);
+        if (run.approvalId === undefined) throw new Error(`run ${run.runId} ended without approval_requested (${[...run.first.keys()].join(", ")})`);
+        const answer = await approve(client, run);
+        const rtt = performance.now() - run.approvalSentAt;
+        if (answer.status !== 200) throw new Error(`approving ${run.runId}: ${answer.status} ${JSON.stringify(answer.body)}`);
+        await waiter.until(() => run.first.has("tool_execution_started") || run.terminal !== undefined, `tool_execution_started in ${run.runId}`);
+        const started = run.first.get("tool_execution_started");
+        if (!started) throw new Error(`run ${run.runId} ended without tool_execution_started (${[...run.first.keys()].join(", ")})`);
+        await waiter.until(() => run.terminal !== undefined, `the end of ${run.runId}`);
+        if (i < APPROVAL_WARMUP) continue;
+        result.started.push(started.at - run.approvalSentAt);
+        result.resolved.push(run.first.get("approval_resolved")!.at - run.approvalSentAt);
+        result.rtts.push(rtt);
+        tally(result.executions, run.execution);
+      } finally {
+        run.sub?.close();
+      }
+    }
+  }
+  return results;
+}
+
+// ---- 6. the storage pool under 200 concurrent approved mutations ---------------------
+
+interface PoolStats {
+  capacity: number;
+  in_use: number;
+  acquired_total: number;
+  rejected_total: number;
+  reclaimed_total: number;
+}
+
+interface MutationRow {
+  state: string;
+  dispatched: boolean;
+  reason?: string;
+  settled_at?: string;
+}
+
+interface DemoCalls {
+  total: number;
+  by_tool: Record<string, number>;
+  calls: { tool: string; arguments: { title?: unknown } }[];
+}
+
+interface PoolLoad {
+  runs: number;
+  /** Runs that reached approval_requested (the others are not approved). */
+  asked: number;
+  approveStatuses: Map<string, number>;
+  /** Terminal event per run ("none": not ended within the bound). */
+  terminals: Map<string, number>;
+  executions: Map<string, number>;
+  /** Durable state of each run's row ("no row", or "n rows" when not exactly one). */
+  rowStates: Map<string, number>;
+  runsWithSettledRow: number;
+  /** Rows still unresolved when the settle bound passed, or never read. */
+  rowsUnsettled: number;
+  dispatchedRows: number;
+  executedCalls: number;
+  demoCreateCalls: number;
+  /** Our titles that reached the demo server more than once, and calls with a title not ours. */
+  repeatedTitles: number;
+  foreignCalls: number;
+  maxInUse: number;
+  poolSamples: number;
+  /** Pool counters over the phase; `readerRejections` of them were this benchmark's own row reads. */
+  pool: { acquired: number; rejected: number; reclaimed: number };
+  readerRejections: number;
+  /** From the first approval sent, ms: the last approval answered, the last run ended, the last row settled (settled_at). */
+  approvalsAnsweredMs: number;
+  runsEndedMs: number;
+  lastSettledMs: number;
+  settledRows: number;
+  /** Per run, from its approval sent: tool_execution_started and tool_execution at its subscriber, ms, sorted. */
+  toStarted: number[];
+  toExecution: number[];
+}
+
+async function demoCalls(demoBase: string): Promise<DemoCalls> {
+  const res = await fetch(`${demoBase}/control/calls`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  if (!res.ok) throw new Error(`GET /control/calls: ${res.status}`);
+  return (await res.json()) as DemoCalls;
+}
+
+/**
+ * LOAD_RUNS runs, each proposing one create_dashboard (its own title, so
+ * every call's arguments differ and no run blocks another's prior-outcome
+ * check), all waiting at approval_requested with a subscriber each; then all
+ * approved, LOAD_APPROVE_CONCURRENCY requests in flight, while one loop
+ * samples GET /api/storage-pool. After every run ended (or the bound passed),
+ * each run's rows are read until settled (bounded) and the demo server's call
+ * log is checked for calls that arrived twice.
+ */
+async function measurePoolLoad(client: Client, demoBase: string): Promise<PoolLoad> {
+  const reset = await fetch(`${demoBase}/control/reset`, { method: "POST", signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  if (!reset.ok) throw new Error(`POST /control/reset: ${reset.status}`);
+  const poolBefore = await client.expect<PoolStats>(200, "GET", "/api/storage-pool");
+  const waiter = new Waiter();
+  const runs = await mapLimit(range(LOAD_RUNS), API_CONCURRENCY, (i) => watchRun(client, `load ${i}`, waiter));
+  try {
+    await waiter.until(() => runs.every((r) => r.approvalId !== undefined || r.terminal !== undefined), `${LOAD_RUNS} approval_requested`, LOAD_TIMEOUT_MS);
+    const asked = runs.filter((r) => r.approvalId !== undefined);
+
+    // The sampler: one request in flight, every POOL_SAMPLE_INTERVAL_MS, until told to stop (or the bounds pass).
+    let sampling = true;
+    let maxInUse = 0;
+    let poolSamples = 0;
+    let samplerError: unknown;
+    const sampler = (async () => {
+      const until = performance.now() + 2 * LOAD_TIMEOUT_MS;
+      while (sampling && performance.now() < until) {
+        const stats = await client.expect<PoolStats>(200, "GET", "/api/storage-pool");
+        maxInUse = Math.max(maxInUse, stats.in_use);
+        poolSamples++;
+        await sleep(POOL_SAMPLE_INTERVAL_MS);
+      }
+    })().catch((err: unknown) => {
+      samplerError = err;
+    });
+
+    const t0 = performance.now();
+    const wall0 = Date.now();
+    const approveStatuses = new Map<string, number>();
+    await mapLimit(asked, LOAD_APPROVE_CONCURRENCY, async (run) => {
+      const answer = await approve(client, run);
+      tally(approveStatuses, answer.status === 200 ? "200" : `${answer.status} ${String(answer.body.error)}`);
+    });
+    const approvalsAnsweredMs = performance.now() - t0;
+    try {
+      await waiter.until(() => runs.every((r) => r.terminal !== undefined), `${LOAD_RUNS} runs to end`, LOAD_TIMEOUT_MS);
+    } catch (err) {
+      log(`${(err as Error).message}; reporting what ended`); // reported below as "none"
+    }
+    sampling = false;
+    await sampler;
+    if (samplerError !== undefined) throw samplerError;
+    const runsEndedMs = Math.max(...runs.map((r) => r.terminal?.at ?? NaN).filter(Number.isFinite)) - t0;
+
+    // Rows: each run's own, read until none is unresolved (bounded). Each read holds a pool slot, so
+    // the reads are few at a time, and a 503 storage_unavailable of theirs is counted apart.
+    const rows = new Map<WatchedRun, MutationRow[]>();
+    let readerRejections = 0;
+    const unsettled = (r: WatchedRun) => {
+      const list = rows.get(r);
+      return list === undefined || list.length === 0 || list.some((m) => m.state === "unresolved");
+    };
+    const settleDeadline = performance.now() + SETTLE_TIMEOUT_MS;
+    for (let pending = runs; pending.length > 0 && performance.now() < settleDeadline; pending = runs.filter(unsettled)) {
+      if (rows.size > 0) await sleep(ROW_POLL_INTERVAL_MS);
+      await mapLimit(pending, ROW_READ_CONCURRENCY, async (run) => {
+        const answer = await client.api<{ mutations?: MutationRow[]; error?: string }>("GET", `/api/runs/${run.runId}/mutations`);
+        if (answer.status === 200) rows.set(run, answer.body.mutations ?? []);
+        else if (answer.status === 503 && answer.body.error === "storage_unavailable") readerRejections++;
+        else if (answer.status !== 503) throw new Error(`GET /api/runs/${run.runId}/mutations: ${answer.status} ${JSON.stringify(answer.body)}`);
+      });
+      // A run without a row may never get one (its intent found no slot); stop once only such runs are left and nothing changes.
+      if (runs.filter(unsettled).every((r) => rows.get(r)?.length === 0) && rows.size === runs.length) break;
+    }
+    const poolAfter = await client.expect<PoolStats>(200, "GET", "/api/storage-pool");
+
+    const rowStates = new Map<string, number>();
+    let runsWithSettledRow = 0;
+    let rowsUnsettled = 0;
+    let dispatchedRows = 0;
+    let settledRows = 0;
+    let lastSettled = -Infinity;
+    for (const run of runs) {
+      const list = rows.get(run);
+      if (list === undefined) {
+        tally(rowStates, "never read");
+        rowsUnsettled++;
+        continue;
+      }
+      if (list.length !== 1) tally(rowStates, list.length === 0 ? "no row" : `${list.length} rows`);
+      for (const row of list) {
+        if (list.length === 1) tally(rowStates, row.reason ? `${row.state}/${row.reason}` : row.state);
+        if (row.dispatched) dispatchedRows++;
+        if (row.state === "unresolved") rowsUnsettled++;
+        else {
+          settledRows++;
+          if (row.settled_at) lastSettled = Math.max(lastSettled, Date.parse(row.settled_at));
+        }
+      }
+      if (list.length > 0 && list.every((m) => m.state !== "unresolved")) runsWithSettledRow++;
+    }
+
+    const calls = (await demoCalls(demoBase)).calls.filter((c) => c.tool === "create_dashboard");
+    const ours = new Set(runs.map((r) => r.title));
+    const perTitle = new Map<string, number>();
+    for (const call of calls) tally(perTitle, String(call.arguments?.title));
+    const terminals = new Map<string, number>();
+    const executions = new Map<string, number>();
+    for (const run of runs) {
+      tally(terminals, run.first.has("run_completed") ? "run_completed" : run.first.has("run_failed") ? "run_failed" : "none");
+      tally(executions, run.execution);
+    }
+    const since = (type: string) =>
+      sortedCopy(asked.map((r) => (r.first.get(type)?.at ?? NaN) - r.approvalSentAt).filter(Number.isFinite));
+    return {
+      runs: runs.length,
+      asked: asked.length,
+      approveStatuses,
+      terminals,
+      executions,
+      rowStates,
+      runsWithSettledRow,
+      rowsUnsettled,
+      dispatchedRows,
+      executedCalls: runs.filter((r) => r.execution.startsWith("executed")).length,
+      demoCreateCalls: calls.length,
+      repeatedTitles: [...perTitle].filter(([title, n]) => ours.has(title) && n > 1).length,
+      foreignCalls: [...perTitle].filter(([title]) => !ours.has(title)).reduce((a, [, n]) => a + n, 0),
+      maxInUse,
+      poolSamples,
+      pool: {
+        acquired: poolAfter.acquired_total - poolBefore.acquired_total,
+        rejected: poolAfter.rejected_total - poolBefore.rejected_total,
+        reclaimed: poolAfter.reclaimed_total - poolBefore.reclaimed_total,
+      },
+      readerRejections,
+      approvalsAnsweredMs,
+      runsEndedMs,
+      lastSettledMs: lastSettled - wall0,
+      settledRows,
+      toStarted: since("tool_execution_started"),
+      toExecution: since("tool_execution"),
+    };
+  } finally {
+    for (const run of runs) run.sub?.close();
+  }
+}
+
 // ---- servers and shutdown ------------------------------------------------------------
 
-const servers = new Set<BenchServer>();
-let bundle: BenchBundle | undefined;
+/** The bench Worker's wrangler config, relative to the project root (where wrangler runs). */
+const BENCH_CONFIG = "bench/wrangler.bench.toml";
+
+const servers = new Set<WorkerServer>();
+let bundle: WorkerBundle | undefined;
+let demo: DemoMcpProcess | undefined;
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-/** A fresh server on the benchmark's one bundle, stopped whatever `fn` does. */
-async function withServer<T>(fn: (server: BenchServer, client: Client, direct: Client | undefined) => Promise<T>): Promise<T> {
+/** A fresh server on the benchmark's one bundle, with `vars` on top of the bench config's, stopped whatever `fn` does. */
+async function withServer<T>(
+  fn: (server: WorkerServer, client: Client, direct: Client | undefined) => Promise<T>,
+  vars: Record<string, string> = {},
+): Promise<T> {
   if (!bundle) throw new Error("no bundle: main() builds it first");
   log("starting wrangler dev ...");
-  const server = await startBenchServer(bundle);
+  const server = await startWorkerServer(vars, { bundle });
   servers.add(server);
   try {
     const runtimeUrl = await findRuntimeUrl(server);
@@ -716,6 +1071,7 @@ function shutdown(): Promise<void> {
     apiAgent.destroy();
     sseAgent.destroy();
     await Promise.all([...servers].map((s) => s.stop()));
+    await demo?.stop();
     await bundle?.dispose();
   })();
   return stopping;
@@ -725,6 +1081,9 @@ function shutdown(): Promise<void> {
 
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const met = (ok: boolean) => (ok ? "met" : "NOT MET");
+/** "a 3, b 1", largest first; "-" when empty. */
+const counts = (map: Map<string, number>) =>
+  [...map].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ") || "-";
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
@@ -758,7 +1117,13 @@ async function measurePath(client: Client, replayRunId: string): Promise<PathRes
   return { label, floor, throughput, latency, replay };
 }
 
-function report(paths: PathResults[], memory: Map<Target, Memory>, load: { before: string; after: string }): string {
+function report(
+  paths: PathResults[],
+  memory: Map<Target, Memory>,
+  approvals: ApprovalLatency[],
+  pool: PoolLoad,
+  load: { before: string; after: string },
+): string {
   const out: string[] = [];
   out.push("");
   out.push(
@@ -830,7 +1195,64 @@ function report(paths: PathResults[], memory: Map<Target, Memory>, load: { befor
   out.push("   (RSS rarely shrinks after a release: freed heap stays with the allocator, so \"released\" shows reuse, not leaks.)");
   out.push("");
 
-  out.push("5. Goals");
+  out.push(
+    `5. Approval decision → tool_execution_started at the run's subscriber (ms): ${APPROVAL_SAMPLES} runs per path (after ${APPROVAL_WARMUP} warm-up), ` +
+      `one at a time, paths alternating; each run proposes one ${CREATE_DASHBOARD} (demo MCP server on loopback)`,
+  );
+  out.push(`   timed from just before POST /api/runs/{id}/approvals/{approval_id} is sent to the frame's arrival at the subscriber; each run is waited out before the next`);
+  const apRows = [["path", "p50", "p99", "max", "approval_resolved p50", "p99", "POST answer p50", "samples", "tool_execution of the calls"]];
+  for (const a of approvals) {
+    const started = sortedCopy(a.started);
+    const resolved = sortedCopy(a.resolved);
+    apRows.push([
+      a.label, fmt(percentile(started, 50), 2), fmt(percentile(started, 99), 2), fmt(started[started.length - 1] ?? NaN, 2),
+      fmt(percentile(resolved, 50), 2), fmt(percentile(resolved, 99), 2), fmt(percentile(sortedCopy(a.rtts), 50), 2),
+      String(started.length), counts(a.executions),
+    ]);
+  }
+  out.push(table(apRows));
+  out.push("");
+
+  const p = pool;
+  out.push(
+    `6. Storage pool under load: ${p.runs} concurrent runs, one approved ${CREATE_DASHBOARD} each (budget 1 per run), ` +
+      `approvals ${LOAD_APPROVE_CONCURRENCY} in flight, wrangler dev path`,
+  );
+  out.push(table([
+    ["runs", `${p.runs} triggered, ${p.asked} reached approval_requested; approval answers: ${counts(p.approveStatuses)}`],
+    ["terminal events", counts(p.terminals)],
+    ["tool_execution", counts(p.executions)],
+    ["durable rows (state/reason)", counts(p.rowStates)],
+    ["runs with a settled row", `${p.runsWithSettledRow} of ${p.runs}; rows still unresolved or unread after ${SETTLE_TIMEOUT_MS / MS_PER_SECOND} s: ${p.rowsUnsettled}`],
+    [
+      "dispatches",
+      `demo server got ${p.demoCreateCalls} create_dashboard calls; ${p.executedCalls} calls executed (stream); ` +
+        `${p.dispatchedRows} rows dispatched: true; titles received twice: ${p.repeatedTitles}; calls not ours: ${p.foreignCalls}`,
+    ],
+    [
+      "storage pool",
+      `highest in_use seen ${p.maxInUse} of ${POOL_CAPACITY} (${p.poolSamples} samples of GET /api/storage-pool, one every >= ${POOL_SAMPLE_INTERVAL_MS} ms); ` +
+        `acquired_total +${p.pool.acquired}, rejected_total +${p.pool.rejected} (engine ${p.pool.rejected - p.readerRejections}, ` +
+        `this bench's row reads ${p.readerRejections}), reclaimed_total +${p.pool.reclaimed}`,
+    ],
+    [
+      "timing",
+      `all approvals answered ${fmt(p.approvalsAnsweredMs / MS_PER_SECOND, 2)} s after the first was sent; last run ended at ` +
+        `${fmt(p.runsEndedMs / MS_PER_SECOND, 2)} s; last row settled (settled_at) at ${fmt(p.lastSettledMs / MS_PER_SECOND, 2)} s`,
+    ],
+    [
+      "mutations settled/s",
+      `${fmt(p.settledRows / (p.lastSettledMs / MS_PER_SECOND), 1)} (${p.settledRows} rows settled / last settled_at − first approval sent)`,
+    ],
+    [
+      "per run, from its approval sent (ms)",
+      `tool_execution_started p50 ${fmt(percentile(p.toStarted, 50))}, p99 ${fmt(percentile(p.toStarted, 99))}; ` +
+        `tool_execution p50 ${fmt(percentile(p.toExecution, 50))}, p99 ${fmt(percentile(p.toExecution, 99))}`,
+    ],
+  ]));
+  out.push("");
+
+  out.push("7. Goals");
   const goalRows = [["goal", ...paths.flatMap((p) => [p.label, ""])]];
   const row = (goal: string, cell: (p: PathResults) => [string, boolean]) =>
     goalRows.push([goal, ...paths.flatMap((p) => {
@@ -864,6 +1286,28 @@ function report(paths: PathResults[], memory: Map<Target, Memory>, load: { befor
     }
   }
   out.push(table(goalRows));
+  out.push("");
+  const approvalGoalRows = [["goal", "measured", ""]];
+  for (const a of approvals) {
+    const p99 = percentile(sortedCopy(a.started), 99);
+    approvalGoalRows.push([`p99 approval → tool_execution_started <= ${GOAL_APPROVAL_P99_MS} ms (${a.label})`, `${fmt(p99, 2)} ms`, met(p99 <= GOAL_APPROVAL_P99_MS)]);
+  }
+  approvalGoalRows.push([
+    `under load: every run ended with a settled row`,
+    `${p.runsWithSettledRow} of ${p.runs}`,
+    met(p.runsWithSettledRow === p.runs),
+  ]);
+  approvalGoalRows.push([
+    `under load: no mutation dispatched twice`,
+    `${p.demoCreateCalls} calls received = ${p.executedCalls} executed, ${p.repeatedTitles} repeated`,
+    met(p.demoCreateCalls === p.executedCalls && p.repeatedTitles === 0 && p.foreignCalls === 0),
+  ]);
+  approvalGoalRows.push([`under load: storage pool in_use never above ${POOL_CAPACITY}`, `highest seen ${p.maxInUse}`, met(p.maxInUse <= POOL_CAPACITY)]);
+  out.push(table(approvalGoalRows));
+  out.push(
+    `   (a not_executed(storage_unavailable) call is the pool failing closed, an accepted outcome: ` +
+      `${p.executions.get("not_executed/storage_unavailable") ?? 0} of ${p.runs} here.)`,
+  );
   return out.join("\n") + "\n";
 }
 
@@ -871,8 +1315,24 @@ function report(paths: PathResults[], memory: Map<Target, Memory>, load: { befor
 
 async function main(): Promise<void> {
   log("bundling bench/bench-worker.ts (the engine as the working tree has it now) ...");
-  bundle = await buildBenchBundle();
+  bundle = await buildWorkerBundle(BENCH_CONFIG);
   const loadBefore = loadAverage();
+  log("starting the demo MCP server ...");
+  demo = await startDemoMcpProcess();
+  const approvalMcp = approvalVars(demo.url);
+  if (process.env.BENCH_DEV_ONLY_APPROVALS) {
+    const approvals = await withServer(async (_server, client, direct) => {
+      log(`5. approval → tool_execution_started: ${APPROVAL_SAMPLES} runs per path`);
+      return measureApprovals(direct ? [client, direct] : [client]);
+    }, approvalMcp);
+    const poolLoad = await withServer(async (_server, client) => {
+      log(`6. storage pool: ${LOAD_RUNS} concurrent runs, approvals ${LOAD_APPROVE_CONCURRENCY} in flight`);
+      return measurePoolLoad(client, demo!.baseUrl);
+    }, approvalMcp);
+    console.log(approvals.map(a => [a.label, percentile(sortedCopy(a.started),50), percentile(sortedCopy(a.started),99), counts(a.executions)]));
+    console.log({...poolLoad, toStarted: undefined, toExecution: undefined});
+    return;
+  }
   const paths = await withServer(async (_server, client, direct) => {
     const replayRunId = await prepareReplayRun(client);
     const results = [await measurePath(client, replayRunId)];

@@ -14,7 +14,9 @@ import { EventLog } from "../src/event-log";
 import { MutationLedger } from "../src/mutation-ledger";
 import { newMutationId, type OutcomeDb, type Settlement } from "../src/mutation-outcomes";
 import { isTerminalEventType, type EventType, type StoredEvent } from "../src/events";
-import { callMcpTool, listMcpTools, type McpToolInfo, type TransportCaps } from "../src/mcp-transport";
+import { Conversation, toolResultsItem } from "../src/conversation-log";
+import { callMcpTool, listMcpTools, type McpServerConfig, type McpToolInfo, type TransportCaps } from "../src/mcp-transport";
+import { ModelError, modelProviderFromConfig, type ModelProvider, type ModelToolSpec, type ModelTurn } from "../src/providers/model-provider";
 import { defaultScript, scriptedTurn } from "../src/providers/scripted";
 import { redactSecrets } from "../src/redaction";
 import { isTerminalStatus, type RunRecord, type RunStatus, type RunSummary } from "../src/run-record";
@@ -40,6 +42,7 @@ import {
   type Limits,
   type ToolCallRecord,
   type TurnState,
+  HUMAN_ASK_TOOL,
 } from "../src/tool-calls";
 import { classifyTool, parseMcpToolName } from "../src/tool-policy";
 import type { ScriptTurn } from "../src/trigger-request";
@@ -64,6 +67,27 @@ export interface RouteAnswer {
 }
 
 const MS_PER_SECOND = 1_000;
+/** Model turns per run before the run is stopped: a loop guard, far above any real agent turn. */
+const MAX_MODEL_TURNS = 50;
+
+/** One model response, whoever produced it. `final`: the model is done (no more turns). */
+interface ModelStep {
+  text?: string;
+  tool_calls: ProposedCall[];
+  final: boolean;
+}
+
+interface ProposedCall {
+  tool_name: string;
+  arguments: Record<string, unknown>;
+  tool_call_id?: string;
+}
+
+const HUMAN_ASK_SPEC: ModelToolSpec = {
+  name: HUMAN_ASK_TOOL,
+  description: "Ask a person in the channel a question and wait for their answer.",
+  input_schema: { type: "object", properties: { question: { type: "string", description: "The question to ask." } }, required: ["question"] },
+};
 
 export class RunObject extends DurableObject<Env> {
   #config!: HostConfig;
@@ -84,6 +108,11 @@ export class RunObject extends DurableObject<Env> {
   readonly #toolLists = new Map<string, Promise<McpToolInfo[] | undefined>>();
   /** Intent writes started at approval, awaited by the dispatch pipeline. */
   readonly #intents = new Map<string, ReturnType<MutationLedger["intent"]>>();
+  /** The real model, or undefined for the scripted provider. */
+  #provider: ModelProvider | undefined;
+  #conversation!: Conversation;
+  /** Aborts the model call in flight when the run is cancelled. */
+  #modelCall: AbortController | undefined;
   /** Where outcome rows are written: D1, or a test's seam in front of it. */
   #outcomeDb: OutcomeDb;
   #ledger!: MutationLedger;
@@ -98,11 +127,13 @@ export class RunObject extends DurableObject<Env> {
         throw new Error(`RunObject cannot start: ${loaded.message}`);
       }
       this.#config = loaded.config;
+      this.#provider = modelProviderFromConfig(this.#config);
       this.#ledger = new MutationLedger(() => this.#outcomeDb, globalStoragePool(env.STORAGE_POOL), this.#config.STORAGE_WAIT_MS);
       const sql = ctx.storage.sql;
       sql.exec(`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`);
       this.#log = new EventLog(sql, this.#config.RUN_MAX_EVENTS);
       this.#deadlines = new Deadlines(sql);
+      this.#conversation = new Conversation(sql);
       const row = sql.exec<{ record: string; script: string }>(`SELECT record, script FROM run WHERE id = 1`).toArray()[0];
       if (row) {
         this.#run = JSON.parse(row.record) as RunRecord;
@@ -142,6 +173,7 @@ export class RunObject extends DurableObject<Env> {
       JSON.stringify(this.#run),
       JSON.stringify(this.#script),
     );
+    if (this.#provider) this.#conversation.append({ role: "user", text: input.message });
     this.#append("run_started", { user_id: input.user_id });
     this.#kick();
     return { created: true };
@@ -180,6 +212,7 @@ export class RunObject extends DurableObject<Env> {
     if (isTerminalStatus(run.status)) return { found: true, status: run.status, already_ended: true };
     run.cancel_requested = true;
     this.#deadlines.clear("turn");
+    this.#modelCall?.abort();
     const turn = this.#currentTurn();
     if (turn) this.#apply(cancelPending(turn, Date.now()));
     this.#saveRun();
@@ -290,13 +323,9 @@ export class RunObject extends DurableObject<Env> {
     while (run && run.status === "running") {
       this.#driver = "driving";
       if (run.phase.kind === "thinking") {
-        if (Date.now() < run.phase.ready_at) {
-          this.#deadlines.set("turn", run.phase.ready_at);
-          this.#rearm();
-          return;
-        }
-        const turn = scriptedTurn(this.#script, run.phase.turn);
-        if (!turn) {
+        const turn = this.#provider ? await this.#askModel(run, run.phase.turn) : this.#scriptedModelTurn(run, run.phase.turn);
+        if (turn === "waiting" || run.status !== "running") return;
+        if (turn === "finished") {
           this.#append("run_completed", { ...(run.last_text !== null ? { text: run.last_text } : {}), tool_calls: run.tool_calls });
           return;
         }
@@ -304,11 +333,11 @@ export class RunObject extends DurableObject<Env> {
           this.#append("assistant_message", { text: turn.text });
           run.last_text = turn.text;
         }
-        if (turn.tool_calls && turn.tool_calls.length > 0) {
-          await this.#startToolTurn(run, turn);
-        } else {
-          this.#nextModelTurn(run);
-        }
+        if (turn.tool_calls.length > 0) await this.#startToolTurn(run, turn.tool_calls);
+        else if (turn.final) {
+          this.#append("run_completed", { ...(run.last_text !== null ? { text: run.last_text } : {}), tool_calls: run.tool_calls });
+          return;
+        } else this.#nextModelTurn(run);
         continue;
       }
       const turn = this.#currentTurn();
@@ -316,7 +345,8 @@ export class RunObject extends DurableObject<Env> {
         await this.#recoverLostDispatches(turn.calls);
         this.#apply(advanceAdmission(turn, run.counters, this.#limits(), Date.now()));
         if (turnDone(turn)) {
-          // Every call of the turn ended; the scripted model ignores their results, a real one reads them.
+          // Every call of the turn ended: their results go back to the model (the scripted one ignores them).
+          if (this.#provider) this.#conversation.append(toolResultsItem(turn.calls));
           this.#nextModelTurn(run);
           continue;
         }
@@ -328,13 +358,72 @@ export class RunObject extends DurableObject<Env> {
     }
   }
 
+  /** The scripted provider's turn `index`: "waiting" while it thinks (the alarm resumes the loop), "finished" once played out. */
+  #scriptedModelTurn(run: RunRecord, index: number): ModelStep | "waiting" | "finished" {
+    if (run.phase.kind === "thinking" && Date.now() < run.phase.ready_at) {
+      this.#deadlines.set("turn", run.phase.ready_at);
+      this.#rearm();
+      return "waiting";
+    }
+    const turn = scriptedTurn(this.#script, index);
+    if (!turn) return "finished";
+    return { text: turn.text, tool_calls: turn.tool_calls ?? [], final: false };
+  }
+
+  /**
+   * One turn of a real model: the conversation so far, the tools, the
+   * system prompt. A model call changes nothing, so the provider retries it;
+   * one that keeps failing ends the run with run_failed(model_error).
+   */
+  async #askModel(run: RunRecord, index: number): Promise<ModelStep | "waiting" | "finished"> {
+    if (index >= MAX_MODEL_TURNS) {
+      this.#failRun("model_error", `The model took more than ${MAX_MODEL_TURNS} turns without finishing; the run was stopped.`);
+      return "waiting";
+    }
+    const abort = new AbortController();
+    this.#modelCall = abort;
+    let turn: ModelTurn;
+    try {
+      turn = await this.#provider!.next(
+        { system: this.#config.SYSTEM_PROMPT, conversation: this.#conversation.items(), tools: await this.#modelTools() },
+        abort.signal,
+      );
+    } catch (err) {
+      if (run.status === "running") {
+        const message = err instanceof ModelError ? err.message : `The model call failed unexpectedly: ${(err as Error).message}`;
+        this.#append("run_failed", { error: { code: "model_error", message } });
+      }
+      return "waiting";
+    } finally {
+      this.#modelCall = undefined;
+    }
+    if (run.status !== "running") return "waiting";
+    this.#conversation.append({ role: "assistant", ...(turn.text !== undefined ? { text: turn.text } : {}), tool_calls: turn.tool_calls });
+    if (turn.stop === "max_tokens" && turn.tool_calls.length > 0) {
+      // Cut off mid-call: nothing of it runs; the provider tells the model so on the next request.
+      return { text: turn.text, tool_calls: [], final: false };
+    }
+    return { text: turn.text, tool_calls: turn.tool_calls, final: turn.tool_calls.length === 0 };
+  }
+
+  /** What the model may call: every tool of every configured MCP server, and human__ask. */
+  async #modelTools(): Promise<ModelToolSpec[]> {
+    const tools: ModelToolSpec[] = [HUMAN_ASK_SPEC];
+    for (const [server, settings] of Object.entries(this.#config.MCP_SERVERS)) {
+      for (const tool of (await this.#toolList(server, settings)) ?? []) {
+        tools.push({ name: `mcp__${server}__${tool.name}`, description: tool.description ?? "", input_schema: tool.inputSchema });
+      }
+    }
+    return tools;
+  }
+
   /** Announces every call of the turn and asks every approval at once. */
-  async #startToolTurn(run: RunRecord, turn: ScriptTurn): Promise<void> {
+  async #startToolTurn(run: RunRecord, proposals: ProposedCall[]): Promise<void> {
     const now = Date.now();
     const limits = this.#limits();
     const turnIndex = run.phase.kind === "thinking" ? run.phase.turn : 0;
     const calls: ToolCallRecord[] = [];
-    for (const [index, proposed] of (turn.tool_calls ?? []).entries()) {
+    for (const [index, proposed] of proposals.entries()) {
       const info = await this.#toolInfo(proposed.tool_name);
       const tool = classifyTool(proposed.tool_name, info, this.#config);
       calls.push({
@@ -537,13 +626,17 @@ export class RunObject extends DurableObject<Env> {
     const target = parseMcpToolName(toolName);
     const server = target ? this.#config.MCP_SERVERS[target.server] : undefined;
     if (!target || !server) return undefined;
-    let list = this.#toolLists.get(target.server);
+    return (await this.#toolList(target.server, server))?.find((t) => t.name === target.tool);
+  }
+
+  /** A server's tools, listed once per instance; a server that cannot list them leaves them unknown (and unknown means mutating). */
+  #toolList(name: string, server: McpServerConfig): Promise<McpToolInfo[] | undefined> {
+    let list = this.#toolLists.get(name);
     if (!list) {
-      // A server that cannot list its tools leaves them unknown, and unknown means mutating.
       list = listMcpTools(server, this.#caps()).catch(() => undefined);
-      this.#toolLists.set(target.server, list);
+      this.#toolLists.set(name, list);
     }
-    return (await list)?.find((t) => t.name === target.tool);
+    return list;
   }
 
   #limits(): Limits {

@@ -68,8 +68,9 @@ export interface ToolCallRecord {
   approval?: ApprovalRecord;
   input?: InputRecord;
   admission_deadline?: number;
-  /** What goes back to the model as this call's result. */
+  /** What goes back to the model as this call's result, and whether the model should read it as a failure. */
   model_result?: string;
+  model_is_error?: boolean;
   /** The durable outcome row of an approved mutation (its intent is written at approval). */
   mutation_id?: string;
   /** Set once the dispatch pipeline owns the row's settlement; otherwise a call ending early settles it not_executed. */
@@ -387,6 +388,7 @@ function finish(call: ToolCallRecord, now: number, approved: boolean, execution:
   call.state = "done";
   call.approved = approved;
   call.model_result = modelResult;
+  call.model_is_error = execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true;
   if (execution.reason !== undefined) call.reason = execution.reason;
   return [
     emit("tool_execution", { ...withApproval(call), ...execution, ...(call.mutation_id ? { mutation_id: call.mutation_id } : {}) }),

@@ -1,10 +1,20 @@
-// Serves the Worker with `wrangler dev` (miniflare, local D1, local Durable
-// Objects) on a free loopback port for end-to-end tests and the benchmark.
+// Serves a Worker with `wrangler dev` (miniflare, local D1, local Durable
+// Objects) on a free loopback port, for end-to-end tests and the benchmark.
 // Each server gets its own persistence directory and its own env file, so
 // runs never share state and a developer's .dev.vars never leaks in.
-import { spawn, type ChildProcess } from "node:child_process";
-import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+//
+// Options, for callers that need more than the project's own Worker:
+//  - `configPath`: another wrangler config (the benchmark's Worker);
+//  - `bundle`: a snapshot made once by buildWorkerBundle() and served with
+//    `--no-bundle`. `wrangler dev` otherwise watches its sources and reloads
+//    when a file is saved; a reload mid-measurement orphans every open stream,
+//    and a later server could run other code than an earlier one.
+// Every server is started in its own process group (wrangler, workerd,
+// esbuild) and stopped as a group, with SIGKILL after a grace period, and
+// killed if Node exits without stopping it.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -18,19 +28,43 @@ export const PROJECT_ROOT = resolve(import.meta.dirname, "../..");
  * here: dev, D1 migrations, Durable Objects, SSE), so it is started directly.
  */
 export const WRANGLER_CLI = join(PROJECT_ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
-/** wrangler dev normally starts in 2-5 s here; a cold first bundle can take longer. */
+/** wrangler dev normally starts in 2-10 s here; a cold first bundle can take longer. */
 const STARTUP_TIMEOUT_MS = 60_000;
+const STARTUP_POLL_MS = 100;
+/** One /healthz probe while waiting for the server. */
+const PROBE_TIMEOUT_MS = 1_000;
+/** After SIGTERM, how long wrangler and workerd get before SIGKILL. */
+const STOP_GRACE_MS = 5_000;
+
+const CHILD_ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" };
 
 export interface WorkerServer {
   url: string;
   token: string;
-  /** The wrangler process; its workerd child serves the requests. */
+  /** The wrangler process; its workerd children serve the requests. */
   process: ChildProcess;
   /** Output so far, for failure messages. */
   logs(): string;
   /** Authorised fetch against the server. */
   api(path: string, init?: RequestInit): Promise<Response>;
+  /** Stops the whole process group (bounded) and removes the server's state. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** A Worker bundled once (`wrangler deploy --dry-run --outdir`), to serve with `--no-bundle`. */
+export interface WorkerBundle {
+  /** The wrangler config it was built from, as given to buildWorkerBundle. */
+  configPath: string;
+  /** The bundled entry module, an absolute path. */
+  entry: string;
+  dispose(): Promise<void>;
+}
+
+export interface WorkerServerOptions {
+  /** wrangler config, relative to the project root or absolute; default the project's wrangler.toml. */
+  configPath?: string;
+  /** Serve this snapshot instead of bundling (and watching) the sources; its config is used. */
+  bundle?: WorkerBundle;
 }
 
 export async function freePort(): Promise<number> {
@@ -51,25 +85,64 @@ function envFileLine(name: string, value: string): string {
   return value.startsWith("{") || value.startsWith("[") ? `${name}='${value}'` : `${name}=${value}`;
 }
 
-export async function startWorkerServer(vars: Record<string, string> = {}): Promise<WorkerServer> {
+/** Runs a wrangler subcommand to completion; its output goes into the error when it fails. */
+async function wrangler(args: string[], what: string): Promise<void> {
+  try {
+    await run(process.execPath, [WRANGLER_CLI, ...args], { cwd: PROJECT_ROOT, env: CHILD_ENV });
+  } catch (err) {
+    const output = err as { stdout?: string; stderr?: string };
+    throw new Error(`${what} failed:\n${output.stdout ?? ""}${output.stderr ?? ""}`, { cause: err });
+  }
+}
+
+/** Bundles the Worker of `configPath` as the working tree has it now. */
+export async function buildWorkerBundle(configPath = "wrangler.toml"): Promise<WorkerBundle> {
+  const dir = await mkdtemp(join(tmpdir(), "aee-bundle-"));
+  const dispose = () => rm(dir, { recursive: true, force: true });
+  try {
+    await wrangler(["deploy", "--dry-run", "--outdir", dir, "--config", configPath], `bundling ${configPath}`);
+    // wrangler names the bundle after the entry module (src/index.ts → index.js) beside a README and a source map.
+    const modules = (await readdir(dir)).filter((f) => f.endsWith(".js"));
+    if (modules.length !== 1) throw new Error(`expected one .js module in the bundle of ${configPath}, found ${JSON.stringify(modules)}`);
+    return { configPath, entry: join(dir, modules[0]!), dispose };
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+}
+
+/** Servers not stopped yet, with their temp dirs: killed and removed if Node exits first. */
+const live = new Map<ChildProcess, string>();
+process.once("exit", () => {
+  for (const [child, dir] of live) {
+    signalGroup(child, "SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+export async function startWorkerServer(vars: Record<string, string> = {}, options: WorkerServerOptions = {}): Promise<WorkerServer> {
+  const configPath = options.bundle?.configPath ?? options.configPath;
+  const configArgs = configPath === undefined ? [] : ["--config", configPath];
   const dir = await mkdtemp(join(tmpdir(), "aee-e2e-"));
   const persistTo = join(dir, "state");
   const envFile = join(dir, "test.env");
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
   const allVars = { API_TOKEN: token, ...vars };
-  await writeFile(envFile, Object.entries(allVars).map(([k, v]) => envFileLine(k, v)).join("\n") + "\n");
-  const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" };
-
-  await run(process.execPath, [WRANGLER_CLI, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
-    cwd: PROJECT_ROOT,
-    env: childEnv,
-  });
+  try {
+    await writeFile(envFile, Object.entries(allVars).map(([k, v]) => envFileLine(k, v)).join("\n") + "\n");
+    await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", persistTo], "applying D1 migrations");
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
 
   const port = await freePort();
   const child = spawn(
     process.execPath,
     [
       WRANGLER_CLI, "dev",
+      ...(options.bundle ? [options.bundle.entry, "--no-bundle"] : []),
+      ...configArgs,
       "--ip", "127.0.0.1",
       "--port", String(port),
       "--inspector-port", String(await freePort()),
@@ -78,27 +151,40 @@ export async function startWorkerServer(vars: Record<string, string> = {}): Prom
       "--show-interactive-dev-session=false",
       "--log-level", "warn",
     ],
-    { cwd: PROJECT_ROOT, env: childEnv, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    // Own process group, so stop() reaches workerd too.
+    { cwd: PROJECT_ROOT, env: CHILD_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
+  live.set(child, dir);
   let output = "";
   child.stdout?.on("data", (d) => (output += String(d)));
   child.stderr?.on("data", (d) => (output += String(d)));
 
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await stopGroup(child);
+      live.delete(child);
+      await rm(dir, { recursive: true, force: true });
+    })());
+
   const url = `http://127.0.0.1:${port}`;
   const started = Date.now();
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}:\n${output}`);
+    if (child.exitCode !== null || child.signalCode !== null) {
+      await stop();
+      throw new Error(`wrangler dev exited with ${child.exitCode ?? child.signalCode}:\n${output}`);
+    }
     try {
-      const res = await fetch(`${url}/healthz`);
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
       if (res.ok) break;
     } catch {
       // not listening yet
     }
     if (Date.now() - started > STARTUP_TIMEOUT_MS) {
-      killGroup(child);
+      await stop();
       throw new Error(`wrangler dev did not answer /healthz within ${STARTUP_TIMEOUT_MS} ms:\n${output}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, STARTUP_POLL_MS));
   }
 
   return {
@@ -112,20 +198,31 @@ export async function startWorkerServer(vars: Record<string, string> = {}): Prom
       if (init.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
       return fetch(`${url}${path}`, { ...init, headers });
     },
-    stop: async () => {
-      killGroup(child);
-      await new Promise<void>((r) => (child.exitCode !== null ? r() : child.once("exit", () => r())));
-      await rm(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 
-function killGroup(child: ChildProcess): void {
-  // wrangler starts workerd as its child; signal the whole process group.
-  if (child.pid === undefined || child.exitCode !== null) return;
+/** Signals wrangler's whole process group: wrangler, workerd, esbuild. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   try {
-    process.kill(-child.pid, "SIGTERM");
+    process.kill(-child.pid, signal);
   } catch {
-    child.kill("SIGTERM");
+    child.kill(signal);
+  }
+}
+
+/** SIGTERM to the group, SIGKILL after STOP_GRACE_MS; resolves once wrangler has exited. */
+async function stopGroup(child: ChildProcess): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  signalGroup(child, "SIGTERM");
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), STOP_GRACE_MS)));
+  const first = await Promise.race([exited, grace]);
+  clearTimeout(timer);
+  if (first === "timeout") {
+    signalGroup(child, "SIGKILL");
+    await exited;
   }
 }

@@ -1,0 +1,40 @@
+// The conversation a real model sees, kept in the run's Durable Object
+// storage (one row per item) so a run that is evicted mid-turn asks the
+// model again with the same history. The scripted provider does not use it.
+import type { SqlLike } from "./event-log";
+import type { ConversationItem } from "./providers/model-provider";
+import type { ToolCallRecord } from "./tool-calls";
+
+export class Conversation {
+  readonly #sql: SqlLike;
+
+  constructor(sql: SqlLike) {
+    this.#sql = sql;
+    sql.exec(`CREATE TABLE IF NOT EXISTS conversation (seq INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`);
+  }
+
+  append(item: ConversationItem): void {
+    this.#sql.exec(`INSERT INTO conversation (item) VALUES (?)`, JSON.stringify(item));
+  }
+
+  items(): ConversationItem[] {
+    return this.#sql
+      .exec<{ item: string }>(`SELECT item FROM conversation ORDER BY seq`)
+      .toArray()
+      .map((row) => JSON.parse(row.item) as ConversationItem);
+  }
+}
+
+/** The results of a finished turn's calls, in the model's order, as the model reads them. */
+export function toolResultsItem(calls: readonly ToolCallRecord[]): ConversationItem {
+  return {
+    role: "tool_results",
+    results: [...calls]
+      .sort((a, b) => a.index - b.index)
+      .map((call) => ({
+        tool_call_id: call.tool_call_id,
+        content: call.model_result ?? "",
+        is_error: call.model_is_error === true,
+      })),
+  };
+}
