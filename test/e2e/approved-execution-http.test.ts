@@ -1,11 +1,20 @@
-// Approved execution end to end: the Worker under wrangler dev, the demo MCP
-// server as a separate process, decisions over HTTP. Every scenario asserts
-// the exact ordered list of event types and identities its subscriber
-// received (heartbeats interleave and are checked only for contiguity), and
-// the demo server's own call count proves what reached it.
-import { beforeEach, describe, expect, inject, it } from "vitest";
+// The release note's HTTP suite (tests/test_approved_execution_http.py there):
+// the Worker under wrangler dev, the demo MCP server as a separate process,
+// decisions and replays over real loopback HTTP. It validates the committed
+// fixtures and covers create/update dashboard plus synthetic KPI and alert
+// writes, cancellation, expiry, transport timeout, HTTP heartbeat delivery,
+// two consecutive subscriber losses, replay identity, no ambiguous retry and
+// terminal fencing. Every scenario asserts the exact ordered list of event
+// types and identities its subscriber received (heartbeats interleave and are
+// checked for contiguity), and the demo server's own call count proves what
+// reached it.
+import { readFile } from "node:fs/promises";
+import { EventSource } from "eventsource";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { createHookDispatcher } from "../../src/adapters/adapter-hooks";
-import { eventIds, RawSseClient } from "../support/sse-client";
+import { generateFixtures, serialiseFixtures } from "../support/approval-execution-fixtures";
+import { startCuttingProxy, type CuttingProxy } from "../support/cutting-proxy";
+import { eventIds, eventTypes, RawSseClient } from "../support/sse-client";
 
 const url = inject("workerUrl");
 const token = inject("workerToken");
@@ -340,82 +349,6 @@ describe("transport", () => {
   });
 });
 
-describe("ordered admission and the ceiling", () => {
-  it("stalls an approved call behind an unanswered human__ask until its admission deadline", async () => {
-    const s = await Scenario.start(ASK_THEN_WRITE);
-    await s.approve("write-1");
-    await s.waitFor("tool_execution", "write-1");
-    expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
-    // Then the question itself expires.
-    await s.toEnd();
-    expect(s.shape()).toEqual([
-      "run_started",
-      "tool_started:ask-1",
-      "human_input_requested:ask-1",
-      "tool_started:write-1",
-      "approval_requested:write-1",
-      "approval_resolved:write-1",
-      "tool_execution_started:write-1",
-      "tool_execution:write-1",
-      "tool_completed:write-1",
-      "tool_execution:ask-1",
-      "tool_completed:ask-1",
-      "run_completed",
-    ]);
-    expect((await demoCalls()).total).toBe(0);
-  });
-
-  it("runs the approved call once the earlier question is answered", async () => {
-    const s = await Scenario.start(ASK_THEN_WRITE);
-    await s.approve("write-1");
-    const answer = await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" });
-    expect(answer).toEqual({ status: 200, json: { tool_call_id: "ask-1", status: "answered" } });
-    expect(await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" })).toEqual(answer);
-    expect((await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Other", answered_by: "U-2" })).status).toBe(409);
-    await s.toEnd();
-    expect(s.shape()).toEqual([
-      "run_started",
-      "tool_started:ask-1",
-      "human_input_requested:ask-1",
-      "tool_started:write-1",
-      "approval_requested:write-1",
-      "approval_resolved:write-1",
-      "tool_execution_started:write-1",
-      "human_input_received:ask-1",
-      "tool_execution:ask-1",
-      "tool_completed:ask-1",
-      "tool_execution:write-1",
-      "tool_completed:write-1",
-      "run_completed",
-    ]);
-    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "U-2" });
-    expect(JSON.stringify(s.events)).not.toContain("Latency"); // the answer goes to the model, not the stream
-    expect((await demoCalls()).by_tool.create_dashboard).toBe(1);
-  });
-
-  it("enforces the effective call ceiling (the trigger narrows the host's)", async () => {
-    const s = await Scenario.start(
-      [
-        {
-          tool_calls: [
-            { tool_name: LIST, tool_call_id: "read-1", arguments: {} },
-            { tool_name: LIST, tool_call_id: "read-2", arguments: {} },
-          ],
-        },
-      ],
-      { max_tool_calls: 1 },
-    );
-    await s.toEnd();
-    // read-2 can never be admitted once read-1 took the only call: it ends at once, before read-1 returns.
-    expect(s.shape()).toEqual(["run_started", "tool_started:read-1", "tool_started:read-2", "tool_execution:read-2", "tool_completed:read-2", "tool_execution:read-1", "tool_completed:read-1", "run_completed"]);
-    expect(s.one("tool_started", "read-1")).toMatchObject({ approval_required: false });
-    expect(s.one("tool_execution", "read-1")).toMatchObject({ execution_status: "executed" });
-    expect(s.one("tool_execution", "read-2")).toMatchObject({ execution_status: "not_executed", reason: "call_ceiling" });
-    expect(s.events.some((e) => e.type === "tool_execution_started" || e.type === "approval_requested")).toBe(false);
-    expect((await demoCalls()).by_tool.list_dashboards).toBe(1);
-  });
-});
-
 describe("what the stream shows", () => {
   it("redacts secret-looking arguments in the approval and never puts them on the stream", async () => {
     const s = await Scenario.start([
@@ -475,5 +408,151 @@ describe("what the stream shows", () => {
       ["end", CREATE, "number", false],
       ["end", "human__ask", "number", true],
     ]);
+  });
+});
+
+async function trigger(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await fetch(`${url}/api/trigger`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as any };
+}
+
+async function summary(runId: string): Promise<any> {
+  return (await fetch(`${url}/api/runs/${runId}`, { headers: auth })).json();
+}
+
+const events = (runId: string, query = "") => RawSseClient.open(`${url}/api/runs/${runId}/events${query}`, auth);
+
+/** Turns that keep a run going for a few seconds: a message every `gapMs`. */
+function slowScript(turns: number, gapMs: number) {
+  return Array.from({ length: turns }, (_, i) => ({ text: `step ${i + 1}`, delay_ms: gapMs }));
+}
+
+describe("subscriber loss and reattach", () => {
+  it("survives two consecutive subscriber losses mid-run; the third attach gets every event once, identical bytes", async () => {
+    const { json } = await trigger({ message: "m", script: slowScript(8, 250) });
+    const runId: string = json.run_id;
+
+    const first = await events(runId);
+    await first.waitFor(3);
+    await first.close();
+    const seenByFirst = Number(first.events.at(-1)!.id);
+    await expect.poll(async () => (await summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
+    expect((await summary(runId)).status).toBe("running");
+
+    const second = await events(runId, `?after=${seenByFirst}`);
+    await second.waitFor(2);
+    await second.close();
+    const seenBySecond = Number(second.events.at(-1)!.id);
+    await expect.poll(async () => (await summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
+    expect((await summary(runId)).status).toBe("running");
+
+    const third = await events(runId, `?after=${seenBySecond}`);
+    await third.toEnd();
+    expect(eventTypes(third.events).at(-1)).toBe("run_completed");
+
+    const all = [...first.events, ...second.events, ...third.events];
+    const ids = eventIds(all);
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    expect(eventTypes(all).filter((t) => t === "assistant_message")).toHaveLength(8);
+
+    // A full replay afterwards is byte-for-byte what the three subscribers received together.
+    const replay = await events(runId);
+    await replay.toEnd();
+    expect(first.raw + second.raw + third.raw).toBe(replay.raw);
+    // The run never restarted: one run_started, one run_completed.
+    expect(eventTypes(replay.events).filter((t) => t === "run_started" || t === "run_completed")).toEqual(["run_started", "run_completed"]);
+  });
+});
+
+describe("EventSource", () => {
+  let proxy: CuttingProxy;
+  beforeAll(async () => {
+    proxy = await startCuttingProxy(new URL(url));
+  });
+  afterAll(() => proxy.close());
+
+  it("resumes by Last-Event-ID on its own after the connection is cut", async () => {
+    const { json } = await trigger({ message: "m", script: slowScript(6, 300) });
+    const received: { id: string; type: string; data: string }[] = [];
+    const source = new EventSource(`${proxy.url}/api/runs/${json.run_id}/events`, {
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...auth } }),
+    });
+    const finished = new Promise<void>((resolve) => {
+      const onEvent = (e: MessageEvent) => {
+        received.push({ id: e.lastEventId, type: e.type, data: e.data });
+        if (e.type === "run_completed") {
+          source.close();
+          resolve();
+        }
+      };
+      for (const type of ["run_started", "assistant_message", "heartbeat", "run_completed"]) source.addEventListener(type, onEvent);
+    });
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    const lastBeforeCut = received.at(-1)!.id;
+    proxy.cutAll();
+    await finished;
+
+    const ids = received.map((e) => Number(e.id));
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
+    // The client reconnected by itself, naming the last event it had.
+    const reconnect = proxy.requests.find((head) => /^last-event-id:/im.test(head));
+    expect(reconnect).toBeDefined();
+    expect(Number(/^last-event-id:\s*(\d+)/im.exec(reconnect!)![1])).toBeGreaterThanOrEqual(Number(lastBeforeCut));
+  });
+});
+
+describe("heartbeats over HTTP", () => {
+  it("keeps an idle response alive with sequenced heartbeats while the run is blocked", async () => {
+    const { json } = await trigger({ message: "m", script: [{ text: "done thinking", delay_ms: 1_500 }] });
+    const client = await events(json.run_id);
+    await client.toEnd();
+    const types = eventTypes(client.events);
+    expect(types[0]).toBe("run_started");
+    expect(types.slice(-2)).toEqual(["assistant_message", "run_completed"]);
+    // 1.5 s of thinking at a 200 ms heartbeat interval.
+    expect(types.filter((t) => t === "heartbeat").length).toBeGreaterThanOrEqual(4);
+    expect(eventIds(client.events)).toEqual(Array.from({ length: types.length }, (_, i) => i + 1));
+  });
+});
+
+describe("terminal fencing", () => {
+  it("appends nothing after the terminal event: late decisions change nothing and a rejoin gets 204", async () => {
+    const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "fenced" } }] }]);
+    const requested = await s.waitFor("approval_requested", "write-1");
+    expect((await post(`/api/runs/${s.runId}/cancel`, {})).status).toBe(202);
+    await s.toEnd();
+    const last = (await summary(s.runId)).last_sequence;
+    expect(last).toBe(s.events.length);
+    // A late decision, a late cancel and three heartbeat intervals later: nothing appended.
+    expect((await s.decide(requested.approval_id!, { decision: "approve" })).status).toBe(409);
+    expect(await post(`/api/runs/${s.runId}/cancel`, {})).toEqual({ status: 200, json: { status: "failed" } });
+    await new Promise((r) => setTimeout(r, 700));
+    expect((await summary(s.runId)).last_sequence).toBe(last);
+    const rejoin = await fetch(`${url}/api/runs/${s.runId}/events?after=${last}`, { headers: auth });
+    expect(rejoin.status).toBe(204);
+    expect((await demoCalls()).total).toBe(0);
+  });
+});
+
+describe("producer fixtures", () => {
+  it("regenerates test/fixtures/approved_execution_v2.json byte for byte through the real routes", async () => {
+    const committed = await readFile(new URL("../fixtures/approved_execution_v2.json", import.meta.url), "utf8");
+    const regenerated = serialiseFixtures(await generateFixtures({ workerUrl: url, token, demoBaseUrl: demo }));
+    expect(regenerated).toBe(committed);
+    const fixtures = JSON.parse(committed);
+    expect(Object.keys(fixtures.examples)).toEqual(["success", "pre_dispatch_expiry", "dispatched_timeout"]);
+    for (const example of Object.values<any>(fixtures.examples)) {
+      const sequences = example.events.map((e: { sequence: number }) => e.sequence);
+      expect(sequences).toEqual([...sequences].sort((a: number, b: number) => a - b));
+      expect(example.mutation_outcomes).toHaveLength(1);
+      expect(example.mutation_outcomes[0].schema).toBe("mutation_outcome/v1");
+    }
+    expect(fixtures.examples.success.mutation_outcomes[0].state).toBe("completed");
+    expect(fixtures.examples.pre_dispatch_expiry.mutation_outcomes[0].state).toBe("not_executed");
+    expect(fixtures.examples.dispatched_timeout.mutation_outcomes[0].state).toBe("outcome_unknown");
   });
 });
