@@ -11,6 +11,9 @@
 //   POST /bench/raw/{name}/append?count=N&bytes=B&label=L
 //        the same N events through the "raw floor": one SQLite insert and one
 //        enqueue per subscriber, no engine logic at all.
+//   GET  /bench/storage-pool
+//        GET /api/storage-pool's answer plus `high_water`: the most slots the
+//        pool has had in use at once (BenchStoragePool).
 //
 // Both kinds of route take the same hops (client → Worker → Durable Object
 // RPC for appends; client → Worker → Durable Object fetch stream for SSE),
@@ -25,7 +28,7 @@ import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
 import realWorker from "../src/index";
 
-export { StoragePool } from "../durable-objects/storage-pool";
+import { StoragePool, STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../durable-objects/storage-pool";
 import { isRunId } from "../src/run-ids";
 
 // Not exported: workerd rejects a Worker module exporting anything but handlers and classes.
@@ -36,8 +39,9 @@ const MAX_TEXT_BYTES = 32_768;
 /** The label leads the text so a client can find its probe without parsing JSON. */
 const MAX_LABEL_CHARS = 64;
 
-export interface BenchEnv extends Omit<Env, "RUN_OBJECT"> {
+export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL"> {
   RUN_OBJECT: DurableObjectNamespace<BenchRunObject>;
+  STORAGE_POOL: DurableObjectNamespace<BenchStoragePool>;
   RAW_FLOOR: DurableObjectNamespace<RawFloorObject>;
   /** Bench routes answer only when this is "1" (wrangler.bench.toml sets it). */
   BENCH?: string;
@@ -72,6 +76,30 @@ export class BenchRunObject extends RunObject {
       last = event.sequence;
     }
     return { appended, last_sequence: last };
+  }
+}
+
+/**
+ * The real storage pool plus a high-water mark of its slots in use, taken
+ * right after every acquire, inside the object. Sampling GET /api/storage-pool
+ * from outside cannot see it under `wrangler dev`: the Run objects, the pool
+ * and local D1 share one workerd event loop, so a slot's whole
+ * acquire → D1 → release chain runs between two reads of the loop's sockets,
+ * and an HTTP request only ever arrives when no slot is held. The mark lives
+ * in memory: it starts at 0 with the instance.
+ */
+export class BenchStoragePool extends StoragePool {
+  #highWater = 0;
+
+  override acquire(holder: string): AcquireResult {
+    const result = super.acquire(holder);
+    // After rejections too, so a pool somehow past its capacity would show here.
+    this.#highWater = Math.max(this.#highWater, this.stats().in_use);
+    return result;
+  }
+
+  benchStats(): StoragePoolStats & { high_water: number } {
+    return { ...this.stats(), high_water: this.#highWater };
   }
 }
 
@@ -189,6 +217,10 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   }
   if (request.method === "GET" && (match = RAW_STATS.exec(path))) {
     return json(200, await env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).stats());
+  }
+  if (request.method === "GET" && path === "/bench/storage-pool") {
+    // The one global instance the engine uses (globalStoragePool's name).
+    return json(200, await env.STORAGE_POOL.get(env.STORAGE_POOL.idFromName(STORAGE_POOL_NAME)).benchStats());
   }
   if (request.method === "POST" && (match = RAW_APPEND.exec(path))) {
     const params = appendParams(url);
