@@ -21,8 +21,10 @@ import {
 } from "./mutation-outcomes";
 import { guardedStorage, type SlotPool } from "./storage-guard";
 
-/** Attempts for a background settlement that found no free slot; each waits one storage bound first. */
-const BACKGROUND_SETTLE_ATTEMPTS = 5;
+/** Attempts for background storage work that found no free slot. */
+const BACKGROUND_ATTEMPTS = 8;
+/** First wait before a background retry, doubled each time (50 ms ... 6.4 s, about 13 s in all): slots free up in milliseconds. */
+const BACKGROUND_FIRST_DELAY_MS = 50;
 
 export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
 export type CheckpointVerdict = "acknowledged" | "unavailable";
@@ -89,14 +91,34 @@ export class MutationLedger {
    * reconciled by an operator.
    */
   settleInBackground(mutationId: string, settlement: Settlement): void {
-    const attempt = async (left: number): Promise<void> => {
-      const answer = await this.#guard(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement)).catch(() => ({ status: "unavailable" as const }));
-      if (answer.status === "unavailable" && left > 1) {
-        await new Promise((r) => setTimeout(r, this.#waitMs));
-        await attempt(left - 1);
-      }
-    };
-    void attempt(BACKGROUND_SETTLE_ATTEMPTS);
+    void this.#retrying(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement));
+  }
+
+  /**
+   * A mutation refused before dispatch because its intent could not be
+   * written (no slot, no answer in time) still gets its row: the intent is
+   * written once storage has room, and settled not_executed. Every approved
+   * mutation ends with a settled row, and the row never claims a dispatch.
+   */
+  recordUnsentInBackground(input: IntentInput & { mutationId: string }, settlement: Omit<Settlement, "state">): void {
+    void (async () => {
+      // A late intent is dated when the call was refused, never after its own settlement (created_at <= settled_at).
+      const written = await this.#retrying(`intent ${input.mutationId}`, () => insertIntent(this.#db(), { createdAt: settlement.settledAt, ...input }));
+      if (written) this.settleInBackground(input.mutationId, { state: "not_executed", ...settlement });
+    })();
+  }
+
+  /** Runs storage work until it gets a slot (or the attempts run out); true once it ran. */
+  async #retrying(holder: string, work: () => Promise<unknown>): Promise<boolean> {
+    let delay = BACKGROUND_FIRST_DELAY_MS;
+    for (let attempt = 1; attempt <= BACKGROUND_ATTEMPTS; attempt++) {
+      const answer = await this.#guard(holder, work);
+      if (answer.status !== "unavailable") return true;
+      await new Promise((r) => setTimeout(r, delay));
+      delay *= 2;
+    }
+    console.error(`mutation storage (${holder}) found no free slot after ${BACKGROUND_ATTEMPTS} attempts; the row is left to the restart rule or reconciliation`);
+    return false;
   }
 
   /** The row as stored, null when there is none, "unavailable" when storage did not answer in time. */
