@@ -45,6 +45,8 @@ export default defineConfig(async () => {
             setupFiles: ["./test/runtime/apply-migrations.ts"],
             // Starts the demo MCP server processes the transport tests call from inside workerd.
             globalSetup: ["./test/runtime/demo-mcp-global-setup.ts"],
+            // Files share that demo server (resets, armed faults) and the global storage pool: one file at a time.
+            fileParallelism: false,
           },
         },
         {

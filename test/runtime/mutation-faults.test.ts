@@ -15,9 +15,9 @@
 // Bindings (vitest.config.ts): MCP_SERVERS.demo is DEMO_MCP_URL,
 // MUTATION_BUDGET allows create_dashboard 5 times per run, STORAGE_WAIT_MS is
 // 300 and MCP_CALL_TIMEOUT_MS 2000.
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { EventSourceMessage } from "eventsource-parser";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../durable-objects/storage-pool";
 import { api, openEvents, runStub, sleep, SseReader, trigger } from "./helpers";
 import { StorageSeam } from "./storage-seam";
@@ -87,8 +87,9 @@ async function startRun(title: string, channel: string, toolCallId = "write-1"):
   return json.run_id as string;
 }
 
-async function installSeam(runId: string, seam: StorageSeam): Promise<void> {
-  await runInDurableObject(runStub(runId), (instance) => instance.useOutcomeDbForTests(seam));
+/** A seam in front of the run's D1, installed right after the trigger (before any approval). */
+function installSeam(runId: string, seam: StorageSeam): Promise<StorageSeam> {
+  return seam.installIn(runStub(runId));
 }
 
 async function summary(runId: string): Promise<any> {
@@ -132,16 +133,21 @@ const only = <T>(items: T[], what: string): T => {
   return items[0]!;
 };
 
+/** One row's projection; every settled row read here must be settled no earlier than it was created. */
 async function mutation(mutationId: string): Promise<any> {
   const res = await api(`/api/mutations/${mutationId}`);
   expect(res.status, await res.clone().text()).toBe(200);
-  return res.json();
+  const row = await res.json<any>();
+  expectSettledAfterCreated(row);
+  return row;
 }
 
-async function runMutations(runId: string): Promise<any[]> {
+async function runMutations(runId: string, { checkTimes = true } = {}): Promise<any[]> {
   const res = await api(`/api/runs/${runId}/mutations`);
   expect(res.status, await res.clone().text()).toBe(200);
-  return ((await res.json()) as { mutations: any[] }).mutations;
+  const { mutations } = await res.json<{ mutations: any[] }>();
+  if (checkTimes) mutations.forEach(expectSettledAfterCreated);
+  return mutations;
 }
 
 function execution(events: any[], toolCallId = "write-1"): any {
@@ -163,8 +169,20 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
   };
 }
 
+/** Seams of the current test: a test that fails half-way must not leave statements (and their pool slots) held. */
+const seams: StorageSeam[] = [];
+function newSeam(): StorageSeam {
+  const seam = new StorageSeam(env.DB);
+  seams.push(seam);
+  return seam;
+}
+
 beforeEach(async () => {
   await demo.reset();
+});
+
+afterEach(() => {
+  for (const seam of seams.splice(0)) seam.discard();
 });
 
 // ---- 1, 2: the checkpoint --------------------------------------------------------------
@@ -174,7 +192,7 @@ describe("the write-ahead checkpoint", () => {
     const { title, channel } = fresh("blocked-checkpoint");
     const runId = await startRun(title, channel);
     // The backend holds the row's lock: the checkpoint and every later write on the row queue behind it.
-    const seam = new StorageSeam(env.DB).stall("checkpoint").stall("settlement");
+    const seam = newSeam().stall("checkpoint").stall("settlement");
     await installSeam(runId, seam);
     const approvalId = await pendingApproval(runId);
     await approve(runId, approvalId);
@@ -226,7 +244,7 @@ describe("the write-ahead checkpoint", () => {
   it("failing (D1 error): not_executed(storage_unavailable) at once, nothing sent, row not_executed", async () => {
     const { title, channel } = fresh("failed-checkpoint");
     const runId = await startRun(title, channel);
-    const seam = new StorageSeam(env.DB).fail("checkpoint");
+    const seam = newSeam().fail("checkpoint");
     await installSeam(runId, seam);
     const approvalId = await pendingApproval(runId);
     await approve(runId, approvalId);
@@ -253,6 +271,560 @@ describe("the write-ahead checkpoint", () => {
     expect(await demo.count(title)).toBe(0);
   });
 });
+
+// ---- 3, 5: the settlement ----------------------------------------------------------
+
+describe("the settlement of a dispatched call", () => {
+  it("held past STORAGE_WAIT_MS: executed with the result and settlement_timeout; the row is unresolved, then completed with the real result, and the ended run appends nothing", async () => {
+    const { title, channel } = fresh("blocked-settlement");
+    const runId = await startRun(title, channel);
+    const seam = await installSeam(runId, newSeam().stall("settlement", { when: (v) => v[0] === "completed" }));
+    const approvalId = await pendingApproval(runId);
+    await approve(runId, approvalId);
+
+    const events = await finishedRun(runId);
+    expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    expect(typesOf(forCall(events, "write-1"))).toEqual(APPROVED_CALL);
+    const exec = execution(events);
+    expect(exec).toStrictEqual({
+      ...envelope(exec, runId, channel),
+      type: "tool_execution",
+      tool_name: TOOL,
+      tool_call_id: "write-1",
+      approval_id: approvalId,
+      execution_status: "executed",
+      result: { is_error: false, content_bytes: expect.any(Number), summary: expect.stringContaining(title) },
+      error: { code: "settlement_timeout", message: expect.any(String) },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    expect(exec.result.content_bytes).toBeGreaterThan(0);
+    expect(await demo.count(title)).toBe(1);
+
+    // The run ended; the settlement is still held: the row says "may have left, not settled".
+    const ended = await summary(runId);
+    expect(ended.status).toBe("completed");
+    expect(seam.held("settlement")).toHaveLength(1);
+    expect(await mutation(exec.mutation_id)).toStrictEqual({
+      ...rowOf(runId, channel, approvalId, exec.mutation_id),
+      state: "unresolved",
+      dispatched: true,
+      created_at: expect.any(String),
+    });
+
+    await seam.release("settlement");
+    const settled = await mutation(exec.mutation_id);
+    expect(settled).toStrictEqual({
+      ...rowOf(runId, channel, approvalId, exec.mutation_id),
+      state: "completed",
+      dispatched: true,
+      // The real result, exactly the facts the stream reported.
+      result: exec.result,
+      created_at: expect.any(String),
+      settled_at: expect.any(String),
+    });
+    expect(await runMutations(runId)).toStrictEqual([settled]);
+
+    // Terminal fencing: the late settlement added no event.
+    await sleep(STORAGE_WAIT_MS);
+    const after = await summary(runId);
+    expect(after.last_sequence).toBe(ended.last_sequence);
+    expect(after.last_sequence).toBe(events.at(-1).sequence);
+    expect(typesOf(await finishedRun(runId)).at(-1)).toBe("run_completed");
+    expect(await demo.count(title)).toBe(1);
+  });
+
+  it("a run cancelled while its settlement is held still reports the call, ends run_failed(cancelled), and the late settlement emits nothing", async () => {
+    const { title, channel } = fresh("cancel-during-settlement");
+    const runId = await startRun(title, channel);
+    const seam = await installSeam(runId, newSeam().stall("settlement", { when: (v) => v[0] === "completed" }));
+    const approvalId = await pendingApproval(runId);
+    const reader = new SseReader(await openEvents(runId));
+    await approve(runId, approvalId);
+
+    // The response is in; its settlement is held. Cancel now: the dispatched call is not abandoned.
+    await seam.waitUntilHeld("settlement");
+    const cancel = await api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    expect(cancel.status).toBe(202);
+    expect(await cancel.json()).toEqual({ status: "cancelling" });
+
+    const events = (await reader.readToEnd()).map((e) => JSON.parse(e.data)).filter((e) => e.type !== "heartbeat");
+    expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_failed"]);
+    const exec = execution(events);
+    expect(exec).toMatchObject({
+      approval_id: approvalId,
+      execution_status: "executed",
+      result: { is_error: false, summary: expect.stringContaining(title) },
+      error: { code: "settlement_timeout" },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    expect(events.at(-1).error).toEqual({ code: "cancelled", message: expect.any(String) });
+    expect((await mutation(exec.mutation_id)).state).toBe("unresolved");
+    const ended = await summary(runId);
+    expect(ended.status).toBe("failed");
+
+    await seam.release("settlement");
+    expect(await mutation(exec.mutation_id)).toMatchObject({ state: "completed", dispatched: true, result: exec.result });
+    await sleep(STORAGE_WAIT_MS);
+    expect((await summary(runId)).last_sequence).toBe(ended.last_sequence);
+    expect(ended.last_sequence).toBe(events.at(-1).sequence);
+    expect(await demo.count(title)).toBe(1);
+  });
+});
+
+// ---- 4: the storage pool -------------------------------------------------------------
+
+const pool = () => globalStoragePool(env.STORAGE_POOL);
+
+async function poolStats(): Promise<{ capacity: number; in_use: number; acquired_total: number; rejected_total: number; reclaimed_total: number }> {
+  const res = await api("/api/storage-pool");
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+/** No test starts with slots still held by an earlier one's late work. */
+async function poolIdle(): Promise<void> {
+  await expect.poll(async () => (await poolStats()).in_use, { timeout: 5_000, interval: 25 }).toBe(0);
+}
+
+describe("the storage pool", () => {
+  it("full: an approved mutation fails closed with not_executed(storage_unavailable), counted as rejected, nothing sent", async () => {
+    await poolIdle();
+    const { title, channel } = fresh("pool-full");
+    const runId = await startRun(title, channel);
+    const approvalId = await pendingApproval(runId);
+
+    const leases: string[] = [];
+    for (let i = 0; i < POOL_CAPACITY_SLOTS; i++) {
+      const r = await pool().acquire(`test-filler-${i}`);
+      if (!r.ok) throw new Error(`filler ${i} got no slot`);
+      leases.push(r.lease_id);
+    }
+    const full = await poolStats();
+    expect(full).toMatchObject({ capacity: 16, in_use: 16 });
+    let exec: any;
+    try {
+      await approve(runId, approvalId);
+      const events = await finishedRun(runId);
+      expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+      exec = execution(events);
+      expect(exec).toStrictEqual({
+        ...envelope(exec, runId, channel),
+        type: "tool_execution",
+        tool_name: TOOL,
+        tool_call_id: "write-1",
+        approval_id: approvalId,
+        execution_status: "not_executed",
+        reason: "storage_unavailable",
+        mutation_id: expect.stringMatching(/^mut_/),
+      });
+      const after = await poolStats();
+      expect(after.in_use).toBe(16);
+      expect(after.rejected_total).toBeGreaterThan(full.rejected_total);
+      expect(after.acquired_total).toBe(full.acquired_total); // the run got no slot at all
+      // Reading the outcomes needs a slot too: 503, never a hung request.
+      const listing = await api(`/api/runs/${runId}/mutations`);
+      expect(listing.status).toBe(503);
+      expect(await listing.json()).toMatchObject({ error: "storage_unavailable" });
+      expect(await demo.count(title)).toBe(0);
+    } finally {
+      for (const lease of leases) await pool().release(lease);
+    }
+    // The intent got no slot at approval; once storage has room the call still gets its row, settled
+    // not_executed and never claiming a dispatch (contract section 8: every approved mutation has one).
+    let rows: any[] = [];
+    await expect
+      .poll(async () => (rows = await runMutations(runId, { checkTimes: false })).map((r) => r.state), { timeout: 10_000, interval: 50 })
+      .toEqual(["not_executed"]);
+    expect(rows).toStrictEqual([
+      {
+        ...rowOf(runId, channel, approvalId, exec.mutation_id),
+        state: "not_executed",
+        dispatched: false,
+        reason: "storage_unavailable",
+        created_at: expect.any(String),
+        settled_at: expect.any(String),
+      },
+    ]);
+    expectSettledAfterCreated(rows[0]);
+    expect(await demo.count(title)).toBe(0);
+  });
+
+  it("20 runs stalled at the checkpoint at once: in_use never exceeds 16, and exactly the runs that got no slot end storage_unavailable", async () => {
+    await poolIdle();
+    const RUNS = 20;
+    // One seam for all 20 runs: it holds every checkpoint that got as far as D1, i.e. that holds a slot.
+    const seam = newSeam().stall("checkpoint");
+    const runs = await Promise.all(
+      Array.from({ length: RUNS }, async (_, i) => {
+        const { title, channel } = fresh(`burst-${i}`);
+        const runId = await startRun(title, channel);
+        await installSeam(runId, seam);
+        return { title, channel, runId, approvalId: await pendingApproval(runId) };
+      }),
+    );
+    const before = await poolStats();
+
+    const samples: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push((await poolStats()).in_use);
+        await sleep(15);
+      }
+    })();
+
+    // Which run a checkpoint belongs to: its mutation id was bound in the run's intent.
+    const runOfMutation = (mutationId: unknown) => seam.seen("intent").find((e) => e.values[0] === mutationId)?.values[1];
+    const heldRuns = () => new Set(seam.held("checkpoint").map((e) => runOfMutation(e.values[0])));
+    const ended = new Set<string>();
+
+    // All twenty at once: every approved call races for the slots its steps need (intent, prior check, checkpoint).
+    await Promise.all(runs.map((r) => approve(r.runId, r.approvalId)));
+    // Wait until every run holds its checkpoint (a slot) or has already ended (refused). Held checkpoints keep
+    // their slots, so at most 16 can be held and the other runs must be refused. A held checkpoint must be let go
+    // within its storage bound, though, or its run is refused too: on a machine too slow to bring all twenty
+    // this far within VALVE_MS of the first hold, the stall lifts early, and runs still on their way may then get
+    // a slot after all. Either way each run's outcome must match whether its checkpoint reached D1.
+    const VALVE_MS = 120;
+    let valve = false;
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const held = heldRuns();
+      const open = runs.filter((r) => !held.has(r.runId) && !ended.has(r.runId));
+      if (open.length === 0) break;
+      if (held.size > 0 && Date.now() - Math.min(...seam.held("checkpoint").map((e) => e.at)) >= VALVE_MS) {
+        valve = true;
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`the burst never settled: ${seam.describe()}`);
+      const statuses = await Promise.all(open.map(async (r) => [r.runId, (await runStub(r.runId).summary())?.status] as const));
+      for (const [runId, status] of statuses) if (status !== "running") ended.add(runId);
+      await sleep(2);
+    }
+    const heldAtOnce = heldRuns().size;
+    const heldFor = Date.now() - Math.min(...seam.held("checkpoint").map((e) => e.at));
+    // Different rows: nothing orders them, they all go at once.
+    await seam.release("checkpoint", { together: true });
+    const outcomes = await Promise.all(
+      runs.map(async (r) => {
+        const events = await finishedRun(r.runId);
+        const exec = execution(events);
+        return { ...r, events, exec, gotSlot: seam.seen("checkpoint").some((e) => e.values[0] === exec.mutation_id) };
+      }),
+    );
+    sampling = false;
+    await sampler;
+
+    const refused = outcomes.filter((o) => !o.gotSlot);
+    const context =
+      `${heldAtOnce} checkpoints held at once, released after ${heldFor} ms (bound ${STORAGE_WAIT_MS} ms)` +
+      `${valve ? " by the valve" : ""}, ${refused.length} runs refused; in_use samples ${samples.join(",")}`;
+
+    // Never more than 16 slots in use, and more runs than slots: some got none.
+    expect(Math.max(...samples), context).toBeLessThanOrEqual(POOL_CAPACITY_SLOTS);
+    expect(heldAtOnce, context).toBeLessThanOrEqual(POOL_CAPACITY_SLOTS);
+    expect(refused.length, context).toBeGreaterThanOrEqual(valve ? 1 : RUNS - POOL_CAPACITY_SLOTS);
+    // Exactly the runs without a slot were refused; the ones holding one went ahead once the stall lifted.
+    for (const o of outcomes) {
+      expect(typesOf(o.events), context).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+      if (o.gotSlot) {
+        expect(o.exec, context).toMatchObject({ execution_status: "executed", result: { is_error: false, summary: expect.stringContaining(o.title) } });
+        expect(o.exec).not.toHaveProperty("error");
+        expect(await mutation(o.exec.mutation_id)).toMatchObject({ state: "completed", dispatched: true, result: o.exec.result });
+        expect(await demo.count(o.title)).toBe(1);
+      } else {
+        expect(o.exec, context).toMatchObject({ execution_status: "not_executed", reason: "storage_unavailable", mutation_id: expect.stringMatching(/^mut_/) });
+        expect(await demo.count(o.title)).toBe(0);
+      }
+    }
+    const after = await poolStats();
+    expect(after.rejected_total - before.rejected_total).toBeGreaterThanOrEqual(refused.length);
+    // Each refused call still ends with its row, not_executed, never claiming a dispatch.
+    for (const o of refused) {
+      let rows: any[] = [];
+      await expect
+        .poll(async () => (rows = await runMutations(o.runId, { checkTimes: false })).map((r) => [r.mutation_id, r.state, r.dispatched, r.reason]), {
+          timeout: 15_000,
+          interval: 100,
+        })
+        .toEqual([[o.exec.mutation_id, "not_executed", false, "storage_unavailable"]]);
+      expectSettledAfterCreated(rows[0]);
+    }
+    await poolIdle();
+  }, 30_000);
+});
+
+// ---- 6, 7: restarts --------------------------------------------------------------------
+
+/** Tags the live instance, so a later look can tell whether it was replaced. */
+async function tagInstance(runId: string): Promise<void> {
+  await runInDurableObject(runStub(runId), (instance) => {
+    (instance as unknown as { testTag?: string }).testTag = "before-restart";
+  });
+}
+
+async function instanceTag(runId: string): Promise<string | undefined> {
+  return runInDurableObject(runStub(runId), (instance) => (instance as unknown as { testTag?: string }).testTag);
+}
+
+/** A crash: the object is reset at once, in-memory state and all; storage stays. */
+async function crash(runId: string): Promise<void> {
+  const error = await runInDurableObject(runStub(runId), (_instance, state) => state.abort("test: restart")).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(error, "abort() ends the request that called it").toBeInstanceOf(Error);
+}
+
+describe("restarts", () => {
+  it("mid-dispatch: the restarted object reports the call executed(transport_error), the row outcome_unknown, and never sends it again", async () => {
+    const { title, channel } = fresh("restart-mid-dispatch");
+    const DELAY_MS = 1_500;
+    await demo.arm({ tool: DEMO_TOOL, mode: "delay", delay_ms: DELAY_MS });
+    const runId = await startRun(title, channel);
+    const approvalId = await pendingApproval(runId);
+    await tagInstance(runId);
+    await approve(runId, approvalId);
+    // The server has the call (it counts on arrival) and is sitting on it.
+    await expect.poll(() => demo.count(title), { timeout: 3_000, interval: 20 }).toBe(1);
+    const arrivedAt = Date.now();
+
+    await crash(runId);
+    // Any request brings the object back; it finds the call dispatched but not its own.
+    expect((await summary(runId)).run_id).toBe(runId);
+    expect(await instanceTag(runId)).toBeUndefined();
+
+    const events = await finishedRun(runId);
+    expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    const exec = execution(events);
+    expect(exec).toStrictEqual({
+      ...envelope(exec, runId, channel),
+      type: "tool_execution",
+      tool_name: TOOL,
+      tool_call_id: "write-1",
+      approval_id: approvalId,
+      execution_status: "executed",
+      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    await expect.poll(async () => (await mutation(exec.mutation_id)).state, { timeout: 3_000, interval: 25 }).toBe("outcome_unknown");
+    expect(await runMutations(runId)).toStrictEqual([
+      {
+        ...rowOf(runId, channel, approvalId, exec.mutation_id),
+        state: "outcome_unknown",
+        dispatched: true,
+        error: { code: "transport_error", message: exec.error.message },
+        created_at: expect.any(String),
+        settled_at: expect.any(String),
+      },
+    ]);
+
+    // Well past the server's delay: still exactly one arrival.
+    await sleep(Math.max(0, arrivedAt + DELAY_MS + 500 - Date.now()));
+    expect(await demo.count(title)).toBe(1);
+  });
+
+  it("after approval but before dispatch (checkpoint held): the restarted object resumes the pipeline and sends the call exactly once", async () => {
+    await poolIdle();
+    const { title, channel } = fresh("restart-before-dispatch");
+    const runId = await startRun(title, channel);
+    const seam = await installSeam(runId, newSeam().stall("checkpoint"));
+    const approvalId = await pendingApproval(runId);
+    await tagInstance(runId);
+    await approve(runId, approvalId);
+    // Crash while the checkpoint is held (well within its bound): nothing has been sent.
+    await seam.waitUntilHeld("checkpoint");
+    await crash(runId);
+    expect(await demo.count(title)).toBe(0);
+
+    expect((await summary(runId)).run_id).toBe(runId);
+    expect(await instanceTag(runId)).toBeUndefined();
+    const events = await finishedRun(runId);
+    expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    const exec = execution(events);
+    expect(exec).toStrictEqual({
+      ...envelope(exec, runId, channel),
+      type: "tool_execution",
+      tool_name: TOOL,
+      tool_call_id: "write-1",
+      approval_id: approvalId,
+      execution_status: "executed",
+      result: { is_error: false, content_bytes: expect.any(Number), summary: expect.stringContaining(title) },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    // The same row (same mutation id) carried through the restart, now completed.
+    expect(await runMutations(runId)).toStrictEqual([
+      {
+        ...rowOf(runId, channel, approvalId, exec.mutation_id),
+        state: "completed",
+        dispatched: true,
+        result: exec.result,
+        created_at: expect.any(String),
+        settled_at: expect.any(String),
+      },
+    ]);
+    // The old instance's held checkpoint never ran (the new instance's checkpoint is a new statement, on D1).
+    expect(seam.seen("checkpoint").map((e) => e.status)).toEqual(["held"]);
+    seam.discard();
+    await sleep(STORAGE_WAIT_MS);
+    expect(await demo.count(title)).toBe(1);
+
+    // That checkpoint's pool slot lost its holder with the old instance: it counts as held until the lease is reclaimed.
+    const leases = () =>
+      runInDurableObject(pool(), (_i, state) =>
+        state.storage.sql.exec<{ lease_id: string; holder: string }>(`SELECT lease_id, holder FROM leases`).toArray(),
+      );
+    const orphaned = (await leases()).filter((l) => l.holder.includes(exec.mutation_id));
+    expect(orphaned.map((l) => l.holder)).toEqual([`checkpoint ${exec.mutation_id}`]);
+    const reclaimedBefore = (await poolStats()).reclaimed_total;
+    await runInDurableObject(pool(), (_i, state) => {
+      state.storage.sql.exec(`UPDATE leases SET expires_at = ? WHERE lease_id = ?`, Date.now() - 1, orphaned[0]!.lease_id);
+    });
+    expect(await runDurableObjectAlarm(pool())).toBe(true);
+    expect((await leases()).filter((l) => l.holder.includes(exec.mutation_id))).toEqual([]);
+    expect((await poolStats()).reclaimed_total).toBe(reclaimedBefore + 1);
+  });
+
+  it("a pending approval survives eviction: approving afterwards runs the call once and completes the run", async () => {
+    const { title, channel } = fresh("evicted-approval");
+    const runId = await startRun(title, channel);
+    const approvalId = await pendingApproval(runId);
+    await tagInstance(runId);
+    await evictDurableObject(runStub(runId));
+    expect(await instanceTag(runId)).toBeUndefined();
+    expect((await summary(runId)).pending_approvals).toEqual([
+      { approval_id: approvalId, tool_call_id: "write-1", tool_name: TOOL, expires_at: expect.any(String) },
+    ]);
+
+    await approve(runId, approvalId);
+    const events = await finishedRun(runId);
+    expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    const exec = execution(events);
+    expect(exec).toMatchObject({
+      approval_id: approvalId,
+      execution_status: "executed",
+      result: { is_error: false, summary: expect.stringContaining(title) },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    expect(exec).not.toHaveProperty("error");
+    expect(await runMutations(runId)).toStrictEqual([
+      {
+        ...rowOf(runId, channel, approvalId, exec.mutation_id),
+        state: "completed",
+        dispatched: true,
+        result: exec.result,
+        created_at: expect.any(String),
+        settled_at: expect.any(String),
+      },
+    ]);
+    expect(await demo.count(title)).toBe(1);
+  });
+});
+
+// ---- 8: replay protection across runs -------------------------------------------------------
+
+describe("replay protection", () => {
+  it("blocks the same call in a new run while an earlier one is outcome_unknown (prior_outcome_unknown), until it is reconciled", async () => {
+    const { title, channel } = fresh("replay");
+    // Run A: the server commits the dashboard, then the connection is cut before the answer.
+    await demo.arm({ tool: DEMO_TOOL, mode: "commit_then_drop" });
+    const runA = await startRun(title, channel);
+    const approvalA = await pendingApproval(runA);
+    await approve(runA, approvalA);
+    const eventsA = await finishedRun(runA);
+    expect(typesOf(forCall(eventsA, "write-1"))).toEqual(APPROVED_CALL);
+    const execA = execution(eventsA);
+    expect(execA).toMatchObject({ approval_id: approvalA, execution_status: "executed", error: { code: "transport_error" }, mutation_id: expect.stringMatching(/^mut_/) });
+    expect(execA).not.toHaveProperty("result");
+    const rowA = await mutation(execA.mutation_id);
+    expect(rowA).toStrictEqual({
+      ...rowOf(runA, channel, approvalA, execA.mutation_id),
+      state: "outcome_unknown",
+      dispatched: true,
+      error: execA.error,
+      created_at: expect.any(String),
+      settled_at: expect.any(String),
+    });
+    expect(await demo.count(title)).toBe(1);
+    expect(await demo.dashboards(title)).toHaveLength(1); // it did commit
+
+    // Run B, same channel, tool and arguments: not sent.
+    const runB = await startRun(title, channel);
+    const approvalB = await pendingApproval(runB);
+    await approve(runB, approvalB);
+    const eventsB = await finishedRun(runB);
+    expect(typesOf(eventsB)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    const execB = execution(eventsB);
+    expect(execB).toStrictEqual({
+      ...envelope(execB, runB, channel),
+      type: "tool_execution",
+      tool_name: TOOL,
+      tool_call_id: "write-1",
+      approval_id: approvalB,
+      execution_status: "not_executed",
+      reason: "prior_outcome_unknown",
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
+    expect(execB.mutation_id).not.toBe(execA.mutation_id);
+    await expect.poll(async () => (await mutation(execB.mutation_id)).state, { timeout: 3_000, interval: 25 }).toBe("not_executed");
+    expect(await runMutations(runB)).toStrictEqual([
+      {
+        ...rowOf(runB, channel, approvalB, execB.mutation_id),
+        arguments_digest: rowA.arguments_digest,
+        state: "not_executed",
+        dispatched: false,
+        reason: "prior_outcome_unknown",
+        created_at: expect.any(String),
+        settled_at: expect.any(String),
+      },
+    ]);
+    expect(await demo.count(title)).toBe(1);
+
+    // Someone checks the dashboard list and settles A.
+    const reconciled = await api(`/api/mutations/${execA.mutation_id}/reconcile`, {
+      method: "POST",
+      body: JSON.stringify({ outcome: "completed", evidence: "checked the dashboard list", reconciled_by: "ops" }),
+    });
+    expect(reconciled.status).toBe(200);
+    expect(await reconciled.json()).toStrictEqual({
+      ...rowA,
+      state: "completed",
+      reconciliation: { outcome: "completed", reconciled_by: "ops", evidence: "checked the dashboard list", at: expect.any(String) },
+    });
+
+    // Run C, same call again: dispatched normally.
+    const runC = await startRun(title, channel);
+    const approvalC = await pendingApproval(runC);
+    await approve(runC, approvalC);
+    const eventsC = await finishedRun(runC);
+    expect(typesOf(eventsC)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+    const execC = execution(eventsC);
+    expect(execC).toMatchObject({ approval_id: approvalC, execution_status: "executed", result: { is_error: false, summary: expect.stringContaining(title) } });
+    expect(execC).not.toHaveProperty("error");
+    const rowC = await mutation(execC.mutation_id);
+    expect(rowC).toMatchObject({ run_id: runC, state: "completed", dispatched: true, result: execC.result });
+    expect(await demo.count(title)).toBe(2);
+
+    // Only an outcome_unknown row can be reconciled.
+    for (const id of [execA.mutation_id, execC.mutation_id]) {
+      const again = await api(`/api/mutations/${id}/reconcile`, {
+        method: "POST",
+        body: JSON.stringify({ outcome: "not_executed", evidence: "second look", reconciled_by: "ops" }),
+      });
+      expect(again.status).toBe(409);
+      expect(await again.json()).toMatchObject({ error: "not_reconcilable", state: "completed" });
+    }
+    expect((await mutation(execA.mutation_id)).reconciliation.outcome).toBe("completed");
+  });
+});
+
+/** A settled row is settled no earlier than it was created. */
+function expectSettledAfterCreated(row: { mutation_id: string; created_at: string; settled_at?: string }): void {
+  if (row.settled_at === undefined) return;
+  expect(Date.parse(row.settled_at), `${row.mutation_id}: settled_at ${row.settled_at} is before created_at ${row.created_at}`).toBeGreaterThanOrEqual(
+    Date.parse(row.created_at),
+  );
+}
 
 function envelope(event: any, runId: string, channel: string) {
   return { protocol_version: "v2", sequence: event.sequence, run_id: runId, channel_id: channel, at: expect.any(String) };

@@ -6,14 +6,28 @@
 // queued behind a backend holding the session lock longer than the storage
 // bound, until the test releases it. `release` then lets the held statements
 // run one after another in arrival order (the lock passing from one waiter to
-// the next) and resolves once the last one has finished in D1.
+// the next), or all at once (`together`: different rows, no shared lock), and
+// resolves once the last one has finished in D1. `fail` makes a statement
+// throw as a D1 error would; `discard` ends held statements with an error.
 //
-// Install it in a run with
-//   runInDurableObject(runStub(runId), (instance) => instance.useOutcomeDbForTests(seam))
-// One seam may serve several runs. It lives in the test isolate (the Durable
-// Objects of the main worker run in the same one), so the test reads its
-// state directly, without I/O.
+// `installIn(stub)` puts it in front of a run's D1 with
+//   runInDurableObject(stub, (instance) => instance.useOutcomeDbForTests(seam))
+// A seam may serve several runs. It lives in the test isolate (the Durable
+// Objects of the main worker run in the same one), so the test reads and
+// changes its state directly, without I/O.
+//
+// A held statement never waits on a promise the test resolves: it polls its
+// own `released` flag with timers in the run object's own context. Resumed
+// from the test's context instead, the run's code after it (the slot release
+// on the pool's stub, say) would fail with "Cannot perform I/O on behalf of a
+// different Durable Object" and leak its pool slot.
+import { runInDurableObject } from "cloudflare:test";
+import type { RunObject } from "../../durable-objects/run-object";
 import type { OutcomeDb, OutcomeStatement } from "../../src/mutation-outcomes";
+
+/** How often a held statement looks at its flag, and the test at the statements. */
+const POLL_MS = 4;
+const pause = () => new Promise<void>((r) => setTimeout(r, POLL_MS));
 
 /** The statements of src/mutation-outcomes.ts, by the step of the write-ahead protocol they implement. */
 export const STATEMENTS = {
@@ -50,6 +64,8 @@ export interface SeamEntry {
   status: "held" | "running" | "done" | "failed";
   /** What D1 answered (first() row or all() results), once done. */
   answer?: unknown;
+  /** When it arrived (Date.now() of the calling context). */
+  at: number;
 }
 
 interface Rule {
@@ -61,9 +77,10 @@ interface Rule {
 
 interface Held {
   entry: SeamEntry;
-  go: () => void;
-  /** Settles once the statement finished (or failed) after its release. */
-  finished: Promise<void>;
+  released: boolean;
+  discarded?: boolean;
+  /** The statement released just before this one: this one goes only once that one finished. */
+  after?: SeamEntry;
 }
 
 export class StorageSeamError extends Error {
@@ -81,6 +98,12 @@ export class StorageSeam implements OutcomeDb {
     this.#db = db;
   }
 
+  /** Puts the seam in front of D1 for the run behind `stub` (call it before the approval). */
+  async installIn(stub: DurableObjectStub<RunObject>): Promise<this> {
+    await runInDurableObject(stub, (instance) => instance.useOutcomeDbForTests(this));
+    return this;
+  }
+
   /** Holds matching statements until `release` (they have not reached D1 meanwhile). */
   stall(kind: StatementKind, options: RuleOptions = {}): this {
     return this.#rule(kind, "stall", options);
@@ -91,15 +114,9 @@ export class StorageSeam implements OutcomeDb {
     return this.#rule(kind, "fail", options);
   }
 
-  /** Removes the rules for `kind` (or all rules): later statements pass. Held ones stay held. */
-  pass(kind?: StatementKind): this {
-    this.#rules = this.#rules.filter((r) => kind !== undefined && r.kind !== kind);
-    return this;
-  }
-
   /** Statements of `kind` (or of every kind) currently held. */
   held(kind?: StatementKind): SeamEntry[] {
-    return this.#held.filter((h) => kind === undefined || h.entry.kind === kind).map((h) => h.entry);
+    return this.#held.filter((h) => !h.released && (kind === undefined || h.entry.kind === kind)).map((h) => h.entry);
   }
 
   /** Statements of `kind` seen so far, whatever happened to them. */
@@ -114,23 +131,41 @@ export class StorageSeam implements OutcomeDb {
       if (Date.now() > deadline) {
         throw new Error(`expected ${count} held ${kind} statement(s) within ${timeoutMs} ms, saw ${this.held(kind).length} (log: ${this.describe()})`);
       }
-      await new Promise((r) => setTimeout(r, 2));
+      await pause();
     }
     return this.held(kind);
   }
 
   /**
-   * Stops stalling `kind` (or everything) and lets the held statements of it
-   * run, one at a time in arrival order; resolves when the last has finished.
+   * Stops stalling `kind` (or everything) at once, and lets the held
+   * statements of it go: by default one at a time in arrival order, each
+   * once the one before it finished in D1 (one lock, passed on); with
+   * `together`, all at once (statements on different rows, no shared lock).
+   * The returned promise resolves when the last of them has finished.
    */
-  async release(kind?: StatementKind): Promise<void> {
+  release(kind?: StatementKind, options: { together?: boolean } = {}): Promise<void> {
     this.#rules = this.#rules.filter((r) => r.action !== "stall" || (kind !== undefined && r.kind !== kind));
-    const releasing = this.#held.filter((h) => kind === undefined || h.entry.kind === kind);
-    for (const h of releasing) {
-      this.#held.splice(this.#held.indexOf(h), 1);
-      h.go();
-      await h.finished;
+    let previous: SeamEntry | undefined;
+    const releasing: SeamEntry[] = [];
+    for (const h of this.#held) {
+      if (h.released || (kind !== undefined && h.entry.kind !== kind)) continue;
+      if (!options.together) h.after = previous;
+      h.released = true;
+      previous = h.entry;
+      releasing.push(h.entry);
     }
+    return (async () => {
+      while (releasing.some((e) => e.status === "held" || e.status === "running")) await pause();
+    })();
+  }
+
+  /**
+   * Ends every held statement with an error, without running it: for a run
+   * object that went away (aborted) while they were held, so nothing keeps
+   * polling on its behalf.
+   */
+  discard(): void {
+    for (const h of this.#held.splice(0)) h.discarded = true;
   }
 
   /** A one-line summary of the log, for failure messages. */
@@ -159,19 +194,22 @@ export class StorageSeam implements OutcomeDb {
     const kind = (Object.keys(STATEMENTS) as StatementKind[]).find((k) => STATEMENTS[k].test(query)) ?? "other";
     const rule = kind === "other" ? undefined : this.#rules.find((r) => r.kind === kind && r.remaining > 0 && (r.when?.(values) ?? true));
     if (rule) rule.remaining -= 1;
-    const entry: SeamEntry = { kind, query, values, action: rule?.action ?? "pass", status: "running" };
+    const entry: SeamEntry = { kind, query, values, action: rule?.action ?? "pass", status: "running", at: Date.now() };
     this.log.push(entry);
     if (rule?.action === "fail") {
       entry.status = "failed";
       throw new StorageSeamError(`injected failure of the ${kind} statement`);
     }
-    let finished = () => {};
     if (rule?.action === "stall") {
       entry.status = "held";
-      // Created in the caller's context, resolved by the test's release().
-      await new Promise<void>((go) => {
-        this.#held.push({ entry, go, finished: new Promise<void>((r) => (finished = r)) });
-      });
+      const held: Held = { entry, released: false };
+      this.#held.push(held);
+      // Polled here, in the caller's own context (see the top of the file).
+      while (!held.released || held.after?.status === "held" || held.after?.status === "running") {
+        if (held.discarded) throw new StorageSeamError(`the held ${kind} statement was discarded`);
+        await pause();
+      }
+      this.#held.splice(this.#held.indexOf(held), 1);
       entry.status = "running";
     }
     try {
@@ -182,8 +220,6 @@ export class StorageSeam implements OutcomeDb {
     } catch (err) {
       entry.status = "failed";
       throw err;
-    } finally {
-      finished();
     }
   }
 }
