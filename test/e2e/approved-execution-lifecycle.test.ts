@@ -5,112 +5,9 @@
 // stalls, and the unattended run. Blocked storage, including a backend
 // holding the session lock past the storage bound, needs a seam in front of
 // D1 and so runs inside workerd: test/runtime/mutation-faults.test.ts.
-import { beforeEach, describe, expect, inject, it } from "vitest";
-import { eventIds, eventTypes, RawSseClient } from "../support/sse-client";
-
-const url = inject("workerUrl");
-const token = inject("workerToken");
-const demo = inject("demoMcpBaseUrl");
-const auth = { authorization: `Bearer ${token}` };
-const CREATE = "mcp__demo__create_dashboard";
-const LIST = "mcp__demo__list_dashboards";
-
-async function trigger(body: Record<string, unknown>, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/api/trigger`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-async function summary(runId: string): Promise<any> {
-  return (await fetch(`${url}/api/runs/${runId}`, { headers: auth })).json();
-}
-
-const events = (runId: string, query = "") => RawSseClient.open(`${url}/api/runs/${runId}/events${query}`, auth);
-
-/** Turns that keep a run going for a few seconds: a message every `gapMs`. */
-function slowScript(turns: number, gapMs: number) {
-  return Array.from({ length: turns }, (_, i) => ({ text: `step ${i + 1}`, delay_ms: gapMs }));
-}
-
-
-async function demoCalls(): Promise<{ total: number; by_tool: Record<string, number> }> {
-  return (await fetch(`${demo}/control/calls`)).json() as never;
-}
-
-async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${url}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, json: await res.json() };
-}
-
-interface Event {
-  sequence: number;
-  type: string;
-  tool_call_id?: string;
-  approval_id?: string;
-  [k: string]: unknown;
-}
-
-/** A run and its one subscriber, attached from sequence 1. */
-class Scenario {
-  constructor(
-    readonly runId: string,
-    readonly client: RawSseClient,
-  ) {}
-
-  static async start(script: unknown[], extra: Record<string, unknown> = {}): Promise<Scenario> {
-    const { status, json } = await post("/api/trigger", { message: "scenario", channel_id: "C-lifecycle", script, ...extra });
-    expect(status).toBe(202);
-    return new Scenario(json.run_id, await events(json.run_id));
-  }
-
-  get events(): Event[] {
-    return this.client.events.map((e) => JSON.parse(e.data) as Event);
-  }
-
-  async waitFor(type: string, toolCallId?: string): Promise<Event> {
-    for (;;) {
-      const found = this.events.find((e) => e.type === type && (toolCallId === undefined || e.tool_call_id === toolCallId));
-      if (found) return found;
-      if (this.client.ended) throw new Error(`stream ended without ${type}`);
-      await this.client.waitFor(this.client.events.length + 1);
-    }
-  }
-
-  async approve(toolCallId: string) {
-    const requested = await this.waitFor("approval_requested", toolCallId);
-    const answer = await post(`/api/runs/${this.runId}/approvals/${requested.approval_id}`, { decision: "approve", decided_by: "U" });
-    expect(answer.status).toBe(200);
-  }
-
-  async toEnd(): Promise<Event[]> {
-    await this.client.toEnd(30_000);
-    expect(eventIds(this.client.events)).toEqual(this.events.map((_, i) => i + 1));
-    return this.events;
-  }
-
-  shape(): string[] {
-    return this.events.filter((e) => e.type !== "heartbeat").map((e) => (e.tool_call_id ? `${e.type}:${e.tool_call_id}` : e.type));
-  }
-
-  one(type: string, toolCallId?: string): Event {
-    const found = this.events.filter((e) => e.type === type && (toolCallId === undefined || e.tool_call_id === toolCallId));
-    expect(found).toHaveLength(1);
-    return found[0]!;
-  }
-}
-
-/** A question, then a write the model wants to run after it: the ordered-admission case. */
-const ASK_THEN_WRITE = [
-  {
-    tool_calls: [
-      { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } },
-      { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
-    ],
-  },
-];
+import { beforeEach, describe, expect, it } from "vitest";
+import { ASK_THEN_WRITE, auth, CREATE, demo, demoCalls, events, LIST, post, Scenario, slowScript, summary, trigger, url } from "../support/e2e-client";
+import { eventIds, eventTypes } from "../support/sse-client";
 
 beforeEach(async () => {
   await fetch(`${demo}/control/reset`, { method: "POST" });
@@ -178,7 +75,7 @@ describe("delivery identity over HTTP", () => {
 
 describe("ordered admission and the ceiling", () => {
   it("stalls an approved call behind an unanswered human__ask until its admission deadline", async () => {
-    const s = await Scenario.start(ASK_THEN_WRITE);
+    const s = await Scenario.start(ASK_THEN_WRITE, { channel_id: "C-lifecycle" });
     await s.approve("write-1");
     await s.waitFor("tool_execution", "write-1");
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
@@ -202,7 +99,7 @@ describe("ordered admission and the ceiling", () => {
   });
 
   it("runs the approved call once the earlier question is answered", async () => {
-    const s = await Scenario.start(ASK_THEN_WRITE);
+    const s = await Scenario.start(ASK_THEN_WRITE, { channel_id: "C-lifecycle" });
     await s.approve("write-1");
     const answer = await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" });
     expect(answer).toEqual({ status: 200, json: { tool_call_id: "ask-1", status: "answered" } });
