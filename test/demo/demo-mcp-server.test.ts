@@ -6,20 +6,13 @@
  * Streamable HTTP plus the /control API. A second suite starts it in-process to cover JSON
  * responses and idle-session eviction, which need non-default options.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startDemoMcpServer, type DemoMcpServer } from "../../demo/mcp-server.js";
+import { startDemoMcpProcess, type DemoMcpProcess } from "../support/demo-mcp-process";
 
-const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const LISTENING_LINE = /^demo-mcp-server listening on (http:\/\/127\.0\.0\.1:(\d+)\/mcp)$/;
-const STARTUP_TIMEOUT_MS = 30_000;
-const EXIT_TIMEOUT_MS = 10_000;
 const FAULT_DELAY_MS = 400;
 // Short client-side timeout for calls whose response is deliberately never delivered.
 const DROPPED_CALL_TIMEOUT_MS = 1_000;
@@ -48,47 +41,15 @@ interface StateSnapshot {
 // Helpers
 
 interface SpawnedServer {
-  child: ChildProcess;
+  demoProcess: DemoMcpProcess;
   mcpUrl: URL;
   stderr: () => string;
 }
 
-/** Spawns the server in its own process group, so stopping it reaches tsx's node child too. */
+/** The server as its own process, started the way every other test and the benchmark start it. */
 async function spawnServer(): Promise<SpawnedServer> {
-  const child = spawn("npx", ["tsx", "demo/mcp-server.ts"], {
-    cwd: REPO_ROOT,
-    env: { ...process.env, DEMO_MCP_PORT: "0" },
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const lines = createInterface({ input: child.stdout! });
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no listening line within ${STARTUP_TIMEOUT_MS} ms`)), STARTUP_TIMEOUT_MS);
-      lines.once("line", (line) => {
-        clearTimeout(timer);
-        const match = LISTENING_LINE.exec(line);
-        if (match?.[1]) resolve(match[1]);
-        else reject(new Error(`unexpected first stdout line: ${line}`));
-      });
-      child.once("exit", (code) => reject(new Error(`server exited early (${code}): ${stderr}`)));
-    });
-    return { child, mcpUrl: new URL(url), stderr: () => stderr };
-  } catch (error) {
-    await stopServer(child);
-    throw error;
-  }
-}
-
-async function stopServer(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = once(child, "exit");
-  process.kill(-child.pid, signal);
-  const timer = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"), EXIT_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
+  const demoProcess = await startDemoMcpProcess();
+  return { demoProcess, mcpUrl: new URL(demoProcess.url), stderr: () => demoProcess.stderr() };
 }
 
 async function control<T>(mcpUrl: URL, method: "GET" | "POST", path: string, body?: string): Promise<{ status: number; json: T }> {
@@ -143,7 +104,7 @@ describe("demo MCP server as a separate process", () => {
   });
   afterAll(async () => {
     await client?.close();
-    if (server) await stopServer(server.child);
+    if (server) await server.demoProcess.stop();
   });
   beforeEach(async () => {
     expect((await control(server.mcpUrl, "POST", "/control/reset")).status).toBe(200);
@@ -315,9 +276,9 @@ describe("demo MCP server as a separate process", () => {
 
 describe("demo MCP server shutdown", () => {
   it("exits on SIGTERM and stops listening", async () => {
-    const { child, mcpUrl } = await spawnServer();
-    await stopServer(child, "SIGTERM");
-    expect(child.exitCode !== null || child.signalCode !== null).toBe(true);
+    const { demoProcess, mcpUrl } = await spawnServer();
+    await demoProcess.stop(); // SIGTERM first; the server exits within its grace
+    expect(demoProcess.child.exitCode !== null || demoProcess.child.signalCode !== null).toBe(true);
     await expect(fetch(new URL("/control/calls", mcpUrl))).rejects.toThrow();
   });
 });

@@ -21,6 +21,9 @@ export interface DemoMcpProcess {
   url: string;
   /** Where the control API lives, http://127.0.0.1:<port>. */
   baseUrl: string;
+  /** What the server wrote to stderr so far. */
+  stderr(): string;
+  /** Signals the process group (SIGTERM, then SIGKILL after a grace) and waits for the exit. */
   stop(): Promise<void>;
 }
 
@@ -48,7 +51,7 @@ export async function startDemoMcpProcess(extraEnv: Record<string, string> = {})
         reject(new Error(`demo MCP server exited early (${code}): ${stderr}`));
       });
     });
-    return { child, url, baseUrl: new URL(url).origin, stop: () => stopDemoMcpProcess(child) };
+    return { child, url, baseUrl: new URL(url).origin, stderr: () => stderr, stop: () => stopDemoMcpProcess(child) };
   } catch (error) {
     await stopDemoMcpProcess(child);
     throw error;
