@@ -101,6 +101,12 @@ describe("ordered admission and the ceiling", () => {
   it("runs the approved call once the earlier question is answered", async () => {
     const s = await Scenario.start(ASK_THEN_WRITE, { channel_id: "C-lifecycle" });
     await s.approve("write-1");
+    await s.waitFor("tool_execution_started", "write-1");
+    // The summary shows what the run waits for: the question, no approval left.
+    const waiting = await summary(s.runId);
+    expect(waiting.pending_approvals).toEqual([]);
+    expect(waiting.pending_inputs).toEqual([{ tool_call_id: "ask-1", question: "Which dashboard?", expires_at: expect.any(String) }]);
+    expect((await post(`/api/runs/${s.runId}/inputs/nope`, { answer: "x", answered_by: "U-2" })).status).toBe(404);
     const answer = await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" });
     expect(answer).toEqual({ status: 200, json: { tool_call_id: "ask-1", status: "answered" } });
     expect(await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" })).toEqual(answer);
