@@ -18,15 +18,6 @@ export type EventType =
   | "run_completed"
   | "run_failed";
 
-export interface EventEnvelope {
-  protocol_version: typeof PROTOCOL_VERSION;
-  sequence: number;
-  run_id: string;
-  channel_id: string;
-  type: EventType;
-  at: string;
-}
-
 /** One stored event: its sequence, type and the exact JSON that was sent. */
 export interface StoredEvent {
   sequence: number;

@@ -168,6 +168,10 @@ describe("decisions that stop a call", () => {
     expect(s.shape()).toEqual(["run_started", "tool_started:write-1", "approval_requested:write-1", "approval_resolved:write-1", "tool_execution:write-1", "tool_completed:write-1", "run_completed"]);
     expect(s.one("approval_resolved", "write-1")).toMatchObject({ decision: "expired" });
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
+    // Blocked on a person for 3 s, the idle response still got sequenced heartbeats (200 ms interval).
+    const blocked = s.events.filter((e) => e.sequence > requested.sequence && e.sequence < s.one("approval_resolved", "write-1").sequence);
+    expect(blocked.length).toBeGreaterThanOrEqual(5);
+    expect(blocked.every((e) => e.type === "heartbeat")).toBe(true);
     expect(await s.decide(requested.approval_id!, { decision: "approve" })).toMatchObject({ status: 410, json: { error: "expired" } });
     expect((await demoCalls()).total).toBe(0);
   });
