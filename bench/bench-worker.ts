@@ -23,18 +23,19 @@
 // which covers the rest of bench/, excludes this file.
 import { DurableObject } from "cloudflare:workers";
 import { RunObject } from "../durable-objects/run-object";
-import { isAuthorized } from "../src/auth";
-import { loadConfig } from "../src/config";
-import type { Env } from "../src/env";
+import { isAuthorized } from "../src/http/auth";
+import { loadConfig } from "../src/config/config";
+import type { Env } from "../src/config/env";
 import realWorker from "../src/index";
 
-import { StoragePool, STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../durable-objects/storage-pool";
-import { isRunId } from "../src/run-ids";
+import { StoragePool } from "../durable-objects/storage-pool";
+import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
+import { isRunId } from "../src/ids";
 
 // Not exported: workerd rejects a Worker module exporting anything but handlers and classes.
 /** Events per append request: bounds one RPC's synchronous work and its response time. */
 const MAX_APPEND_COUNT = 10_000;
-/** Same ceiling as a scripted turn's text (src/trigger-request.ts). */
+/** Same ceiling as a scripted turn's text (src/http/trigger-request.ts). */
 const MAX_TEXT_BYTES = 32_768;
 /** The label leads the text so a client can find its probe without parsing JSON. */
 const MAX_LABEL_CHARS = 64;

@@ -468,11 +468,18 @@ async function measureThroughput(client: Client, target: Target, events: number)
 
 /** THROUGHPUT_TRIALS per target, engine and raw floor alternating (ABAB...); the median trial of each. */
 async function throughputTrials(client: Client): Promise<Map<Target, Throughput>> {
-  const trials = new Map<Target, Throughput[]>([[engine, []], [rawFloor, []]]);
+  const trials = new Map<Target, Throughput[]>([
+    [engine, []],
+    [rawFloor, []],
+  ]);
   for (let i = 0; i < THROUGHPUT_TRIALS; i++) {
     for (const target of [engine, rawFloor]) trials.get(target)!.push(await measureThroughput(client, target, THROUGHPUT_EVENTS));
   }
-  const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
   return new Map(
     [...trials].map(([target, list]) => [
       target,
@@ -765,7 +772,10 @@ async function watchRun(client: Client, tool: string, title: string, waiter: Wai
   // list_dashboards takes no arguments; the title is ignored by it (and only logged by the demo server).
   const { run_id } = await client.expect<{ run_id: string }>(202, "POST", "/api/trigger", {
     message: "bench: approved execution",
-    script: [{ tool_calls: [{ tool_name: tool, tool_call_id: "call-1", arguments: tool === CREATE_DASHBOARD ? { title } : {} }] }, { text: "done" }],
+    script: [
+      { tool_calls: [{ tool_name: tool, tool_call_id: "call-1", arguments: tool === CREATE_DASHBOARD ? { title } : {} }] },
+      { text: "done" },
+    ],
   });
   const run = new WatchedRun(run_id, title);
   run.sub = await client.subscribe(`/api/runs/${run_id}/events?after=0`, (frame, at) => {
@@ -814,8 +824,17 @@ interface ApprovalLatency {
  */
 async function measureApprovals(clients: Client[], tool: string, samples: number): Promise<ApprovalLatency[]> {
   const waiter = new Waiter();
-  const results: ApprovalLatency[] = clients.map((c) => ({ label: c.label, tool, started: [], resolved: [], rtts: [], executions: new Map() }));
-  const order: number[] = range(APPROVAL_WARMUP + samples).flatMap((i) => (i % 2 === 0 ? range(clients.length) : range(clients.length).reverse()));
+  const results: ApprovalLatency[] = clients.map((c) => ({
+    label: c.label,
+    tool,
+    started: [],
+    resolved: [],
+    rtts: [],
+    executions: new Map(),
+  }));
+  const order: number[] = range(APPROVAL_WARMUP + samples).flatMap((i) =>
+    i % 2 === 0 ? range(clients.length) : range(clients.length).reverse(),
+  );
   const prepare = (step: number): Promise<WatchedRun> => {
     const client = clients[order[step]!]!;
     const prepared = watchRun(client, tool, `approval ${client.label} ${step}`, waiter);
@@ -835,7 +854,8 @@ async function measureApprovals(clients: Client[], tool: string, samples: number
       next = undefined;
       const sample = Math.floor(step / clients.length);
       await waiter.until(() => run.approvalId !== undefined || run.terminal !== undefined, `approval_requested in ${run.runId}`);
-      if (run.approvalId === undefined) throw new Error(`run ${run.runId} ended without approval_requested (${[...run.first.keys()].join(", ")})`);
+      if (run.approvalId === undefined)
+        throw new Error(`run ${run.runId} ended without approval_requested (${[...run.first.keys()].join(", ")})`);
       if (previous) {
         const done = previous;
         await waiter.until(() => done.terminal !== undefined, `the end of ${done.runId}`);
@@ -845,7 +865,10 @@ async function measureApprovals(clients: Client[], tool: string, samples: number
       const answer = await approve(client, run);
       const rtt = performance.now() - run.approvalSentAt;
       if (answer.status !== 200) throw new Error(`approving ${run.runId}: ${answer.status} ${JSON.stringify(answer.body)}`);
-      await waiter.until(() => run.first.has("tool_execution_started") || run.terminal !== undefined, `tool_execution_started in ${run.runId}`);
+      await waiter.until(
+        () => run.first.has("tool_execution_started") || run.terminal !== undefined,
+        `tool_execution_started in ${run.runId}`,
+      );
       const started = run.first.get("tool_execution_started");
       if (!started) throw new Error(`run ${run.runId} ended without tool_execution_started (${[...run.first.keys()].join(", ")})`);
       if (step + 1 < order.length) next = prepare(step + 1);
@@ -861,7 +884,10 @@ async function measureApprovals(clients: Client[], tool: string, samples: number
     }
   } finally {
     previous?.sub?.close();
-    void next?.then((r) => r.sub?.close(), () => undefined);
+    void next?.then(
+      (r) => r.sub?.close(),
+      () => undefined,
+    );
   }
   for (const [run, result] of timed) tally(result.executions, run.execution);
   return results;
@@ -952,7 +978,11 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
   const waiter = new Waiter();
   const runs = await mapLimit(range(LOAD_RUNS), API_CONCURRENCY, (i) => watchRun(client, CREATE_DASHBOARD, `load ${i}`, waiter));
   try {
-    await waiter.until(() => runs.every((r) => r.approvalId !== undefined || r.terminal !== undefined), `${LOAD_RUNS} approval_requested`, LOAD_TIMEOUT_MS);
+    await waiter.until(
+      () => runs.every((r) => r.approvalId !== undefined || r.terminal !== undefined),
+      `${LOAD_RUNS} approval_requested`,
+      LOAD_TIMEOUT_MS,
+    );
     const asked = runs.filter((r) => r.approvalId !== undefined);
 
     const t0 = performance.now();
@@ -1005,7 +1035,8 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
         const answer = await client.api<{ mutations?: MutationRow[]; error?: string }>("GET", `/api/runs/${run.runId}/mutations`);
         if (answer.status === 200) rows.set(run, answer.body.mutations ?? []);
         else if (answer.status === 503 && answer.body.error === "storage_unavailable") readerRejections++;
-        else if (answer.status !== 503) throw new Error(`GET /api/runs/${run.runId}/mutations: ${answer.status} ${JSON.stringify(answer.body)}`);
+        else if (answer.status !== 503)
+          throw new Error(`GET /api/runs/${run.runId}/mutations: ${answer.status} ${JSON.stringify(answer.body)}`);
       });
       // A run without a row may never get one (its intent found no slot); stop once only such runs are left and nothing changes.
       if (runs.filter(unsettled).every((r) => rows.get(r)?.length === 0) && rows.size === runs.length) break;
@@ -1045,10 +1076,10 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
       tally(terminals, run.first.has("run_completed") ? "run_completed" : run.first.has("run_failed") ? "run_failed" : "none");
       tally(executions, run.execution);
       const error = run.executionError;
-      if (error !== undefined) tally(errors, `${run.execution}: ${error.length > ERROR_TEXT_CHARS ? `${error.slice(0, ERROR_TEXT_CHARS)}...` : error}`);
+      if (error !== undefined)
+        tally(errors, `${run.execution}: ${error.length > ERROR_TEXT_CHARS ? `${error.slice(0, ERROR_TEXT_CHARS)}...` : error}`);
     }
-    const since = (type: string) =>
-      sortedCopy(asked.map((r) => (r.first.get(type)?.at ?? NaN) - r.approvalSentAt).filter(Number.isFinite));
+    const since = (type: string) => sortedCopy(asked.map((r) => (r.first.get(type)?.at ?? NaN) - r.approvalSentAt).filter(Number.isFinite));
     return {
       runs: runs.length,
       asked: asked.length,
@@ -1143,11 +1174,22 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 const met = (ok: boolean) => (ok ? "met" : "NOT MET");
 /** "a 3, b 1", largest first; "-" when empty. */
 const counts = (map: Map<string, number>) =>
-  [...map].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ") || "-";
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ") || "-";
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join("  ").trimEnd()).join("\n").replace(/^/gm, "   ");
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n")
+    .replace(/^/gm, "   ");
 }
 
 interface PathResults {
@@ -1165,7 +1207,9 @@ async function measurePath(client: Client, replayRunId: string): Promise<PathRes
   log(`[${label}] warm-up: ${WARMUP_EVENTS} events per target; request floor: ${FLOOR_REQUESTS} x GET /healthz`);
   for (const target of [engine, rawFloor]) await measureThroughput(client, target, WARMUP_EVENTS);
   const floor = await measureRequestFloor(client);
-  log(`[${label}] 1. throughput: ${THROUGHPUT_TRIALS} x ${THROUGHPUT_EVENTS} events per target in batches of ${THROUGHPUT_BATCH_EVENTS}, 1 subscriber`);
+  log(
+    `[${label}] 1. throughput: ${THROUGHPUT_TRIALS} x ${THROUGHPUT_EVENTS} events per target in batches of ${THROUGHPUT_BATCH_EVENTS}, 1 subscriber`,
+  );
   const throughput = await throughputTrials(client);
   const latency = new Map<string, Latency>();
   for (const subscribers of LATENCY_SUBSCRIBER_COUNTS) {
@@ -1202,7 +1246,15 @@ function report(
     for (const target of [engine, rawFloor]) {
       const t = p.throughput.get(target)!;
       const ratio = target === engine ? fmt(t.deliveredPerSecond / p.throughput.get(rawFloor)!.deliveredPerSecond, 2) : "";
-      tpRows.push([p.label, target.name, fmt(t.appendedPerSecond, 0), fmt(t.deliveredPerSecond, 0), ratio, fmt(t.runtimeCpuUsPerEvent), fmt(t.proxyCpuUsPerEvent)]);
+      tpRows.push([
+        p.label,
+        target.name,
+        fmt(t.appendedPerSecond, 0),
+        fmt(t.deliveredPerSecond, 0),
+        ratio,
+        fmt(t.runtimeCpuUsPerEvent),
+        fmt(t.proxyCpuUsPerEvent),
+      ]);
     }
   }
   out.push(table(tpRows));
@@ -1214,13 +1266,32 @@ function report(
   );
   const latRows = [["path", "subscribers", "target", "p50", "p99", "max", "append RTT p50", "samples", "CPU µs/probe: runtime", "proxy"]];
   for (const p of paths) {
-    latRows.push([p.label, "-", "GET /healthz (request floor)", "", "", "", `${fmt(p.floor.p50, 2)} (p99 ${fmt(p.floor.p99, 2)})`, String(FLOOR_REQUESTS), "", ""]);
+    latRows.push([
+      p.label,
+      "-",
+      "GET /healthz (request floor)",
+      "",
+      "",
+      "",
+      `${fmt(p.floor.p50, 2)} (p99 ${fmt(p.floor.p99, 2)})`,
+      String(FLOOR_REQUESTS),
+      "",
+      "",
+    ]);
     for (const subscribers of LATENCY_SUBSCRIBER_COUNTS) {
       for (const target of [engine, rawFloor]) {
         const l = p.latency.get(latencyKey(target, subscribers))!;
         latRows.push([
-          p.label, String(subscribers), target.name, fmt(l.p50, 2), fmt(l.p99, 2), fmt(l.max, 2), fmt(l.appendRttP50, 2),
-          String(l.samples), fmt(l.runtimeCpuUsPerProbe, 0), fmt(l.proxyCpuUsPerProbe, 0),
+          p.label,
+          String(subscribers),
+          target.name,
+          fmt(l.p50, 2),
+          fmt(l.p99, 2),
+          fmt(l.max, 2),
+          fmt(l.appendRttP50, 2),
+          String(l.samples),
+          fmt(l.runtimeCpuUsPerProbe, 0),
+          fmt(l.proxyCpuUsPerProbe, 0),
         ]);
       }
     }
@@ -1228,17 +1299,29 @@ function report(
   out.push(table(latRows));
   out.push("");
 
-  out.push(`3. Replay of ${REPLAY_EVENTS} events of an ended run (events?after=0, request to end of response; ${REPLAY_REPEATS} reads after a warm-up)`);
+  out.push(
+    `3. Replay of ${REPLAY_EVENTS} events of an ended run (events?after=0, request to end of response; ${REPLAY_REPEATS} reads after a warm-up)`,
+  );
   const rpRows = [["path", "median ms", "min ms", "max ms", "first byte ms", "MiB", "events/s"]];
   for (const p of paths) {
     const r = p.replay;
-    rpRows.push([p.label, fmt(r.medianMs), fmt(r.minMs), fmt(r.maxMs), fmt(r.firstByteMedianMs), fmt(r.bytes / (KIB_PER_MIB * KIB_PER_MIB), 2), fmt(REPLAY_EVENTS / (r.medianMs / MS_PER_SECOND), 0)]);
+    rpRows.push([
+      p.label,
+      fmt(r.medianMs),
+      fmt(r.minMs),
+      fmt(r.maxMs),
+      fmt(r.firstByteMedianMs),
+      fmt(r.bytes / (KIB_PER_MIB * KIB_PER_MIB), 2),
+      fmt(REPLAY_EVENTS / (r.medianMs / MS_PER_SECOND), 0),
+    ]);
   }
   out.push(table(rpRows));
   out.push("");
 
   const subscriberCount = MEMORY_STREAMS * MEMORY_SUBSCRIBERS_PER_STREAM;
-  out.push(`4. Memory: ${subscriberCount} idle subscribers on ${MEMORY_STREAMS} streams (engine: running runs), VmRSS in MiB, fresh server each`);
+  out.push(
+    `4. Memory: ${subscriberCount} idle subscribers on ${MEMORY_STREAMS} streams (engine: running runs), VmRSS in MiB, fresh server each`,
+  );
   const memRows = [["target", "process", "before", "attached", "released", "delta KiB/subscriber"]];
   for (const [target, m] of memory) {
     const sum = (f: (p: ProcessMemory) => number) => m.processes.reduce((a, p) => a + f(p), 0);
@@ -1247,12 +1330,19 @@ function report(
       ["both workerd", sum((p) => p.beforeKiB), sum((p) => p.attachedKiB), sum((p) => p.releasedKiB)],
     ];
     for (const [role, before, attached, released] of rows) {
-      memRows.push([target.name, role, fmt(before / KIB_PER_MIB), fmt(attached / KIB_PER_MIB), fmt(released / KIB_PER_MIB), fmt((attached - before) / subscriberCount)]);
+      memRows.push([
+        target.name,
+        role,
+        fmt(before / KIB_PER_MIB),
+        fmt(attached / KIB_PER_MIB),
+        fmt(released / KIB_PER_MIB),
+        fmt((attached - before) / subscriberCount),
+      ]);
     }
     memRows.push([target.name, `(subscribers registered: ${m.registered})`, "", "", "", ""]);
   }
   out.push(table(memRows));
-  out.push("   (RSS rarely shrinks after a release: freed heap stays with the allocator, so \"released\" shows reuse, not leaks.)");
+  out.push('   (RSS rarely shrinks after a release: freed heap stays with the allocator, so "released" shows reuse, not leaks.)');
   out.push("");
 
   out.push(
@@ -1263,15 +1353,23 @@ function report(
     `   timed from just before POST /api/runs/{id}/approvals/{approval_id} is sent to the frame's arrival at the subscriber; ` +
       `the previous run has ended first. ${LIST_DASHBOARDS} (read-only, approval by host config) is the control: no durable row, no storage pool.`,
   );
-  const apRows = [["tool", "path", "p50", "p99", "max", "approval_resolved p50", "p99", "POST answer p50", "samples", "tool_execution of the calls"]];
+  const apRows = [
+    ["tool", "path", "p50", "p99", "max", "approval_resolved p50", "p99", "POST answer p50", "samples", "tool_execution of the calls"],
+  ];
   for (const a of approvals) {
     const started = sortedCopy(a.started);
     const resolved = sortedCopy(a.resolved);
     apRows.push([
       a.tool === CREATE_DASHBOARD ? "create_dashboard (mutation)" : "list_dashboards (control)",
-      a.label, fmt(percentile(started, 50), 2), fmt(percentile(started, 99), 2), fmt(started[started.length - 1] ?? NaN, 2),
-      fmt(percentile(resolved, 50), 2), fmt(percentile(resolved, 99), 2), fmt(percentile(sortedCopy(a.rtts), 50), 2),
-      String(started.length), counts(a.executions),
+      a.label,
+      fmt(percentile(started, 50), 2),
+      fmt(percentile(started, 99), 2),
+      fmt(started[started.length - 1] ?? NaN, 2),
+      fmt(percentile(resolved, 50), 2),
+      fmt(percentile(resolved, 99), 2),
+      fmt(percentile(sortedCopy(a.rtts), 50), 2),
+      String(started.length),
+      counts(a.executions),
     ]);
   }
   out.push(table(apRows));
@@ -1285,59 +1383,72 @@ function report(
     `6. Storage pool under load: ${pl.runs} concurrent runs, one approved ${CREATE_DASHBOARD} each (budget 1 per run), ` +
       `all approved with ${LOAD_APPROVE_CONCURRENCY} approval requests in flight, wrangler dev path`,
   );
-  const errorRows: string[][] = [...pl.errors].sort((a, b) => b[1] - a[1]).map(([message, n]) => ["  error (executed calls)", `${n} x ${message}`]);
-  out.push(table([
-    ["runs", `${pl.runs} triggered, ${pl.asked} reached approval_requested; approval answers: ${counts(pl.approveStatuses)}`],
-    ["terminal events", counts(pl.terminals)],
-    ["tool_execution", counts(pl.executions)],
-    ...errorRows,
-    ["durable rows (state/reason)", counts(pl.rowStates)],
-    ["runs with a settled row", `${pl.runsWithSettledRow} of ${pl.runs}; rows unresolved or unread when reading stopped (bound ${SETTLE_TIMEOUT_MS / MS_PER_SECOND} s): ${pl.rowsUnsettled}`],
-    [
-      "dispatches",
-      `demo server received ${pl.demoCreateCalls} create_dashboard calls; ${pl.executedCalls} calls executed (stream); ` +
-        `${pl.dispatchedRows} rows dispatched: true; titles received more than once: ${pl.repeatedTitles}; calls not from these runs: ${pl.foreignCalls}`,
-    ],
-    [
-      "storage pool",
-      `high-water mark ${pl.highWater} of ${POOL_CAPACITY} slots (recorded in the pool at each acquire); ` +
-        `highest in_use seen from outside ${pl.maxInUse} (${pl.poolSamples} samples of GET /api/storage-pool, ${pl.samplerPath} path, one in flight)`,
-    ],
-    [
-      "pool counters",
-      `acquired_total +${pl.pool.acquired}, rejected_total +${pl.pool.rejected} (engine ${pl.pool.rejected - pl.readerRejections}, ` +
-        `this bench's row reads ${pl.readerRejections}), reclaimed_total +${pl.pool.reclaimed}`,
-    ],
-    [
-      "timing (s after the first approval sent)",
-      `last approval answered ${fmt(pl.approvalsAnsweredMs / MS_PER_SECOND, 2)}; last run ended ${fmt(pl.runsEndedMs / MS_PER_SECOND, 2)}; ` +
-        `rows settled (settled_at): 50% by ${fmt(settledBy(50), 2)}, 90% by ${fmt(settledBy(90), 2)}, all ${settled} by ${fmt(settledBy(100), 2)}`,
-    ],
-    [
-      "mutations settled/s",
-      `${fmt(settled / settledBy(100), 1)} (all ${settled} settled rows / time to the last settled_at); ` +
-        `${fmt((0.9 * settled) / settledBy(90), 1)} over the first 90%`,
-    ],
-    [
-      "per run, from its approval sent (ms)",
-      `tool_execution_started p50 ${fmt(percentile(pl.toStarted, 50))}, p99 ${fmt(percentile(pl.toStarted, 99))}; ` +
-        `tool_execution p50 ${fmt(percentile(pl.toExecution, 50))}, p99 ${fmt(percentile(pl.toExecution, 99))}`,
-    ],
-  ]));
+  const errorRows: string[][] = [...pl.errors]
+    .sort((a, b) => b[1] - a[1])
+    .map(([message, n]) => ["  error (executed calls)", `${n} x ${message}`]);
+  out.push(
+    table([
+      ["runs", `${pl.runs} triggered, ${pl.asked} reached approval_requested; approval answers: ${counts(pl.approveStatuses)}`],
+      ["terminal events", counts(pl.terminals)],
+      ["tool_execution", counts(pl.executions)],
+      ...errorRows,
+      ["durable rows (state/reason)", counts(pl.rowStates)],
+      [
+        "runs with a settled row",
+        `${pl.runsWithSettledRow} of ${pl.runs}; rows unresolved or unread when reading stopped (bound ${SETTLE_TIMEOUT_MS / MS_PER_SECOND} s): ${pl.rowsUnsettled}`,
+      ],
+      [
+        "dispatches",
+        `demo server received ${pl.demoCreateCalls} create_dashboard calls; ${pl.executedCalls} calls executed (stream); ` +
+          `${pl.dispatchedRows} rows dispatched: true; titles received more than once: ${pl.repeatedTitles}; calls not from these runs: ${pl.foreignCalls}`,
+      ],
+      [
+        "storage pool",
+        `high-water mark ${pl.highWater} of ${POOL_CAPACITY} slots (recorded in the pool at each acquire); ` +
+          `highest in_use seen from outside ${pl.maxInUse} (${pl.poolSamples} samples of GET /api/storage-pool, ${pl.samplerPath} path, one in flight)`,
+      ],
+      [
+        "pool counters",
+        `acquired_total +${pl.pool.acquired}, rejected_total +${pl.pool.rejected} (engine ${pl.pool.rejected - pl.readerRejections}, ` +
+          `this bench's row reads ${pl.readerRejections}), reclaimed_total +${pl.pool.reclaimed}`,
+      ],
+      [
+        "timing (s after the first approval sent)",
+        `last approval answered ${fmt(pl.approvalsAnsweredMs / MS_PER_SECOND, 2)}; last run ended ${fmt(pl.runsEndedMs / MS_PER_SECOND, 2)}; ` +
+          `rows settled (settled_at): 50% by ${fmt(settledBy(50), 2)}, 90% by ${fmt(settledBy(90), 2)}, all ${settled} by ${fmt(settledBy(100), 2)}`,
+      ],
+      [
+        "mutations settled/s",
+        `${fmt(settled / settledBy(100), 1)} (all ${settled} settled rows / time to the last settled_at); ` +
+          `${fmt((0.9 * settled) / settledBy(90), 1)} over the first 90%`,
+      ],
+      [
+        "per run, from its approval sent (ms)",
+        `tool_execution_started p50 ${fmt(percentile(pl.toStarted, 50))}, p99 ${fmt(percentile(pl.toStarted, 99))}; ` +
+          `tool_execution p50 ${fmt(percentile(pl.toExecution, 50))}, p99 ${fmt(percentile(pl.toExecution, 99))}`,
+      ],
+    ]),
+  );
   out.push("");
 
   out.push("7. Goals");
   const goalRows = [["goal", ...paths.flatMap((p) => [p.label, ""])]];
   const row = (goal: string, cell: (p: PathResults) => [string, boolean]) =>
-    goalRows.push([goal, ...paths.flatMap((p) => {
-      const [measured, ok] = cell(p);
-      return [measured, met(ok)];
-    })]);
+    goalRows.push([
+      goal,
+      ...paths.flatMap((p) => {
+        const [measured, ok] = cell(p);
+        return [measured, met(ok)];
+      }),
+    ]);
   row(`p99 append-to-delivery, 100 subscribers <= ${GOAL_P99_100_SUBS_MS} ms`, (p) => {
     const l = p.latency.get(latencyKey(engine, 100))!;
     return [`${fmt(l.p99, 2)} ms`, l.p99 <= GOAL_P99_100_SUBS_MS];
   });
-  row(`replay of ${REPLAY_EVENTS} events < ${GOAL_REPLAY_MS} ms`, (p) => [`${fmt(p.replay.medianMs)} ms median`, p.replay.medianMs < GOAL_REPLAY_MS]);
+  row(`replay of ${REPLAY_EVENTS} events < ${GOAL_REPLAY_MS} ms`, (p) => [
+    `${fmt(p.replay.medianMs)} ms median`,
+    p.replay.medianMs < GOAL_REPLAY_MS,
+  ]);
   row(`delivered/s within ${GOAL_RAW_RATIO}x of raw`, (p) => {
     const ratio = p.throughput.get(rawFloor)!.deliveredPerSecond / p.throughput.get(engine)!.deliveredPerSecond;
     return [`raw/engine ${fmt(ratio, 2)}x`, ratio <= GOAL_RAW_RATIO];
@@ -1348,7 +1459,8 @@ function report(
     return [`engine/raw ${fmt(ratio, 2)}x`, ratio <= GOAL_RAW_RATIO];
   });
   row(`runtime CPU per probe, 100 subscribers, within ${GOAL_RAW_RATIO}x of raw`, (p) => {
-    const ratio = p.latency.get(latencyKey(engine, 100))!.runtimeCpuUsPerProbe / p.latency.get(latencyKey(rawFloor, 100))!.runtimeCpuUsPerProbe;
+    const ratio =
+      p.latency.get(latencyKey(engine, 100))!.runtimeCpuUsPerProbe / p.latency.get(latencyKey(rawFloor, 100))!.runtimeCpuUsPerProbe;
     return [`engine/raw ${fmt(ratio, 2)}x`, ratio <= GOAL_RAW_RATIO];
   });
   for (const subscribers of LATENCY_SUBSCRIBER_COUNTS) {
@@ -1364,9 +1476,17 @@ function report(
   const approvalGoalRows = [["goal", "measured", ""]];
   for (const a of approvals.filter((x) => x.tool === CREATE_DASHBOARD)) {
     const p99 = percentile(sortedCopy(a.started), 99);
-    approvalGoalRows.push([`p99 approval → tool_execution_started <= ${GOAL_APPROVAL_P99_MS} ms (${a.label})`, `${fmt(p99, 2)} ms`, met(p99 <= GOAL_APPROVAL_P99_MS)]);
+    approvalGoalRows.push([
+      `p99 approval → tool_execution_started <= ${GOAL_APPROVAL_P99_MS} ms (${a.label})`,
+      `${fmt(p99, 2)} ms`,
+      met(p99 <= GOAL_APPROVAL_P99_MS),
+    ]);
   }
-  approvalGoalRows.push(["under load: every run ended with a settled row", `${pl.runsWithSettledRow} of ${pl.runs}`, met(pl.runsWithSettledRow === pl.runs)]);
+  approvalGoalRows.push([
+    "under load: every run ended with a settled row",
+    `${pl.runsWithSettledRow} of ${pl.runs}`,
+    met(pl.runsWithSettledRow === pl.runs),
+  ]);
   // Fewer received than executed is possible without a double dispatch: a call that failed on its way
   // (executed, transport_error, outcome_unknown) may never have reached the server.
   approvalGoalRows.push([
@@ -1379,13 +1499,17 @@ function report(
     `${pl.demoCreateCalls} = ${pl.executedCalls}`,
     met(pl.demoCreateCalls === pl.executedCalls),
   ]);
-  approvalGoalRows.push([`under load: storage pool in_use never above ${POOL_CAPACITY}`, `high-water mark ${pl.highWater}`, met(pl.highWater <= POOL_CAPACITY && pl.maxInUse <= POOL_CAPACITY)]);
+  approvalGoalRows.push([
+    `under load: storage pool in_use never above ${POOL_CAPACITY}`,
+    `high-water mark ${pl.highWater}`,
+    met(pl.highWater <= POOL_CAPACITY && pl.maxInUse <= POOL_CAPACITY),
+  ]);
   out.push(table(approvalGoalRows));
   out.push(
     `   (not_executed(storage_unavailable) is the pool failing closed, an accepted outcome: ` +
       `${pl.executions.get("not_executed/storage_unavailable") ?? 0} of ${pl.runs} calls here.)`,
   );
-  return out.join("\n") + "\n";
+  return `${out.join("\n")}\n`;
 }
 
 // ---- main ------------------------------------------------------------------------------

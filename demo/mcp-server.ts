@@ -377,8 +377,7 @@ const jsonRpcError = (id: RequestId | null, code: number, message: string) => ({
   error: { code, message },
 });
 
-const invalidRequest = (res: ServerResponse, message: string) =>
-  writeJson(res, 400, { error: "invalid_request", message });
+const invalidRequest = (res: ServerResponse, message: string) => writeJson(res, 400, { error: "invalid_request", message });
 
 /** Reads the whole body; undefined when it exceeds MAX_BODY_BYTES. */
 async function readBody(req: IncomingMessage): Promise<string | undefined> {

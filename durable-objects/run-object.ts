@@ -6,24 +6,38 @@
 // event-log, subscriber-*); this class persists, schedules, dispatches and
 // fans out.
 import { DurableObject } from "cloudflare:workers";
-import { argumentsDigest } from "../src/arguments-digest";
-import { loadConfig, type HostConfig } from "../src/config";
-import { Deadlines } from "../src/deadlines";
-import type { Env } from "../src/env";
-import { EventLog } from "../src/event-log";
-import { MutationLedger } from "../src/mutation-ledger";
-import { newMutationId, type OutcomeDb, type Settlement } from "../src/mutation-outcomes";
-import { isTerminalEventType, type EventType, type StoredEvent } from "../src/events";
-import { Conversation, toolResultsItem } from "../src/conversation-log";
-import { callMcpTool, listMcpTools, type McpServerConfig, type McpToolInfo, type TransportCaps } from "../src/mcp-transport";
-import { ModelError, modelProviderFromConfig, type ModelProvider, type ModelToolSpec, type ModelTurn } from "../src/providers/model-provider";
+import { argumentsDigest } from "../src/execution/arguments-digest";
+import { loadConfig, type HostConfig } from "../src/config/config";
+import { Deadlines } from "../src/schedule/deadlines";
+import type { Env } from "../src/config/env";
+import { EventLog } from "../src/stream/event-log";
+import { MutationLedger } from "../src/outcomes/mutation-ledger";
+import { newMutationId, type OutcomeDb, type Settlement } from "../src/outcomes/mutation-outcomes";
+import { isTerminalEventType, type EventType, type StoredEvent } from "../src/stream/events";
+import { Conversation, toolResultsItem } from "../src/agent/conversation-log";
+import { callMcpTool, listMcpTools, type McpServerConfig, type McpToolInfo, type TransportCaps } from "../src/execution/mcp-transport";
+import {
+  ModelError,
+  modelProviderFromConfig,
+  type ModelProvider,
+  type ModelToolSpec,
+  type ModelTurn,
+} from "../src/providers/model-provider";
 import { defaultScript, scriptedTurn } from "../src/providers/scripted";
-import { redactSecrets } from "../src/redaction";
-import { isTerminalStatus, type RunRecord, type RunStatus, type RunSummary } from "../src/run-record";
-import { newApprovalId, newSubscriptionId, newToolCallId } from "../src/run-ids";
-import { encodeSseFrame, SSE_HEADERS } from "../src/sse";
-import { SubscriberRegistry } from "../src/subscriber-registry";
-import { SubscriberStream } from "../src/subscriber-stream";
+import { redactSecrets } from "../src/execution/redaction";
+import {
+  isTerminalStatus,
+  type CancelResult,
+  type RouteAnswer,
+  type RunRecord,
+  type RunStatus,
+  type RunSummary,
+  type StartRunInput,
+} from "../src/agent/run-record";
+import { newApprovalId, newSubscriptionId, newToolCallId } from "../src/ids";
+import { encodeSseFrame, SSE_HEADERS } from "../src/stream/sse";
+import { SubscriberRegistry } from "../src/stream/subscriber-registry";
+import { SubscriberStream } from "../src/stream/subscriber-stream";
 import {
   advanceAdmission,
   announce,
@@ -43,28 +57,10 @@ import {
   type ToolCallRecord,
   type TurnState,
   HUMAN_ASK_TOOL,
-} from "../src/tool-calls";
-import { classifyTool, parseMcpToolName } from "../src/tool-policy";
-import type { ScriptTurn } from "../src/trigger-request";
-import { globalStoragePool } from "./storage-pool";
-
-export interface StartRunInput {
-  run_id: string;
-  channel_id: string;
-  user_id: string;
-  delivery_id: string | null;
-  message: string;
-  max_tool_calls: number | null;
-  script: ScriptTurn[] | null;
-}
-
-export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
-
-/** What a decision route answers: the HTTP status and JSON body, decided here. */
-export interface RouteAnswer {
-  status: number;
-  body: { [key: string]: string | number | boolean | null | undefined };
-}
+} from "../src/execution/tool-calls";
+import { classifyTool, parseMcpToolName } from "../src/execution/tool-policy";
+import type { ScriptTurn } from "../src/http/trigger-request";
+import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
 
 const MS_PER_SECOND = 1_000;
 /** Model turns per run before the run is stopped: a loop guard, far above any real agent turn. */
@@ -86,7 +82,11 @@ interface ProposedCall {
 const HUMAN_ASK_SPEC: ModelToolSpec = {
   name: HUMAN_ASK_TOOL,
   description: "Ask a person in the channel a question and wait for their answer.",
-  input_schema: { type: "object", properties: { question: { type: "string", description: "The question to ask." } }, required: ["question"] },
+  input_schema: {
+    type: "object",
+    properties: { question: { type: "string", description: "The question to ask." } },
+    required: ["question"],
+  },
 };
 
 export class RunObject extends DurableObject<Env> {
@@ -200,7 +200,11 @@ export class RunObject extends DurableObject<Env> {
         })),
       pending_inputs: calls
         .filter((c) => c.state === "awaiting_input")
-        .map((c) => ({ tool_call_id: c.tool_call_id, question: c.input!.question, expires_at: new Date(c.input!.expires_at).toISOString() })),
+        .map((c) => ({
+          tool_call_id: c.tool_call_id,
+          question: c.input!.question,
+          expires_at: new Date(c.input!.expires_at).toISOString(),
+        })),
       created_at: run.created_at,
       ...(run.ended_at ? { ended_at: run.ended_at } : {}),
     };
@@ -291,8 +295,7 @@ export class RunObject extends DurableObject<Env> {
       else if (name === "calls") {
         const turn = this.#currentTurn();
         if (turn) this.#applyAndAdvance(expireDue(turn, now));
-      }
-      else this.#kick();
+      } else this.#kick();
     }
     if (this.#heartbeatActive() && now >= this.#lastAppendAt + this.#config.HEARTBEAT_INTERVAL_MS) {
       this.#append("heartbeat", {});
@@ -483,7 +486,10 @@ export class RunObject extends DurableObject<Env> {
   #recordIntent(call: ToolCallRecord): void {
     const run = this.#run!;
     call.mutation_id = newMutationId();
-    this.#intents.set(call.tool_call_id, afterThisTurn().then(() => this.#intentFor(run, call)));
+    this.#intents.set(
+      call.tool_call_id,
+      afterThisTurn().then(() => this.#intentFor(run, call)),
+    );
   }
 
   #intentFor(run: RunRecord, call: ToolCallRecord) {
@@ -511,7 +517,10 @@ export class RunObject extends DurableObject<Env> {
     // #execute decides; the decision is applied here, once, only if the call is still this instance's to settle.
     void afterThisTurn()
       .then(() => this.#execute(call))
-      .catch((err: unknown) => () => settleDispatch(call, { kind: "failed", code: "transport_error", message: (err as Error).message }, Date.now()))
+      .catch(
+        (err: unknown) => () =>
+          settleDispatch(call, { kind: "failed", code: "transport_error", message: (err as Error).message }, Date.now()),
+      )
       .then((decide) => {
         this.#inFlight.delete(call.tool_call_id);
         const run = this.#run;
@@ -549,12 +558,22 @@ export class RunObject extends DurableObject<Env> {
         argumentsDigest: call.arguments_digest,
         excludeRunId: run.run_id,
       });
-      const refusal = prior === true ? "prior_outcome_unknown" : prior === "unavailable" ? "storage_unavailable" : run.cancel_requested ? "cancelled" : undefined;
+      const refusal =
+        prior === true
+          ? "prior_outcome_unknown"
+          : prior === "unavailable"
+            ? "storage_unavailable"
+            : run.cancel_requested
+              ? "cancelled"
+              : undefined;
       if (refusal !== undefined) {
         this.#settleUnsent(call, refusal);
         return () => refuseDispatch(call, refusal, Date.now());
       }
-      const checkpoint = await this.#ledger.checkpoint(call.mutation_id, { reason: "storage_unavailable", settledAt: new Date().toISOString() });
+      const checkpoint = await this.#ledger.checkpoint(call.mutation_id, {
+        reason: "storage_unavailable",
+        settledAt: new Date().toISOString(),
+      });
       if (checkpoint !== "acknowledged") {
         this.#settleUnsent(call, "storage_unavailable");
         return () => refuseDispatch(call, "storage_unavailable", Date.now());
@@ -595,7 +614,13 @@ export class RunObject extends DurableObject<Env> {
     }
     const outcome = await callMcpTool(server, target.tool, call.arguments, this.#caps());
     if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message };
-    return { kind: "result", is_error: outcome.isError, content_bytes: outcome.contentBytes, summary: outcome.summary, model_text: outcome.modelText };
+    return {
+      kind: "result",
+      is_error: outcome.isError,
+      content_bytes: outcome.contentBytes,
+      summary: outcome.summary,
+      model_text: outcome.modelText,
+    };
   }
 
   /**
@@ -626,7 +651,11 @@ export class RunObject extends DurableObject<Env> {
         continue;
       }
       if (row.state === "unresolved") {
-        this.#ledger.settleInBackground(call.mutation_id, { state: "outcome_unknown", error: { code: "transport_error", message: lostMessage }, settledAt: new Date().toISOString() });
+        this.#ledger.settleInBackground(call.mutation_id, {
+          state: "outcome_unknown",
+          error: { code: "transport_error", message: lostMessage },
+          settledAt: new Date().toISOString(),
+        });
       }
       this.#apply(settleDispatch(call, { kind: "failed", code: "transport_error", message: lostMessage }, Date.now()));
     }
@@ -652,7 +681,10 @@ export class RunObject extends DurableObject<Env> {
   #limits(): Limits {
     const fromTrigger = this.#run?.max_tool_calls;
     return {
-      ceiling: fromTrigger === null || fromTrigger === undefined ? this.#config.MAX_TOOL_CALLS : Math.min(this.#config.MAX_TOOL_CALLS, fromTrigger),
+      ceiling:
+        fromTrigger === null || fromTrigger === undefined
+          ? this.#config.MAX_TOOL_CALLS
+          : Math.min(this.#config.MAX_TOOL_CALLS, fromTrigger),
       budget: this.#config.MUTATION_BUDGET,
       approvalTimeoutMs: this.#config.APPROVAL_TIMEOUT_MS,
       admissionTimeoutMs: this.#config.ADMISSION_TIMEOUT_MS,
@@ -733,7 +765,7 @@ export class RunObject extends DurableObject<Env> {
   /** The calls of the turn being executed, while the loop is in its tools phase. */
   #currentTurn(): TurnState | undefined {
     const run = this.#run;
-    if (!run || run.phase.kind !== "tools") return undefined;
+    if (run?.phase.kind !== "tools") return undefined;
     const turn = run.phase.turn;
     return { calls: run.calls.filter((c) => c.turn === turn) };
   }
@@ -780,7 +812,11 @@ function afterThisTurn(): Promise<void> {
 function durableSettlement(outcome: DispatchOutcome): Settlement {
   const settledAt = new Date().toISOString();
   if (outcome.kind === "failed") return { state: "outcome_unknown", error: { code: outcome.code, message: outcome.message }, settledAt };
-  return { state: "completed", result: { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary }, settledAt };
+  return {
+    state: "completed",
+    result: { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary },
+    settledAt,
+  };
 }
 
 function notFound(what: string, id: string): RouteAnswer {

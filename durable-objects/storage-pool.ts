@@ -1,7 +1,7 @@
 // StoragePool: the semaphore Durable Object behind contract section 9. ONE
 // global instance (STORAGE_POOL_NAME) holds POOL_CAPACITY_SLOTS slots; every
 // mutation-outcome storage call (checkpoint, settlement, outcome read, final
-// persistence) holds one while it runs (src/storage-guard.ts).
+// persistence) holds one while it runs (src/outcomes/storage-guard.ts).
 //
 // - acquire() fails AT ONCE when every slot is held (fail closed): no queue.
 // - A slot is a lease in this object's SQLite storage, expiring
@@ -17,31 +17,12 @@
 // both take the 16th slot.
 import { DurableObject } from "cloudflare:workers";
 import { ulid } from "ulidx";
-import { loadConfig } from "../src/config";
-import type { Env } from "../src/env";
-
-/** Contract section 9: one global pool of 16 slots. */
-export const POOL_CAPACITY_SLOTS = 16;
-/** The name of the one global instance (contract section 9: "one global pool"). */
-export const STORAGE_POOL_NAME = "global";
-
-export type AcquireResult = { ok: true; lease_id: string } | { ok: false };
-
-export interface StoragePoolStats {
-  capacity: number;
-  in_use: number;
-  acquired_total: number;
-  rejected_total: number;
-  reclaimed_total: number;
-}
+import { loadConfig } from "../src/config/config";
+import type { Env } from "../src/config/env";
+import { POOL_CAPACITY_SLOTS, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 
 type Counter = "acquired_total" | "rejected_total" | "reclaimed_total";
 const COUNTERS: readonly Counter[] = ["acquired_total", "rejected_total", "reclaimed_total"];
-
-/** The global pool's stub: every caller (Worker or Run object) shares this one instance. */
-export function globalStoragePool(ns: DurableObjectNamespace<StoragePool>): DurableObjectStub<StoragePool> {
-  return ns.get(ns.idFromName(STORAGE_POOL_NAME));
-}
 
 export class StoragePool extends DurableObject<Env> {
   #leaseMs!: number;

@@ -1,7 +1,7 @@
 // The Worker entry: routes requests and exports the Durable Object classes
 // that wrangler.toml binds.
-import type { Env } from "./env";
-import { router } from "./router";
+import type { Env } from "./config/env";
+import { router } from "./http/router";
 
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";

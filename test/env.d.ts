@@ -1,6 +1,6 @@
 // Bindings the in-runtime tests see through `cloudflare:test`'s `env`.
 import type { D1Migration } from "cloudflare:test";
-import type { Env as WorkerEnv } from "../src/env";
+import type { Env as WorkerEnv } from "../src/config/env";
 
 declare global {
   namespace Cloudflare {
@@ -14,4 +14,3 @@ declare global {
     }
   }
 }
-export {};

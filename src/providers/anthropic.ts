@@ -8,12 +8,7 @@
 // ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL fallback, no local credential
 // files). Without MODEL_API_KEY the provider refuses to call at all.
 import Anthropic from "@anthropic-ai/sdk";
-import type {
-  ContentBlockParam,
-  MessageCreateParamsNonStreaming,
-  MessageParam,
-  Tool,
-} from "@anthropic-ai/sdk/resources/messages";
+import type { ContentBlockParam, MessageCreateParamsNonStreaming, MessageParam, Tool } from "@anthropic-ai/sdk/resources/messages";
 import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_MODEL_TIMEOUT_MS,
@@ -156,19 +151,16 @@ export function createAnthropicProvider(settings: ProviderSettings): ModelProvid
     name: PROVIDER,
     async next(request, signal) {
       if (!client) {
-        throw new ModelError(
-          "The model provider (anthropic) has no API key: set MODEL_API_KEY (wrangler secret put MODEL_API_KEY).",
-          { provider: PROVIDER, code: "not_configured" },
-        );
+        throw new ModelError("The model provider (anthropic) has no API key: set MODEL_API_KEY (wrangler secret put MODEL_API_KEY).", {
+          provider: PROVIDER,
+          code: "not_configured",
+        });
       }
       const body = buildAnthropicRequest(request, { model, maxTokens });
-      return withRetries(
-        { provider: PROVIDER, policy, signal, classify: (error) => classifyAnthropicError(error, apiKey) },
-        async () => {
-          const message: unknown = await client.messages.create(body, signal ? { signal } : undefined);
-          return parseAnthropicMessage(message);
-        },
-      );
+      return withRetries({ provider: PROVIDER, policy, signal, classify: (error) => classifyAnthropicError(error, apiKey) }, async () => {
+        const message: unknown = await client.messages.create(body, signal ? { signal } : undefined);
+        return parseAnthropicMessage(message);
+      });
     },
   };
 }

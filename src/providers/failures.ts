@@ -59,7 +59,11 @@ export function classifyOtherError(provider: "anthropic" | "openai", error: unkn
   if (error instanceof UnusableAnswer) {
     return error.retryable
       ? { retryable: true, what: "unusable answers", detail: error.message, code: "bad_response" }
-      : { retryable: false, code: "bad_response", message: `The model provider (${provider}) answered something unusable: ${error.message}.` };
+      : {
+          retryable: false,
+          code: "bad_response",
+          message: `The model provider (${provider}) answered something unusable: ${error.message}.`,
+        };
   }
   if (error instanceof SyntaxError) {
     // The SDK could not parse a JSON success body: a broken or misdirected endpoint.

@@ -27,10 +27,7 @@ export class ModelError extends Error {
   /** How many model calls were made before giving up. */
   readonly attempts: number;
 
-  constructor(
-    message: string,
-    details: { provider: ModelProviderName; code: ModelErrorCode; status?: number; attempts?: number },
-  ) {
+  constructor(message: string, details: { provider: ModelProviderName; code: ModelErrorCode; status?: number; attempts?: number }) {
     super(message);
     this.provider = details.provider;
     this.code = details.code;

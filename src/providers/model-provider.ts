@@ -18,7 +18,7 @@
 // waits for whole turns anyway, and it keeps the stand-ins simple.
 //
 // next() only ever rejects with a ModelError, whose message is for a person.
-import type { HostConfig } from "../config";
+import type { HostConfig } from "../config/config";
 import { createAnthropicProvider } from "./anthropic";
 import { ModelError } from "./model-error";
 import { createOpenAiProvider } from "./openai";
@@ -130,4 +130,3 @@ export function modelProviderFromConfig(
     ...(config.MODEL_API_KEY !== undefined ? { apiKey: config.MODEL_API_KEY } : {}),
   });
 }
-

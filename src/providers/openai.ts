@@ -149,9 +149,7 @@ export function parseOpenAiCompletion(body: unknown): ModelTurn {
 function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
-    return content
-      .map((part) => (isPlainObject(part) && typeof part.text === "string" ? part.text : ""))
-      .join("");
+    return content.map((part) => (isPlainObject(part) && typeof part.text === "string" ? part.text : "")).join("");
   }
   return "";
 }
@@ -195,13 +193,10 @@ export function createOpenAiProvider(settings: ProviderSettings): ModelProvider 
     name: PROVIDER,
     async next(request, signal) {
       const body = buildOpenAiRequest(request, { model, maxTokens, baseUrl });
-      return withRetries(
-        { provider: PROVIDER, policy, signal, classify: (error) => classifyOpenAiError(error, apiKey) },
-        async () => {
-          const completion: unknown = await client.chat.completions.create(body, signal ? { signal } : undefined);
-          return parseOpenAiCompletion(completion);
-        },
-      );
+      return withRetries({ provider: PROVIDER, policy, signal, classify: (error) => classifyOpenAiError(error, apiKey) }, async () => {
+        const completion: unknown = await client.chat.completions.create(body, signal ? { signal } : undefined);
+        return parseOpenAiCompletion(completion);
+      });
     },
   };
 }

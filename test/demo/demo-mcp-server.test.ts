@@ -140,7 +140,9 @@ describe("demo MCP server as a separate process", () => {
       id: "kpi-1",
       target: 0.01,
     });
-    expect(resultJson(await callTool(client, "create_alert_from_chart", { dashboard_id: "dash-1", chart: "p95", threshold: 500 }))).toMatchObject({
+    expect(
+      resultJson(await callTool(client, "create_alert_from_chart", { dashboard_id: "dash-1", chart: "p95", threshold: 500 })),
+    ).toMatchObject({
       id: "alert-1",
       dashboard_id: "dash-1",
       channel: null,
@@ -249,7 +251,12 @@ describe("demo MCP server as a separate process", () => {
     const response = await fetch(server.mcpUrl, {
       method: "POST",
       headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "create_dashboard", arguments: { title: "Raw" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "create_dashboard", arguments: { title: "Raw" } },
+      }),
     });
     expect(response.status).toBe(200);
     expect(response.headers.get("mcp-session-id")).toBeNull();

@@ -59,13 +59,38 @@ describe("approved mutations", () => {
     const first = await s.approve("write-1");
     const second = await s.approve("write-2");
     await s.toEnd();
-    expect(s.shape()).toEqual(["run_started", "assistant_message", ...approvedAndRun("write-1"), ...approvedAndRun("write-2"), "assistant_message", "run_completed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "assistant_message",
+      ...approvedAndRun("write-1"),
+      ...approvedAndRun("write-2"),
+      "assistant_message",
+      "run_completed",
+    ]);
     expect(first.approval_id).not.toBe(second.approval_id);
     expect(s.one("approval_requested", "write-1")).toMatchObject({ tool_name: CREATE, level: "approve", arguments: { title: "Latency" } });
-    expect(s.one("approval_resolved", "write-1")).toMatchObject({ approval_id: first.approval_id, decision: "approved", decided_by: "U-approver" });
+    expect(s.one("approval_resolved", "write-1")).toMatchObject({
+      approval_id: first.approval_id,
+      decision: "approved",
+      decided_by: "U-approver",
+    });
     const started = s.one("tool_execution_started", "write-1");
-    expect(Object.keys(started).sort()).toEqual(["approval_id", "at", "channel_id", "protocol_version", "run_id", "sequence", "tool_call_id", "tool_name", "type"]);
-    expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "executed", approval_id: first.approval_id, result: { is_error: false } });
+    expect(Object.keys(started).sort()).toEqual([
+      "approval_id",
+      "at",
+      "channel_id",
+      "protocol_version",
+      "run_id",
+      "sequence",
+      "tool_call_id",
+      "tool_name",
+      "type",
+    ]);
+    expect(s.one("tool_execution", "write-1")).toMatchObject({
+      execution_status: "executed",
+      approval_id: first.approval_id,
+      result: { is_error: false },
+    });
     expect(s.one("tool_execution", "write-2")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
     expect(s.one("tool_completed", "write-2")).toMatchObject({ approved: true, duration_ms: expect.any(Number) });
     expect(s.events.at(-1)).toMatchObject({ type: "run_completed", text: "Done.", tool_calls: 2 });
@@ -126,19 +151,27 @@ describe("approved mutations", () => {
     expect(s.one("tool_completed", "kpi-2")).toMatchObject({ approved: true });
     expect(s.one("approval_requested", "alert-1")).toMatchObject({ level: "confirm" });
     // The demo server has no dash-9: the call left, and the tool said no.
-    expect(s.one("tool_execution", "alert-1")).toMatchObject({ execution_status: "executed", result: { is_error: true }, error: { code: "tool_error" } });
+    expect(s.one("tool_execution", "alert-1")).toMatchObject({
+      execution_status: "executed",
+      result: { is_error: true },
+      error: { code: "tool_error" },
+    });
     expect((await demoCalls()).by_tool).toMatchObject({ create_kpi: 1, create_alert_from_chart: 1 });
   });
 
   it("needs the tool name as confirmation for a confirm-level approval", async () => {
-    const s = await Scenario.start([{ tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-1", chart: "c", threshold: 1 } }] }]);
+    const s = await Scenario.start([
+      { tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-1", chart: "c", threshold: 1 } }] },
+    ]);
     const requested = await s.waitFor("approval_requested", "alert-1");
     const missing = await s.decide(requested.approval_id!, { decision: "approve" });
     expect(missing).toMatchObject({ status: 400, json: { error: "confirmation_mismatch" } });
     const wrong = await s.decide(requested.approval_id!, { decision: "approve", confirmation: "create_alert_from_chart" });
     expect(wrong).toMatchObject({ status: 400, json: { error: "confirmation_mismatch" } });
     const summary = (await (await fetch(`${url}/api/runs/${s.runId}`, { headers: auth })).json()) as any;
-    expect(summary.pending_approvals).toEqual([expect.objectContaining({ approval_id: requested.approval_id, tool_call_id: "alert-1", tool_name: ALERT })]);
+    expect(summary.pending_approvals).toEqual([
+      expect.objectContaining({ approval_id: requested.approval_id, tool_call_id: "alert-1", tool_name: ALERT }),
+    ]);
     expect((await s.decide(requested.approval_id!, { decision: "approve", confirmation: ALERT })).status).toBe(200);
     await s.toEnd();
     expect(s.shape()).toEqual(["run_started", ...approvedAndRun("alert-1"), "run_completed"]);
@@ -152,10 +185,21 @@ describe("decisions that stop a call", () => {
     const denied = await s.decide(requested.approval_id!, { decision: "deny", reason: "not now" });
     expect(denied).toEqual({ status: 200, json: { approval_id: requested.approval_id, decision: "denied", status: "resolved" } });
     expect(await s.decide(requested.approval_id!, { decision: "deny" })).toEqual(denied);
-    expect(await s.decide(requested.approval_id!, { decision: "approve" })).toMatchObject({ status: 409, json: { error: "already_resolved", decision: "denied" } });
+    expect(await s.decide(requested.approval_id!, { decision: "approve" })).toMatchObject({
+      status: 409,
+      json: { error: "already_resolved", decision: "denied" },
+    });
     expect((await s.decide("approval_unknown", { decision: "approve" })).status).toBe(404);
     await s.toEnd();
-    expect(s.shape()).toEqual(["run_started", "tool_started:write-1", "approval_requested:write-1", "approval_resolved:write-1", "tool_execution:write-1", "tool_completed:write-1", "run_completed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "tool_started:write-1",
+      "approval_requested:write-1",
+      "approval_resolved:write-1",
+      "tool_execution:write-1",
+      "tool_completed:write-1",
+      "run_completed",
+    ]);
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
     expect(s.one("tool_completed", "write-1")).toMatchObject({ approved: false });
     expect((await demoCalls()).total).toBe(0);
@@ -165,7 +209,15 @@ describe("decisions that stop a call", () => {
     const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } }] }]);
     const requested = await s.waitFor("approval_requested", "write-1");
     await s.toEnd(); // nobody decides: the alarm expires it
-    expect(s.shape()).toEqual(["run_started", "tool_started:write-1", "approval_requested:write-1", "approval_resolved:write-1", "tool_execution:write-1", "tool_completed:write-1", "run_completed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "tool_started:write-1",
+      "approval_requested:write-1",
+      "approval_resolved:write-1",
+      "tool_execution:write-1",
+      "tool_completed:write-1",
+      "run_completed",
+    ]);
     expect(s.one("approval_resolved", "write-1")).toMatchObject({ decision: "expired" });
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
     // Blocked on a person for 3 s, the idle response still got sequenced heartbeats (200 ms interval).
@@ -188,18 +240,35 @@ describe("cancellation at each wait", () => {
     await s.waitFor("approval_requested", "write-1");
     await cancel(s);
     await s.toEnd();
-    expect(s.shape()).toEqual(["run_started", "tool_started:write-1", "approval_requested:write-1", "approval_resolved:write-1", "tool_execution:write-1", "tool_completed:write-1", "run_failed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "tool_started:write-1",
+      "approval_requested:write-1",
+      "approval_resolved:write-1",
+      "tool_execution:write-1",
+      "tool_completed:write-1",
+      "run_failed",
+    ]);
     expect(s.one("approval_resolved", "write-1")).toMatchObject({ decision: "cancelled" });
     expect(s.one("tool_execution", "write-1")).toMatchObject({ reason: "cancelled" });
     expect(s.one("run_failed")).toMatchObject({ error: { code: "cancelled" } });
   });
 
   it("while waiting for an answer", async () => {
-    const s = await Scenario.start([{ tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team?" } }] }]);
+    const s = await Scenario.start([
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team?" } }] },
+    ]);
     await s.waitFor("human_input_requested", "ask-1");
     await cancel(s);
     await s.toEnd();
-    expect(s.shape()).toEqual(["run_started", "tool_started:ask-1", "human_input_requested:ask-1", "tool_execution:ask-1", "tool_completed:ask-1", "run_failed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "tool_started:ask-1",
+      "human_input_requested:ask-1",
+      "tool_execution:ask-1",
+      "tool_completed:ask-1",
+      "run_failed",
+    ]);
     expect(s.one("tool_execution", "ask-1")).toMatchObject({ execution_status: "not_executed", reason: "cancelled" });
   });
 
@@ -230,7 +299,10 @@ describe("cancellation at each wait", () => {
 
   it("during a dispatch: the call is not abandoned and its result is still reported", async () => {
     await armFault("create_dashboard", "delay", 600);
-    const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } }] }, { text: "never said" }]);
+    const s = await Scenario.start([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } }] },
+      { text: "never said" },
+    ]);
     await s.approve("write-1");
     await s.waitFor("tool_execution_started", "write-1");
     await new Promise((r) => setTimeout(r, 150)); // the call is on the wire now
@@ -260,7 +332,10 @@ describe("transport", () => {
     await s.approve("write-1");
     await s.toEnd();
     const execution = s.one("tool_execution", "write-1");
-    expect(execution).toMatchObject({ execution_status: "executed", error: { code: expect.stringMatching(/^transport_(timeout|error)$/) } });
+    expect(execution).toMatchObject({
+      execution_status: "executed",
+      error: { code: expect.stringMatching(/^transport_(timeout|error)$/) },
+    });
     await new Promise((r) => setTimeout(r, 500));
     expect((await demoCalls()).by_tool.create_dashboard).toBe(1);
   });
@@ -274,14 +349,24 @@ describe("what the stream shows", () => {
           {
             tool_name: CREATE,
             tool_call_id: "write-1",
-            arguments: { title: "Billing", api_key: "sk-live-123", panels: ["p1"], auth: { password: "hunter2", headers: { Authorization: "Bearer abc" } } },
+            arguments: {
+              title: "Billing",
+              api_key: "sk-live-123",
+              panels: ["p1"],
+              auth: { password: "hunter2", headers: { Authorization: "Bearer abc" } },
+            },
           },
         ],
       },
     ]);
     const requested = await s.approve("write-1");
     await s.toEnd();
-    expect(requested.arguments).toEqual({ title: "Billing", api_key: "[REDACTED]", panels: ["p1"], auth: { password: "[REDACTED]", headers: { Authorization: "[REDACTED]" } } });
+    expect(requested.arguments).toEqual({
+      title: "Billing",
+      api_key: "[REDACTED]",
+      panels: ["p1"],
+      auth: { password: "[REDACTED]", headers: { Authorization: "[REDACTED]" } },
+    });
     for (const secret of ["sk-live-123", "hunter2", "Bearer abc"]) expect(s.client.raw).not.toContain(secret);
     // The approved call was dispatched with the exact arguments shown (before redaction).
     const calls = await demoCalls();

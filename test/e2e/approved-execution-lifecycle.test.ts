@@ -6,7 +6,20 @@
 // holding the session lock past the storage bound, needs a seam in front of
 // D1 and so runs inside workerd: test/runtime/mutation-faults.test.ts.
 import { beforeEach, describe, expect, it } from "vitest";
-import { ASK_THEN_WRITE, auth, CREATE, demo, demoCalls, events, LIST, post, Scenario, slowScript, summary, trigger, url } from "../support/e2e-client";
+import {
+  ASK_THEN_WRITE,
+  auth,
+  demo,
+  demoCalls,
+  events,
+  LIST,
+  post,
+  Scenario,
+  slowScript,
+  summary,
+  trigger,
+  url,
+} from "../support/e2e-client";
 import { eventIds, eventTypes } from "../support/sse-client";
 
 beforeEach(async () => {
@@ -57,7 +70,13 @@ describe("unattended runs", () => {
     await expect.poll(async () => (await summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
     const replay = await events(json.run_id);
     await replay.toEnd();
-    expect(eventTypes(replay.events)).toEqual(["run_started", "assistant_message", "assistant_message", "assistant_message", "run_completed"]);
+    expect(eventTypes(replay.events)).toEqual([
+      "run_started",
+      "assistant_message",
+      "assistant_message",
+      "assistant_message",
+      "run_completed",
+    ]);
     expect(eventIds(replay.events)).toEqual([1, 2, 3, 4, 5]);
   });
 });
@@ -146,7 +165,16 @@ describe("ordered admission and the ceiling", () => {
     );
     await s.toEnd();
     // read-2 can never be admitted once read-1 took the only call: it ends at once, before read-1 returns.
-    expect(s.shape()).toEqual(["run_started", "tool_started:read-1", "tool_started:read-2", "tool_execution:read-2", "tool_completed:read-2", "tool_execution:read-1", "tool_completed:read-1", "run_completed"]);
+    expect(s.shape()).toEqual([
+      "run_started",
+      "tool_started:read-1",
+      "tool_started:read-2",
+      "tool_execution:read-2",
+      "tool_completed:read-2",
+      "tool_execution:read-1",
+      "tool_completed:read-1",
+      "run_completed",
+    ]);
     expect(s.one("tool_started", "read-1")).toMatchObject({ approval_required: false });
     expect(s.one("tool_execution", "read-1")).toMatchObject({ execution_status: "executed" });
     expect(s.one("tool_execution", "read-2")).toMatchObject({ execution_status: "not_executed", reason: "call_ceiling" });
@@ -154,4 +182,3 @@ describe("ordered admission and the ceiling", () => {
     expect((await demoCalls()).by_tool.list_dashboards).toBe(1);
   });
 });
-

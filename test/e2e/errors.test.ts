@@ -30,7 +30,11 @@ describe("errors on the default deployment", () => {
     const body = await expectError(await post("/api/trigger", JSON.stringify({ message: 42 })), 400, "invalid_request");
     expect(body.details).toEqual([expect.objectContaining({ path: "message" })]);
     await expectError(await post("/api/trigger", "{"), 400, "invalid_json");
-    await expectError(await fetch(`${url}/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/events?after=x`, { headers: auth }), 400, "invalid_request");
+    await expectError(
+      await fetch(`${url}/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/events?after=x`, { headers: auth }),
+      400,
+      "invalid_request",
+    );
   });
 
   it("413 payload_too_large", async () => {
@@ -83,7 +87,9 @@ describe("deployments with other settings", () => {
     // 8 events, at most 5 kept: 4..8 remain.
     const gap = await expectError(await shortRetention.api(`/api/runs/${run_id}/events?after=0`), 410, "replay_gap");
     expect(gap.earliest_sequence).toBe(4);
-    const tail = await RawSseClient.open(`${shortRetention.url}/api/runs/${run_id}/events?after=3`, { authorization: `Bearer ${shortRetention.token}` });
+    const tail = await RawSseClient.open(`${shortRetention.url}/api/runs/${run_id}/events?after=3`, {
+      authorization: `Bearer ${shortRetention.token}`,
+    });
     expect(eventIds(await tail.toEnd())).toEqual([4, 5, 6, 7, 8]);
     // One second after the end, the retention alarm deletes everything.
     await expect

@@ -3,7 +3,13 @@
 // as the tool server. The model proposes a write, a person approves it, the
 // tool result goes back to the model, the model finishes.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { anthropicMessage, openAiCompletion, startAnthropicStandIn, startOpenAiStandIn, type ModelStandIn } from "../support/model-stand-ins";
+import {
+  anthropicMessage,
+  openAiCompletion,
+  startAnthropicStandIn,
+  startOpenAiStandIn,
+  type ModelStandIn,
+} from "../support/model-stand-ins";
 import { RawSseClient } from "../support/sse-client";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
@@ -21,7 +27,13 @@ let openai: Deployment;
 
 beforeAll(async () => {
   const [a, o] = await Promise.all([startAnthropicStandIn({ apiKey: MODEL_KEY }), startOpenAiStandIn({ apiKey: MODEL_KEY })]);
-  const vars = (provider: string, baseUrl: string) => ({ ...e2eVars(`${demo}/mcp`), MODEL_PROVIDER: provider, MODEL_BASE_URL: baseUrl, MODEL_API_KEY: MODEL_KEY, MODEL_NAME: "stand-in-model" });
+  const vars = (provider: string, baseUrl: string) => ({
+    ...e2eVars(`${demo}/mcp`),
+    MODEL_PROVIDER: provider,
+    MODEL_BASE_URL: baseUrl,
+    MODEL_API_KEY: MODEL_KEY,
+    MODEL_NAME: "stand-in-model",
+  });
   const [as, os] = await Promise.all([startWorkerServer(vars("anthropic", a.baseUrl)), startWorkerServer(vars("openai", o.baseUrl))]);
   anthropic = { standIn: a, server: as };
   openai = { standIn: o, server: os };
@@ -35,16 +47,25 @@ async function run(d: Deployment, message: string): Promise<{ runId: string; cli
   const res = await d.server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message, channel_id: "C-models" }) });
   expect(res.status).toBe(202);
   const { run_id } = (await res.json()) as { run_id: string };
-  return { runId: run_id, client: await RawSseClient.open(`${d.server.url}/api/runs/${run_id}/events`, { authorization: `Bearer ${d.server.token}` }) };
+  return {
+    runId: run_id,
+    client: await RawSseClient.open(`${d.server.url}/api/runs/${run_id}/events`, { authorization: `Bearer ${d.server.token}` }),
+  };
 }
 
 const parsed = (client: RawSseClient) => client.events.map((e) => JSON.parse(e.data) as Record<string, any>);
-const shape = (client: RawSseClient) => parsed(client).filter((e) => e.type !== "heartbeat").map((e) => e.type as string);
+const shape = (client: RawSseClient) =>
+  parsed(client)
+    .filter((e) => e.type !== "heartbeat")
+    .map((e) => e.type as string);
 
 async function approveFirst(d: Deployment, runId: string, client: RawSseClient): Promise<void> {
   await expect.poll(() => parsed(client).some((e) => e.type === "approval_requested"), { timeout: 15_000 }).toBe(true);
   const requested = parsed(client).find((e) => e.type === "approval_requested")!;
-  const res = await d.server.api(`/api/runs/${runId}/approvals/${requested.approval_id}`, { method: "POST", body: JSON.stringify({ decision: "approve", decided_by: "U1" }) });
+  const res = await d.server.api(`/api/runs/${runId}/approvals/${requested.approval_id}`, {
+    method: "POST",
+    body: JSON.stringify({ decision: "approve", decided_by: "U1" }),
+  });
   expect(res.status).toBe(200);
 }
 
@@ -53,7 +74,12 @@ describe("anthropic", () => {
     await fetch(`${demo}/control/reset`, { method: "POST" });
     const { standIn } = anthropic;
     standIn.enqueue(
-      { body: anthropicMessage({ text: "I'll create it.", toolUses: [{ id: "toolu_1", name: "mcp__demo__create_dashboard", input: { title: "Errors" } }] }) },
+      {
+        body: anthropicMessage({
+          text: "I'll create it.",
+          toolUses: [{ id: "toolu_1", name: "mcp__demo__create_dashboard", input: { title: "Errors" } }],
+        }),
+      },
       { body: anthropicMessage({ text: "Created the Errors dashboard." }) },
     );
     const before = standIn.requests.length;
@@ -73,7 +99,10 @@ describe("anthropic", () => {
       "run_completed",
     ]);
     const events = parsed(client);
-    expect(events.find((e) => e.type === "tool_started")).toMatchObject({ tool_call_id: "toolu_1", tool_name: "mcp__demo__create_dashboard" });
+    expect(events.find((e) => e.type === "tool_started")).toMatchObject({
+      tool_call_id: "toolu_1",
+      tool_name: "mcp__demo__create_dashboard",
+    });
     expect(events.at(-1)).toMatchObject({ type: "run_completed", text: "Created the Errors dashboard.", tool_calls: 1 });
 
     const [first, second] = standIn.requests.slice(before).map((r) => r.body);
@@ -94,7 +123,13 @@ describe("anthropic", () => {
   it("survives a max_tokens stop that leaves a tool_use without its result", async () => {
     const { standIn } = anthropic;
     standIn.enqueue(
-      { body: anthropicMessage({ text: "Let me", toolUses: [{ id: "toolu_cut", name: "mcp__demo__create_dashboard", input: {} }], stopReason: "max_tokens" }) },
+      {
+        body: anthropicMessage({
+          text: "Let me",
+          toolUses: [{ id: "toolu_cut", name: "mcp__demo__create_dashboard", input: {} }],
+          stopReason: "max_tokens",
+        }),
+      },
       { body: anthropicMessage({ text: "Sorry, I was cut off; nothing was changed." }) },
     );
     const before = standIn.requests.length;
@@ -108,7 +143,10 @@ describe("anthropic", () => {
 
   it("retries a 429 and ends a run whose model keeps failing with run_failed(model_error)", async () => {
     const { standIn } = anthropic;
-    standIn.enqueue({ status: 429, headers: { "retry-after": "0" }, body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } } }, { body: anthropicMessage({ text: "Fine now." }) });
+    standIn.enqueue(
+      { status: 429, headers: { "retry-after": "0" }, body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } } },
+      { body: anthropicMessage({ text: "Fine now." }) },
+    );
     const ok = await run(anthropic, "hi");
     await ok.client.toEnd(30_000);
     expect(parsed(ok.client).at(-1)).toMatchObject({ type: "run_completed", text: "Fine now." });
@@ -128,7 +166,9 @@ describe("openai", () => {
     await fetch(`${demo}/control/reset`, { method: "POST" });
     const { standIn } = openai;
     standIn.enqueue(
-      { body: openAiCompletion({ toolCalls: [{ id: "call_1", name: "mcp__demo__create_dashboard", arguments: { title: "Saturation" } }] }) },
+      {
+        body: openAiCompletion({ toolCalls: [{ id: "call_1", name: "mcp__demo__create_dashboard", arguments: { title: "Saturation" } }] }),
+      },
       { body: openAiCompletion({ text: "Done." }) },
     );
     const before = standIn.requests.length;

@@ -9,12 +9,7 @@ import {
   type ProviderSettings,
 } from "../../src/providers/model-provider";
 import { buildAnthropicRequest } from "../../src/providers/anthropic";
-import {
-  anthropicMessage,
-  startAnthropicStandIn,
-  validateAnthropicRequest,
-  type ModelStandIn,
-} from "../support/model-stand-ins";
+import { anthropicMessage, startAnthropicStandIn, validateAnthropicRequest, type ModelStandIn } from "../support/model-stand-ins";
 import { afterToolRound, DUMMY_KEY, FAST_RETRY, firstRequest, rejectionOf, SYSTEM, withDanglingCall } from "./fixtures";
 
 let standIn: ModelStandIn;
@@ -161,7 +156,7 @@ describe("anthropic: requests and turns", () => {
           ...anthropicMessage({ text: "Creating", stopReason: "max_tokens" }),
           content: [
             { type: "text", text: "Creating" },
-            { type: "tool_use", id: "toolu_half", name: "mcp__demo__create_dashboard", input: "{\"title\": \"Rev" },
+            { type: "tool_use", id: "toolu_half", name: "mcp__demo__create_dashboard", input: '{"title": "Rev' },
           ],
         },
       },
@@ -192,7 +187,11 @@ describe("anthropic: failures and retries", () => {
 
   it("caps a long retry-after at maxDelayMs", async () => {
     standIn.enqueue(
-      { status: 429, headers: { "retry-after": "120" }, body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } } },
+      {
+        status: 429,
+        headers: { "retry-after": "120" },
+        body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } },
+      },
       { body: anthropicMessage({ text: "hello" }) },
     );
     const started = Date.now();
@@ -257,7 +256,7 @@ describe("anthropic: failures and retries", () => {
   });
 
   it("turns a malformed JSON body into a ModelError, without retrying", async () => {
-    standIn.enqueue({ body: "{\"id\": \"msg_1\", \"content\": [" });
+    standIn.enqueue({ body: '{"id": "msg_1", "content": [' });
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
     expect(e).toBeInstanceOf(ModelError);
     expect(e.code).toBe("bad_response");
@@ -269,7 +268,9 @@ describe("anthropic: failures and retries", () => {
     standIn.enqueue({ body: { hello: "world" } });
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
     expect(e).toBeInstanceOf(ModelError);
-    expect(e.message).toBe("The model provider (anthropic) answered something unusable: the response is not a Messages API message (no content list).");
+    expect(e.message).toBe(
+      "The model provider (anthropic) answered something unusable: the response is not a Messages API message (no content list).",
+    );
   });
 
   it("refuses to call without an API key, and never takes one from the environment", async () => {

@@ -50,7 +50,7 @@ describe("openai: requests and turns", () => {
     expect(standIn.requests).toHaveLength(1);
     const req = standIn.requests[0]!;
     expect(req.path).toBe("/v1/chat/completions");
-    expect(req.headers["authorization"]).toBe(`Bearer ${DUMMY_KEY}`);
+    expect(req.headers.authorization).toBe(`Bearer ${DUMMY_KEY}`);
     expect(req.headers["x-stainless-retry-count"]).toBe("0");
     expect(req.body).toEqual({
       model: "gpt-test",
@@ -78,8 +78,8 @@ describe("openai: requests and turns", () => {
         role: "assistant",
         content: "I'll check first.",
         tool_calls: [
-          { id: "call_a", type: "function", function: { name: "mcp__demo__list_dashboards", arguments: "{\"limit\":5}" } },
-          { id: "call_b", type: "function", function: { name: "mcp__demo__create_dashboard", arguments: "{\"title\":\"Revenue\"}" } },
+          { id: "call_a", type: "function", function: { name: "mcp__demo__list_dashboards", arguments: '{"limit":5}' } },
+          { id: "call_b", type: "function", function: { name: "mcp__demo__create_dashboard", arguments: '{"title":"Revenue"}' } },
         ],
       },
       { role: "tool", tool_call_id: "call_a", content: "[]" },
@@ -126,7 +126,7 @@ describe("openai: requests and turns", () => {
     standIn.enqueue({
       body: openAiCompletion({
         text: "Creating",
-        toolCalls: [{ id: "call_half", name: "mcp__demo__create_dashboard", arguments: "{\"title\": \"Rev" }],
+        toolCalls: [{ id: "call_half", name: "mcp__demo__create_dashboard", arguments: '{"title": "Rev' }],
         finishReason: "length",
       }),
     });
@@ -183,7 +183,7 @@ describe("openai: requests and turns", () => {
         if (saved === undefined) delete process.env.OPENAI_API_KEY;
         else process.env.OPENAI_API_KEY = saved;
       }
-      expect(open.requests[0]!.headers["authorization"]).toBeUndefined();
+      expect(open.requests[0]!.headers.authorization).toBeUndefined();
       expect(JSON.stringify(open.requests[0]!.headers)).not.toContain("decoy");
     } finally {
       await open.close();
@@ -200,7 +200,10 @@ describe("openai: requests and turns", () => {
   });
 
   it("sends no tools list when there are no tools", () => {
-    const body = buildOpenAiRequest({ system: "", tools: [], conversation: [{ role: "user", text: "hi" }] }, { model: "m", maxTokens: 5, baseUrl: "http://x" });
+    const body = buildOpenAiRequest(
+      { system: "", tools: [], conversation: [{ role: "user", text: "hi" }] },
+      { model: "m", maxTokens: 5, baseUrl: "http://x" },
+    );
     expect(body).not.toHaveProperty("tools");
     expect(body.messages).toEqual([{ role: "user", content: "hi" }]);
   });
@@ -209,7 +212,11 @@ describe("openai: requests and turns", () => {
 describe("openai: failures and retries", () => {
   it("retries a 429 and honours retry-after", async () => {
     standIn.enqueue(
-      { status: 429, headers: { "retry-after": "1" }, body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } } },
+      {
+        status: 429,
+        headers: { "retry-after": "1" },
+        body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
+      },
       { body: openAiCompletion({ text: "hello" }) },
     );
     const started = Date.now();
@@ -233,7 +240,10 @@ describe("openai: failures and retries", () => {
 
   it("gives up on a persistent 500 with a readable ModelError after the policy's attempts", async () => {
     for (let i = 0; i < 3; i++) {
-      standIn.enqueue({ status: 500, body: { error: { message: "The server had an error while processing your request.", type: "server_error" } } });
+      standIn.enqueue({
+        status: 500,
+        body: { error: { message: "The server had an error while processing your request.", type: "server_error" } },
+      });
     }
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
 
@@ -248,7 +258,11 @@ describe("openai: failures and retries", () => {
 
   it("quotes a non-JSON error page briefly", async () => {
     for (let i = 0; i < 3; i++) {
-      standIn.enqueue({ status: 502, headers: { "content-type": "text/html" }, body: `<html><body>${"Bad gateway ".repeat(100)}</body></html>` });
+      standIn.enqueue({
+        status: 502,
+        headers: { "content-type": "text/html" },
+        body: `<html><body>${"Bad gateway ".repeat(100)}</body></html>`,
+      });
     }
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
     expect(e.message).toMatch(/^The model provider \(openai\) kept failing: HTTP 502 after 3 attempts: .*Bad gateway/);
@@ -258,7 +272,9 @@ describe("openai: failures and retries", () => {
   it("does not retry a 401 and never prints the key, even the part the provider echoes", async () => {
     const closed = await startOpenAiStandIn({ apiKey: "the-right-key" });
     try {
-      const e = (await rejectionOf(provider({ baseUrl: closed.baseUrl, apiKey: "sk-wrong-dummy-key-1234" }).next(firstRequest()))) as ModelError;
+      const e = (await rejectionOf(
+        provider({ baseUrl: closed.baseUrl, apiKey: "sk-wrong-dummy-key-1234" }).next(firstRequest()),
+      )) as ModelError;
       expect(e).toBeInstanceOf(ModelError);
       expect(e.code).toBe("auth");
       expect(e.status).toBe(401);
@@ -280,7 +296,7 @@ describe("openai: failures and retries", () => {
   });
 
   it("turns a malformed JSON body into a ModelError, without retrying", async () => {
-    standIn.enqueue({ body: "{\"id\": \"chatcmpl-1\", \"choices\": [" });
+    standIn.enqueue({ body: '{"id": "chatcmpl-1", "choices": [' });
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
     expect(e).toBeInstanceOf(ModelError);
     expect(e.code).toBe("bad_response");

@@ -83,7 +83,11 @@ describe("withRetries", () => {
     const run = (attempts: number) =>
       rejectionOf(
         withRetries(
-          { provider: "anthropic", policy: { attempts, baseDelayMs: 0, maxDelayMs: 0 }, classify: () => ({ retryable: true, what: "HTTP 503" }) },
+          {
+            provider: "anthropic",
+            policy: { attempts, baseDelayMs: 0, maxDelayMs: 0 },
+            classify: () => ({ retryable: true, what: "HTTP 503" }),
+          },
           async () => {
             calls++;
             throw new Error("x");
@@ -171,7 +175,7 @@ describe("repairConversation", () => {
 describe("parseToolArguments", () => {
   it("accepts objects and JSON objects, and empty as {}", () => {
     expect(parseToolArguments({ a: 1 })).toEqual({ a: 1 });
-    expect(parseToolArguments("{\"a\":1}")).toEqual({ a: 1 });
+    expect(parseToolArguments('{"a":1}')).toEqual({ a: 1 });
     expect(parseToolArguments("")).toEqual({});
     expect(parseToolArguments("  ")).toEqual({});
     expect(parseToolArguments(undefined)).toEqual({});
@@ -180,7 +184,7 @@ describe("parseToolArguments", () => {
 
   it("refuses malformed JSON and non-objects", () => {
     expect(parseToolArguments("{a:1}")).toBeUndefined();
-    expect(parseToolArguments("{\"a\":")).toBeUndefined();
+    expect(parseToolArguments('{"a":')).toBeUndefined();
     expect(parseToolArguments("[1]")).toBeUndefined();
     expect(parseToolArguments("null")).toBeUndefined();
     expect(parseToolArguments("7")).toBeUndefined();
@@ -208,10 +212,22 @@ describe("error text", () => {
 
 describe("from the host config", () => {
   it("is undefined for scripted, and the named provider otherwise", () => {
-    expect(modelProviderFromConfig({ MODEL_PROVIDER: "scripted", MODEL_NAME: undefined, MODEL_BASE_URL: undefined, MODEL_API_KEY: undefined })).toBeUndefined();
-    const anthropic = modelProviderFromConfig({ MODEL_PROVIDER: "anthropic", MODEL_NAME: "claude-x", MODEL_BASE_URL: undefined, MODEL_API_KEY: "k" });
+    expect(
+      modelProviderFromConfig({ MODEL_PROVIDER: "scripted", MODEL_NAME: undefined, MODEL_BASE_URL: undefined, MODEL_API_KEY: undefined }),
+    ).toBeUndefined();
+    const anthropic = modelProviderFromConfig({
+      MODEL_PROVIDER: "anthropic",
+      MODEL_NAME: "claude-x",
+      MODEL_BASE_URL: undefined,
+      MODEL_API_KEY: "k",
+    });
     expect(anthropic?.name).toBe("anthropic");
-    const openai = modelProviderFromConfig({ MODEL_PROVIDER: "openai", MODEL_NAME: undefined, MODEL_BASE_URL: "http://127.0.0.1:1/v1", MODEL_API_KEY: undefined });
+    const openai = modelProviderFromConfig({
+      MODEL_PROVIDER: "openai",
+      MODEL_NAME: undefined,
+      MODEL_BASE_URL: "http://127.0.0.1:1/v1",
+      MODEL_API_KEY: undefined,
+    });
     expect(openai?.name).toBe("openai");
   });
 

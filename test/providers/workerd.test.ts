@@ -53,14 +53,21 @@ beforeAll(async () => {
   child = spawn(
     process.execPath,
     [
-      WRANGLER_CLI, "dev",
-      "--config", config,
-      "--ip", "127.0.0.1",
-      "--port", String(port),
-      "--inspector-port", String(await freePort()),
-      "--persist-to", join(dir, "state"),
+      WRANGLER_CLI,
+      "dev",
+      "--config",
+      config,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(await freePort()),
+      "--persist-to",
+      join(dir, "state"),
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      "--log-level",
+      "warn",
     ],
     {
       cwd: dir,
@@ -131,7 +138,8 @@ describe("in workerd", () => {
 
   it("anthropic: retries a 500 and then gives up with a readable ModelError", async () => {
     const before = anthropic.requests.length;
-    for (let i = 0; i < 3; i++) anthropic.enqueue({ status: 500, body: { type: "error", error: { type: "api_error", message: "Internal server error" } } });
+    for (let i = 0; i < 3; i++)
+      anthropic.enqueue({ status: 500, body: { type: "error", error: { type: "api_error", message: "Internal server error" } } });
     const result = await nextInWorkerd({
       provider: "anthropic",
       settings: { baseUrl: anthropic.baseUrl, apiKey: DUMMY_KEY, retry: FAST_RETRY },
@@ -148,14 +156,19 @@ describe("in workerd", () => {
   });
 
   it("openai: repairs a dangling tool call and parses the answer", async () => {
-    openai.enqueue({ body: openAiCompletion({ toolCalls: [{ id: "call_w", name: "mcp__demo__create_dashboard", arguments: { title: "R" } }] }) });
+    openai.enqueue({
+      body: openAiCompletion({ toolCalls: [{ id: "call_w", name: "mcp__demo__create_dashboard", arguments: { title: "R" } }] }),
+    });
     const result = await nextInWorkerd({
       provider: "openai",
       settings: { baseUrl: openai.baseUrl, apiKey: DUMMY_KEY, model: "gpt-test", retry: FAST_RETRY },
       request: withDanglingCall(),
     });
     expect(result).toEqual({
-      turn: { tool_calls: [{ tool_call_id: "call_w", tool_name: "mcp__demo__create_dashboard", arguments: { title: "R" } }], stop: "tool_use" },
+      turn: {
+        tool_calls: [{ tool_call_id: "call_w", tool_name: "mcp__demo__create_dashboard", arguments: { title: "R" } }],
+        stop: "tool_use",
+      },
     });
     const messages = openai.requests.at(-1)!.body.messages;
     expect(messages.at(-1)).toEqual({ role: "tool", tool_call_id: "call_cut", content: `[tool error] ${UNANSWERED_TOOL_CALL_RESULT}` });

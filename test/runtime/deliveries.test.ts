@@ -11,7 +11,12 @@ describe("delivery identity", () => {
     expect(again.status).toBe(200);
     expect(again.json).toMatchObject({ status: "duplicate", run_id: first.json.run_id, channel_id: "C1" });
     const receipt = await api("/api/deliveries/Ev-1");
-    expect(await receipt.json()).toEqual({ delivery_id: "Ev-1", run_id: first.json.run_id, channel_id: "C1", accepted_at: expect.any(String) });
+    expect(await receipt.json()).toEqual({
+      delivery_id: "Ev-1",
+      run_id: first.json.run_id,
+      channel_id: "C1",
+      accepted_at: expect.any(String),
+    });
   });
 
   it("treats the Idempotency-Key header as the delivery identity", async () => {

@@ -1,9 +1,9 @@
 // EventLog and SubscriberStream over a real Durable Object SQLite storage.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { EventLog } from "../../src/event-log";
-import { encodeSseFrame } from "../../src/sse";
-import { SubscriberStream } from "../../src/subscriber-stream";
+import { EventLog } from "../../src/stream/event-log";
+import { encodeSseFrame } from "../../src/stream/sse";
+import { SubscriberStream } from "../../src/stream/subscriber-stream";
 
 const envelope = { run_id: "run-1", channel_id: "C1", at: "2026-11-29T10:00:00.000Z" };
 
@@ -19,7 +19,9 @@ describe("EventLog", () => {
       const a = log.append(envelope, "run_started", { user_id: "U1" });
       const b = log.append(envelope, "heartbeat", {});
       expect([a.sequence, b.sequence]).toEqual([1, 2]);
-      expect(a.json).toBe('{"protocol_version":"v2","sequence":1,"run_id":"run-1","channel_id":"C1","type":"run_started","at":"2026-11-29T10:00:00.000Z","user_id":"U1"}');
+      expect(a.json).toBe(
+        '{"protocol_version":"v2","sequence":1,"run_id":"run-1","channel_id":"C1","type":"run_started","at":"2026-11-29T10:00:00.000Z","user_id":"U1"}',
+      );
       expect(log.readAfter(0)).toEqual([a, b]);
       expect(new EventLog(sql, 100).lastSequence).toBe(2); // reloaded from storage
     }));

@@ -1,5 +1,5 @@
 /**
- * The engine's MCP client (src/mcp-transport.ts), run inside workerd against the real demo MCP
+ * The engine's MCP client (src/execution/mcp-transport.ts), run inside workerd against the real demo MCP
  * server processes started by demo-mcp-global-setup.ts: one answering with SSE streams, one with
  * JSON bodies. Every scenario that depends on the response mode runs against both.
  *
@@ -18,7 +18,7 @@ import {
   truncateUtf8,
   type McpCallOutcome,
   type TransportCaps,
-} from "../../src/mcp-transport";
+} from "../../src/execution/mcp-transport";
 
 const CAPS: TransportCaps = { connectTimeoutMs: 5_000, callTimeoutMs: 5_000, maxResponseBytes: 1024 * 1024 };
 /** The call timeout of the timeout scenarios: short, so a delayed server outlasts it. */
@@ -188,7 +188,11 @@ describe.each([
       await callMcpTool(server(), "create_dashboard", { title: "Slow" }, { ...CAPS, callTimeoutMs: SHORT_CALL_TIMEOUT_MS }),
     );
     const elapsed = Date.now() - started;
-    expect(outcome).toMatchObject({ code: "transport_timeout", sent: true, message: `tools/call timed out after ${SHORT_CALL_TIMEOUT_MS} ms` });
+    expect(outcome).toMatchObject({
+      code: "transport_timeout",
+      sent: true,
+      message: `tools/call timed out after ${SHORT_CALL_TIMEOUT_MS} ms`,
+    });
     // Bounded by the cap (plus connect and the session DELETE), not by the server's delay.
     expect(elapsed).toBeGreaterThanOrEqual(SHORT_CALL_TIMEOUT_MS);
     expect(elapsed).toBeLessThan(FAULT_DELAY_MS);

@@ -18,7 +18,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { EventSourceMessage } from "eventsource-parser";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../durable-objects/storage-pool";
+import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../src/outcomes/storage-pool-rpc";
 import { api, openEvents, runStub, sleep, SseReader, trigger } from "./helpers";
 import { StorageSeam } from "./storage-seam";
 
@@ -27,7 +27,14 @@ const TOOL = "mcp__demo__create_dashboard";
 const DEMO_TOOL = "create_dashboard";
 
 /** The events of one human-approved call, in order, when it reaches execution. */
-const APPROVED_CALL = ["tool_started", "approval_requested", "approval_resolved", "tool_execution_started", "tool_execution", "tool_completed"];
+const APPROVED_CALL = [
+  "tool_started",
+  "approval_requested",
+  "approval_resolved",
+  "tool_execution_started",
+  "tool_execution",
+  "tool_completed",
+];
 
 // ---- the demo MCP server's control API ----------------------------------------
 
@@ -82,7 +89,12 @@ function writeScript(title: string, toolCallId = "write-1") {
 }
 
 async function startRun(title: string, channel: string, toolCallId = "write-1"): Promise<string> {
-  const { status, json } = await trigger({ message: `create ${title}`, channel_id: channel, user_id: "U", script: writeScript(title, toolCallId) });
+  const { status, json } = await trigger({
+    message: `create ${title}`,
+    channel_id: channel,
+    user_id: "U",
+    script: writeScript(title, toolCallId),
+  });
   expect(status).toBe(202);
   return json.run_id as string;
 }
@@ -102,10 +114,13 @@ async function summary(runId: string): Promise<any> {
 async function pendingApproval(runId: string): Promise<string> {
   let approvalId: string | undefined;
   await expect
-    .poll(async () => {
-      approvalId = (await summary(runId)).pending_approvals[0]?.approval_id;
-      return approvalId;
-    }, { timeout: 5_000, interval: 20 })
+    .poll(
+      async () => {
+        approvalId = (await summary(runId)).pending_approvals[0]?.approval_id;
+        return approvalId;
+      },
+      { timeout: 5_000, interval: 20 },
+    )
     .toMatch(/^approval_/);
   return approvalId!;
 }
@@ -151,7 +166,10 @@ async function runMutations(runId: string, { checkTimes = true } = {}): Promise<
 }
 
 function execution(events: any[], toolCallId = "write-1"): any {
-  return only(forCall(events, toolCallId).filter((e) => e.type === "tool_execution"), "one tool_execution");
+  return only(
+    forCall(events, toolCallId).filter((e) => e.type === "tool_execution"),
+    "one tool_execution",
+  );
 }
 
 /** The projection every row of these tests shares. */
@@ -211,7 +229,12 @@ describe("the write-ahead checkpoint", () => {
       reason: "storage_unavailable",
       mutation_id: expect.stringMatching(/^mut_/),
     });
-    expect(only(forCall(events, "write-1").filter((e) => e.type === "tool_completed"), "tool_completed").approved).toBe(true);
+    expect(
+      only(
+        forCall(events, "write-1").filter((e) => e.type === "tool_completed"),
+        "tool_completed",
+      ).approved,
+    ).toBe(true);
 
     // While held: the checkpoint never reached D1, and nothing reached the server.
     expect(seam.held("checkpoint")).toHaveLength(1);
@@ -252,7 +275,12 @@ describe("the write-ahead checkpoint", () => {
     const events = await finishedRun(runId);
     expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
     const exec = execution(events);
-    expect(exec).toMatchObject({ approval_id: approvalId, execution_status: "not_executed", reason: "storage_unavailable", mutation_id: expect.stringMatching(/^mut_/) });
+    expect(exec).toMatchObject({
+      approval_id: approvalId,
+      execution_status: "not_executed",
+      reason: "storage_unavailable",
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
     expect(exec).not.toHaveProperty("error");
     expect(exec).not.toHaveProperty("result");
     expect(seam.seen("checkpoint").map((e) => e.status)).toEqual(["failed"]);
@@ -375,7 +403,13 @@ describe("the settlement of a dispatched call", () => {
 
 const pool = () => globalStoragePool(env.STORAGE_POOL);
 
-async function poolStats(): Promise<{ capacity: number; in_use: number; acquired_total: number; rejected_total: number; reclaimed_total: number }> {
+async function poolStats(): Promise<{
+  capacity: number;
+  in_use: number;
+  acquired_total: number;
+  rejected_total: number;
+  reclaimed_total: number;
+}> {
   const res = await api("/api/storage-pool");
   expect(res.status).toBe(200);
   return res.json();
@@ -528,12 +562,19 @@ describe("the storage pool", () => {
     for (const o of outcomes) {
       expect(typesOf(o.events), context).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
       if (o.gotSlot) {
-        expect(o.exec, context).toMatchObject({ execution_status: "executed", result: { is_error: false, summary: expect.stringContaining(o.title) } });
+        expect(o.exec, context).toMatchObject({
+          execution_status: "executed",
+          result: { is_error: false, summary: expect.stringContaining(o.title) },
+        });
         expect(o.exec).not.toHaveProperty("error");
         expect(await mutation(o.exec.mutation_id)).toMatchObject({ state: "completed", dispatched: true, result: o.exec.result });
         expect(await demo.count(o.title)).toBe(1);
       } else {
-        expect(o.exec, context).toMatchObject({ execution_status: "not_executed", reason: "storage_unavailable", mutation_id: expect.stringMatching(/^mut_/) });
+        expect(o.exec, context).toMatchObject({
+          execution_status: "not_executed",
+          reason: "storage_unavailable",
+          mutation_id: expect.stringMatching(/^mut_/),
+        });
         expect(await demo.count(o.title)).toBe(0);
       }
     }
@@ -543,10 +584,14 @@ describe("the storage pool", () => {
     for (const o of refused) {
       let rows: any[] = [];
       await expect
-        .poll(async () => (rows = await runMutations(o.runId, { checkTimes: false })).map((r) => [r.mutation_id, r.state, r.dispatched, r.reason]), {
-          timeout: 15_000,
-          interval: 100,
-        })
+        .poll(
+          async () =>
+            (rows = await runMutations(o.runId, { checkTimes: false })).map((r) => [r.mutation_id, r.state, r.dispatched, r.reason]),
+          {
+            timeout: 15_000,
+            interval: 100,
+          },
+        )
         .toEqual([[o.exec.mutation_id, "not_executed", false, "storage_unavailable"]]);
       expectSettledAfterCreated(rows[0]);
     }
@@ -734,7 +779,12 @@ describe("replay protection", () => {
     const eventsA = await finishedRun(runA);
     expect(typesOf(forCall(eventsA, "write-1"))).toEqual(APPROVED_CALL);
     const execA = execution(eventsA);
-    expect(execA).toMatchObject({ approval_id: approvalA, execution_status: "executed", error: { code: "transport_error" }, mutation_id: expect.stringMatching(/^mut_/) });
+    expect(execA).toMatchObject({
+      approval_id: approvalA,
+      execution_status: "executed",
+      error: { code: "transport_error" },
+      mutation_id: expect.stringMatching(/^mut_/),
+    });
     expect(execA).not.toHaveProperty("result");
     const rowA = await mutation(execA.mutation_id);
     expect(rowA).toStrictEqual({
@@ -799,7 +849,11 @@ describe("replay protection", () => {
     const eventsC = await finishedRun(runC);
     expect(typesOf(eventsC)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
     const execC = execution(eventsC);
-    expect(execC).toMatchObject({ approval_id: approvalC, execution_status: "executed", result: { is_error: false, summary: expect.stringContaining(title) } });
+    expect(execC).toMatchObject({
+      approval_id: approvalC,
+      execution_status: "executed",
+      result: { is_error: false, summary: expect.stringContaining(title) },
+    });
     expect(execC).not.toHaveProperty("error");
     const rowC = await mutation(execC.mutation_id);
     expect(rowC).toMatchObject({ run_id: runC, state: "completed", dispatched: true, result: execC.result });
@@ -821,9 +875,10 @@ describe("replay protection", () => {
 /** A settled row is settled no earlier than it was created. */
 function expectSettledAfterCreated(row: { mutation_id: string; created_at: string; settled_at?: string }): void {
   if (row.settled_at === undefined) return;
-  expect(Date.parse(row.settled_at), `${row.mutation_id}: settled_at ${row.settled_at} is before created_at ${row.created_at}`).toBeGreaterThanOrEqual(
-    Date.parse(row.created_at),
-  );
+  expect(
+    Date.parse(row.settled_at),
+    `${row.mutation_id}: settled_at ${row.settled_at} is before created_at ${row.created_at}`,
+  ).toBeGreaterThanOrEqual(Date.parse(row.created_at));
 }
 
 function envelope(event: any, runId: string, channel: string) {

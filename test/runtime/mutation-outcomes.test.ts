@@ -4,7 +4,7 @@
 // the reconcile / read routes over SELF.fetch.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { globalStoragePool } from "../../durable-objects/storage-pool";
+import { globalStoragePool } from "../../src/outcomes/storage-pool-rpc";
 import {
   AUTOMATIC_APPROVAL_ID,
   findPriorUnknown,
@@ -18,8 +18,8 @@ import {
   settle,
   toProjection,
   type IntentInput,
-} from "../../src/mutation-outcomes";
-import { newApprovalId, newRunId, newToolCallId } from "../../src/run-ids";
+} from "../../src/outcomes/mutation-outcomes";
+import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
 import { api, trigger } from "./helpers";
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
@@ -84,8 +84,18 @@ describe("projection", () => {
     });
     // Absent, not null, and in the contract's key order.
     expect(Object.keys(projection)).toEqual([
-      "schema", "mutation_id", "run_id", "channel_id", "delivery_id", "tool_call_id", "approval_id",
-      "tool_name", "arguments_digest", "state", "dispatched", "created_at",
+      "schema",
+      "mutation_id",
+      "run_id",
+      "channel_id",
+      "delivery_id",
+      "tool_call_id",
+      "approval_id",
+      "tool_name",
+      "arguments_digest",
+      "state",
+      "dispatched",
+      "created_at",
     ]);
   });
 
@@ -107,19 +117,55 @@ describe("projection", () => {
     });
     expect(completed.ok).toBe(true);
     const p = toProjection((await getOutcome(env.DB, done.mutation_id))!);
-    expect(p).toMatchObject({ state: "completed", dispatched: true, result: { is_error: false, content_bytes: 42, summary: "dashboard d-1 created" }, settled_at: T1 });
+    expect(p).toMatchObject({
+      state: "completed",
+      dispatched: true,
+      result: { is_error: false, content_bytes: 42, summary: "dashboard d-1 created" },
+      settled_at: T1,
+    });
     expect(Object.keys(p)).toEqual([
-      "schema", "mutation_id", "run_id", "channel_id", "delivery_id", "tool_call_id", "approval_id",
-      "tool_name", "arguments_digest", "state", "dispatched", "result", "created_at", "settled_at",
+      "schema",
+      "mutation_id",
+      "run_id",
+      "channel_id",
+      "delivery_id",
+      "tool_call_id",
+      "approval_id",
+      "tool_name",
+      "arguments_digest",
+      "state",
+      "dispatched",
+      "result",
+      "created_at",
+      "settled_at",
     ]);
 
     const unknown = await unknownOutcome();
-    const r = await reconcile(env.DB, unknown.mutation_id, { outcome: "completed", evidence: "dashboard d-9 exists", reconciled_by: "ops@example.com", at: T2 });
+    const r = await reconcile(env.DB, unknown.mutation_id, {
+      outcome: "completed",
+      evidence: "dashboard d-9 exists",
+      reconciled_by: "ops@example.com",
+      at: T2,
+    });
     expect(r.ok).toBe(true);
     const q = toProjection((await getOutcome(env.DB, unknown.mutation_id))!);
     expect(Object.keys(q)).toEqual([
-      "schema", "mutation_id", "run_id", "channel_id", "delivery_id", "tool_call_id", "approval_id",
-      "tool_name", "arguments_digest", "state", "dispatched", "reason", "error", "created_at", "settled_at", "reconciliation",
+      "schema",
+      "mutation_id",
+      "run_id",
+      "channel_id",
+      "delivery_id",
+      "tool_call_id",
+      "approval_id",
+      "tool_name",
+      "arguments_digest",
+      "state",
+      "dispatched",
+      "reason",
+      "error",
+      "created_at",
+      "settled_at",
+      "reconciliation",
     ]);
     expect(q).toMatchObject({
       state: "completed",
@@ -179,7 +225,11 @@ describe("the checkpoint (markDispatched)", () => {
   it("refuses a settled row and an unknown id", async () => {
     const row = await created();
     await settle(env.DB, row.mutation_id, { state: "not_executed", reason: "cancelled", settledAt: T1 });
-    expect(await markDispatched(env.DB, row.mutation_id)).toMatchObject({ ok: false, error: "not_checkpointable", row: { state: "not_executed", dispatched: 0 } });
+    expect(await markDispatched(env.DB, row.mutation_id)).toMatchObject({
+      ok: false,
+      error: "not_checkpointable",
+      row: { state: "not_executed", dispatched: 0 },
+    });
     expect(await markDispatched(env.DB, newMutationId())).toEqual({ ok: false, error: "not_found" });
   });
 });
@@ -195,14 +245,29 @@ describe("settlement", () => {
 
   it("completes only a dispatched row, and keeps a dispatched call's actual result", async () => {
     const row = await created();
-    expect(await settle(env.DB, row.mutation_id, { state: "completed", result: { ok: 1 }, settledAt: T1 })).toMatchObject({ ok: false, error: "not_dispatched", row: { state: "unresolved" } });
-    expect(await settle(env.DB, row.mutation_id, { state: "outcome_unknown", settledAt: T1 })).toMatchObject({ ok: false, error: "not_dispatched" });
+    expect(await settle(env.DB, row.mutation_id, { state: "completed", result: { ok: 1 }, settledAt: T1 })).toMatchObject({
+      ok: false,
+      error: "not_dispatched",
+      row: { state: "unresolved" },
+    });
+    expect(await settle(env.DB, row.mutation_id, { state: "outcome_unknown", settledAt: T1 })).toMatchObject({
+      ok: false,
+      error: "not_dispatched",
+    });
     await markDispatched(env.DB, row.mutation_id);
     const done = await settle(env.DB, row.mutation_id, { state: "completed", result: { ok: 1 }, settledAt: T1 });
     expect(done).toMatchObject({ ok: true, row: { state: "completed", dispatched: 1, result_json: '{"ok":1}', settled_at: T1 } });
     // A late "abandoned" settlement cannot turn a completed call into not_executed, nor into unknown.
-    expect(await settle(env.DB, row.mutation_id, { state: "not_executed", reason: "settlement_timeout", settledAt: T2 })).toMatchObject({ ok: false, error: "already_settled", row: { state: "completed" } });
-    expect(await settle(env.DB, row.mutation_id, { state: "outcome_unknown", settledAt: T2 })).toMatchObject({ ok: false, error: "already_settled", row: { state: "completed" } });
+    expect(await settle(env.DB, row.mutation_id, { state: "not_executed", reason: "settlement_timeout", settledAt: T2 })).toMatchObject({
+      ok: false,
+      error: "already_settled",
+      row: { state: "completed" },
+    });
+    expect(await settle(env.DB, row.mutation_id, { state: "outcome_unknown", settledAt: T2 })).toMatchObject({
+      ok: false,
+      error: "already_settled",
+      row: { state: "completed" },
+    });
   });
 
   it("records outcome_unknown with the error facts for a dispatched call", async () => {
@@ -228,8 +293,14 @@ describe("settlement", () => {
 
   it("is guarded by the table's own CHECKs even against a direct write", async () => {
     const row = await created();
-    await expect(env.DB.prepare(`UPDATE mutation_outcomes SET state = 'completed', settled_at = ? WHERE mutation_id = ?`).bind(T1, row.mutation_id).run()).rejects.toThrow(/CHECK/i);
-    await expect(env.DB.prepare(`UPDATE mutation_outcomes SET state = 'not_executed' WHERE mutation_id = ?`).bind(row.mutation_id).run()).rejects.toThrow(/CHECK/i);
+    await expect(
+      env.DB.prepare(`UPDATE mutation_outcomes SET state = 'completed', settled_at = ? WHERE mutation_id = ?`)
+        .bind(T1, row.mutation_id)
+        .run(),
+    ).rejects.toThrow(/CHECK/i);
+    await expect(
+      env.DB.prepare(`UPDATE mutation_outcomes SET state = 'not_executed' WHERE mutation_id = ?`).bind(row.mutation_id).run(),
+    ).rejects.toThrow(/CHECK/i);
   });
 });
 
@@ -248,29 +319,62 @@ describe("prior unknown outcomes across runs", () => {
     await unknownOutcome({ channelId: `${channelId}-elsewhere` });
 
     const asking = newRunId();
-    const found = await findPriorUnknown(env.DB, { channelId, toolName: "mcp__last9__create_dashboard", argumentsDigest: DIGEST, excludeRunId: asking });
+    const found = await findPriorUnknown(env.DB, {
+      channelId,
+      toolName: "mcp__last9__create_dashboard",
+      argumentsDigest: DIGEST,
+      excludeRunId: asking,
+    });
     expect(found.map((r) => r.mutation_id)).toEqual([unknown.mutation_id, pending.mutation_id]);
 
     // The asking run's own rows are replay, not a prior outcome.
-    const own = await findPriorUnknown(env.DB, { channelId, toolName: "mcp__last9__create_dashboard", argumentsDigest: DIGEST, excludeRunId: unknown.run_id });
+    const own = await findPriorUnknown(env.DB, {
+      channelId,
+      toolName: "mcp__last9__create_dashboard",
+      argumentsDigest: DIGEST,
+      excludeRunId: unknown.run_id,
+    });
     expect(own.map((r) => r.mutation_id)).toEqual([pending.mutation_id]);
 
     // Reconciled, it no longer blocks.
     await reconcile(env.DB, unknown.mutation_id, { outcome: "not_executed", evidence: "no dashboard", reconciled_by: "ops", at: T2 });
     await settle(env.DB, pending.mutation_id, { state: "not_executed", settledAt: T2 });
-    expect(await findPriorUnknown(env.DB, { channelId, toolName: "mcp__last9__create_dashboard", argumentsDigest: DIGEST, excludeRunId: asking })).toEqual([]);
+    expect(
+      await findPriorUnknown(env.DB, {
+        channelId,
+        toolName: "mcp__last9__create_dashboard",
+        argumentsDigest: DIGEST,
+        excludeRunId: asking,
+      }),
+    ).toEqual([]);
   });
 });
 
 describe("reconcile (function)", () => {
   it("settles only outcome_unknown, once", async () => {
     const row = await unknownOutcome();
-    const first = await reconcile(env.DB, row.mutation_id, { outcome: "not_executed", evidence: "vendor log shows no request", reconciled_by: "ops", at: T2 });
+    const first = await reconcile(env.DB, row.mutation_id, {
+      outcome: "not_executed",
+      evidence: "vendor log shows no request",
+      reconciled_by: "ops",
+      at: T2,
+    });
     expect(first).toMatchObject({ ok: true, row: { state: "not_executed", settled_at: T1 } });
-    expect(await reconcile(env.DB, row.mutation_id, { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({ ok: false, error: "not_reconcilable", state: "not_executed" });
+    expect(await reconcile(env.DB, row.mutation_id, { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({
+      ok: false,
+      error: "not_reconcilable",
+      state: "not_executed",
+    });
     const pending = await created();
-    expect(await reconcile(env.DB, pending.mutation_id, { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({ ok: false, error: "not_reconcilable", state: "unresolved" });
-    expect(await reconcile(env.DB, newMutationId(), { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({ ok: false, error: "not_found" });
+    expect(await reconcile(env.DB, pending.mutation_id, { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({
+      ok: false,
+      error: "not_reconcilable",
+      state: "unresolved",
+    });
+    expect(await reconcile(env.DB, newMutationId(), { outcome: "completed", evidence: "x", reconciled_by: "ops", at: T2 })).toEqual({
+      ok: false,
+      error: "not_found",
+    });
   });
 });
 
@@ -359,7 +463,10 @@ describe("mutation routes", () => {
     const before = await pool().stats();
     await api(`/api/mutations/${row.mutation_id}`);
     await api(`/api/runs/${row.run_id}/mutations`);
-    await api(`/api/mutations/${row.mutation_id}/reconcile`, { method: "POST", body: JSON.stringify({ outcome: "not_executed", evidence: "e", reconciled_by: "r" }) });
+    await api(`/api/mutations/${row.mutation_id}/reconcile`, {
+      method: "POST",
+      body: JSON.stringify({ outcome: "not_executed", evidence: "e", reconciled_by: "r" }),
+    });
     const after = await pool().stats();
     expect(after.acquired_total - before.acquired_total).toBe(3);
     expect(after.in_use).toBe(before.in_use);
@@ -374,7 +481,10 @@ describe("mutation routes", () => {
       leases.push(r.lease_id);
     }
     try {
-      const res = await api(`/api/mutations/${row.mutation_id}/reconcile`, { method: "POST", body: JSON.stringify({ outcome: "completed", evidence: "e", reconciled_by: "r" }) });
+      const res = await api(`/api/mutations/${row.mutation_id}/reconcile`, {
+        method: "POST",
+        body: JSON.stringify({ outcome: "completed", evidence: "e", reconciled_by: "r" }),
+      });
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("1");
       expect(await res.json()).toMatchObject({ error: "storage_unavailable" });

@@ -29,7 +29,14 @@ describe("initial stream", () => {
     expect(types(events)).toEqual(["run_started", "assistant_message", "run_completed"]);
     expect(sequences(events)).toEqual([1, 2, 3]);
     const [started, message, completed] = events.map((e) => JSON.parse(e.data));
-    expect(started).toMatchObject({ protocol_version: "v2", sequence: 1, run_id: runId, channel_id: "C1", type: "run_started", user_id: "U1" });
+    expect(started).toMatchObject({
+      protocol_version: "v2",
+      sequence: 1,
+      run_id: runId,
+      channel_id: "C1",
+      type: "run_started",
+      user_id: "U1",
+    });
     expect(Object.keys(started).slice(0, 6)).toEqual(["protocol_version", "sequence", "run_id", "channel_id", "type", "at"]);
     expect(message).toMatchObject({ type: "assistant_message", text: "You said: hello" });
     expect(completed).toMatchObject({ type: "run_completed", text: "You said: hello", tool_calls: 0 });

@@ -5,9 +5,16 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { StoragePool } from "../../durable-objects/storage-pool";
-import { getOutcome, insertIntent, markDispatched, settle, type OutcomeDb, type OutcomeStatement } from "../../src/mutation-outcomes";
-import { newApprovalId, newRunId, newToolCallId } from "../../src/run-ids";
-import { guardedStorage, type SlotPool } from "../../src/storage-guard";
+import {
+  getOutcome,
+  insertIntent,
+  markDispatched,
+  settle,
+  type OutcomeDb,
+  type OutcomeStatement,
+} from "../../src/outcomes/mutation-outcomes";
+import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
+import { guardedStorage, type SlotPool } from "../../src/outcomes/storage-guard";
 
 /** Short bound for the tests; production is STORAGE_WAIT_MS (5000). */
 const WAIT_MS = 50;
@@ -159,7 +166,9 @@ describe("storage guard", () => {
   it("rethrows a storage error within the bound, after giving the slot back", async () => {
     const pool = freshPool();
     const row = await newIntent();
-    await expect(guardedStorage(pool, 1_000, "test:read", () => getOutcome(failingDb, row.mutation_id))).rejects.toThrow(/backend unavailable/);
+    await expect(guardedStorage(pool, 1_000, "test:read", () => getOutcome(failingDb, row.mutation_id))).rejects.toThrow(
+      /backend unavailable/,
+    );
     expect(await pool.stats()).toMatchObject({ in_use: 0, acquired_total: 1 });
   });
 

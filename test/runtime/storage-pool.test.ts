@@ -6,8 +6,9 @@
 // route test uses the global one and only looks at differences.
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { globalStoragePool, POOL_CAPACITY_SLOTS, StoragePool } from "../../durable-objects/storage-pool";
-import { DEFAULT_STORAGE_LEASE_MS } from "../../src/config";
+import type { StoragePool } from "../../durable-objects/storage-pool";
+import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../src/outcomes/storage-pool-rpc";
+import { DEFAULT_STORAGE_LEASE_MS } from "../../src/config/config";
 import { api } from "./helpers";
 
 let instances = 0;
@@ -27,7 +28,9 @@ async function fill(pool: DurableObjectStub<StoragePool>, n: number): Promise<st
 
 function leaseRows(pool: DurableObjectStub<StoragePool>) {
   return runInDurableObject(pool, (_i, state) =>
-    state.storage.sql.exec<{ lease_id: string; holder: string; acquired_at: number; expires_at: number }>(`SELECT * FROM leases ORDER BY lease_id`).toArray(),
+    state.storage.sql
+      .exec<{ lease_id: string; holder: string; acquired_at: number; expires_at: number }>(`SELECT * FROM leases ORDER BY lease_id`)
+      .toArray(),
   );
 }
 

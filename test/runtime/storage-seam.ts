@@ -1,5 +1,5 @@
 // A seam in front of the real D1 binding for the mutation-fault tests: an
-// OutcomeDb (src/mutation-outcomes.ts) that, per SQL statement pattern, lets
+// OutcomeDb (src/outcomes/mutation-outcomes.ts) that, per SQL statement pattern, lets
 // the statement through, throws, or stalls it.
 //
 // A stalled statement has not reached D1 yet: it waits, like a statement
@@ -23,13 +23,13 @@
 // different Durable Object" and leak its pool slot.
 import { runInDurableObject } from "cloudflare:test";
 import type { RunObject } from "../../durable-objects/run-object";
-import type { OutcomeDb, OutcomeStatement } from "../../src/mutation-outcomes";
+import type { OutcomeDb, OutcomeStatement } from "../../src/outcomes/mutation-outcomes";
 
 /** How often a held statement looks at its flag, and the test at the statements. */
 const POLL_MS = 4;
 const pause = () => new Promise<void>((r) => setTimeout(r, POLL_MS));
 
-/** The statements of src/mutation-outcomes.ts, by the step of the write-ahead protocol they implement. */
+/** The statements of src/outcomes/mutation-outcomes.ts, by the step of the write-ahead protocol they implement. */
 export const STATEMENTS = {
   /** insertIntent: the intent row, written at approval. */
   intent: /^\s*INSERT INTO mutation_outcomes/,
@@ -129,7 +129,9 @@ export class StorageSeam implements OutcomeDb {
     const deadline = Date.now() + timeoutMs;
     while (this.held(kind).length < count) {
       if (Date.now() > deadline) {
-        throw new Error(`expected ${count} held ${kind} statement(s) within ${timeoutMs} ms, saw ${this.held(kind).length} (log: ${this.describe()})`);
+        throw new Error(
+          `expected ${count} held ${kind} statement(s) within ${timeoutMs} ms, saw ${this.held(kind).length} (log: ${this.describe()})`,
+        );
       }
       await pause();
     }

@@ -3,7 +3,7 @@
 import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { MAX_BODY_BYTES } from "../../src/request-body";
+import { MAX_BODY_BYTES } from "../../src/http/request-body";
 import { api, openEvents, trigger } from "./helpers";
 
 async function expectError(res: Response, status: number, error: string) {
@@ -53,15 +53,36 @@ describe("trigger input", () => {
   it("accepts a run with 202 and its events URL", async () => {
     const { status, json } = await trigger({ message: "hi", channel_id: "C9" });
     expect(status).toBe(202);
-    expect(json).toEqual({ status: "accepted", run_id: expect.stringMatching(/^run_/), channel_id: "C9", events_url: `/api/runs/${json.run_id}/events` });
+    expect(json).toEqual({
+      status: "accepted",
+      run_id: expect.stringMatching(/^run_/),
+      channel_id: "C9",
+      events_url: `/api/runs/${json.run_id}/events`,
+    });
   });
 
   it("rejects invalid bodies with 400 and the validation issues", async () => {
-    const body = await expectError(await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "" }) }), 400, "invalid_request");
+    const body = await expectError(
+      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "" }) }),
+      400,
+      "invalid_request",
+    );
     expect(body.details[0].path).toBe("message");
-    await expectError(await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", surprise: 1 }) }), 400, "invalid_request");
-    await expectError(await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", max_tool_calls: -1 }) }), 400, "invalid_request");
-    await expectError(await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", script: [{ delay_ms: "soon" }] }) }), 400, "invalid_request");
+    await expectError(
+      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", surprise: 1 }) }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", max_tool_calls: -1 }) }),
+      400,
+      "invalid_request",
+    );
+    await expectError(
+      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", script: [{ delay_ms: "soon" }] }) }),
+      400,
+      "invalid_request",
+    );
     await expectError(await api("/api/trigger", { method: "POST", body: JSON.stringify([1]) }), 400, "invalid_request");
   });
 
@@ -71,7 +92,11 @@ describe("trigger input", () => {
   });
 
   it("answers 415 for a non-JSON media type", async () => {
-    const res = await api("/api/trigger", { method: "POST", body: "message=hi", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const res = await api("/api/trigger", {
+      method: "POST",
+      body: "message=hi",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     await expectError(res, 415, "unsupported_media_type");
   });
 
@@ -84,7 +109,10 @@ describe("trigger input", () => {
 
   it("refuses scripted tool calls with names no tool can have", async () => {
     const body = await expectError(
-      await api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", script: [{ text: "a" }, { tool_calls: [{ tool_name: "rm -rf", arguments: {} }] }] }) }),
+      await api("/api/trigger", {
+        method: "POST",
+        body: JSON.stringify({ message: "x", script: [{ text: "a" }, { tool_calls: [{ tool_name: "rm -rf", arguments: {} }] }] }),
+      }),
       400,
       "invalid_request",
     );

@@ -146,7 +146,8 @@ const EXAMPLES: Example[] = [
   },
   {
     name: "dispatched_timeout",
-    description: "A person approves the write; it is dispatched and the server does not answer within the call timeout: executed with transport_timeout, durable outcome_unknown, never retried.",
+    description:
+      "A person approves the write; it is dispatched and the server does not answer within the call timeout: executed with transport_timeout, durable outcome_unknown, never retried.",
     script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "Fixture timeout" } }] }],
     prepare: async (demo) => {
       const res = await fetch(`${demo}/control/faults`, {
@@ -162,18 +163,30 @@ const EXAMPLES: Example[] = [
 async function runExample(target: FixtureTarget, example: Example): Promise<{ events: Json[]; mutations: Json[] }> {
   const auth = { authorization: `Bearer ${target.token}` };
   const post = (path: string, body: unknown) =>
-    fetch(`${target.workerUrl}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${target.workerUrl}${path}`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
   await fetch(`${target.demoBaseUrl}/control/reset`, { method: "POST" });
   await example.prepare?.(target.demoBaseUrl);
   // The trigger route, then the approval-decision route.
-  const triggered = await post("/api/trigger", { message: `fixture: ${example.name}`, channel_id: "C1", user_id: "U1", script: example.script });
+  const triggered = await post("/api/trigger", {
+    message: `fixture: ${example.name}`,
+    channel_id: "C1",
+    user_id: "U1",
+    script: example.script,
+  });
   if (triggered.status !== 202) throw new Error(`trigger answered ${triggered.status}: ${await triggered.text()}`);
   const { run_id } = (await triggered.json()) as { run_id: string };
   const live = await RawSseClient.open(`${target.workerUrl}/api/runs/${run_id}/events`, auth);
   for (;;) {
     const requested = live.events.map((e) => JSON.parse(e.data) as Json).find((e) => e.type === "approval_requested");
     if (requested) {
-      const decided = await post(`/api/runs/${run_id}/approvals/${requested.approval_id}`, { decision: "approve", decided_by: "U-approver" });
+      const decided = await post(`/api/runs/${run_id}/approvals/${requested.approval_id}`, {
+        decision: "approve",
+        decided_by: "U-approver",
+      });
       if (decided.status !== 200) throw new Error(`approval answered ${decided.status}`);
       break;
     }

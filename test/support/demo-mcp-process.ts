@@ -39,7 +39,10 @@ export async function startDemoMcpProcess(extraEnv: Record<string, string> = {})
   const lines = createInterface({ input: child.stdout! });
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`demo MCP server printed nothing within ${STARTUP_TIMEOUT_MS} ms: ${stderr}`)), STARTUP_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`demo MCP server printed nothing within ${STARTUP_TIMEOUT_MS} ms: ${stderr}`)),
+        STARTUP_TIMEOUT_MS,
+      );
       lines.once("line", (line) => {
         clearTimeout(timer);
         const match = LISTENING_LINE.exec(line);

@@ -26,7 +26,11 @@ export interface Event {
 }
 
 export async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${url}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, json: await res.json() };
 }
 
@@ -91,9 +95,7 @@ export class Scenario {
 
   /** Event types with the call they belong to, heartbeats left out. */
   shape(): string[] {
-    return this.events
-      .filter((e) => e.type !== "heartbeat")
-      .map((e) => (e.tool_call_id ? `${e.type}:${e.tool_call_id}` : e.type));
+    return this.events.filter((e) => e.type !== "heartbeat").map((e) => (e.tool_call_id ? `${e.type}:${e.tool_call_id}` : e.type));
   }
 
   one(type: string, toolCallId?: string): Event {
@@ -112,7 +114,6 @@ export const ASK_THEN_WRITE = [
     ],
   },
 ];
-
 
 export async function trigger(body: Record<string, unknown>, headers: Record<string, string> = {}) {
   const res = await fetch(`${url}/api/trigger`, {
@@ -133,4 +134,3 @@ export const events = (runId: string, query = "") => RawSseClient.open(`${url}/a
 export function slowScript(turns: number, gapMs: number) {
   return Array.from({ length: turns }, (_, i) => ({ text: `step ${i + 1}`, delay_ms: gapMs }));
 }
-

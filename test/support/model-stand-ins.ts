@@ -188,7 +188,7 @@ const anthropicDialect: Dialect = {
   route: "/v1/messages",
   checkAuth(req, apiKey) {
     // The API takes the key as `x-api-key` or as a bearer token (what the current SDK sends).
-    if (req.headers["x-api-key"] === apiKey || req.headers["authorization"] === `Bearer ${apiKey}`) return undefined;
+    if (req.headers["x-api-key"] === apiKey || req.headers.authorization === `Bearer ${apiKey}`) return undefined;
     return anthropicError(401, "authentication_error", "invalid x-api-key");
   },
   validate: validateAnthropicRequest,
@@ -200,7 +200,8 @@ const anthropicDialect: Dialect = {
 export function validateAnthropicRequest(body: any): string | undefined {
   if (typeof body.model !== "string" || body.model === "") return "model: field required";
   if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return "max_tokens: must be a positive integer";
-  if (body.system !== undefined && typeof body.system !== "string" && !Array.isArray(body.system)) return "system: must be a string or a list of blocks";
+  if (body.system !== undefined && typeof body.system !== "string" && !Array.isArray(body.system))
+    return "system: must be a string or a list of blocks";
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) return "tools: must be a list";
     for (const [i, tool] of body.tools.entries()) {
@@ -210,7 +211,7 @@ export function validateAnthropicRequest(body: any): string | undefined {
   }
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) return "messages: at least one message is required";
-  if (messages[0]?.role !== "user") return "messages: the first message must use the \"user\" role";
+  if (messages[0]?.role !== "user") return 'messages: the first message must use the "user" role';
   let openToolUses: string[] = [];
   for (const [i, message] of messages.entries()) {
     if (message?.role !== "user" && message?.role !== "assistant") return `messages.${i}.role: must be "user" or "assistant"`;
@@ -231,14 +232,22 @@ export function validateAnthropicRequest(body: any): string | undefined {
       return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unexpected.join(", ")}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
     }
     for (const block of blocks) {
-      if (block?.type === "text" && (typeof block.text !== "string" || block.text === "")) return `messages.${i}: text content blocks must be non-empty`;
+      if (block?.type === "text" && (typeof block.text !== "string" || block.text === ""))
+        return `messages.${i}: text content blocks must be non-empty`;
       if (block?.type === "tool_use") {
         if (message.role !== "assistant") return `messages.${i}: tool_use blocks are only allowed in assistant messages`;
-        if (typeof block.id !== "string" || typeof block.name !== "string" || typeof block.input !== "object" || block.input === null || Array.isArray(block.input)) {
+        if (
+          typeof block.id !== "string" ||
+          typeof block.name !== "string" ||
+          typeof block.input !== "object" ||
+          block.input === null ||
+          Array.isArray(block.input)
+        ) {
           return `messages.${i}: tool_use blocks need id, name and an object input`;
         }
       }
-      if (block?.type === "tool_result" && message.role !== "user") return `messages.${i}: tool_result blocks are only allowed in user messages`;
+      if (block?.type === "tool_result" && message.role !== "user")
+        return `messages.${i}: tool_result blocks are only allowed in user messages`;
     }
     openToolUses = message.role === "assistant" ? blocks.filter((b) => b?.type === "tool_use").map((b) => b.id as string) : [];
   }
@@ -289,7 +298,7 @@ const openAiError = (status: number, type: string, message: string, code: string
 const openAiDialect: Dialect = {
   route: "/chat/completions",
   checkAuth(req, apiKey) {
-    if (req.headers["authorization"] !== `Bearer ${apiKey}`) {
+    if (req.headers.authorization !== `Bearer ${apiKey}`) {
       return openAiError(401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key");
     }
     return undefined;
@@ -328,9 +337,15 @@ export function validateOpenAiRequest(body: any): string | undefined {
       return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${open.join(", ")}`;
     }
     if (role === "assistant" && message.tool_calls !== undefined) {
-      if (!Array.isArray(message.tool_calls) || message.tool_calls.length === 0) return `messages[${i}].tool_calls: must be a non-empty list`;
+      if (!Array.isArray(message.tool_calls) || message.tool_calls.length === 0)
+        return `messages[${i}].tool_calls: must be a non-empty list`;
       for (const call of message.tool_calls) {
-        if (call?.type !== "function" || typeof call.id !== "string" || typeof call.function?.name !== "string" || typeof call.function?.arguments !== "string") {
+        if (
+          call?.type !== "function" ||
+          typeof call.id !== "string" ||
+          typeof call.function?.name !== "string" ||
+          typeof call.function?.arguments !== "string"
+        ) {
           return `messages[${i}].tool_calls: each call needs id, type "function", function.name and function.arguments (a JSON string)`;
         }
       }

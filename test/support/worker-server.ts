@@ -129,7 +129,12 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
   const token = `e2e-${Math.random().toString(36).slice(2)}`;
   const allVars = { API_TOKEN: token, ...vars };
   try {
-    await writeFile(envFile, Object.entries(allVars).map(([k, v]) => envFileLine(k, v)).join("\n") + "\n");
+    await writeFile(
+      envFile,
+      `${Object.entries(allVars)
+        .map(([k, v]) => envFileLine(k, v))
+        .join("\n")}\n`,
+    );
     await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", persistTo], "applying D1 migrations");
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
@@ -140,16 +145,23 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
   const child = spawn(
     process.execPath,
     [
-      WRANGLER_CLI, "dev",
+      WRANGLER_CLI,
+      "dev",
       ...(options.bundle ? [options.bundle.entry, "--no-bundle"] : []),
       ...configArgs,
-      "--ip", "127.0.0.1",
-      "--port", String(port),
-      "--inspector-port", String(await freePort()),
-      "--persist-to", persistTo,
-      "--env-file", envFile,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(await freePort()),
+      "--persist-to",
+      persistTo,
+      "--env-file",
+      envFile,
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      "--log-level",
+      "warn",
     ],
     // Own process group, so stop() reaches workerd too.
     { cwd: PROJECT_ROOT, env: CHILD_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { argumentsDigest, canonicalJson } from "../../src/arguments-digest";
+import { argumentsDigest, canonicalJson } from "../../src/execution/arguments-digest";
 
 describe("argumentsDigest", () => {
   it("is independent of key order and sensitive to any value", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_HEARTBEAT_INTERVAL_MS, parseConfig } from "../../src/config";
+import { DEFAULT_HEARTBEAT_INTERVAL_MS, parseConfig } from "../../src/config/config";
 
 describe("parseConfig", () => {
   it("applies the contract's defaults", () => {
@@ -44,6 +44,11 @@ describe("parseConfig", () => {
     });
     expect(result.state).toBe("bad_config");
     if (result.state !== "bad_config") return;
-    expect(result.details.map((d) => d.path.split(".")[0]).sort()).toEqual(["HEARTBEAT_INTERVAL_MS", "MCP_SERVERS", "MODEL_PROVIDER", "TOOL_POLICY"]);
+    expect(result.details.map((d) => d.path.split(".")[0]).sort()).toEqual([
+      "HEARTBEAT_INTERVAL_MS",
+      "MCP_SERVERS",
+      "MODEL_PROVIDER",
+      "TOOL_POLICY",
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REDACTED, redactSecrets } from "../../src/redaction";
+import { REDACTED, redactSecrets } from "../../src/execution/redaction";
 
 describe("redactSecrets", () => {
   it("replaces secret-looking values at any depth and keeps everything else", () => {
@@ -14,7 +14,10 @@ describe("redactSecrets", () => {
       title: "Latency",
       api_key: REDACTED,
       headers: { Authorization: REDACTED, "X-Trace": "t" },
-      nested: [{ password: REDACTED }, { apiKey: REDACTED, "api-key": REDACTED, session_cookie: REDACTED, refreshToken: REDACTED, client_secret: REDACTED }],
+      nested: [
+        { password: REDACTED },
+        { apiKey: REDACTED, "api-key": REDACTED, session_cookie: REDACTED, refreshToken: REDACTED, client_secret: REDACTED },
+      ],
       tokens_used: REDACTED,
     });
     expect(input.api_key).toBe("k-1"); // the original is untouched

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SubscriberRegistry } from "../../src/subscriber-registry";
+import { SubscriberRegistry } from "../../src/stream/subscriber-registry";
 
 describe("SubscriberRegistry", () => {
   it("releases idempotently", () => {

@@ -16,10 +16,10 @@ import {
   type RunCounters,
   type ToolCallRecord,
   type TurnState,
-} from "../../src/tool-calls";
+} from "../../src/execution/tool-calls";
 
 const T0 = 1_000_000;
-const limits: Limits = { ceiling: 25, budget: { "mcp__demo__create_dashboard": 2 }, approvalTimeoutMs: 1_000, admissionTimeoutMs: 5_000 };
+const limits: Limits = { ceiling: 25, budget: { mcp__demo__create_dashboard: 2 }, approvalTimeoutMs: 1_000, admissionTimeoutMs: 5_000 };
 
 function call(index: number, over: Partial<ToolCallRecord> = {}): ToolCallRecord {
   return {
@@ -41,7 +41,8 @@ function call(index: number, over: Partial<ToolCallRecord> = {}): ToolCallRecord
 }
 
 const events = (effects: Effect[]) => effects.map((e) => (e.kind === "emit" ? `${e.type}` : `dispatch:${e.call.tool_call_id}`));
-const fields = (effects: Effect[], type: string) => (effects.find((e) => e.kind === "emit" && e.type === type) as { fields: Record<string, unknown> }).fields;
+const fields = (effects: Effect[], type: string) =>
+  (effects.find((e) => e.kind === "emit" && e.type === type) as { fields: Record<string, unknown> }).fields;
 
 function counters(): RunCounters {
   return { admitted: 0, used: {} };
@@ -69,7 +70,12 @@ describe("announce", () => {
     const c = call(0, { tool_name: "mcp__demo__create_kpi" });
     const effects = announce(c, {}, limits, T0, "approval-1");
     expect(events(effects)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
-    expect(fields(effects, "tool_execution")).toEqual({ tool_name: "mcp__demo__create_kpi", tool_call_id: "call-0", execution_status: "not_executed", reason: "not_in_budget" });
+    expect(fields(effects, "tool_execution")).toEqual({
+      tool_name: "mcp__demo__create_kpi",
+      tool_call_id: "call-0",
+      execution_status: "not_executed",
+      reason: "not_in_budget",
+    });
     expect(fields(effects, "tool_completed")).toMatchObject({ approved: false });
     expect(c.approval).toBeUndefined();
   });
@@ -78,10 +84,20 @@ describe("announce", () => {
     const ro = call(0, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
     expect(events(announce(ro, {}, limits, T0, "a"))).toEqual(["tool_started"]);
     expect(ro).toMatchObject({ state: "awaiting_admission", approved: true });
-    const ask = call(1, { tool_name: "human__ask", kind: "human_ask", mutating: false, level: null, arguments: { question: "Which team?" } });
+    const ask = call(1, {
+      tool_name: "human__ask",
+      kind: "human_ask",
+      mutating: false,
+      level: null,
+      arguments: { question: "Which team?" },
+    });
     const effects = announce(ask, {}, limits, T0, "a");
     expect(events(effects)).toEqual(["tool_started", "human_input_requested"]);
-    expect(fields(effects, "human_input_requested")).toEqual({ tool_call_id: "call-1", question: "Which team?", expires_at: new Date(T0 + 1_000).toISOString() });
+    expect(fields(effects, "human_input_requested")).toEqual({
+      tool_call_id: "call-1",
+      question: "Which team?",
+      expires_at: new Date(T0 + 1_000).toISOString(),
+    });
   });
 });
 
@@ -98,7 +114,11 @@ describe("decideApproval", () => {
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ approval_id: "approval-1", decision: "approved", status: "resolved" });
     expect("effects" in first && events(first.effects)).toEqual(["approval_resolved", "tool_execution_started"]);
-    expect("effects" in first && fields(first.effects, "tool_execution_started")).toEqual({ tool_name: c.tool_name, tool_call_id: "call-0", approval_id: "approval-1" });
+    expect("effects" in first && fields(first.effects, "tool_execution_started")).toEqual({
+      tool_name: c.tool_name,
+      tool_call_id: "call-0",
+      approval_id: "approval-1",
+    });
     const again = decideApproval(c, { decision: "approve", decided_by: "U2" }, limits, T0 + 20);
     expect(again.status).toBe(200);
     expect("effects" in again && again.effects).toEqual([]);
@@ -110,7 +130,10 @@ describe("decideApproval", () => {
     const c = pending();
     const answer = decideApproval(c, { decision: "deny", decided_by: "U1" }, limits, T0 + 10);
     expect("effects" in answer && events(answer.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
-    expect("effects" in answer && fields(answer.effects, "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
+    expect("effects" in answer && fields(answer.effects, "tool_execution")).toMatchObject({
+      execution_status: "not_executed",
+      reason: "denied",
+    });
     expect("effects" in answer && fields(answer.effects, "tool_completed")).toMatchObject({ approved: false, duration_ms: 10 });
   });
 
@@ -147,7 +170,11 @@ describe("ordered admission", () => {
     expect(events(advanceAdmission(turn, n, limits, T0 + 2))).toEqual(["dispatch:call-0"]);
     // One call in flight at a time.
     expect(events(advanceAdmission(turn, n, limits, T0 + 3))).toEqual([]);
-    const settled = settleDispatch(turn.calls[0]!, { kind: "result", is_error: false, content_bytes: 10, summary: "ok", model_text: "ok" }, T0 + 50);
+    const settled = settleDispatch(
+      turn.calls[0]!,
+      { kind: "result", is_error: false, content_bytes: 10, summary: "ok", model_text: "ok" },
+      T0 + 50,
+    );
     expect(events(settled)).toEqual(["tool_execution", "tool_completed"]);
     expect(fields(settled, "tool_execution")).toEqual({
       tool_name: "mcp__demo__create_dashboard",
@@ -158,7 +185,7 @@ describe("ordered admission", () => {
     });
     expect(fields(settled, "tool_completed")).toMatchObject({ approved: true, duration_ms: 50 });
     expect(events(advanceAdmission(turn, n, limits, T0 + 51))).toEqual(["dispatch:call-1"]);
-    expect(n).toEqual({ admitted: 2, used: { "mcp__demo__create_dashboard": 2 } });
+    expect(n).toEqual({ admitted: 2, used: { mcp__demo__create_dashboard: 2 } });
   });
 
   it("stalls an approved call behind an earlier human__ask until it is answered", () => {
@@ -191,7 +218,7 @@ describe("ordered admission", () => {
   });
 
   it("applies the call ceiling to waiting calls and the budget at admission", () => {
-    const budget: Limits = { ...limits, ceiling: 2, budget: { "mcp__demo__create_kpi": 1, "mcp__demo__list_dashboards": 0 } };
+    const budget: Limits = { ...limits, ceiling: 2, budget: { mcp__demo__create_kpi: 1, mcp__demo__list_dashboards: 0 } };
     const kpi1 = call(0, { tool_name: "mcp__demo__create_kpi" });
     const kpi2 = call(1, { tool_name: "mcp__demo__create_kpi" });
     const read = call(2, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
@@ -218,7 +245,13 @@ describe("expiry and cancellation", () => {
     announce(write, {}, limits, T0, "a0");
     announce(ask, {}, limits, T0, "a1");
     expect(expireDue(turn, T0 + 999)).toEqual([]);
-    expect(events(expireDue(turn, T0 + 1_000))).toEqual(["approval_resolved", "tool_execution", "tool_completed", "tool_execution", "tool_completed"]);
+    expect(events(expireDue(turn, T0 + 1_000))).toEqual([
+      "approval_resolved",
+      "tool_execution",
+      "tool_completed",
+      "tool_execution",
+      "tool_completed",
+    ]);
     expect(turnDone(turn)).toBe(true);
     expect(answerInput(ask, "late", "U", T0 + 2_000).status).toBe(410);
   });

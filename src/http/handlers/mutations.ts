@@ -3,20 +3,13 @@
 // pool slot and is bounded by STORAGE_WAIT_MS. A full pool or a stuck D1 is a
 // 503 with Retry-After, never a hung request.
 import { z } from "zod";
-import { globalStoragePool } from "../../durable-objects/storage-pool";
+import { globalStoragePool } from "../../outcomes/storage-pool-rpc";
 import { apiError, jsonResponse } from "../api-error";
-import type { HostConfig } from "../config";
-import type { Env } from "../env";
-import {
-  getOutcome,
-  isMutationId,
-  listRunOutcomes,
-  reconcile,
-  toProjection,
-  type OutcomeDb,
-} from "../mutation-outcomes";
+import type { HostConfig } from "../../config/config";
+import type { Env } from "../../config/env";
+import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, type OutcomeDb } from "../../outcomes/mutation-outcomes";
 import { readJsonBody } from "../request-body";
-import { guardedStorage } from "../storage-guard";
+import { guardedStorage } from "../../outcomes/storage-guard";
 
 export const reconcileRequestSchema = z
   .object({

@@ -1,7 +1,7 @@
 // Named deadlines of one Durable Object, persisted so they survive eviction,
 // all served by the object's single alarm. The object arms its alarm for the
 // earliest deadline; when the alarm fires it takes every deadline that is due.
-import type { SqlLike } from "./event-log";
+import type { SqlLike } from "../stream/event-log";
 
 /** turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events. */
 export type DeadlineName = "turn" | "calls" | "retention";

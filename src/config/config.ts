@@ -134,8 +134,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     return {
       state: "not_configured",
       config,
-      message:
-        "API_TOKEN is not set. Set it with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
+      message: "API_TOKEN is not set. Set it with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
     };
   }
   return { state: "ready", config: { ...config, API_TOKEN: config.API_TOKEN } };

@@ -1,9 +1,9 @@
 // The conversation a real model sees, kept in the run's Durable Object
 // storage (one row per item) so a run that is evicted mid-turn asks the
 // model again with the same history. The scripted provider does not use it.
-import type { SqlLike } from "./event-log";
-import type { ConversationItem } from "./providers/model-provider";
-import type { ToolCallRecord } from "./tool-calls";
+import type { SqlLike } from "../stream/event-log";
+import type { ConversationItem } from "../providers/model-provider";
+import type { ToolCallRecord } from "../execution/tool-calls";
 
 export class Conversation {
   readonly #sql: SqlLike;

@@ -2,7 +2,8 @@
 // agent loop stands, and what the summary route shows. The status is a small
 // state machine: "running" → "completed" | "failed", and nothing leaves a
 // terminal status (terminal fencing).
-import type { RunCounters, ToolCallRecord } from "./tool-calls";
+import type { ScriptTurn } from "../http/trigger-request";
+import type { RunCounters, ToolCallRecord } from "../execution/tool-calls";
 
 export type RunStatus = "running" | "completed" | "failed";
 
@@ -13,10 +14,7 @@ export type RunStatus = "running" | "completed" | "failed";
  *  - tools: the calls of turn `turn` are being approved, admitted and run;
  *  - ended: the terminal event was appended.
  */
-export type RunPhase =
-  | { kind: "thinking"; turn: number; ready_at: number }
-  | { kind: "tools"; turn: number }
-  | { kind: "ended" };
+export type RunPhase = { kind: "thinking"; turn: number; ready_at: number } | { kind: "tools"; turn: number } | { kind: "ended" };
 
 export interface RunRecord {
   run_id: string;
@@ -66,4 +64,23 @@ export interface RunSummary {
 
 export function isTerminalStatus(status: RunStatus): boolean {
   return status !== "running";
+}
+
+/** What the Worker hands a RunObject to start a run (RPC input). */
+export interface StartRunInput {
+  run_id: string;
+  channel_id: string;
+  user_id: string;
+  delivery_id: string | null;
+  message: string;
+  max_tool_calls: number | null;
+  script: ScriptTurn[] | null;
+}
+
+export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
+
+/** What a decision route answers: the HTTP status and JSON body, decided here. */
+export interface RouteAnswer {
+  status: number;
+  body: { [key: string]: string | number | boolean | null | undefined };
 }

@@ -2,7 +2,7 @@
 // read-only, and which approval level it needs (contract sections 1 and 10).
 // Host config first; then the MCP server's own annotations; unknown means
 // mutating.
-import type { HostConfig } from "./config";
+import type { HostConfig } from "../config/config";
 import { HUMAN_ASK_TOOL, type ApprovalLevel } from "./tool-calls";
 
 export interface ToolAnnotations {
@@ -29,11 +29,7 @@ export function isKnownToolNameShape(name: string): boolean {
   return name === HUMAN_ASK_TOOL || parseMcpToolName(name) !== undefined;
 }
 
-export function classifyTool(
-  name: string,
-  annotations: ToolAnnotations | undefined,
-  config: Pick<HostConfig, "TOOL_POLICY">,
-): ToolClass {
+export function classifyTool(name: string, annotations: ToolAnnotations | undefined, config: Pick<HostConfig, "TOOL_POLICY">): ToolClass {
   if (name === HUMAN_ASK_TOOL) {
     return { kind: "human_ask", mutating: false, level: null, description: "Ask a person a question and wait for the answer." };
   }

@@ -32,14 +32,10 @@ export class EventLog {
     this.#sql = sql;
     this.#maxEvents = maxEvents;
     this.#pruneBatch = Math.max(1, Math.min(PRUNE_BATCH_MAX_EVENTS, Math.floor(maxEvents / 10)));
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`,
-    );
+    sql.exec(`CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`);
     // Only a purge needs remembering: while events exist, the bounds are derived
     // from them, so the append path writes one row and nothing else.
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`,
-    );
+    sql.exec(`CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`);
     const bounds = sql
       .exec<{ first: number | null; last: number | null }>(`SELECT MIN(sequence) AS first, MAX(sequence) AS last FROM events`)
       .toArray()[0];
@@ -68,11 +64,7 @@ export class EventLog {
    * then the event's own fields; the JSON string built here is the one every
    * subscriber and every later replay receives.
    */
-  append(
-    envelope: { run_id: string; channel_id: string; at: string },
-    type: EventType,
-    fields: Record<string, unknown>,
-  ): StoredEvent {
+  append(envelope: { run_id: string; channel_id: string; at: string }, type: EventType, fields: Record<string, unknown>): StoredEvent {
     const sequence = this.#last + 1;
     const json = JSON.stringify({
       protocol_version: PROTOCOL_VERSION,

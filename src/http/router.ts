@@ -2,18 +2,18 @@
 // config check (503 not_configured / bad_config) and the bearer check (401)
 // before its handler; every error leaves through the one `catch`.
 import { Router, type IRequest } from "itty-router";
-import type { RunObject } from "../durable-objects/run-object";
+import type { RunObject } from "../../durable-objects/run-object";
 import { apiError, errorResponse, jsonResponse } from "./api-error";
 import { isAuthorized } from "./auth";
-import { loadConfig, type HostConfig } from "./config";
+import { loadConfig, type HostConfig } from "../config/config";
 import { getDelivery } from "./deliveries";
-import type { Env } from "./env";
+import type { Env } from "../config/env";
 import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { readJsonBody } from "./request-body";
-import { isRunId } from "./run-ids";
+import { isRunId } from "../ids";
 
 type ApiRequest = IRequest & { config: HostConfig };
 type Args = [Env, ExecutionContext];
@@ -52,8 +52,7 @@ export const router = Router<ApiRequest, Args>({
   catch: errorResponse,
   finally: [
     (response: Response | undefined, request: ApiRequest) =>
-      response ??
-      jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${new URL(request.url).pathname}.` }),
+      response ?? jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${new URL(request.url).pathname}.` }),
   ],
 });
 
@@ -79,7 +78,11 @@ router
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
     const body = await readJsonBody(request, inputAnswerSchema);
-    const answer = await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, body.answered_by);
+    const answer = await runStub(env, request.params.runId).answerInput(
+      decodePathParam(request.params.toolCallId),
+      body.answer,
+      body.answered_by,
+    );
     return jsonResponse(answer.status, answer.body);
   })
   .get("/api/runs/:runId/mutations", (request, env, ctx) => {

@@ -1,13 +1,13 @@
 // POST /api/trigger: validate, claim the delivery identity, start the run in
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
-import type { StartRunInput } from "../../durable-objects/run-object";
+import type { StartRunInput } from "../../agent/run-record";
 import { apiError, jsonResponse } from "../api-error";
-import type { HostConfig } from "../config";
+import type { HostConfig } from "../../config/config";
 import { claimDelivery } from "../deliveries";
-import type { Env } from "../env";
+import type { Env } from "../../config/env";
 import { readJsonBody } from "../request-body";
-import { newRunId } from "../run-ids";
-import { isKnownToolNameShape } from "../tool-policy";
+import { newRunId } from "../../ids";
+import { isKnownToolNameShape } from "../../execution/tool-policy";
 import { triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
 
@@ -21,7 +21,8 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
       details: [{ path: "script", message: "not allowed with this model provider" }],
     });
   }
-  const badTool = body.script?.flatMap((turn, t) => (turn.tool_calls ?? []).map((call, c) => ({ call, path: `script.${t}.tool_calls.${c}.tool_name` })))
+  const badTool = body.script
+    ?.flatMap((turn, t) => (turn.tool_calls ?? []).map((call, c) => ({ call, path: `script.${t}.tool_calls.${c}.tool_name` })))
     .find(({ call }) => !isKnownToolNameShape(call.tool_name));
   if (badTool) {
     throw apiError(400, {
@@ -74,7 +75,7 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
 
 function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | null): string | undefined {
   const header = fromHeader?.trim() || undefined;
-  if (header !== undefined && (header.length > 200 || /[\u0000-\u001f]/.test(header))) {
+  if (header !== undefined && (header.length > 200 || hasControlCharacter(header))) {
     throw apiError(400, { error: "invalid_request", message: "Idempotency-Key must be 1..200 printable characters." });
   }
   if (fromBody !== undefined && header !== undefined && fromBody !== header) {
@@ -84,4 +85,10 @@ function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | nu
     });
   }
   return fromBody ?? header;
+}
+
+/** True when `text` holds a C0 control character (a header value must not). */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
+  return false;
 }

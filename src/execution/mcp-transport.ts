@@ -20,10 +20,7 @@
  * Durable Object decides those from the outcome returned here), nor for reading host config.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import {
-  StreamableHTTPClientTransport,
-  type StreamableHTTPReconnectionOptions,
-} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, type StreamableHTTPReconnectionOptions } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   ErrorCode,
@@ -279,10 +276,7 @@ class McpSession {
   async bounded<T>(operation: Promise<T>, timeoutMs: number, what: string): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      timer = setTimeout(() => reject(new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`)), timeoutMs);
     });
     const failure = this.failure.then((error): never => {
       throw error;
@@ -392,8 +386,7 @@ class McpSession {
     const { maxResponseBytes } = this.caps;
     const body = response.body;
     if (body === null) return response;
-    const tooLarge = () =>
-      new McpTransportError("response_too_large", `response body exceeds the ${maxResponseBytes}-byte cap`);
+    const tooLarge = () => new McpTransportError("response_too_large", `response body exceeds the ${maxResponseBytes}-byte cap`);
     const declared = Number(response.headers.get("content-length") ?? NaN);
     if (declared > maxResponseBytes) {
       const error = tooLarge();
@@ -407,7 +400,8 @@ class McpSession {
       if (!watchEnd || this.closed) return;
       const timer = setTimeout(() => {
         this.timers.delete(timer);
-        if (!this.toolCall.answered) this.fail(new McpTransportError("transport_error", `tools/call response stream ${why} before the result`));
+        if (!this.toolCall.answered)
+          this.fail(new McpTransportError("transport_error", `tools/call response stream ${why} before the result`));
       }, STREAM_END_SETTLE_MS);
       this.timers.add(timer);
     };
@@ -486,7 +480,12 @@ function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutc
   const contentBytes = utf8Length(JSON.stringify(content));
   if (contentBytes > caps.maxResponseBytes) {
     // The body cap already bounds the wire; this catches a result that grew in decoding.
-    return { kind: "failed", code: "response_too_large", message: `result content is ${contentBytes} bytes, over the ${caps.maxResponseBytes}-byte cap`, sent: true };
+    return {
+      kind: "failed",
+      code: "response_too_large",
+      message: `result content is ${contentBytes} bytes, over the ${caps.maxResponseBytes}-byte cap`,
+      sent: true,
+    };
   }
   const text = contentText(result);
   return {

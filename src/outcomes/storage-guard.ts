@@ -59,7 +59,13 @@ export async function guardedStorage<T>(
   try {
     // ---- 1. a slot, within the bound -------------------------------------
     const acquiring = Promise.resolve().then(() => pool.acquire(holder));
-    const acquired = await Promise.race([acquiring.then((r) => ({ r }), () => ({ r: { ok: false as const } })), deadline.passed]);
+    const acquired = await Promise.race([
+      acquiring.then(
+        (r) => ({ r }),
+        () => ({ r: { ok: false as const } }),
+      ),
+      deadline.passed,
+    ]);
     if (acquired === TIMED_OUT) {
       // The pool did not answer in time: nothing runs. A slot granted after we
       // gave up is handed straight back.
@@ -105,7 +111,13 @@ export async function guardedStorage<T>(
     }
     // Within the bound: wait for the release too (so the slot is free when the
     // caller goes on), but never past the bound.
-    const released = await Promise.race([settled.then(() => true, () => true), deadline.passed]);
+    const released = await Promise.race([
+      settled.then(
+        () => true,
+        () => true,
+      ),
+      deadline.passed,
+    ]);
     if (released === TIMED_OUT) keepAlive(settled);
     if (!first.ok) throw first.error;
     return { status: "ok", value: first.value };

@@ -2,7 +2,7 @@
 // does nothing on conflict: D1 serialises writes, so of two identical
 // triggers arriving together exactly one claims it and the other reads the
 // winner's receipt.
-import type { StartRunInput } from "../durable-objects/run-object";
+import type { StartRunInput } from "../agent/run-record";
 
 export interface DeliveryReceipt {
   delivery_id: string;
@@ -24,7 +24,10 @@ export async function claimDelivery(db: D1Database, deliveryId: string, input: S
     .bind(deliveryId, input.run_id, input.channel_id, acceptedAt, JSON.stringify(input))
     .run();
   if (insert.meta.changes === 1) {
-    return { claimed: true, receipt: { delivery_id: deliveryId, run_id: input.run_id, channel_id: input.channel_id, accepted_at: acceptedAt } };
+    return {
+      claimed: true,
+      receipt: { delivery_id: deliveryId, run_id: input.run_id, channel_id: input.channel_id, accepted_at: acceptedAt },
+    };
   }
   const row = await db
     .prepare(`SELECT delivery_id, run_id, channel_id, accepted_at, start_input FROM deliveries WHERE delivery_id = ?`)

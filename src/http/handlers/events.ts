@@ -2,7 +2,7 @@
 // validates the resume point; the RunObject's response (and its stream) is
 // handed back untouched, so a client closing its socket cancels the object's
 // stream and releases that subscriber.
-import type { RunObject } from "../../durable-objects/run-object";
+import type { RunObject } from "../../../durable-objects/run-object";
 import { apiError } from "../api-error";
 
 const NON_NEGATIVE_INTEGER = /^(0|[1-9][0-9]{0,15})$/;

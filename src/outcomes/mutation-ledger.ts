@@ -71,7 +71,10 @@ export class MutationLedger {
     const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatched(this.#db(), mutationId));
     if (answer.status === "ok") return answer.value.ok ? "acknowledged" : "unavailable";
     if (answer.status === "timeout") {
-      void answer.late.then(() => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }), () => undefined);
+      void answer.late.then(
+        () => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }),
+        () => undefined,
+      );
     }
     return "unavailable";
   }
@@ -103,7 +106,9 @@ export class MutationLedger {
   recordUnsentInBackground(input: IntentInput & { mutationId: string }, settlement: Omit<Settlement, "state">): void {
     void (async () => {
       // A late intent is dated when the call was refused, never after its own settlement (created_at <= settled_at).
-      const written = await this.#retrying(`intent ${input.mutationId}`, () => insertIntent(this.#db(), { createdAt: settlement.settledAt, ...input }));
+      const written = await this.#retrying(`intent ${input.mutationId}`, () =>
+        insertIntent(this.#db(), { createdAt: settlement.settledAt, ...input }),
+      );
       if (written) this.settleInBackground(input.mutationId, { state: "not_executed", ...settlement });
     })();
   }
@@ -117,7 +122,9 @@ export class MutationLedger {
       await new Promise((r) => setTimeout(r, delay));
       delay *= 2;
     }
-    console.error(`mutation storage (${holder}) found no free slot after ${BACKGROUND_ATTEMPTS} attempts; the row is left to the restart rule or reconciliation`);
+    console.error(
+      `mutation storage (${holder}) found no free slot after ${BACKGROUND_ATTEMPTS} attempts; the row is left to the restart rule or reconciliation`,
+    );
     return false;
   }
 

@@ -9,7 +9,7 @@
 //   (deny, expiry, cancellation, ceiling, budget: ─▶ done with not_executed)
 // Approvals of a turn are all asked at once; admission follows the model's
 // order, so a later call waits for every earlier call of the turn to end.
-import type { EventType } from "./events";
+import type { EventType } from "../stream/events";
 
 export type ApprovalLevel = "approve" | "confirm";
 export type CallState = "awaiting_approval" | "awaiting_input" | "awaiting_admission" | "dispatched" | "done";
@@ -96,9 +96,7 @@ export interface Limits {
   admissionTimeoutMs: number;
 }
 
-export type Effect =
-  | { kind: "emit"; type: EventType; fields: Record<string, unknown> }
-  | { kind: "dispatch"; call: ToolCallRecord };
+export type Effect = { kind: "emit"; type: EventType; fields: Record<string, unknown> } | { kind: "dispatch"; call: ToolCallRecord };
 
 export type DispatchOutcome =
   | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string }
@@ -107,8 +105,7 @@ export type DispatchOutcome =
 const emit = (type: EventType, fields: Record<string, unknown>): Effect => ({ kind: "emit", type, fields });
 
 const ids = (call: ToolCallRecord) => ({ tool_name: call.tool_name, tool_call_id: call.tool_call_id });
-const withApproval = (call: ToolCallRecord) =>
-  call.approval ? { ...ids(call), approval_id: call.approval.approval_id } : ids(call);
+const withApproval = (call: ToolCallRecord) => (call.approval ? { ...ids(call), approval_id: call.approval.approval_id } : ids(call));
 
 function isBudgeted(call: ToolCallRecord, limits: Limits): boolean {
   return !call.mutating || (limits.budget[call.tool_name] ?? 0) > 0;
@@ -127,7 +124,16 @@ export function announce(call: ToolCallRecord, redactedArguments: unknown, limit
   }
   if (!isBudgeted(call, limits)) {
     // Not in the ApprovedMutationBudget: no approval is asked for something that may never run.
-    return [...effects, ...finish(call, now, false, { execution_status: "not_executed", reason: "not_in_budget" }, "Not executed: this tool is not in the host's mutation budget.")];
+    return [
+      ...effects,
+      ...finish(
+        call,
+        now,
+        false,
+        { execution_status: "not_executed", reason: "not_in_budget" },
+        "Not executed: this tool is not in the host's mutation budget.",
+      ),
+    ];
   }
   if (call.level === null) {
     call.approved = true;
@@ -178,13 +184,20 @@ export function decideApproval(call: ToolCallRecord, input: Decision, limits: Li
     if (approval.decision === wanted) return { status: 200, body: resolvedBody(approval.approval_id, wanted), effects: [] };
     return {
       status: 409,
-      body: { error: "already_resolved", decision: approval.decision, message: `This approval was already resolved as ${approval.decision}.` },
+      body: {
+        error: "already_resolved",
+        decision: approval.decision,
+        message: `This approval was already resolved as ${approval.decision}.`,
+      },
     };
   }
   if (wanted === "approved" && approval.level === "confirm" && input.confirmation !== call.tool_name) {
     return {
       status: 400,
-      body: { error: "confirmation_mismatch", message: `Approving this call needs "confirmation" set to the tool name, ${call.tool_name}.` },
+      body: {
+        error: "confirmation_mismatch",
+        message: `Approving this call needs "confirmation" set to the tool name, ${call.tool_name}.`,
+      },
     };
   }
   approval.decision = wanted;
@@ -194,7 +207,10 @@ export function decideApproval(call: ToolCallRecord, input: Decision, limits: Li
     return {
       status: 200,
       body: resolvedBody(approval.approval_id, wanted),
-      effects: [resolved, ...finish(call, now, false, { execution_status: "not_executed", reason: "denied" }, "Not executed: a person denied this call.")],
+      effects: [
+        resolved,
+        ...finish(call, now, false, { execution_status: "not_executed", reason: "denied" }, "Not executed: a person denied this call."),
+      ],
     };
   }
   call.approved = true;
@@ -261,11 +277,27 @@ export function advanceAdmission(turn: TurnState, counters: RunCounters, limits:
     if (call.state !== "awaiting_admission") break; // an earlier call is still waiting or in flight
     if (call.kind === "human_ask") {
       const answer = call.input!.answer ?? "";
-      effects.push(...finish(call, now, true, { execution_status: "executed", result: { is_error: false, content_bytes: utf8Length(answer) } }, answer));
+      effects.push(
+        ...finish(
+          call,
+          now,
+          true,
+          { execution_status: "executed", result: { is_error: false, content_bytes: utf8Length(answer) } },
+          answer,
+        ),
+      );
       continue;
     }
     if (call.mutating && (counters.used[call.tool_name] ?? 0) >= (limits.budget[call.tool_name] ?? 0)) {
-      effects.push(...finish(call, now, call.approved, { execution_status: "not_executed", reason: "budget_exhausted" }, "Not executed: this tool's mutation budget for the run is used up."));
+      effects.push(
+        ...finish(
+          call,
+          now,
+          call.approved,
+          { execution_status: "not_executed", reason: "budget_exhausted" },
+          "Not executed: this tool's mutation budget for the run is used up.",
+        ),
+      );
       continue;
     }
     counters.admitted += 1;
@@ -285,9 +317,25 @@ function sweepWaiting(turn: TurnState, counters: RunCounters, limits: Limits, no
   for (const call of turn.calls) {
     if (call.state !== "awaiting_admission" || call.kind === "human_ask") continue;
     if (counters.admitted >= limits.ceiling) {
-      effects.push(...finish(call, now, call.approved, { execution_status: "not_executed", reason: "call_ceiling" }, "Not executed: the run reached its tool call ceiling."));
+      effects.push(
+        ...finish(
+          call,
+          now,
+          call.approved,
+          { execution_status: "not_executed", reason: "call_ceiling" },
+          "Not executed: the run reached its tool call ceiling.",
+        ),
+      );
     } else if (call.admission_deadline !== undefined && now >= call.admission_deadline) {
-      effects.push(...finish(call, now, call.approved, { execution_status: "not_executed", reason: "expired" }, "Not executed: it waited too long for its turn to run."));
+      effects.push(
+        ...finish(
+          call,
+          now,
+          call.approved,
+          { execution_status: "not_executed", reason: "expired" },
+          "Not executed: it waited too long for its turn to run.",
+        ),
+      );
     }
   }
   return effects;
@@ -300,11 +348,22 @@ function sweepWaiting(turn: TurnState, counters: RunCounters, limits: Limits, no
  */
 export function settleDispatch(call: ToolCallRecord, outcome: DispatchOutcome, now: number, settlementLate = false): Effect[] {
   if (outcome.kind === "failed") {
-    return finish(call, now, true, { execution_status: "executed", error: { code: outcome.code, message: outcome.message } }, `The tool call failed: ${outcome.message}`);
+    return finish(
+      call,
+      now,
+      true,
+      { execution_status: "executed", error: { code: outcome.code, message: outcome.message } },
+      `The tool call failed: ${outcome.message}`,
+    );
   }
   const result: ResultFacts = { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary };
   const error = settlementLate
-    ? { error: { code: "settlement_timeout", message: "The response arrived but recording its outcome did not finish in time; query the mutation later." } }
+    ? {
+        error: {
+          code: "settlement_timeout",
+          message: "The response arrived but recording its outcome did not finish in time; query the mutation later.",
+        },
+      }
     : outcome.is_error
       ? { error: { code: "tool_error", message: outcome.summary || "The tool reported an error." } }
       : {};
@@ -336,7 +395,15 @@ export function cancelPending(turn: TurnState, now: number): Effect[] {
       effects.push(emit("approval_resolved", { ...withApproval(call), decision: "cancelled" }));
     }
     if (call.state === "awaiting_input") call.input!.status = "cancelled";
-    effects.push(...finish(call, now, call.approved, { execution_status: "not_executed", reason: "cancelled" }, "Not executed: the run was cancelled."));
+    effects.push(
+      ...finish(
+        call,
+        now,
+        call.approved,
+        { execution_status: "not_executed", reason: "cancelled" },
+        "Not executed: the run was cancelled.",
+      ),
+    );
   }
   return effects;
 }
@@ -388,7 +455,8 @@ function finish(call: ToolCallRecord, now: number, approved: boolean, execution:
   call.state = "done";
   call.approved = approved;
   call.model_result = modelResult;
-  call.model_is_error = execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true;
+  call.model_is_error =
+    execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true;
   if (execution.reason !== undefined) call.reason = execution.reason;
   return [
     emit("tool_execution", { ...withApproval(call), ...execution, ...(call.mutation_id ? { mutation_id: call.mutation_id } : {}) }),
