@@ -1,32 +1,62 @@
 // StoragePool: the semaphore Durable Object behind contract section 9. ONE
 // global instance (STORAGE_POOL_NAME) holds POOL_CAPACITY_SLOTS slots; every
-// mutation-outcome storage call (checkpoint, settlement, outcome read, final
-// persistence) holds one while it runs (src/outcomes/storage-guard.ts).
+// mutation-outcome storage call of the execution path (intent, checkpoint,
+// settlement, outcome read, final persistence) and reconcile holds one while
+// it runs (src/outcomes/storage-guard.ts). The read routes take none.
 //
-// - acquire() fails AT ONCE when every slot is held (fail closed): no queue.
 // - A slot is a lease in this object's SQLite storage, expiring
 //   STORAGE_LEASE_MS after it was taken. release() frees it, idempotently.
+// - When every slot is held, acquire(holder, waitMs) waits in a first-come
+//   line for one to free, for at most `waitMs`: the time the CALLER has left
+//   of its own guard (a duration, never a clock time: cancellation does not
+//   cross Durable Object RPC, so the pool cannot see a caller that went away,
+//   only the time it said it would wait). A waiter whose time passed leaves
+//   the line, is refused and is never handed a slot; a slot granted just
+//   before that, which reaches the caller after it gave up, is handed straight
+//   back by the guard. The line holds at most STORAGE_POOL_MAX_WAITERS
+//   callers; one more is refused at once. A waiter holds nothing and starts
+//   nothing.
+// - A freed slot (release, or the alarm reclaiming a lease whose holder
+//   vanished) goes straight to the head of the line, in the same synchronous
+//   step that freed it, so a newcomer can never overtake a waiter and there
+//   are never more than POOL_CAPACITY_SLOTS holders.
 // - A lease whose holder vanished is reclaimed by the alarm once it expired;
 //   until reclaimed it counts as held, so an expired lease never frees a slot
 //   by itself.
 //
 // Leases live in SQLite and are counted there on every call, so what the
 // object answers is always what storage holds; the counters are loaded once,
-// in blockConcurrencyWhile, and written through. Every method body runs
-// without awaiting between its read and its write, so two acquires can never
-// both take the 16th slot.
+// in blockConcurrencyWhile, and written through. The line lives in memory:
+// its waiters are open RPC calls, which keep the object alive, and a restart
+// ends those calls with an error that their callers treat as "unavailable".
+// No method awaits between its read and its write (acquire is not async: it
+// answers at once or hands back a promise created in the same step), so two
+// acquires can never both take the 16th slot.
 import { DurableObject } from "cloudflare:workers";
 import { ulid } from "ulidx";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import { POOL_CAPACITY_SLOTS, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 
-type Counter = "acquired_total" | "rejected_total" | "reclaimed_total";
-const COUNTERS: readonly Counter[] = ["acquired_total", "rejected_total", "reclaimed_total"];
+/** setTimeout's largest delay (a signed 32-bit count of ms); a longer one would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+type Counter = "acquired_total" | "waited_total" | "rejected_total" | "reclaimed_total";
+const COUNTERS: readonly Counter[] = ["acquired_total", "waited_total", "rejected_total", "reclaimed_total"];
+
+/** One caller in line: answered exactly once, by a grant or by its timer. */
+interface Waiter {
+  holder: string;
+  answer: (result: AcquireResult) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
 
 export class StoragePool extends DurableObject<Env> {
   #leaseMs!: number;
-  readonly #counters: Record<Counter, number> = { acquired_total: 0, rejected_total: 0, reclaimed_total: 0 };
+  #maxWaiters!: number;
+  readonly #counters: Record<Counter, number> = { acquired_total: 0, waited_total: 0, rejected_total: 0, reclaimed_total: 0 };
+  /** First come, first served; at most #maxWaiters long. */
+  readonly #line: Waiter[] = [];
   /** The alarm time as last set by this instance (null: none armed). */
   #armedAt: number | null = null;
 
@@ -39,6 +69,7 @@ export class StoragePool extends DurableObject<Env> {
         throw new Error(`StoragePool cannot start: ${loaded.message}`);
       }
       this.#leaseMs = loaded.config.STORAGE_LEASE_MS;
+      this.#maxWaiters = loaded.config.STORAGE_POOL_MAX_WAITERS;
       const sql = ctx.storage.sql;
       sql.exec(`CREATE TABLE IF NOT EXISTS leases (
         lease_id TEXT PRIMARY KEY,
@@ -58,12 +89,80 @@ export class StoragePool extends DurableObject<Env> {
 
   // ---- RPC -------------------------------------------------------------------
 
-  /** Takes a slot for `holder` (a label for diagnostics), or fails at once when all are held. */
-  acquire(holder: string): AcquireResult {
-    if (this.#inUse() >= POOL_CAPACITY_SLOTS) {
+  /** Takes a slot for `holder` (a label for diagnostics) at once, or is refused at once: no waiting. */
+  acquire(holder: string): AcquireResult;
+  /**
+   * Takes a slot for `holder`, waiting in line at most `waitMs` (the time the
+   * caller has left) when every slot is held. Refused at once when the line
+   * is full or `waitMs` is absent or not positive; refused when `waitMs`
+   * passes first. (Over RPC every call sees this signature.)
+   */
+  acquire(holder: string, waitMs?: number): AcquireResult | Promise<AcquireResult>;
+  acquire(holder: string, waitMs = 0): AcquireResult | Promise<AcquireResult> {
+    // Only an empty line lets a caller straight in: a newcomer never overtakes a waiter.
+    if (this.#line.length === 0 && this.#inUse() < POOL_CAPACITY_SLOTS) return this.#take(holder);
+    if (!(waitMs > 0) || this.#line.length >= this.#maxWaiters) {
       this.#bump("rejected_total", 1);
       return { ok: false };
     }
+    this.#bump("waited_total", 1);
+    return new Promise<AcquireResult>((answer) => {
+      const waiter: Waiter = {
+        holder,
+        answer,
+        timer: setTimeout(
+          () => {
+            // Its time passed: out of the line, refused, never handed a slot after this.
+            const at = this.#line.indexOf(waiter);
+            if (at === -1) return; // granted in the meantime (the grant cleared this timer)
+            this.#line.splice(at, 1);
+            this.#bump("rejected_total", 1);
+            answer({ ok: false });
+          },
+          Math.min(waitMs, MAX_TIMER_MS),
+        ),
+      };
+      this.#line.push(waiter);
+    });
+  }
+
+  /** Frees a slot and hands it to the head of the line. Idempotent: an unknown, released or reclaimed lease changes nothing. */
+  release(leaseId: string): { released: boolean } {
+    const cursor = this.ctx.storage.sql.exec(`DELETE FROM leases WHERE lease_id = ?`, leaseId);
+    const released = cursor.rowsWritten > 0;
+    if (released) this.#grantWaiting();
+    return { released };
+  }
+
+  stats(): StoragePoolStats {
+    const c = this.#counters;
+    return {
+      capacity: POOL_CAPACITY_SLOTS,
+      in_use: this.#inUse(),
+      waiting: this.#line.length,
+      acquired_total: c.acquired_total,
+      waited_total: c.waited_total,
+      rejected_total: c.rejected_total,
+      reclaimed_total: c.reclaimed_total,
+    };
+  }
+
+  /** Reclaims every expired lease (its holder vanished), hands the freed slots to the line, then re-arms for the next expiry. */
+  override async alarm(): Promise<void> {
+    this.#armedAt = null;
+    const now = Date.now();
+    const cursor = this.ctx.storage.sql.exec(`DELETE FROM leases WHERE expires_at <= ?`, now);
+    if (cursor.rowsWritten > 0) {
+      this.#bump("reclaimed_total", cursor.rowsWritten);
+      this.#grantWaiting();
+    }
+    this.#armFor(this.#earliestExpiry());
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  /** Writes a new lease for `holder`; the caller checked that a slot is free. */
+  #take(holder: string): AcquireResult {
     const now = Date.now();
     const leaseId = `lease_${ulid()}`;
     const expiresAt = now + this.#leaseMs;
@@ -79,26 +178,14 @@ export class StoragePool extends DurableObject<Env> {
     return { ok: true, lease_id: leaseId };
   }
 
-  /** Frees a slot. Idempotent: an unknown, already released or reclaimed lease changes nothing. */
-  release(leaseId: string): { released: boolean } {
-    const cursor = this.ctx.storage.sql.exec(`DELETE FROM leases WHERE lease_id = ?`, leaseId);
-    return { released: cursor.rowsWritten > 0 };
+  /** Free slots go to the waiters in line order, in this same synchronous step. */
+  #grantWaiting(): void {
+    while (this.#line.length > 0 && this.#inUse() < POOL_CAPACITY_SLOTS) {
+      const waiter = this.#line.shift()!;
+      clearTimeout(waiter.timer);
+      waiter.answer(this.#take(waiter.holder));
+    }
   }
-
-  stats(): StoragePoolStats {
-    return { capacity: POOL_CAPACITY_SLOTS, in_use: this.#inUse(), ...this.#counters };
-  }
-
-  /** Reclaims every expired lease (its holder vanished), then re-arms for the next expiry. */
-  override async alarm(): Promise<void> {
-    this.#armedAt = null;
-    const now = Date.now();
-    const cursor = this.ctx.storage.sql.exec(`DELETE FROM leases WHERE expires_at <= ?`, now);
-    if (cursor.rowsWritten > 0) this.#bump("reclaimed_total", cursor.rowsWritten);
-    this.#armFor(this.#earliestExpiry());
-  }
-
-  // ---- internals -------------------------------------------------------------
 
   #inUse(): number {
     return this.ctx.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM leases`).one().n;

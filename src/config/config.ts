@@ -16,6 +16,8 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 export const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
 export const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
 export const DEFAULT_RUN_MAX_EVENTS = 10_000;
+/** Most callers waiting in line for a storage-pool slot (section 9); past it an acquire is refused at once. */
+export const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 export const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -100,6 +102,8 @@ export const hostConfigSchema = z.object({
   MCP_MAX_RESPONSE_BYTES: intVar(DEFAULT_MCP_MAX_RESPONSE_BYTES, 1),
   RUN_RETENTION_SECONDS: intVar(DEFAULT_RUN_RETENTION_SECONDS),
   RUN_MAX_EVENTS: intVar(DEFAULT_RUN_MAX_EVENTS, 2),
+  // 0 is allowed: no line at all, a full pool refuses at once.
+  STORAGE_POOL_MAX_WAITERS: intVar(DEFAULT_STORAGE_POOL_MAX_WAITERS),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

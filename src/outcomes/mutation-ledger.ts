@@ -1,15 +1,27 @@
 // The RunObject's view of durable mutation outcomes (contract sections 8 and
 // 9): each step of the write-ahead protocol (intent, prior-outcome check,
 // checkpoint, settlement, read) as one storage call under a pool slot,
-// bounded by STORAGE_WAIT_MS, answered as a small verdict the run can act on
-// without knowing about slots, timeouts or D1. Work that outlives its wait
-// still finishes, and its consequences are handled here:
+// bounded by STORAGE_WAIT_MS (the wait in the pool's line included),
+// answered as a small verdict the run can act on without knowing about
+// slots, timeouts or D1. Work that outlives its wait still finishes, and its
+// consequences are handled here:
 //  - a checkpoint that lands after the caller gave up settles the row
 //    `not_executed` (the call was never sent);
 //  - a settlement that lands late keeps the call's real result;
 //  - nothing here appends events: the run already moved on.
+//
+// Round trips between the approval and the `tools/call` request (section 7,
+// issue 11): at most FOUR sequential remote round trips, two per step, with
+// each slot release sent off the critical path (storage-guard.ts):
+//   1. intent:     pool acquire → D1 INSERT ... RETURNING         (2 trips)
+//   2. checkpoint: pool acquire → D1 UPDATE ... WHERE NOT EXISTS   (2 trips)
+//      (checkpointUnlessPrior: the prior-outcome check folded into the
+//      checkpoint statement, so there is no separate check and no third step)
+// Extra statements only on refusal paths (an intent that conflicted, a
+// checkpoint that was refused), never before a dispatch.
 import {
   findPriorUnknown,
+  markDispatchedUnlessPrior,
   getOutcome,
   insertIntent,
   markDispatched,
@@ -28,6 +40,7 @@ const BACKGROUND_FIRST_DELAY_MS = 50;
 
 export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
 export type CheckpointVerdict = "acknowledged" | "unavailable";
+export type GuardedCheckpointVerdict = "acknowledged" | "prior_outcome_unknown" | "unavailable";
 export type SettleVerdict = "settled" | "late";
 
 export class MutationLedger {
@@ -56,7 +69,12 @@ export class MutationLedger {
     return row.mutation_id === input.mutationId && row.state === "unresolved" && row.dispatched === 0 ? "recorded" : "replay_blocked";
   }
 
-  /** True when another run's row for the same tool and arguments in this channel has an unknown outcome. */
+  /**
+   * True when an earlier row (by sortable id, when `beforeMutationId` is
+   * given) of another run for the same tool and arguments in this channel
+   * has an unknown outcome. checkpointUnlessPrior does this check inside the
+   * checkpoint, one step fewer.
+   */
   async priorUnknown(query: Parameters<typeof findPriorUnknown>[1]): Promise<boolean | "unavailable"> {
     const answer = await this.#guard(`prior ${query.toolName}`, () => findPriorUnknown(this.#db(), query));
     return answer.status === "ok" ? answer.value.length > 0 : "unavailable";
@@ -70,6 +88,33 @@ export class MutationLedger {
   async checkpoint(mutationId: string, notSent: Omit<Settlement, "state">): Promise<CheckpointVerdict> {
     const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatched(this.#db(), mutationId));
     if (answer.status === "ok") return answer.value.ok ? "acknowledged" : "unavailable";
+    if (answer.status === "timeout") {
+      void answer.late.then(
+        () => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }),
+        () => undefined,
+      );
+    }
+    return "unavailable";
+  }
+
+  /**
+   * The checkpoint with the prior-outcome check folded into the same
+   * statement (markDispatchedUnlessPrior): one slot, one D1 round trip.
+   *  - "acknowledged": dispatched: true is on disk and no earlier row of
+   *    another run for the same channel, tool and digest is unknown; send.
+   *  - "prior_outcome_unknown": such an earlier row exists; the row is left
+   *    unresolved & dispatched: false, nothing may be sent.
+   *  - "unavailable": no slot or no answer within the bound, a D1 error, or
+   *    the row was not unresolved & undispatched; nothing may be sent. A
+   *    checkpoint that lands after its wait settles the row not_executed
+   *    with `notSent`, since the call it would have allowed was not sent.
+   */
+  async checkpointUnlessPrior(mutationId: string, notSent: Omit<Settlement, "state">): Promise<GuardedCheckpointVerdict> {
+    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatchedUnlessPrior(this.#db(), mutationId));
+    if (answer.status === "ok") {
+      if (answer.value.ok) return "acknowledged";
+      return answer.value.error === "prior_outcome_unknown" ? "prior_outcome_unknown" : "unavailable";
+    }
     if (answer.status === "timeout") {
       void answer.late.then(
         () => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }),

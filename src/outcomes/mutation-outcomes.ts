@@ -34,6 +34,9 @@ export const MUTATION_OUTCOME_SCHEMA = "mutation_outcome/v1";
  */
 export const AUTOMATIC_APPROVAL_ID = "";
 
+/** What `approved_by` holds for an automatic approval (contract section 8). */
+export const APPROVED_BY_AUTOMATIC = "automatic";
+
 const MUTATION_ID_PATTERN = /^mut_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export function newMutationId(): string {
@@ -53,7 +56,7 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 
 // ---- rows and projection ---------------------------------------------------
 
-/** A `mutation_outcomes` row exactly as D1 returns it (see migrations/0002). */
+/** A `mutation_outcomes` row exactly as D1 returns it (see migrations/0002 and 0003). */
 export interface MutationOutcomeRow {
   mutation_id: string;
   run_id: string;
@@ -66,6 +69,10 @@ export interface MutationOutcomeRow {
   arguments_digest: string;
   state: MutationState;
   dispatched: 0 | 1;
+  /** The decision's decided_by, or APPROVED_BY_AUTOMATIC; NULL on rows written without it (before migrations/0003). */
+  approved_by: string | null;
+  /** ISO 8601; NULL like approved_by. */
+  approved_at: string | null;
   reason: string | null;
   result_json: string | null;
   error_json: string | null;
@@ -92,6 +99,8 @@ export interface MutationOutcomeProjection {
   approval_id: string | null;
   tool_name: string;
   arguments_digest: string;
+  approved_by: string | null;
+  approved_at: string | null;
   state: MutationState;
   dispatched: boolean;
   reason?: string;
@@ -114,6 +123,8 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     approval_id: row.approval_id === AUTOMATIC_APPROVAL_ID ? null : row.approval_id,
     tool_name: row.tool_name,
     arguments_digest: row.arguments_digest,
+    approved_by: row.approved_by,
+    approved_at: row.approved_at,
     state: row.state,
     dispatched: row.dispatched === 1,
     ...(row.reason !== null ? { reason: row.reason } : {}),
@@ -144,6 +155,14 @@ export interface IntentInput {
   toolName: string;
   /** `sha256:<hex>` from argumentsDigest(). */
   argumentsDigest: string;
+  /**
+   * The audit fields of section 8, filled by the dispatch pipeline: the
+   * decision's `decided_by`, or APPROVED_BY_AUTOMATIC for an automatic
+   * approval. Stored as NULL when absent.
+   */
+  approvedBy?: string;
+  /** ISO 8601, when the call was approved; filled by the dispatch pipeline, NULL when absent. */
+  approvedAt?: string;
   /** ISO 8601; now when absent. */
   createdAt?: string;
 }
@@ -156,8 +175,9 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
   const inserted = await db
     .prepare(
       `INSERT INTO mutation_outcomes
-         (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest, state, dispatched, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
+         (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
+          approved_by, approved_at, state, dispatched, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -170,6 +190,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       approvalId,
       input.toolName,
       input.argumentsDigest,
+      input.approvedBy ?? null,
+      input.approvedAt ?? null,
       input.createdAt ?? new Date().toISOString(),
     )
     .first<MutationOutcomeRow>();
@@ -209,6 +231,52 @@ export async function markDispatched(db: OutcomeDb, mutationId: string): Promise
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };
   return { ok: false, error: "not_checkpointable", row: current };
+}
+
+export type GuardedCheckpointResult =
+  | { ok: true; row: MutationOutcomeRow }
+  /** An earlier row of another run (same channel, tool, digest) is outcome_unknown or unresolved. */
+  | { ok: false; error: "prior_outcome_unknown"; row: MutationOutcomeRow }
+  | { ok: false; error: "not_found" }
+  | { ok: false; error: "not_checkpointable"; row: MutationOutcomeRow };
+
+/**
+ * The checkpoint with the cross-run prior-outcome check folded in (section
+ * 8), as ONE statement: the row becomes dispatched=1 only if it is still
+ * unresolved & dispatched=0 AND no EARLIER row of another run for the same
+ * channel, tool and arguments digest is outcome_unknown or unresolved.
+ * "Earlier" is the row's sortable id (mutation_id, `mut_<ULID>`): of two
+ * identical calls approved at the same moment exactly one has the smaller
+ * id, so only the later can be refused, never both. The check reads the
+ * row's own channel, tool, digest and run, so the caller cannot pass a
+ * mismatched identity. (A D1 batch has no conditional abort, so the check
+ * cannot be a separate statement in the same batch.)
+ *
+ * Only the refusal path reads again, to tell a prior row from a row that is
+ * not in the expected state: both conditions only ever go one way
+ * (unresolved → settled, dispatched 0 → 1), so a row that still reads
+ * unresolved & dispatched=0 was refused by a prior row.
+ */
+export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: string): Promise<GuardedCheckpointResult> {
+  // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
+  const row = await db
+    .prepare(
+      `UPDATE mutation_outcomes AS m SET dispatched = 1
+       WHERE m.mutation_id = ? AND m.state = 'unresolved' AND m.dispatched = 0
+         AND NOT EXISTS (
+           SELECT 1 FROM mutation_outcomes AS p
+           WHERE p.channel_id = m.channel_id AND p.tool_name = m.tool_name AND p.arguments_digest = m.arguments_digest
+             AND p.run_id <> m.run_id AND p.state IN ('unresolved', 'outcome_unknown') AND p.mutation_id < m.mutation_id
+         )
+       RETURNING *`,
+    )
+    .bind(mutationId)
+    .first<MutationOutcomeRow>();
+  if (row) return { ok: true, row };
+  const current = await getOutcome(db, mutationId);
+  if (!current) return { ok: false, error: "not_found" };
+  if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
+  return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 
 export interface Settlement {
@@ -315,6 +383,13 @@ export interface PriorUnknownQuery {
   argumentsDigest: string;
   /** The asking run: its own rows are replay (replay_blocked), not a prior outcome. */
   excludeRunId: string;
+  /**
+   * The asking row's mutation id: only rows recorded before it (smaller
+   * sortable id) count, so two identical calls approved at the same moment
+   * never refuse each other. Absent: every such row counts (the older
+   * caller that asks before its own row's id is known).
+   */
+  beforeMutationId?: string;
 }
 
 /** At most this many rows come back; one is enough to block, the rest are for the message. */
@@ -322,19 +397,21 @@ export const PRIOR_UNKNOWN_LIMIT = 10;
 
 /**
  * Rows of other runs, same channel, tool and arguments digest, in state
- * outcome_unknown or unresolved, oldest first. Non-empty means the call is
- * not dispatched (`prior_outcome_unknown`).
+ * outcome_unknown or unresolved, recorded before `beforeMutationId`, oldest
+ * first. Non-empty means the call is not dispatched (`prior_outcome_unknown`).
  */
 export async function findPriorUnknown(db: OutcomeDb, query: PriorUnknownQuery): Promise<MutationOutcomeRow[]> {
+  const before = query.beforeMutationId ?? null;
   const { results } = await db
     .prepare(
       `SELECT * FROM mutation_outcomes
        WHERE channel_id = ? AND tool_name = ? AND arguments_digest = ?
          AND state IN ('outcome_unknown', 'unresolved') AND run_id <> ?
-       ORDER BY created_at, mutation_id
+         AND (? IS NULL OR mutation_id < ?)
+       ORDER BY mutation_id
        LIMIT ?`,
     )
-    .bind(query.channelId, query.toolName, query.argumentsDigest, query.excludeRunId, PRIOR_UNKNOWN_LIMIT)
+    .bind(query.channelId, query.toolName, query.argumentsDigest, query.excludeRunId, before, before, PRIOR_UNKNOWN_LIMIT)
     .all<MutationOutcomeRow>();
   return results;
 }

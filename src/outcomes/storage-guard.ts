@@ -1,15 +1,26 @@
-// The bounded, slot-holding wrapper every mutation-outcome storage call goes
-// through (contract sections 8 and 9):
+// The bounded wrappers every mutation-outcome storage call goes through
+// (contract sections 8 and 9).
 //
-//   1. take a slot of the storage pool; none free (or the pool unreachable)
-//      → "unavailable", and `work` never runs (fail closed);
-//   2. run `work` and wait for it at most `waitMs`, counted from the call
-//      (taking the slot included), so a stuck pool or a stuck write never
-//      stalls the caller beyond its bound;
+// guardedStorage: the execution path and reconcile, holding a pool slot.
+//   1. ask the pool for a slot, passing the time left of the bound (a
+//      duration: the pool cannot see a caller that went away, only how long
+//      it said it would wait). When all slots are held the pool keeps the
+//      caller in its first-come line for at most that long. No slot within
+//      the bound (line full, time passed, pool unreachable) → "unavailable",
+//      and `work` never runs (fail closed). A slot granted after the caller
+//      gave up is handed straight back.
+//   2. run `work` and wait for it until the SAME bound, counted from the call:
+//      `waitMs` covers the wait in line and the storage call together, so a
+//      full pool or a stuck write never stalls the caller beyond its bound;
 //   3. past the bound → "timeout" at once, with `late`: the still-running
 //      work, which settles only after the slot was given back;
-//   4. the slot is released when `work` finally settles, whether or not
-//      anyone is still waiting ("late cleanup").
+//   4. the slot is released when `work` settles, whether or not anyone still
+//      waits ("late cleanup"). The release is off the caller's path: the
+//      caller goes on as soon as `work` answered, and the release is always
+//      sent, kept alive through `waitUntil` when one is given.
+//
+// boundedStorage: the read routes, which take no slot (section 9): only the
+// bound of step 2.
 //
 // Storage work never dispatches anything: `work` is a D1 call, nothing else.
 // No Cloudflare imports: the pool is any object with acquire/release (the
@@ -17,31 +28,34 @@
 
 /** What the guard needs of the pool; a DurableObjectStub<StoragePool> fits. */
 export interface SlotPool {
-  acquire(holder: string): Promise<{ ok: true; lease_id: string } | { ok: false }>;
+  /** `waitMs`: how long the caller may wait in line for a slot (the time left of its bound). */
+  acquire(holder: string, waitMs: number): Promise<{ ok: true; lease_id: string } | { ok: false }>;
   release(leaseId: string): Promise<unknown>;
 }
 
 export type GuardedResult<T> =
   | { status: "ok"; value: T }
-  /** No slot free (fail closed) or the pool could not be reached in time; `work` did not run. */
+  /** No slot within the bound (line full, time passed) or the pool could not be reached; `work` did not run. */
   | { status: "unavailable" }
   /** `work` is still running; `late` settles like it, after its slot was released. */
   | { status: "timeout"; late: Promise<T> };
 
+export type BoundedResult<T> = { status: "ok"; value: T } | { status: "timeout"; late: Promise<T> };
+
 export interface GuardOptions {
   /**
-   * Receives every promise that outlives the call (the late work and its slot
-   * release, a slot acquired after the caller gave up). In a Worker handler
-   * pass `ctx.waitUntil.bind(ctx)` so cleanup is not cut off when the
-   * response is sent; a Durable Object may leave it out.
+   * Receives every promise that outlives the call (the slot release, late
+   * work, a slot granted after the caller gave up). In a Worker handler pass
+   * `ctx.waitUntil.bind(ctx)` so cleanup is not cut off when the response is
+   * sent; a Durable Object may leave it out (its promises run on).
    */
   waitUntil?: (promise: Promise<unknown>) => void;
 }
 
 /**
- * Runs `work` holding a storage-pool slot, bounded by `waitMs`. An error
- * thrown by `work` within the bound is rethrown (after the slot is released);
- * one thrown after the bound rejects `late`.
+ * Runs `work` holding a storage-pool slot, the wait for the slot and the work
+ * together bounded by `waitMs`. An error thrown by `work` within the bound is
+ * rethrown; one thrown after the bound rejects `late`.
  */
 export async function guardedStorage<T>(
   pool: SlotPool,
@@ -50,15 +64,11 @@ export async function guardedStorage<T>(
   work: () => Promise<T>,
   options: GuardOptions = {},
 ): Promise<GuardedResult<T>> {
-  const keepAlive = (p: Promise<unknown>) => {
-    // Handled here whether or not anyone keeps it alive: nothing outliving the call may reject unhandled.
-    const quiet = p.catch(() => undefined);
-    options.waitUntil?.(quiet);
-  };
+  const keepAlive = keeper(options);
   const deadline = boundary(waitMs);
   try {
-    // ---- 1. a slot, within the bound -------------------------------------
-    const acquiring = Promise.resolve().then(() => pool.acquire(holder));
+    // ---- 1. a slot, within the bound (waiting in line included) ---------------
+    const acquiring = Promise.resolve().then(() => pool.acquire(holder, deadline.remainingMs()));
     const acquired = await Promise.race([
       acquiring.then(
         (r) => ({ r }),
@@ -67,8 +77,7 @@ export async function guardedStorage<T>(
       deadline.passed,
     ]);
     if (acquired === TIMED_OUT) {
-      // The pool did not answer in time: nothing runs. A slot granted after we
-      // gave up is handed straight back.
+      // No slot in time: nothing runs. A slot granted after we gave up is handed straight back.
       keepAlive(acquiring.then((r) => (r.ok ? pool.release(r.lease_id) : undefined)));
       return { status: "unavailable" };
     }
@@ -84,7 +93,7 @@ export async function guardedStorage<T>(
           console.error(`storage slot ${leaseId} (${holder}) was not released`, err);
         });
     const running = Promise.resolve().then(work);
-    // Settles like `work`, once the slot has been given back.
+    // Settles like `work`, once the slot has been given back (late cleanup).
     const settled = running.then(
       async (value) => {
         await releaseSlot();
@@ -95,30 +104,32 @@ export async function guardedStorage<T>(
         throw err;
       },
     );
-    // Nobody may be listening any more; an error of late work must not be unhandled.
-    settled.catch(() => undefined);
+    // The release is always sent, but nobody waits for it on the caller's path.
+    keepAlive(settled);
 
-    const first = await Promise.race([
-      running.then(
-        (value) => ({ ok: true as const, value }),
-        (error: unknown) => ({ ok: false as const, error }),
-      ),
-      deadline.passed,
-    ]);
+    const first = await Promise.race([settle(running), deadline.passed]);
+    if (first === TIMED_OUT) return { status: "timeout", late: settled };
+    if (!first.ok) throw first.error;
+    return { status: "ok", value: first.value };
+  } finally {
+    deadline.clear();
+  }
+}
+
+/**
+ * Runs `work` (a D1 read) without a slot, bounded by `waitMs`: the read
+ * routes of section 9. An error within the bound is rethrown; past the bound
+ * → "timeout", with the still-running work as `late`.
+ */
+export async function boundedStorage<T>(waitMs: number, work: () => Promise<T>, options: GuardOptions = {}): Promise<BoundedResult<T>> {
+  const deadline = boundary(waitMs);
+  try {
+    const running = Promise.resolve().then(work);
+    const first = await Promise.race([settle(running), deadline.passed]);
     if (first === TIMED_OUT) {
-      keepAlive(settled);
-      return { status: "timeout", late: settled };
+      keeper(options)(running);
+      return { status: "timeout", late: running };
     }
-    // Within the bound: wait for the release too (so the slot is free when the
-    // caller goes on), but never past the bound.
-    const released = await Promise.race([
-      settled.then(
-        () => true,
-        () => true,
-      ),
-      deadline.passed,
-    ]);
-    if (released === TIMED_OUT) keepAlive(settled);
     if (!first.ok) throw first.error;
     return { status: "ok", value: first.value };
   } finally {
@@ -128,10 +139,30 @@ export async function guardedStorage<T>(
 
 const TIMED_OUT = Symbol("timed out");
 
-function boundary(waitMs: number): { passed: Promise<typeof TIMED_OUT>; clear(): void } {
+/** Handles a promise that outlives the call, whether or not anyone keeps it alive: nothing may reject unhandled. */
+function keeper(options: GuardOptions): (p: Promise<unknown>) => void {
+  return (p) => {
+    const quiet = p.catch(() => undefined);
+    options.waitUntil?.(quiet);
+  };
+}
+
+function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+function boundary(waitMs: number): { passed: Promise<typeof TIMED_OUT>; remainingMs(): number; clear(): void } {
+  const endsAt = Date.now() + waitMs;
   let timer: ReturnType<typeof setTimeout> | null = null;
   const passed = new Promise<typeof TIMED_OUT>((resolve) => {
     timer = setTimeout(() => resolve(TIMED_OUT), waitMs);
   });
-  return { passed, clear: () => (timer === null ? undefined : clearTimeout(timer)) };
+  return {
+    passed,
+    remainingMs: () => Math.max(0, endsAt - Date.now()),
+    clear: () => (timer === null ? undefined : clearTimeout(timer)),
+  };
 }

@@ -1,7 +1,12 @@
-// The durable-outcome routes (contract sections 8 and 9). Every D1 call here is
-// mutation-outcome storage, so it runs through the storage guard: it holds a
-// pool slot and is bounded by STORAGE_WAIT_MS. A full pool or a stuck D1 is a
-// 503 with Retry-After, never a hung request.
+// The durable-outcome routes (contract sections 8 and 9).
+//  - The reads (GET /api/runs/{id}/mutations, GET /api/mutations/{id}) are
+//    not storage workers of the execution path: they read D1 directly,
+//    bounded by STORAGE_WAIT_MS, and take NO pool slot, so no flood of reads
+//    can refuse a mutation. A stuck D1 is 503 storage_timeout.
+//  - Reconcile is a write: it holds a pool slot (the storage guard), bounded
+//    the same way, waiting in the pool's line like any other holder. No slot
+//    within the bound is 503 storage_unavailable.
+// Every 503 carries Retry-After; no request hangs.
 import { z } from "zod";
 import { globalStoragePool } from "../../outcomes/storage-pool-rpc";
 import { apiError, jsonResponse } from "../api-error";
@@ -9,7 +14,7 @@ import type { HostConfig } from "../../config/config";
 import type { Env } from "../../config/env";
 import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, type OutcomeDb } from "../../outcomes/mutation-outcomes";
 import { readJsonBody } from "../request-body";
-import { guardedStorage } from "../../outcomes/storage-guard";
+import { boundedStorage, guardedStorage } from "../../outcomes/storage-guard";
 
 export const reconcileRequestSchema = z
   .object({
@@ -24,7 +29,31 @@ const STORAGE_RETRY_AFTER_SECONDS = 1;
 
 type Guarded<T> = { ok: true; value: T } | { ok: false; response: Response };
 
-/** Runs one outcome-storage call under the guard; a 503 response when it gets no slot or no answer in time. */
+const retryAfter = () => ({ "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) });
+
+function storageTimeout(config: HostConfig): Response {
+  return jsonResponse(
+    503,
+    {
+      error: "storage_timeout",
+      message: `Storage did not answer within ${config.STORAGE_WAIT_MS} ms. A write may still complete; read the mutation again before retrying.`,
+    },
+    retryAfter(),
+  );
+}
+
+/** Runs one read of D1 without a pool slot, bounded by STORAGE_WAIT_MS; a 503 storage_timeout response past it. */
+async function boundedRead<T>(
+  env: Env,
+  config: HostConfig,
+  ctx: ExecutionContext,
+  work: (db: OutcomeDb) => Promise<T>,
+): Promise<Guarded<T>> {
+  const result = await boundedStorage(config.STORAGE_WAIT_MS, () => work(env.DB), { waitUntil: (p) => ctx.waitUntil(p) });
+  return result.status === "ok" ? { ok: true, value: result.value } : { ok: false, response: storageTimeout(config) };
+}
+
+/** Runs one outcome-storage write under the guard; a 503 response when it gets no slot or no answer in time. */
 async function guarded<T>(
   env: Env,
   config: HostConfig,
@@ -36,28 +65,20 @@ async function guarded<T>(
     waitUntil: (p) => ctx.waitUntil(p),
   });
   if (result.status === "ok") return { ok: true, value: result.value };
-  const headers = { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) };
   if (result.status === "unavailable") {
     return {
       ok: false,
       response: jsonResponse(
         503,
-        { error: "storage_unavailable", message: "Every storage-pool slot is in use; nothing was read or written. Try again shortly." },
-        headers,
+        {
+          error: "storage_unavailable",
+          message: `No storage-pool slot freed within ${config.STORAGE_WAIT_MS} ms; nothing was written. Try again shortly.`,
+        },
+        retryAfter(),
       ),
     };
   }
-  return {
-    ok: false,
-    response: jsonResponse(
-      503,
-      {
-        error: "storage_timeout",
-        message: `Storage did not answer within ${config.STORAGE_WAIT_MS} ms. A write may still complete; read the mutation again before retrying.`,
-      },
-      headers,
-    ),
-  };
+  return { ok: false, response: storageTimeout(config) };
 }
 
 function mutationNotFound(mutationId: string) {
@@ -75,7 +96,7 @@ export async function handleRunMutations(
   runId: string,
   runExists: () => Promise<boolean>,
 ): Promise<Response> {
-  const listed = await guarded(env, config, ctx, `api:list:${runId}`, (db) => listRunOutcomes(db, runId));
+  const listed = await boundedRead(env, config, ctx, (db) => listRunOutcomes(db, runId));
   if (!listed.ok) return listed.response;
   const rows = listed.value;
   if (rows.length === 0 && !(await runExists())) {
@@ -87,7 +108,7 @@ export async function handleRunMutations(
 /** GET /api/mutations/{mutation_id}. */
 export async function handleGetMutation(env: Env, config: HostConfig, ctx: ExecutionContext, mutationId: string): Promise<Response> {
   if (!isMutationId(mutationId)) throw mutationNotFound(mutationId);
-  const read = await guarded(env, config, ctx, `api:read:${mutationId}`, (db) => getOutcome(db, mutationId));
+  const read = await boundedRead(env, config, ctx, (db) => getOutcome(db, mutationId));
   if (!read.ok) return read.response;
   const row = read.value;
   if (!row) throw mutationNotFound(mutationId);
