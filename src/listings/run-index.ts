@@ -91,6 +91,22 @@ export type FlushResult =
   /** D1 refused or failed: marks before the failure are written and deleted, the rest stay for the next flush. */
   | { status: "failed"; written: number; remaining: number; error: string };
 
+/** After a failed flush, the object's alarm tries again this much later (D1 is down or slow; don't spin). */
+export const FLUSH_RETRY_AFTER_FAILURE_MS = 1_000;
+/** Failed flushes in a row back off up to this long between tries. */
+export const FLUSH_RETRY_MAX_MS = 60_000;
+
+/**
+ * When the object should flush again after `result`, in ms from now: 0 when a
+ * full batch left more, a growing delay after failures (`failuresInARow`
+ * counts this one), null when nothing is pending.
+ */
+export function nextFlushDelayMs(result: FlushResult, failuresInARow = 1): number | null {
+  if (result.remaining === 0) return null;
+  if (result.status === "ok") return 0;
+  return Math.min(FLUSH_RETRY_MAX_MS, FLUSH_RETRY_AFTER_FAILURE_MS * 2 ** Math.max(0, failuresInARow - 1));
+}
+
 // ---- the run index ---------------------------------------------------------------
 
 interface MarkRow extends Record<string, SqlStorageValue> {

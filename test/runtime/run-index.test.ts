@@ -7,7 +7,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newApprovalId, newRunId } from "../../src/ids";
-import { RunIndex, type IndexDb, type IndexStatement, type RunIndexContext } from "../../src/listings/run-index";
+import { nextFlushDelayMs, RunIndex, type IndexDb, type IndexStatement, type RunIndexContext } from "../../src/listings/run-index";
 import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/listings/listing-schemas";
 
 const T0 = "2026-11-20T10:00:00.000Z";
@@ -334,5 +334,16 @@ describe("run index: marks derived from events", () => {
     expect(await d1Input(runId, "ask-1")).toMatchObject({ status: "answered" });
     expect(await d1Input(runId, "ask-2")).toMatchObject({ status: "expired" });
     expect(await d1Input(runId, "ask-3")).toMatchObject({ status: "cancelled" });
+  });
+});
+
+describe("run index: when the object flushes again", () => {
+  it("never while nothing is pending, at once after a full batch, with a growing bounded delay after failures", () => {
+    expect(nextFlushDelayMs({ status: "ok", written: 3, remaining: 0 })).toBeNull();
+    expect(nextFlushDelayMs({ status: "ok", written: 100, remaining: 4 })).toBe(0);
+    const failed = { status: "failed" as const, written: 1, remaining: 2, error: "D1 down" };
+    expect(nextFlushDelayMs(failed, 1)).toBe(1_000);
+    expect(nextFlushDelayMs(failed, 3)).toBe(4_000);
+    expect(nextFlushDelayMs(failed, 30)).toBe(60_000);
   });
 });
