@@ -1,6 +1,7 @@
-// Two test projects:
+// Three test projects:
 //  - "runtime": unit tests of the pure modules and in-runtime tests of the Worker,
 //    both Durable Objects and D1, all inside workerd via the Workers Vitest plugin.
+//  - "contract": the committed JSON Schemas and the OpenAPI document, checked in plain Node.
 //  - "node": end-to-end tests over real loopback HTTP against `wrangler dev`
 //    and real helper processes (the demo MCP server).
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -47,6 +48,14 @@ export default defineConfig(async () => {
             globalSetup: ["./test/runtime/demo-mcp-global-setup.ts"],
             // Files share that demo server (resets, armed faults) and the global storage pool: one file at a time.
             fileParallelism: false,
+          },
+        },
+        {
+          // The machine-readable contract (JSON Schema drift, fixtures, OpenAPI): plain Node, no servers.
+          test: {
+            name: "contract",
+            environment: "node",
+            include: ["test/contract/**/*.test.ts"],
           },
         },
         {

@@ -14,6 +14,8 @@ import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
+import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
+import { openApiDocument } from "./openapi";
 
 type ApiRequest = IRequest & { config: HostConfig };
 type Args = [Env, ExecutionContext];
@@ -101,3 +103,11 @@ router
     if (!receipt) throw notFound("delivery", params.deliveryId);
     return jsonResponse(200, receipt);
   });
+
+// Listings across runs and the route table as OpenAPI (contract section 15).
+router
+  .get("/api/runs", (request, env) => handleListRuns(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
+  .get("/api/approvals", (request, env) => handleListApprovals(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
+  .get("/api/inputs", (request, env) => handleListInputs(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
+  .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
+  .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()));

@@ -1,0 +1,81 @@
+// The listings across runs (contract section 15): GET /api/runs, /api/approvals,
+// /api/inputs and /api/mutations. Each validates its query with zod, reads one
+// page from D1 with no storage-pool slot, bounded by STORAGE_WAIT_MS (503
+// storage_timeout with Retry-After past it, section 9), and answers the
+// section's envelope. A cursor that was not made here is a 400, never a 500.
+import type { z } from "zod";
+import { apiError, jsonResponse } from "../api-error";
+import { validate } from "../request-body";
+import { boundedRead } from "../../listings/bounded-read";
+import { CursorError } from "../../listings/cursor";
+import { listApprovals, listInputs, listMutations, listRuns, type ListingDb, type Page } from "../../listings/listing-reads";
+import { approvalsQuerySchema, inputsQuerySchema, mutationsQuerySchema, runsQuerySchema } from "../../listings/listing-schemas";
+
+/** Seconds a client should wait before asking again when D1 is slow. */
+const STORAGE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The query string as an object for zod: a parameter given twice becomes an
+ * array, which no listing schema accepts (so `?status=a&status=b` is a 400,
+ * not a silent pick of one).
+ */
+export function queryObject(url: URL): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [key, value] of url.searchParams) {
+    const seen = out[key];
+    out[key] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+  }
+  return out;
+}
+
+async function listing<S extends z.ZodType, T>(
+  url: URL,
+  db: ListingDb,
+  waitMs: number,
+  schema: S,
+  envelopeKey: string,
+  read: (db: ListingDb, query: z.output<S>) => Promise<Page<T>>,
+): Promise<Response> {
+  const query = validate(schema, queryObject(url));
+  let result: Awaited<ReturnType<typeof boundedRead<Page<T>>>>;
+  try {
+    result = await boundedRead(waitMs, () => read(db, query));
+  } catch (err) {
+    if (err instanceof CursorError) {
+      throw apiError(400, {
+        error: "invalid_request",
+        message: `cursor: ${err.message}; pass the next_cursor of the previous page unchanged, or leave it out for the first page.`,
+        details: [{ path: "cursor", message: err.message, code: "invalid_cursor" }],
+      });
+    }
+    throw err;
+  }
+  if (result.status === "timeout") {
+    return jsonResponse(
+      503,
+      { error: "storage_timeout", message: `Storage did not answer within ${waitMs} ms; nothing was changed. Try again shortly.` },
+      { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) },
+    );
+  }
+  return jsonResponse(200, { [envelopeKey]: result.value.items, next_cursor: result.value.next_cursor });
+}
+
+/** GET /api/runs?channel_id=&status=&limit=&cursor= */
+export function handleListRuns(url: URL, db: ListingDb, waitMs: number): Promise<Response> {
+  return listing(url, db, waitMs, runsQuerySchema, "runs", listRuns);
+}
+
+/** GET /api/approvals?status=pending|resolved&limit=&cursor= */
+export function handleListApprovals(url: URL, db: ListingDb, waitMs: number): Promise<Response> {
+  return listing(url, db, waitMs, approvalsQuerySchema, "approvals", listApprovals);
+}
+
+/** GET /api/inputs?status=pending|answered&limit=&cursor= */
+export function handleListInputs(url: URL, db: ListingDb, waitMs: number): Promise<Response> {
+  return listing(url, db, waitMs, inputsQuerySchema, "inputs", listInputs);
+}
+
+/** GET /api/mutations?state=&channel_id=&limit=&cursor= */
+export function handleListMutations(url: URL, db: ListingDb, waitMs: number): Promise<Response> {
+  return listing(url, db, waitMs, mutationsQuerySchema, "mutations", listMutations);
+}

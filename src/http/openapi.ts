@@ -1,0 +1,289 @@
+// GET /api/openapi.json (contract section 15): the route table of section 2 as
+// an OpenAPI 3.1 document, generated from the same zod schemas the routes
+// validate their input with (trigger, decisions, reconcile, listing queries)
+// and the contract's own schemas for what they answer (events,
+// mutation_outcome/v1, listing envelopes). Built with
+// @asteasolutions/zod-to-openapi 9 (zod 4 native: it reads `.meta()`, no
+// prototype patching), so the document cannot drift from the validators.
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
+import { z } from "zod";
+import { mutationOutcomeSchema } from "../outcomes/mutation-outcome-schema";
+import { runEventSchema } from "../stream/event-schemas";
+import {
+  approvalsPageSchema,
+  approvalsQuerySchema,
+  inputsPageSchema,
+  inputsQuerySchema,
+  mutationsPageSchema,
+  mutationsQuerySchema,
+  runsPageSchema,
+  runsQuerySchema,
+} from "../listings/listing-schemas";
+import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
+import { reconcileRequestSchema } from "./handlers/mutations";
+import { triggerBodySchema } from "./trigger-request";
+
+export const OPENAPI_VERSION = "3.1.0";
+const API_VERSION = "0.1.0";
+
+// ---- what the routes answer ------------------------------------------------------
+
+const errorSchema = z
+  .looseObject({ error: z.string(), message: z.string(), details: z.unknown().optional() })
+  .meta({ id: "Error", description: 'Every error: {"error": code, "message", "details"?} (contract section 2).' });
+
+const receiptSchema = z
+  .object({
+    status: z.enum(["accepted", "duplicate"]),
+    run_id: z.string(),
+    channel_id: z.string(),
+    events_url: z.string(),
+    delivery_id: z.string().optional(),
+  })
+  .strict()
+  .meta({ id: "TriggerReceipt" });
+
+const pendingApproval = z.object({ approval_id: z.string(), tool_call_id: z.string(), tool_name: z.string(), expires_at: z.string() });
+const pendingInput = z.object({ tool_call_id: z.string(), question: z.string(), expires_at: z.string() });
+const runSummarySchema = z
+  .looseObject({
+    run_id: z.string(),
+    channel_id: z.string(),
+    status: z.enum(["running", "completed", "failed"]),
+    last_sequence: z.number().int(),
+    subscribers: z.number().int(),
+    pending_approvals: z.array(pendingApproval),
+    pending_inputs: z.array(pendingInput),
+    created_at: z.string(),
+    ended_at: z.string().optional(),
+  })
+  .meta({ id: "RunSummary" });
+
+const decisionAnswerSchema = z
+  .looseObject({ status: z.string().optional(), decision: z.string().optional() })
+  .meta({ id: "DecisionAnswer", description: "The decision as recorded (or, on 409/410, why it was not)." });
+
+const deliveryReceiptSchema = z
+  .object({ delivery_id: z.string(), run_id: z.string(), channel_id: z.string(), accepted_at: z.string() })
+  .strict()
+  .meta({ id: "DeliveryReceipt" });
+
+const storagePoolSchema = z
+  .looseObject({ capacity: z.number().int(), in_use: z.number().int() })
+  .meta({ id: "StoragePoolStats", description: "The storage pool's slots and counters (contract section 9)." });
+
+// ---- parameters --------------------------------------------------------------------
+
+const runParams = z.object({ runId: z.string().meta({ description: "run_ + a ULID" }) });
+
+// ---- the document --------------------------------------------------------------------
+
+const json = (schema: z.ZodType) => ({ "application/json": { schema } });
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { description: ERROR_MEANINGS[s] ?? "Error", content: json(errorSchema) }]));
+const ERROR_MEANINGS: Record<number, string> = {
+  400: "Bad input (details lists the validation issues)",
+  401: "Missing or wrong bearer token",
+  404: "Unknown id",
+  409: "Conflicts with what was already decided",
+  410: "Expired, or no longer retained",
+  413: "Body over 64 KiB",
+  415: "Not a JSON body",
+  503: "Not configured, or storage busy or slow (Retry-After)",
+};
+const API_ERRORS = [401, 503];
+
+function buildDocument() {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  const jsonBody = (schema: z.ZodType) => ({ body: { required: true, content: json(schema) } });
+
+  registry.registerPath({
+    method: "get",
+    path: "/healthz",
+    summary: "Liveness",
+    security: [],
+    responses: { 200: { description: "Alive", content: json(z.object({ status: z.literal("ok") })) } },
+  });
+  registry.registerPath({
+    method: "head",
+    path: "/healthz",
+    summary: "Liveness, headers only",
+    security: [],
+    responses: { 200: { description: "Alive" } },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/trigger",
+    summary: "Start a run (contract section 3)",
+    request: {
+      ...jsonBody(triggerBodySchema),
+      headers: z.object({ "idempotency-key": z.string().min(1).max(200).optional() }),
+    },
+    responses: {
+      200: {
+        description: "A repeated delivery identity: the first run's receipt, or with Accept: text/event-stream its stream from sequence 1",
+        content: { ...json(receiptSchema), "text/event-stream": { schema: runEventSchema } },
+      },
+      202: { description: "Accepted", content: json(receiptSchema) },
+      ...errors(400, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/runs",
+    summary: "Runs, newest first (contract section 15)",
+    request: { query: runsQuerySchema },
+    responses: { 200: { description: "One page", content: json(runsPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/runs/{runId}",
+    summary: "Run summary (contract section 3)",
+    request: { params: runParams },
+    responses: { 200: { description: "The run", content: json(runSummarySchema) }, ...errors(404, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/runs/{runId}/events",
+    summary: "Replay, then live tail, as SSE (contract section 5)",
+    description: "Each frame is `id: <sequence>`, `event: <type>`, `data: <RunEvent JSON>`.",
+    request: {
+      params: runParams,
+      query: z.object({
+        after: z
+          .string()
+          .regex(/^(0|[1-9][0-9]{0,15})$/)
+          .optional()
+          .meta({ description: "Resume after this sequence" }),
+        client_key: z.string().min(1).max(200).optional(),
+      }),
+      headers: z.object({ "last-event-id": z.string().optional() }),
+    },
+    responses: {
+      200: { description: "The event stream", content: { "text/event-stream": { schema: runEventSchema } } },
+      204: { description: "The run has ended and nothing follows `after`" },
+      ...errors(400, 404, 410, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/runs/{runId}/cancel",
+    summary: "Cancel the run (contract section 6)",
+    request: { params: runParams },
+    responses: {
+      200: { description: "Already ended", content: json(z.object({ status: z.string() })) },
+      202: { description: "Cancelling", content: json(z.object({ status: z.string() })) },
+      ...errors(404, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/runs/{runId}/approvals/{approvalId}",
+    summary: "A person's decision (contract section 6)",
+    request: { params: runParams.extend({ approvalId: z.string() }), ...jsonBody(approvalDecisionSchema) },
+    responses: {
+      200: { description: "Recorded", content: json(decisionAnswerSchema) },
+      ...errors(400, 404, 409, 410, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/runs/{runId}/inputs/{toolCallId}",
+    summary: "A person's answer to human__ask (contract section 6)",
+    request: { params: runParams.extend({ toolCallId: z.string() }), ...jsonBody(inputAnswerSchema) },
+    responses: {
+      200: { description: "Recorded", content: json(decisionAnswerSchema) },
+      ...errors(400, 404, 409, 410, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/runs/{runId}/mutations",
+    summary: "Durable outcomes of this run (contract section 8)",
+    request: { params: runParams },
+    responses: {
+      200: {
+        description: "The run's rows in creation order",
+        content: json(z.object({ run_id: z.string(), mutations: z.array(mutationOutcomeSchema) }).strict()),
+      },
+      ...errors(404, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/approvals",
+    summary: "Approvals across runs, newest first (contract section 15)",
+    request: { query: approvalsQuerySchema },
+    responses: { 200: { description: "One page", content: json(approvalsPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/inputs",
+    summary: "human__ask questions across runs, newest first (contract section 15)",
+    request: { query: inputsQuerySchema },
+    responses: { 200: { description: "One page", content: json(inputsPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/mutations",
+    summary: "Durable outcomes across runs, newest first (contract section 15)",
+    request: { query: mutationsQuerySchema },
+    responses: { 200: { description: "One page", content: json(mutationsPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+  const mutationParams = z.object({ mutationId: z.string().meta({ description: "mut_ + a ULID" }) });
+  registry.registerPath({
+    method: "get",
+    path: "/api/mutations/{mutationId}",
+    summary: "One durable outcome (contract section 8)",
+    request: { params: mutationParams },
+    responses: { 200: { description: "The row", content: json(mutationOutcomeSchema) }, ...errors(404, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/mutations/{mutationId}/reconcile",
+    summary: "Settle an outcome_unknown row (contract section 8)",
+    request: { params: mutationParams, ...jsonBody(reconcileRequestSchema) },
+    responses: {
+      200: { description: "The updated row", content: json(mutationOutcomeSchema) },
+      ...errors(400, 404, 409, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/storage-pool",
+    summary: "The storage pool's slots and counters (contract section 9)",
+    responses: { 200: { description: "The pool", content: json(storagePoolSchema) }, ...errors(...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/deliveries/{deliveryId}",
+    summary: "The receipt of a delivery identity (contract section 3)",
+    request: { params: z.object({ deliveryId: z.string() }) },
+    responses: { 200: { description: "The receipt", content: json(deliveryReceiptSchema) }, ...errors(404, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/openapi.json",
+    summary: "This document",
+    responses: { 200: { description: "OpenAPI 3.1", content: json(z.looseObject({ openapi: z.string() })) }, ...errors(...API_ERRORS) },
+  });
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: "approved-execution-engine",
+      version: API_VERSION,
+      description: "Approved execution for AI agents on Cloudflare Workers: runs, approvals, a sequenced SSE event log, durable outcomes.",
+    },
+    security: [{ bearer: [] }],
+  });
+}
+
+let cached: ReturnType<typeof buildDocument> | undefined;
+
+/** The document, built once per isolate (it only depends on the code). */
+export function openApiDocument(): ReturnType<typeof buildDocument> {
+  cached ??= buildDocument();
+  return cached;
+}

@@ -1,0 +1,223 @@
+// The read side of the listings across runs (contract section 15): one D1
+// query per page, newest first on (time, id), with a keyset cursor (the last
+// item's sort key), so a page costs the same however deep it is and rows
+// added meanwhile never shift a page. Plain functions over a minimal D1-like
+// interface, so a test can stand a stalled database in for D1.
+import { toProjection, type MutationOutcomeProjection, type MutationOutcomeRow } from "../outcomes/mutation-outcomes";
+import { decodeCursor, encodeCursor } from "./cursor";
+import type {
+  ApprovalListItem,
+  ApprovalsQuery,
+  InputListItem,
+  InputsQuery,
+  MutationsQuery,
+  RunListItem,
+  RunsQuery,
+} from "./listing-schemas";
+
+/** The part of D1Database the listings use; the real `env.DB` satisfies it. */
+export interface ListingDb {
+  prepare(query: string): ListingStatement;
+}
+export interface ListingStatement {
+  bind(...values: unknown[]): ListingStatement;
+  all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
+}
+
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+interface Keyset {
+  /** Columns of the sort key, most significant first (time, then id parts). */
+  columns: readonly string[];
+  /** The sort key of one row, in the same order. */
+  keyOf(row: Record<string, unknown>): string[];
+}
+
+/**
+ * One page of `table`: rows matching `filters`, strictly after the cursor in
+ * descending key order, `limit` of them. One extra row is read to know
+ * whether another page exists.
+ */
+async function page<R extends Record<string, unknown>>(
+  db: ListingDb,
+  table: string,
+  keyset: Keyset,
+  filters: { sql: string; value: unknown }[],
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ rows: R[]; next_cursor: string | null }> {
+  const where = filters.map((f) => f.sql);
+  const values = filters.map((f) => f.value);
+  if (cursor !== undefined) {
+    const key = decodeCursor(cursor, keyset.columns.length);
+    where.push(`(${keyset.columns.join(", ")}) < (${keyset.columns.map(() => "?").join(", ")})`);
+    values.push(...key);
+  }
+  const order = keyset.columns.map((c) => `${c} DESC`).join(", ");
+  const { results } = await db
+    .prepare(`SELECT * FROM ${table} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${order} LIMIT ?`)
+    .bind(...values, limit + 1)
+    .all<R>();
+  const rows = results.slice(0, limit);
+  const last = rows[rows.length - 1];
+  return { rows, next_cursor: results.length > limit && last ? encodeCursor(keyset.keyOf(last)) : null };
+}
+
+const keyOfColumns =
+  (...columns: string[]) =>
+  (row: Record<string, unknown>) =>
+    columns.map((c) => String(row[c]));
+
+// ---- runs ---------------------------------------------------------------------------
+
+interface RunRow extends Record<string, unknown> {
+  run_id: string;
+  channel_id: string;
+  user_id: string;
+  delivery_id: string | null;
+  source: RunListItem["source"];
+  status: RunListItem["status"];
+  created_at: string;
+  ended_at: string | null;
+}
+
+const RUNS_KEY = ["created_at", "run_id"];
+
+export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<RunListItem>> {
+  const filters = [];
+  if (query.channel_id !== undefined) filters.push({ sql: "channel_id = ?", value: query.channel_id });
+  if (query.status !== undefined) filters.push({ sql: "status = ?", value: query.status });
+  const { rows, next_cursor } = await page<RunRow>(
+    db,
+    "runs",
+    { columns: RUNS_KEY, keyOf: keyOfColumns(...RUNS_KEY) },
+    filters,
+    query.limit,
+    query.cursor,
+  );
+  return {
+    items: rows.map((r) => ({
+      run_id: r.run_id,
+      channel_id: r.channel_id,
+      user_id: r.user_id,
+      delivery_id: r.delivery_id,
+      source: r.source,
+      status: r.status,
+      created_at: r.created_at,
+      ...(r.ended_at !== null ? { ended_at: r.ended_at } : {}),
+    })),
+    next_cursor,
+  };
+}
+
+// ---- approvals ------------------------------------------------------------------------
+
+interface ApprovalRow extends Record<string, unknown> {
+  approval_id: string;
+  run_id: string;
+  channel_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  level: ApprovalListItem["level"];
+  description: string;
+  arguments_json: string;
+  requested_at: string;
+  expires_at: string;
+  status: ApprovalListItem["status"];
+  decided_by: string | null;
+}
+
+const APPROVALS_KEY = ["requested_at", "approval_id"];
+
+export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promise<Page<ApprovalListItem>> {
+  const filters = [];
+  // Written to match the partial indexes approvals_pending / approvals_resolved.
+  if (query.status === "pending") filters.push({ sql: "status = ?", value: "pending" });
+  if (query.status === "resolved") filters.push({ sql: "status <> ?", value: "pending" });
+  const { rows, next_cursor } = await page<ApprovalRow>(
+    db,
+    "approvals",
+    { columns: APPROVALS_KEY, keyOf: keyOfColumns(...APPROVALS_KEY) },
+    filters,
+    query.limit,
+    query.cursor,
+  );
+  return {
+    items: rows.map((r) => ({
+      approval_id: r.approval_id,
+      run_id: r.run_id,
+      channel_id: r.channel_id,
+      tool_call_id: r.tool_call_id,
+      tool_name: r.tool_name,
+      level: r.level,
+      description: r.description,
+      arguments: JSON.parse(r.arguments_json) as unknown,
+      requested_at: r.requested_at,
+      expires_at: r.expires_at,
+      status: r.status,
+      ...(r.decided_by !== null ? { decided_by: r.decided_by } : {}),
+    })),
+    next_cursor,
+  };
+}
+
+// ---- inputs ------------------------------------------------------------------------------
+
+interface InputRow extends Record<string, unknown> {
+  tool_call_id: string;
+  run_id: string;
+  channel_id: string;
+  question: string;
+  requested_at: string;
+  expires_at: string;
+  status: InputListItem["status"];
+}
+
+const INPUTS_KEY = ["requested_at", "run_id", "tool_call_id"];
+
+export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Page<InputListItem>> {
+  const filters = query.status === undefined ? [] : [{ sql: "status = ?", value: query.status }];
+  const { rows, next_cursor } = await page<InputRow>(
+    db,
+    "inputs",
+    { columns: INPUTS_KEY, keyOf: keyOfColumns(...INPUTS_KEY) },
+    filters,
+    query.limit,
+    query.cursor,
+  );
+  return {
+    items: rows.map((r) => ({
+      tool_call_id: r.tool_call_id,
+      run_id: r.run_id,
+      channel_id: r.channel_id,
+      question: r.question,
+      requested_at: r.requested_at,
+      expires_at: r.expires_at,
+      status: r.status,
+    })),
+    next_cursor,
+  };
+}
+
+// ---- mutations ----------------------------------------------------------------------------
+
+const MUTATIONS_KEY = ["created_at", "mutation_id"];
+
+/** Over the existing `mutation_outcomes` rows, in the same projection as GET /api/mutations/{id}. */
+export async function listMutations(db: ListingDb, query: MutationsQuery): Promise<Page<MutationOutcomeProjection>> {
+  const filters = [];
+  if (query.state !== undefined) filters.push({ sql: "state = ?", value: query.state });
+  if (query.channel_id !== undefined) filters.push({ sql: "channel_id = ?", value: query.channel_id });
+  const { rows, next_cursor } = await page<MutationOutcomeRow & Record<string, unknown>>(
+    db,
+    "mutation_outcomes",
+    { columns: MUTATIONS_KEY, keyOf: keyOfColumns(...MUTATIONS_KEY) },
+    filters,
+    query.limit,
+    query.cursor,
+  );
+  return { items: rows.map(toProjection), next_cursor };
+}

@@ -1,0 +1,141 @@
+// The listings across runs (contract section 15): the zod schemas of every
+// query they accept and of every envelope they answer. The routes validate
+// with these, and the OpenAPI document is generated from these.
+import { z } from "zod";
+import { mutationOutcomeSchema, mutationStateSchema } from "../outcomes/mutation-outcome-schema";
+
+/** Contract section 15: `limit` is 1..200, default 50. */
+export const LISTING_LIMIT_MAX = 200;
+export const LISTING_LIMIT_DEFAULT = 50;
+/** Longest cursor accepted; ours are a few dozen characters, so anything longer was not made here. */
+export const CURSOR_MAX_CHARS = 1_024;
+
+const isoTime = z.iso.datetime();
+
+const limitParam = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(LISTING_LIMIT_MAX)
+  .default(LISTING_LIMIT_DEFAULT)
+  .meta({ description: `Page size, 1..${LISTING_LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT}).` });
+const cursorParam = z
+  .string()
+  .min(1)
+  .max(CURSOR_MAX_CHARS)
+  .optional()
+  .meta({ description: "The next_cursor of the previous page; opaque." });
+const channelParam = z.string().min(1).max(200).optional().meta({ description: "Only this channel." });
+const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." });
+
+// ---- runs --------------------------------------------------------------------
+
+export const runStatusSchema = z.enum(["running", "completed", "failed"]);
+export const runSourceSchema = z.enum(["api", "slack"]);
+
+export const runListItemSchema = z
+  .object({
+    run_id: z.string(),
+    channel_id: z.string(),
+    user_id: z.string(),
+    delivery_id: z.string().nullable(),
+    source: runSourceSchema,
+    status: runStatusSchema,
+    created_at: isoTime,
+    ended_at: isoTime.optional(),
+  })
+  .strict()
+  .meta({ id: "RunListItem" });
+
+export const runsQuerySchema = z
+  .object({ channel_id: channelParam, status: runStatusSchema.optional(), limit: limitParam, cursor: cursorParam })
+  .strict();
+
+export const runsPageSchema = z
+  .object({ runs: z.array(runListItemSchema), next_cursor: nextCursor })
+  .strict()
+  .meta({ id: "RunsPage" });
+
+// ---- approvals -----------------------------------------------------------------
+
+export const approvalStatusSchema = z.enum(["pending", "approved", "denied", "expired", "cancelled"]);
+
+export const approvalListItemSchema = z
+  .object({
+    approval_id: z.string(),
+    run_id: z.string(),
+    channel_id: z.string(),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    level: z.enum(["approve", "confirm"]),
+    description: z.string(),
+    arguments: z.unknown().meta({ description: "The call's arguments, secret-looking values redacted." }),
+    requested_at: isoTime,
+    expires_at: isoTime,
+    status: approvalStatusSchema,
+    decided_by: z.string().optional(),
+  })
+  .strict()
+  .meta({ id: "ApprovalListItem" });
+
+export const approvalsQuerySchema = z
+  .object({
+    status: z.enum(["pending", "resolved"]).optional().meta({ description: "pending: waits for a person; resolved: any decision." }),
+    limit: limitParam,
+    cursor: cursorParam,
+  })
+  .strict();
+
+export const approvalsPageSchema = z
+  .object({ approvals: z.array(approvalListItemSchema), next_cursor: nextCursor })
+  .strict()
+  .meta({ id: "ApprovalsPage" });
+
+// ---- inputs (human__ask questions) ------------------------------------------------
+
+export const inputStatusSchema = z.enum(["pending", "answered", "expired", "cancelled"]);
+
+export const inputListItemSchema = z
+  .object({
+    tool_call_id: z.string(),
+    run_id: z.string(),
+    channel_id: z.string(),
+    question: z.string(),
+    requested_at: isoTime,
+    expires_at: isoTime,
+    status: inputStatusSchema,
+  })
+  .strict()
+  .meta({ id: "InputListItem" });
+
+export const inputsQuerySchema = z
+  .object({
+    status: z.enum(["pending", "answered"]).optional().meta({ description: "pending: waits for an answer; answered: was answered." }),
+    limit: limitParam,
+    cursor: cursorParam,
+  })
+  .strict();
+
+export const inputsPageSchema = z
+  .object({ inputs: z.array(inputListItemSchema), next_cursor: nextCursor })
+  .strict()
+  .meta({ id: "InputsPage" });
+
+// ---- mutations ---------------------------------------------------------------------
+
+export const mutationsQuerySchema = z
+  .object({ state: mutationStateSchema.optional(), channel_id: channelParam, limit: limitParam, cursor: cursorParam })
+  .strict();
+
+export const mutationsPageSchema = z
+  .object({ mutations: z.array(mutationOutcomeSchema), next_cursor: nextCursor })
+  .strict()
+  .meta({ id: "MutationsPage" });
+
+export type RunListItem = z.output<typeof runListItemSchema>;
+export type ApprovalListItem = z.output<typeof approvalListItemSchema>;
+export type InputListItem = z.output<typeof inputListItemSchema>;
+export type RunsQuery = z.output<typeof runsQuerySchema>;
+export type ApprovalsQuery = z.output<typeof approvalsQuerySchema>;
+export type InputsQuery = z.output<typeof inputsQuerySchema>;
+export type MutationsQuery = z.output<typeof mutationsQuerySchema>;

@@ -1,0 +1,394 @@
+// The write side of the indexes across runs (contract section 15), off the
+// append path. A run's object records every index change synchronously, in
+// its own SQLite, as a pending mark (same storage turn as the event that
+// caused it, so a mark is never lost and never made for an event that was
+// not stored); its alarm later calls flush(), which upserts each mark into
+// D1 and deletes it once written. A failed flush leaves the rest pending for
+// the next alarm: the listings may lag, they never lose an entry.
+//
+// One mark per indexed thing (a run, an approval, a question): a later mark
+// merges into a pending one, so a question asked and answered between two
+// flushes is written once, already answered. Statuses only move forward, here
+// and in D1: a mark never takes a resolved entry back to pending.
+import { z } from "zod";
+import { HUMAN_ASK_TOOL } from "../execution/tool-calls";
+import type { EventType } from "../stream/events";
+import type { SqlLike } from "../stream/event-log";
+import {
+  approvalListItemSchema,
+  approvalStatusSchema,
+  inputListItemSchema,
+  inputStatusSchema,
+  runListItemSchema,
+  type ApprovalListItem,
+  type InputListItem,
+  type RunListItem,
+} from "./listing-schemas";
+
+// ---- what a mark holds ---------------------------------------------------------
+
+export type MarkKind = "run" | "approval" | "input";
+
+/** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
+export interface ApprovalResolution {
+  approval_id: string;
+  run_id: string;
+  status: Exclude<ApprovalListItem["status"], "pending">;
+  decided_by?: string;
+}
+
+/** The end of a question asked earlier. */
+export interface InputResolution {
+  run_id: string;
+  tool_call_id: string;
+  status: Exclude<InputListItem["status"], "pending">;
+}
+
+/** What the run's object knows about its run that its events do not carry. */
+export interface RunIndexContext {
+  run_id: string;
+  channel_id: string;
+  user_id: string;
+  delivery_id: string | null;
+  source: RunListItem["source"];
+  /** The run record's created_at (ISO 8601). */
+  created_at: string;
+}
+
+const approvalResolutionSchema = z
+  .object({
+    approval_id: z.string(),
+    run_id: z.string(),
+    status: approvalStatusSchema.exclude(["pending"]),
+    decided_by: z.string().optional(),
+  })
+  .strip();
+const inputResolutionSchema = z
+  .object({ run_id: z.string(), tool_call_id: z.string(), status: inputStatusSchema.exclude(["pending"]) })
+  .strip();
+
+/** 0 while waiting, 1 once settled: a mark or an upsert never goes from 1 back to 0. */
+type Rank = 0 | 1;
+const rankOf = (status: string): Rank => (status === "pending" || status === "running" ? 0 : 1);
+
+// ---- the D1 side ---------------------------------------------------------------
+
+/** The part of D1Database flush() uses; the real `env.DB` satisfies it, and a test can wrap it to fail. */
+export interface IndexDb {
+  prepare(query: string): IndexStatement;
+}
+export interface IndexStatement {
+  bind(...values: unknown[]): IndexStatement;
+  run(): Promise<{ meta: { changes: number } }>;
+}
+
+/** Marks written per flush; the object's alarm re-arms while more remain. */
+export const FLUSH_BATCH_MARKS = 100;
+
+export type FlushResult =
+  /** Every mark read was written (`remaining` > 0 only when more than a batch was pending). */
+  | { status: "ok"; written: number; remaining: number }
+  /** D1 refused or failed: marks before the failure are written and deleted, the rest stay for the next flush. */
+  | { status: "failed"; written: number; remaining: number; error: string };
+
+/** After a failed flush, the object's alarm tries again this much later (D1 is down or slow; don't spin). */
+export const FLUSH_RETRY_AFTER_FAILURE_MS = 1_000;
+/** Failed flushes in a row back off up to this long between tries. */
+export const FLUSH_RETRY_MAX_MS = 60_000;
+
+/**
+ * When the object should flush again after `result`, in ms from now: 0 when a
+ * full batch left more, a growing delay after failures (`failuresInARow`
+ * counts this one), null when nothing is pending.
+ */
+export function nextFlushDelayMs(result: FlushResult, failuresInARow = 1): number | null {
+  if (result.remaining === 0) return null;
+  if (result.status === "ok") return 0;
+  return Math.min(FLUSH_RETRY_MAX_MS, FLUSH_RETRY_AFTER_FAILURE_MS * 2 ** Math.max(0, failuresInARow - 1));
+}
+
+// ---- the run index ---------------------------------------------------------------
+
+interface MarkRow extends Record<string, SqlStorageValue> {
+  kind: MarkKind;
+  key: string;
+  rank: number;
+  fields: string;
+  version: number;
+}
+
+export class RunIndex {
+  readonly #sql: SqlLike;
+  #flushing: Promise<FlushResult> | null = null;
+
+  constructor(sql: SqlLike) {
+    this.#sql = sql;
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS run_index_marks (
+         kind TEXT NOT NULL, key TEXT NOT NULL, rank INTEGER NOT NULL, fields TEXT NOT NULL, version INTEGER NOT NULL,
+         PRIMARY KEY (kind, key))`,
+    );
+  }
+
+  /** Marks left to write to D1. */
+  get pending(): number {
+    return this.#sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM run_index_marks`).toArray()[0]?.n ?? 0;
+  }
+
+  /** The run as it stands (started: status running; ended: completed|failed with ended_at). */
+  markRun(row: RunListItem): void {
+    this.#mark("run", row.run_id, rankOf(row.status), row);
+  }
+
+  markApprovalRequested(row: ApprovalListItem): void {
+    this.#mark("approval", row.approval_id, rankOf(row.status), row);
+  }
+
+  markApprovalResolved(resolution: ApprovalResolution): void {
+    this.#mark("approval", resolution.approval_id, 1, resolution);
+  }
+
+  markInputAsked(row: InputListItem): void {
+    this.#mark("input", inputKey(row.run_id, row.tool_call_id), rankOf(row.status), row);
+  }
+
+  markInputResolved(resolution: InputResolution): void {
+    this.#mark("input", inputKey(resolution.run_id, resolution.tool_call_id), 1, resolution);
+  }
+
+  /**
+   * Derives the marks of one appended event, so the object needs one call on
+   * its append path: run_started and the terminal events mark the run,
+   * approval_requested/approval_resolved the approval, human_input_requested,
+   * human_input_received and a human__ask's not_executed(expired|cancelled)
+   * the question. Other events mark nothing. Returns whether it marked.
+   */
+  markEvent(context: RunIndexContext, type: EventType, fields: Record<string, unknown>, at: string): boolean {
+    const str = (key: string): string => String(fields[key]);
+    const run = { ...context };
+    switch (type) {
+      case "run_started":
+        this.markRun({ ...run, status: "running" });
+        return true;
+      case "run_completed":
+      case "run_failed":
+        this.markRun({ ...run, status: type === "run_completed" ? "completed" : "failed", ended_at: at });
+        return true;
+      case "approval_requested":
+        this.markApprovalRequested({
+          approval_id: str("approval_id"),
+          run_id: context.run_id,
+          channel_id: context.channel_id,
+          tool_call_id: str("tool_call_id"),
+          tool_name: str("tool_name"),
+          level: fields.level === "confirm" ? "confirm" : "approve",
+          description: str("description"),
+          arguments: fields.arguments ?? {},
+          requested_at: at,
+          expires_at: str("expires_at"),
+          status: "pending",
+        });
+        return true;
+      case "approval_resolved": {
+        const decision = approvalStatusSchema.exclude(["pending"]).safeParse(fields.decision);
+        if (!decision.success) return false;
+        this.markApprovalResolved({
+          approval_id: str("approval_id"),
+          run_id: context.run_id,
+          status: decision.data,
+          ...(typeof fields.decided_by === "string" ? { decided_by: fields.decided_by } : {}),
+        });
+        return true;
+      }
+      case "human_input_requested":
+        this.markInputAsked({
+          tool_call_id: str("tool_call_id"),
+          run_id: context.run_id,
+          channel_id: context.channel_id,
+          question: str("question"),
+          requested_at: at,
+          expires_at: str("expires_at"),
+          status: "pending",
+        });
+        return true;
+      case "human_input_received":
+        this.markInputResolved({ run_id: context.run_id, tool_call_id: str("tool_call_id"), status: "answered" });
+        return true;
+      case "tool_execution": {
+        const ended = fields.tool_name === HUMAN_ASK_TOOL && fields.execution_status === "not_executed";
+        if (!ended || (fields.reason !== "expired" && fields.reason !== "cancelled")) return false;
+        this.markInputResolved({ run_id: context.run_id, tool_call_id: str("tool_call_id"), status: fields.reason });
+        return true;
+      }
+      case "assistant_message":
+      case "tool_started":
+      case "tool_execution_started":
+      case "tool_completed":
+      case "heartbeat":
+        return false;
+    }
+  }
+
+  /**
+   * Writes every pending mark (up to FLUSH_BATCH_MARKS) to D1, one idempotent
+   * statement each, and deletes each mark once its write succeeded, unless a
+   * newer mark replaced it meanwhile (that one stays for the next flush).
+   * Never throws: a D1 failure stops the flush and is reported in the result.
+   * A second call while one runs shares it.
+   */
+  flush(db: IndexDb, batch = FLUSH_BATCH_MARKS): Promise<FlushResult> {
+    if (this.#flushing) return this.#flushing;
+    this.#flushing = this.#flush(db, batch).finally(() => {
+      this.#flushing = null;
+    });
+    return this.#flushing;
+  }
+
+  async #flush(db: IndexDb, batch: number): Promise<FlushResult> {
+    const marks = this.#sql
+      .exec<MarkRow>(`SELECT kind, key, rank, fields, version FROM run_index_marks ORDER BY kind, key LIMIT ?`, batch)
+      .toArray();
+    let written = 0;
+    for (const mark of marks) {
+      try {
+        await writeMark(db, mark);
+      } catch (err) {
+        if (err instanceof z.ZodError) {
+          // Not a D1 failure: the mark itself is malformed (a bug), and retrying it would re-arm for ever.
+          console.error(`run index: dropping malformed ${mark.kind} mark ${mark.key}: ${err.message}`);
+          this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
+          continue;
+        }
+        return { status: "failed", written, remaining: this.pending, error: err instanceof Error ? err.message : String(err) };
+      }
+      this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
+      written += 1;
+    }
+    return { status: "ok", written, remaining: this.pending };
+  }
+
+  #mark(kind: MarkKind, key: string, rank: Rank, fields: object): void {
+    const existing = this.#sql
+      .exec<MarkRow>(`SELECT kind, key, rank, fields, version FROM run_index_marks WHERE kind = ? AND key = ?`, kind, key)
+      .toArray()[0];
+    if (!existing) {
+      this.#sql.exec(
+        `INSERT INTO run_index_marks (kind, key, rank, fields, version) VALUES (?, ?, ?, ?, 1)`,
+        kind,
+        key,
+        rank,
+        JSON.stringify(fields),
+      );
+      return;
+    }
+    // A pending entry marked after its resolution (a late duplicate) changes nothing.
+    if (rank < existing.rank) return;
+    const merged = { ...(JSON.parse(existing.fields) as object), ...fields };
+    this.#sql.exec(
+      `UPDATE run_index_marks SET rank = ?, fields = ?, version = version + 1 WHERE kind = ? AND key = ?`,
+      rank,
+      JSON.stringify(merged),
+      kind,
+      key,
+    );
+  }
+}
+
+function inputKey(runId: string, toolCallId: string): string {
+  return JSON.stringify([runId, toolCallId]);
+}
+
+// ---- the idempotent D1 statements --------------------------------------------------
+
+/**
+ * One mark, one statement. A full row is an upsert whose update only takes a
+ * pending row to a settled one; a resolution alone (its request was written by
+ * an earlier flush) is an update of a pending row. Replaying either is a no-op.
+ */
+async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
+  const fields: unknown = JSON.parse(mark.fields);
+  switch (mark.kind) {
+    case "run": {
+      const r = runListItemSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at
+           WHERE runs.status = 'running' AND excluded.status <> 'running'`,
+        )
+        .bind(r.run_id, r.channel_id, r.user_id, r.delivery_id, r.source, r.status, r.created_at, r.ended_at ?? null)
+        .run();
+      return;
+    }
+    case "approval": {
+      const full = approvalListItemSchema.safeParse(fields);
+      if (full.success) {
+        const a = full.data;
+        await db
+          .prepare(
+            `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json,
+                                    requested_at, expires_at, status, decided_by)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by
+             WHERE approvals.status = 'pending' AND excluded.status <> 'pending'`,
+          )
+          .bind(
+            a.approval_id,
+            a.run_id,
+            a.channel_id,
+            a.tool_call_id,
+            a.tool_name,
+            a.level,
+            a.description,
+            JSON.stringify(a.arguments ?? null),
+            a.requested_at,
+            a.expires_at,
+            a.status,
+            a.decided_by ?? null,
+          )
+          .run();
+        return;
+      }
+      const r = approvalResolutionSchema.parse(fields);
+      const updated = await db
+        .prepare(`UPDATE approvals SET status = ?, decided_by = ? WHERE approval_id = ? AND status = 'pending'`)
+        .bind(r.status, r.decided_by ?? null, r.approval_id)
+        .run();
+      if (updated.meta.changes === 0) orphanNote("approval", r.approval_id);
+      return;
+    }
+    case "input": {
+      const full = inputListItemSchema.safeParse(fields);
+      if (full.success) {
+        const i = full.data;
+        await db
+          .prepare(
+            `INSERT INTO inputs (run_id, tool_call_id, channel_id, question, requested_at, expires_at, status)
+             VALUES (?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET status = excluded.status
+             WHERE inputs.status = 'pending' AND excluded.status <> 'pending'`,
+          )
+          .bind(i.run_id, i.tool_call_id, i.channel_id, i.question, i.requested_at, i.expires_at, i.status)
+          .run();
+        return;
+      }
+      const r = inputResolutionSchema.parse(fields);
+      const updated = await db
+        .prepare(`UPDATE inputs SET status = ? WHERE run_id = ? AND tool_call_id = ? AND status = 'pending'`)
+        .bind(r.status, r.run_id, r.tool_call_id)
+        .run();
+      if (updated.meta.changes === 0) orphanNote("question", `${r.run_id}/${r.tool_call_id}`);
+      return;
+    }
+  }
+}
+
+/**
+ * A resolution that changed nothing: a replay (already settled, the usual
+ * case) or a request that was never indexed (asked before this index
+ * existed). Either way there is nothing more to write.
+ */
+function orphanNote(what: string, id: string): void {
+  console.debug(`run index: resolution of ${what} ${id} changed no row (already settled, or asked before the index existed)`);
+}

@@ -1,0 +1,53 @@
+// The machine-readable `mutation_outcome/v1` projection (contract section 8):
+// the zod schema every route that answers a projection is documented with,
+// and the source of schemas/mutation_outcome.v1.json. Strict: a key the
+// contract does not name is a failure, and optional keys are absent, never null.
+import { z } from "zod";
+import { MUTATION_OUTCOME_SCHEMA } from "./mutation-outcomes";
+
+const isoTime = z.iso.datetime();
+
+/** Any JSON value (the stored result and error facts). */
+export const jsonValueSchema: z.ZodType = z
+  .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]))
+  .meta({ id: "JsonValue" });
+
+export const mutationStateSchema = z.enum(["unresolved", "not_executed", "completed", "outcome_unknown"]);
+
+export const reconciliationSchema = z
+  .object({
+    outcome: z.enum(["completed", "not_executed"]),
+    reconciled_by: z.string(),
+    evidence: z.string(),
+    at: isoTime,
+  })
+  .strict();
+
+/** The projection's fields; `times` lets the fixture projection (section 12) swap its placeholders in. */
+export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType>(times: { created_at: C; settled_at: S }) {
+  return {
+    schema: z.literal(MUTATION_OUTCOME_SCHEMA),
+    mutation_id: z.string(),
+    run_id: z.string(),
+    channel_id: z.string(),
+    delivery_id: z.string().nullable(),
+    tool_call_id: z.string(),
+    /** null for an automatic approval. */
+    approval_id: z.string().nullable(),
+    tool_name: z.string(),
+    arguments_digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+    state: mutationStateSchema,
+    dispatched: z.boolean(),
+    reason: z.string().optional(),
+    result: jsonValueSchema.optional(),
+    error: jsonValueSchema.optional(),
+    created_at: times.created_at,
+    settled_at: times.settled_at.optional(),
+    reconciliation: reconciliationSchema.optional(),
+  };
+}
+
+export const mutationOutcomeSchema = z
+  .object(mutationOutcomeShape({ created_at: isoTime, settled_at: isoTime }))
+  .strict()
+  .meta({ id: "MutationOutcome", title: "mutation_outcome/v1", description: "A durable mutation outcome (contract section 8)." });

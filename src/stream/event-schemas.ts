@@ -1,0 +1,221 @@
+// The machine-readable event contract (contract sections 4 and 12): a strict
+// zod schema of every event type (the envelope plus exactly its own fields),
+// their union, and the fixture projection of each lifecycle event (section
+// 12) derived from them. schemas/*.json is generated from these (npm run
+// schemas), and the OpenAPI document describes the event stream with them.
+import { z } from "zod";
+import type { EventType } from "./events";
+import { PROTOCOL_VERSION } from "./events";
+
+const isoTime = z.iso.datetime();
+
+/** Fields every event carries, in the order they are written (section 4). */
+const envelope = <T extends EventType>(type: T) => ({
+  protocol_version: z.literal(PROTOCOL_VERSION),
+  sequence: z.number().int().min(1),
+  run_id: z.string(),
+  channel_id: z.string(),
+  type: z.literal(type),
+  at: isoTime,
+});
+
+export const notExecutedReasonSchema = z.enum([
+  "denied",
+  "expired",
+  "cancelled",
+  "call_ceiling",
+  "not_in_budget",
+  "budget_exhausted",
+  "storage_unavailable",
+  "replay_blocked",
+  "prior_outcome_unknown",
+  "transport_unavailable",
+]);
+export const executedErrorCodeSchema = z.enum([
+  "transport_timeout",
+  "transport_error",
+  "tool_error",
+  "response_too_large",
+  "settlement_timeout",
+]);
+
+/** Facts about a tool's answer, never credentials; the summary is at most 2 KiB. */
+export const resultFactsSchema = z
+  .object({ is_error: z.boolean(), content_bytes: z.number().int().min(0), summary: z.string().max(2_048).optional() })
+  .strict();
+
+const toolIds = { tool_name: z.string(), tool_call_id: z.string() };
+
+/** The own fields of every event type (section 4's table), keyed by type. */
+const ownFields = {
+  run_started: { user_id: z.string() },
+  assistant_message: { text: z.string() },
+  tool_started: { ...toolIds, approval_required: z.boolean() },
+  approval_requested: {
+    ...toolIds,
+    approval_id: z.string(),
+    level: z.enum(["approve", "confirm"]),
+    description: z.string(),
+    arguments: z.unknown().meta({ description: "The call's arguments, secret-looking values redacted." }),
+    expires_at: isoTime,
+  },
+  approval_resolved: {
+    ...toolIds,
+    approval_id: z.string(),
+    decision: z.enum(["approved", "denied", "expired", "cancelled"]),
+    decided_by: z.string().optional(),
+  },
+  tool_execution_started: { ...toolIds, approval_id: z.string() },
+  human_input_requested: { tool_call_id: z.string(), question: z.string(), expires_at: isoTime },
+  human_input_received: { tool_call_id: z.string(), answered_by: z.string() },
+  tool_execution: {
+    ...toolIds,
+    approval_id: z.string().optional(),
+    execution_status: z.enum(["executed", "not_executed"]),
+    reason: notExecutedReasonSchema.optional(),
+    result: resultFactsSchema.optional(),
+    error: z.object({ code: executedErrorCodeSchema, message: z.string() }).strict().optional(),
+    mutation_id: z.string().optional(),
+  },
+  tool_completed: { ...toolIds, approval_id: z.string().optional(), approved: z.boolean(), duration_ms: z.number().int().min(0) },
+  heartbeat: {},
+  run_completed: { text: z.string().optional(), tool_calls: z.number().int().min(0) },
+  run_failed: { error: z.object({ code: z.string(), message: z.string() }).strict() },
+} satisfies Record<EventType, z.ZodRawShape>;
+
+export const EVENT_TYPES = Object.keys(ownFields) as EventType[];
+
+function eventSchema<T extends EventType>(type: T) {
+  return z
+    .object({ ...envelope(type), ...ownFields[type] })
+    .strict()
+    .meta({ id: eventSchemaId(type), title: type });
+}
+
+export function eventSchemaId(type: EventType): string {
+  return `Event_${type}`;
+}
+
+/** One strict schema per event type. */
+export const eventSchemas = {
+  run_started: eventSchema("run_started"),
+  assistant_message: eventSchema("assistant_message"),
+  tool_started: eventSchema("tool_started"),
+  approval_requested: eventSchema("approval_requested"),
+  approval_resolved: eventSchema("approval_resolved"),
+  tool_execution_started: eventSchema("tool_execution_started"),
+  human_input_requested: eventSchema("human_input_requested"),
+  human_input_received: eventSchema("human_input_received"),
+  tool_execution: eventSchema("tool_execution"),
+  tool_completed: eventSchema("tool_completed"),
+  heartbeat: eventSchema("heartbeat"),
+  run_completed: eventSchema("run_completed"),
+  run_failed: eventSchema("run_failed"),
+} satisfies { [T in EventType]: z.ZodType };
+
+/** Any event of a run's stream (the `data:` of one SSE frame). */
+export const runEventSchema = z
+  .discriminatedUnion("type", [
+    eventSchemas.run_started,
+    eventSchemas.assistant_message,
+    eventSchemas.tool_started,
+    eventSchemas.approval_requested,
+    eventSchemas.approval_resolved,
+    eventSchemas.tool_execution_started,
+    eventSchemas.human_input_requested,
+    eventSchemas.human_input_received,
+    eventSchemas.tool_execution,
+    eventSchemas.tool_completed,
+    eventSchemas.heartbeat,
+    eventSchemas.run_completed,
+    eventSchemas.run_failed,
+  ])
+  .meta({ id: "RunEvent", title: "approval-v2 run event", description: "One event of a run's stream (contract section 4)." });
+
+export type RunEvent = z.output<typeof runEventSchema>;
+
+// ---- the fixture projection (section 12) -----------------------------------------
+
+/**
+ * The lifecycle events a fixture keeps, and the fields it keeps of them
+ * (test/support/approval-execution-fixtures.ts makes them; the fixture test
+ * holds the two to each other). Times, texts, questions and arguments are left out.
+ */
+export const PROJECTION_EVENT_TYPES = [
+  "tool_started",
+  "approval_requested",
+  "approval_resolved",
+  "tool_execution_started",
+  "human_input_requested",
+  "human_input_received",
+  "tool_execution",
+  "tool_completed",
+  "run_completed",
+  "run_failed",
+] as const satisfies readonly EventType[];
+
+export const PROJECTION_FIELDS = [
+  "protocol_version",
+  "sequence",
+  "run_id",
+  "channel_id",
+  "type",
+  "tool_name",
+  "tool_call_id",
+  "approval_id",
+  "approval_required",
+  "level",
+  "decision",
+  "execution_status",
+  "reason",
+  "result",
+  "error",
+  "mutation_id",
+  "approved",
+  "tool_calls",
+] as const;
+
+type ProjectionType = (typeof PROJECTION_EVENT_TYPES)[number];
+
+function projectionSchema<T extends ProjectionType>(type: T) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const [key, field] of Object.entries({ ...envelope(type), ...ownFields[type] } as Record<string, z.ZodType>)) {
+    if ((PROJECTION_FIELDS as readonly string[]).includes(key)) shape[key] = field;
+  }
+  // Result and error facts only: the summary and message carry the tool's own text.
+  if ("result" in shape) shape.result = z.object({ is_error: z.boolean() }).strict().optional();
+  if ("error" in shape) shape.error = z.object({ code: z.string() }).strict();
+  if (type === "tool_execution") shape.error = z.object({ code: executedErrorCodeSchema }).strict().optional();
+  return z
+    .object(shape)
+    .strict()
+    .meta({ id: `ProjectedEvent_${type}`, title: `${type} (fixture projection)` });
+}
+
+export const projectedEventSchemas = {
+  tool_started: projectionSchema("tool_started"),
+  approval_requested: projectionSchema("approval_requested"),
+  approval_resolved: projectionSchema("approval_resolved"),
+  tool_execution_started: projectionSchema("tool_execution_started"),
+  human_input_requested: projectionSchema("human_input_requested"),
+  human_input_received: projectionSchema("human_input_received"),
+  tool_execution: projectionSchema("tool_execution"),
+  tool_completed: projectionSchema("tool_completed"),
+  run_completed: projectionSchema("run_completed"),
+  run_failed: projectionSchema("run_failed"),
+} satisfies { [T in ProjectionType]: z.ZodType };
+
+export const projectedEventSchema = z
+  .discriminatedUnion("type", [
+    projectedEventSchemas.tool_started,
+    projectedEventSchemas.approval_requested,
+    projectedEventSchemas.approval_resolved,
+    projectedEventSchemas.tool_execution_started,
+    projectedEventSchemas.human_input_requested,
+    projectedEventSchemas.human_input_received,
+    projectedEventSchemas.tool_execution,
+    projectedEventSchemas.tool_completed,
+    projectedEventSchemas.run_completed,
+    projectedEventSchemas.run_failed,
+  ])
+  .meta({ id: "ProjectedEvent", title: "fixture projection of a lifecycle event (contract section 12)" });
