@@ -221,12 +221,15 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   app.viewSubmission(VIEW_CONFIRM_APPROVAL, async (req) => {
     const payload = req.payload;
     const metadata = parseModalMetadata(payload.view.private_metadata);
-    if (!metadata || metadata.kind !== "approval") return "";
+    if (metadata?.kind !== "approval") return "";
     const user = payload.user.id;
-    const later = (text: string) => ctx.waitUntil(ephemeral(client, metadata, user, text));
+    const later = (text: string): "" => {
+      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      return "";
+    };
     const summary = await summaryOf(env, metadata.run_id);
-    if (!summary) return (later(GONE_TEXT), "");
-    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return (later(refusalText(summary.user_id, config.SLACK_APPROVERS)), "");
+    if (!summary) return later(GONE_TEXT);
+    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
     const typed = modalText(payload.view.state.values);
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
@@ -243,12 +246,15 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   app.viewSubmission(VIEW_INPUT_ANSWER, async (req) => {
     const payload = req.payload;
     const metadata = parseModalMetadata(payload.view.private_metadata);
-    if (!metadata || metadata.kind !== "input") return "";
+    if (metadata?.kind !== "input") return "";
     const user = payload.user.id;
-    const later = (text: string) => ctx.waitUntil(ephemeral(client, metadata, user, text));
+    const later = (text: string): "" => {
+      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      return "";
+    };
     const summary = await summaryOf(env, metadata.run_id);
-    if (!summary) return (later(GONE_TEXT), "");
-    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return (later(refusalText(summary.user_id, config.SLACK_APPROVERS)), "");
+    if (!summary) return later(GONE_TEXT);
+    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
     const answer = await runStubFor(env, metadata.run_id).answerInput(
       metadata.tool_call_id,
       modalText(payload.view.state.values),
