@@ -204,7 +204,9 @@ export class SlackOutbox {
       if (failure.kind === "permanent") return this.#fail(head.id, failure.detail);
       const attempts = head.attempts + 1;
       const backoff = Math.min(RETRY_MAX_INTERVAL_MS, RETRY_BASE_MS * 2 ** Math.min(attempts - 1, 16));
-      const wait = failure.kind === "rate_limited" ? Math.max(failure.retry_after_ms, backoff) : backoff;
+      // A 429 says exactly when to come back (Retry-After); growing a backoff on top of it would
+      // give up on a merely busy Slack. Other failures back off exponentially.
+      const wait = failure.kind === "rate_limited" ? failure.retry_after_ms : backoff;
       if (now >= deadline || (failure.kind === "rate_limited" && now + wait > deadline)) {
         return this.#fail(head.id, `${GIVE_UP.deadline}: ${failure.detail}`);
       }

@@ -18,7 +18,7 @@ export interface RecordedCall {
   answered: string;
 }
 
-export type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" };
+export type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" } | { kind: "error"; error: string };
 
 export interface SlackStandIn {
   /** Base URL to use as SLACK_API_BASE_URL (ends with /api/). */
@@ -150,6 +150,10 @@ export async function startSlackStandIn(options: { botToken?: string; port?: num
       record.answered = "500";
       return send(res, 500, "internal error");
     }
+    if (fault?.kind === "error") {
+      record.answered = fault.error;
+      return send(res, 200, { ok: false, error: fault.error });
+    }
     if (options.botToken !== undefined && req.headers.authorization !== `Bearer ${options.botToken}`) {
       record.answered = "invalid_auth";
       return send(res, 200, { ok: false, error: "invalid_auth" });
@@ -202,13 +206,13 @@ export async function startSlackStandIn(options: { botToken?: string; port?: num
 
 /** The page a person looks at during the demo: every call, newest first, with its Block Kit. */
 function renderPage(calls: RecordedCall[]): string {
-  const escape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const rows = [...calls]
     .reverse()
     .map(
       (c) =>
-        `<section><h3>#${c.seq} ${escape(c.method)} <small>${escape(c.answered)} · ${new Date(c.at).toISOString()}</small></h3>` +
-        `<p>${escape(String(c.params.text ?? ""))}</p><pre>${escape(JSON.stringify(c.params.blocks ?? c.params.view ?? c.params, null, 2))}</pre></section>`,
+        `<section><h3>#${c.seq} ${escapeHtml(c.method)} <small>${escapeHtml(c.answered)} · ${new Date(c.at).toISOString()}</small></h3>` +
+        `<p>${escapeHtml(String(c.params.text ?? ""))}</p><pre>${escapeHtml(JSON.stringify(c.params.blocks ?? c.params.view ?? c.params, null, 2))}</pre></section>`,
     )
     .join("\n");
   return `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>Slack stand-in</title>
