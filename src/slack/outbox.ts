@@ -113,8 +113,10 @@ export class SlackOutbox {
   enqueueEvent(eventJson: string, now: number): number {
     const run = this.#run();
     if (!run) return 0;
-    const { items, memory } = postsForEvent(eventJson, JSON.parse(run.memory) as PostsMemory);
-    this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
+    const before = JSON.parse(run.memory) as PostsMemory;
+    const { items, memory } = postsForEvent(eventJson, before);
+    // Heartbeats and other silent events hand the same memory back: no write on their append.
+    if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
     for (const item of items) this.#enqueue(item, now);
     return items.length;
   }
@@ -304,6 +306,12 @@ export class SlackOutbox {
         .exec<RunRow>(`SELECT channel_id, thread_ts, message_ts, memory, channel_check FROM slack_outbox_run WHERE id = 1`)
         .toArray()[0] ?? null
     );
+  }
+
+  /** Deletes the outbox with the run's events (retention): nothing is posted for a purged run. */
+  purge(): void {
+    this.#sql.exec(`DELETE FROM slack_outbox`);
+    this.#sql.exec(`DELETE FROM slack_outbox_run`);
   }
 
   /** Every item with its state, in order: for tests and the operator's debugging. */
