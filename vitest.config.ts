@@ -26,6 +26,8 @@ export default defineConfig(async () => {
                   // The real demo MCP server, in SSE and in JSON response mode.
                   DEMO_MCP_URL: inject("demoMcpUrl"),
                   DEMO_MCP_JSON_URL: inject("demoMcpJsonUrl"),
+                  // The Slack Web API stand-in the outbox tests post to (not SLACK_API_BASE_URL: the Slack app stays off here).
+                  SLACK_STAND_IN_URL: inject("slackStandInUrl"),
                   // The engine's own MCP server is the demo one (SSE mode); the mutation-fault tests
                   // drive real runs against it. Short storage and call bounds keep their waits short.
                   MCP_SERVERS: JSON.stringify({ demo: { url: inject("demoMcpUrl") } }),
@@ -45,7 +47,7 @@ export default defineConfig(async () => {
             include: ["test/unit/**/*.test.ts", "test/runtime/**/*.test.ts"],
             setupFiles: ["./test/runtime/apply-migrations.ts"],
             // Starts the demo MCP server processes the transport tests call from inside workerd.
-            globalSetup: ["./test/runtime/demo-mcp-global-setup.ts"],
+            globalSetup: ["./test/runtime/demo-mcp-global-setup.ts", "./test/runtime/slack-stand-in-global-setup.ts"],
             // Files share that demo server (resets, armed faults) and the global storage pool: one file at a time.
             fileParallelism: false,
           },

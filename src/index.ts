@@ -1,13 +1,29 @@
 // The Worker entry: routes requests and exports the Durable Object classes
-// that wrangler.toml binds.
+// that wrangler.toml binds. /slack/* is the Slack app (contract section 14),
+// verified by Slack's signature instead of the API token; everything else
+// goes through the API router.
 import type { Env } from "./config/env";
+import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
+import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";
 
+const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/events": "events", "/slack/interactivity": "interactivity" };
+
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+    const { pathname } = new URL(request.url);
+    if (pathname.startsWith("/slack/")) {
+      const route = SLACK_ROUTES[pathname];
+      if (route === undefined)
+        return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
+      if (request.method !== "POST") {
+        return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
+      }
+      return handleSlackRequest(request, env, ctx, route);
+    }
     return router.fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<Env>;

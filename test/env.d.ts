@@ -11,6 +11,8 @@ declare global {
       DEMO_MCP_URL: string;
       /** The same server in JSON response mode (DEMO_MCP_JSON_RESPONSE=1). */
       DEMO_MCP_JSON_URL: string;
+      /** The Slack Web API stand-in (started by slack-stand-in-global-setup.ts). */
+      SLACK_STAND_IN_URL: string;
     }
   }
 }

@@ -52,6 +52,8 @@ export interface PendingInput {
 export interface RunSummary {
   run_id: string;
   channel_id: string;
+  /** The run's requester (StartRunInput.user_id): the Slack app lets this person decide its approvals. */
+  user_id?: string;
   status: RunStatus;
   last_sequence: number;
   earliest_sequence: number;
@@ -60,6 +62,20 @@ export interface RunSummary {
   pending_inputs: PendingInput[];
   created_at: string;
   ended_at?: string;
+  /** Runs started from Slack, while the Slack app is on: posts waiting in the outbox, and posts given up (contract section 14). */
+  slack_posts_pending?: number;
+  slack_posts_failed?: number;
+}
+
+/** Where a run came from: only `slack` runs post to Slack (contract section 14). */
+export type RunSource = "api" | "slack";
+
+/** The Slack thread a Slack-started run answers in. */
+export interface SlackThreadRef {
+  /** The thread every post goes to: the event's thread_ts, else its ts. */
+  thread_ts: string;
+  /** The triggering message itself (the working-indicator reaction goes on it). */
+  message_ts: string;
 }
 
 export function isTerminalStatus(status: RunStatus): boolean {
@@ -75,6 +91,10 @@ export interface StartRunInput {
   message: string;
   max_tool_calls: number | null;
   script: ScriptTurn[] | null;
+  /** Absent means "api". */
+  source?: RunSource;
+  /** Set exactly when source is "slack"; channel_id is then the Slack channel and user_id the Slack user. */
+  slack?: SlackThreadRef;
 }
 
 export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };

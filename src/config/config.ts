@@ -18,6 +18,9 @@ export const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
 export const DEFAULT_RUN_MAX_EVENTS = 10_000;
 /** Most callers waiting in line for a storage-pool slot (section 9); past it an acquire is refused at once. */
 export const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
+/** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
+export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
+export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 export const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -72,6 +75,24 @@ const toolPolicySchema = z.record(
 );
 const mutationBudgetSchema = z.record(toolName, z.number().int().min(0));
 
+/** "true"/"false" (wrangler vars are strings) or a JSON boolean. */
+const boolVar = (fallback: boolean) =>
+  z
+    .union([z.string(), z.boolean()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      if (typeof v === "boolean") return v;
+      const text = v.trim().toLowerCase();
+      if (text === "true") return true;
+      if (text === "false") return false;
+      ctx.addIssue({ code: "custom", message: `expected true or false, got ${JSON.stringify(v)}` });
+      return z.NEVER;
+    });
+
+/** Slack user ids (U…, W…): the people who may decide any run's approvals. */
+const slackApproversSchema = z.array(z.string().regex(/^[UW][A-Z0-9]+$/, "a Slack user id such as U0123ABCD")).max(1_000);
+
 const optionalText = z
   .string()
   .optional()
@@ -104,6 +125,19 @@ export const hostConfigSchema = z.object({
   RUN_MAX_EVENTS: intVar(DEFAULT_RUN_MAX_EVENTS, 2),
   // 0 is allowed: no line at all, a full pool refuses at once.
   STORAGE_POOL_MAX_WAITERS: intVar(DEFAULT_STORAGE_POOL_MAX_WAITERS),
+  // The Slack app (contract section 14): on only when both the signing secret and the bot token are set.
+  SLACK_SIGNING_SECRET: optionalText,
+  SLACK_BOT_TOKEN: optionalText,
+  SLACK_API_BASE_URL: optionalText.pipe(z.url().optional()).transform((v) => v ?? DEFAULT_SLACK_API_BASE_URL),
+  SLACK_APPROVERS: jsonVar(slackApproversSchema, []),
+  SLACK_ALLOW_EXTERNAL_CHANNELS: boolVar(true),
+  SLACK_BOT_USER_ID: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[UW][A-Z0-9]+$/, "a Slack user id such as U0123ABCD")
+      .optional(),
+  ),
+  SLACK_DELIVERY_MAX_MS: intVar(DEFAULT_SLACK_DELIVERY_MAX_MS, 1),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

@@ -52,3 +52,40 @@ describe("parseConfig", () => {
     ]);
   });
 });
+
+describe("Slack settings (contract section 13)", () => {
+  it("defaults: off until both secrets are set, slack.com, no approvers, external channels allowed, 10 minutes", () => {
+    const result = parseConfig({ API_TOKEN: "t" });
+    expect(result.state === "ready" && [result.config.SLACK_SIGNING_SECRET, result.config.SLACK_BOT_TOKEN]).toEqual([undefined, undefined]);
+    expect(result.state === "ready" && result.config).toMatchObject({
+      SLACK_API_BASE_URL: "https://slack.com/api/",
+      SLACK_APPROVERS: [],
+      SLACK_ALLOW_EXTERNAL_CHANNELS: true,
+      SLACK_DELIVERY_MAX_MS: 600_000,
+    });
+  });
+
+  it("reads wrangler strings and fails closed on bad values", () => {
+    const ok = parseConfig({
+      API_TOKEN: "t",
+      SLACK_APPROVERS: '["U0AAA","W0BBB"]',
+      SLACK_ALLOW_EXTERNAL_CHANNELS: "false",
+      SLACK_DELIVERY_MAX_MS: "5000",
+    });
+    expect(
+      ok.state === "ready" && [ok.config.SLACK_APPROVERS, ok.config.SLACK_ALLOW_EXTERNAL_CHANNELS, ok.config.SLACK_DELIVERY_MAX_MS],
+    ).toEqual([["U0AAA", "W0BBB"], false, 5000]);
+    const bad = parseConfig({
+      API_TOKEN: "t",
+      SLACK_APPROVERS: '["alice"]',
+      SLACK_ALLOW_EXTERNAL_CHANNELS: "nope",
+      SLACK_API_BASE_URL: "not a url",
+    });
+    expect(bad.state).toBe("bad_config");
+    expect(bad.state === "bad_config" && bad.details.map((d) => d.path).sort()).toEqual([
+      "SLACK_ALLOW_EXTERNAL_CHANNELS",
+      "SLACK_API_BASE_URL",
+      "SLACK_APPROVERS.0",
+    ]);
+  });
+});

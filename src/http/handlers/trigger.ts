@@ -1,9 +1,8 @@
 // POST /api/trigger: validate, claim the delivery identity, start the run in
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
-import type { StartRunInput } from "../../agent/run-record";
 import { apiError, jsonResponse } from "../api-error";
 import type { HostConfig } from "../../config/config";
-import { claimDelivery } from "../deliveries";
+import { runStubFor, startRun } from "../start-run";
 import type { Env } from "../../config/env";
 import { readJsonBody } from "../request-body";
 import { newRunId } from "../../ids";
@@ -32,7 +31,7 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     });
   }
 
-  let input: StartRunInput = {
+  const started = await startRun(env, {
     run_id: newRunId(),
     channel_id: body.channel_id,
     user_id: body.user_id,
@@ -40,20 +39,10 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     message: body.message,
     max_tool_calls: body.max_tool_calls ?? null,
     script: body.script ?? null,
-  };
-  let duplicate = false;
-  const acceptedAt = new Date().toISOString();
-  if (deliveryId !== undefined) {
-    const claim = await claimDelivery(env.DB, deliveryId, input, acceptedAt);
-    if (!claim.claimed) {
-      duplicate = true;
-      input = claim.start_input;
-    }
-  }
-  // Idempotent in the object: for a duplicate this only finishes a start that
-  // the first request may not have reached (it died after the receipt).
-  const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(input.run_id));
-  await stub.start(input);
+    source: "api",
+  });
+  const { input, duplicate } = started;
+  const stub = runStubFor(env, input.run_id);
 
   const eventsUrl = `/api/runs/${input.run_id}/events`;
   if (wantsEventStream(request)) {

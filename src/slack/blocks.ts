@@ -1,0 +1,303 @@
+// Block Kit rendering of everything the Slack app shows (contract section 14):
+// the messages the outbox posts for a run's events, their updated forms, and
+// the two modals. Pure: no I/O, no clocks, no Cloudflare imports, so every
+// shape is unit-tested as data. Block Kit types come from slack-web-api-client.
+import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
+import { redactSecrets } from "../execution/redaction";
+
+/** action_ids Slack sends back on a click (contract section 14). */
+export const ACTION_APPROVE = "approval_approve";
+export const ACTION_DENY = "approval_deny";
+export const ACTION_INPUT_ANSWER = "input_answer";
+/** callback_ids of the two modals, and the one input each holds. */
+export const VIEW_CONFIRM_APPROVAL = "approval_confirm";
+export const VIEW_INPUT_ANSWER = "input_answer";
+export const MODAL_INPUT_BLOCK_ID = "answer";
+export const MODAL_INPUT_ACTION_ID = "text";
+
+/** Slack refuses a section text over 3000 characters; the rest of the block needs room for the code fence. */
+export const SECTION_TEXT_MAX_CHARS = 3_000;
+/** The arguments' code block: under the section limit with room for the fence and the truncation note. */
+export const ARGUMENTS_PREVIEW_MAX_CHARS = 2_800;
+/** Slack truncates a message's `text` past 40 000 characters; stay under it with room for a note. */
+export const MESSAGE_TEXT_MAX_CHARS = 39_000;
+/** A modal's title is at most 24 characters; a plain_text_input at most 3000. */
+const MODAL_TITLE_MAX_CHARS = 24;
+const MODAL_INPUT_MAX_CHARS = 3_000;
+/** Slack caps private_metadata and a button's value at 3000 and 2000 characters. */
+export const PRIVATE_METADATA_MAX_CHARS = 3_000;
+export const BUTTON_VALUE_MAX_CHARS = 2_000;
+
+export type ApprovalLevel = "approve" | "confirm";
+export type ApprovalDecision = "approved" | "denied" | "expired" | "cancelled";
+
+/** One message as chat.postMessage / chat.update take it: fallback text plus blocks. */
+export interface RenderedMessage {
+  text: string;
+  blocks?: AnyMessageBlock[];
+}
+
+/** What an approval message shows; kept so its decided form can show it again without buttons. */
+export interface ApprovalView {
+  run_id: string;
+  approval_id: string;
+  tool_name: string;
+  level: ApprovalLevel;
+  /** The redacted, truncated arguments as shown. */
+  arguments_preview: string;
+  expires_at: string;
+}
+
+/** The value carried by approve/deny buttons and read back on the click. */
+export interface ApprovalButtonValue {
+  run_id: string;
+  approval_id: string;
+  level: ApprovalLevel;
+}
+/** The value carried by the input_answer button. */
+export interface InputButtonValue {
+  run_id: string;
+  tool_call_id: string;
+}
+
+export function truncate(text: string, max: number, note = "… (truncated)"): string {
+  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - note.length))}${note}`;
+}
+
+/** Escapes the three characters Slack's mrkdwn treats as control characters. */
+export function escapeMrkdwn(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** `slack:U123` → a mention; anything else (an API caller's name) as plain text. */
+export function renderPerson(decidedBy: string | undefined): string {
+  if (decidedBy === undefined) return "someone";
+  const slack = /^slack:([UW][A-Z0-9]+)$/.exec(decidedBy);
+  return slack ? `<@${slack[1]}>` : `\`${escapeMrkdwn(decidedBy).replace(/`/g, "'")}\``;
+}
+
+/** Redacts secret-looking keys again (the engine already did; a post must never carry one) and fits the JSON in a block. */
+export function argumentsPreview(args: unknown): string {
+  const json = JSON.stringify(redactSecrets(args ?? {}), null, 2) ?? "{}";
+  return truncate(json.replace(/```/g, "'''"), ARGUMENTS_PREVIEW_MAX_CHARS);
+}
+
+function section(text: string, blockId?: string): SectionBlock {
+  return {
+    type: "section",
+    text: { type: "mrkdwn", text: truncate(text, SECTION_TEXT_MAX_CHARS) },
+    ...(blockId ? { block_id: blockId } : {}),
+  };
+}
+
+function context(text: string): AnyMessageBlock {
+  return { type: "context", elements: [{ type: "mrkdwn", text: truncate(text, SECTION_TEXT_MAX_CHARS) }] };
+}
+
+/** `<!date^…>` shows the time in each reader's own time zone; the ISO text is the fallback. */
+export function slackDate(iso: string): string {
+  const seconds = Math.floor(Date.parse(iso) / 1000);
+  return Number.isFinite(seconds) ? `<!date^${seconds}^{date_short_pretty} {time_secs}|${iso}>` : escapeMrkdwn(iso);
+}
+
+export function assistantText(text: string): RenderedMessage {
+  return { text: truncate(text, MESSAGE_TEXT_MAX_CHARS) };
+}
+
+function approvalHeader(view: ApprovalView): string {
+  const level = view.level === "confirm" ? "approval with confirmation (type the tool name)" : "approval";
+  return `*\`${view.tool_name}\`* needs your ${level}.`;
+}
+
+function argumentsBlock(view: ApprovalView): SectionBlock {
+  return section(`\`\`\`${view.arguments_preview}\`\`\``);
+}
+
+export function approvalRequest(view: ApprovalView): RenderedMessage {
+  const value = (value: ApprovalButtonValue) => truncate(JSON.stringify(value), BUTTON_VALUE_MAX_CHARS, "");
+  const buttonValue = value({ run_id: view.run_id, approval_id: view.approval_id, level: view.level });
+  const approve: Button = {
+    type: "button",
+    action_id: ACTION_APPROVE,
+    style: "primary",
+    text: { type: "plain_text", text: view.level === "confirm" ? "Approve…" : "Approve" },
+    value: buttonValue,
+  };
+  const deny: Button = {
+    type: "button",
+    action_id: ACTION_DENY,
+    style: "danger",
+    text: { type: "plain_text", text: "Deny" },
+    value: buttonValue,
+  };
+  return {
+    text: `Approval needed: ${view.tool_name}`,
+    blocks: [
+      section(approvalHeader(view)),
+      argumentsBlock(view),
+      context(`Level: \`${view.level}\` · expires ${slackDate(view.expires_at)} · approval \`${view.approval_id}\``),
+      { type: "actions", block_id: `approval:${view.approval_id}`, elements: [approve, deny] },
+    ],
+  };
+}
+
+export function approvalResolved(view: ApprovalView, decision: ApprovalDecision, decidedBy: string | undefined): RenderedMessage {
+  const outcome = ((): string => {
+    switch (decision) {
+      case "approved":
+        return `:white_check_mark: Approved by ${renderPerson(decidedBy)}.`;
+      case "denied":
+        return `:no_entry: Denied by ${renderPerson(decidedBy)}.`;
+      case "expired":
+        return ":hourglass: Expired: nobody decided in time. Nothing ran.";
+      case "cancelled":
+        return ":octagonal_sign: Cancelled with the run. Nothing ran.";
+    }
+  })();
+  return {
+    text: `${view.tool_name}: ${decision}`,
+    blocks: [
+      section(`*\`${view.tool_name}\`* (${view.level})`),
+      argumentsBlock(view),
+      section(outcome),
+      context(`approval \`${view.approval_id}\``),
+    ],
+  };
+}
+
+export function inputRequest(runId: string, toolCallId: string, question: string, expiresAt: string): RenderedMessage {
+  const value: InputButtonValue = { run_id: runId, tool_call_id: toolCallId };
+  return {
+    text: `Question: ${truncate(question, 200)}`,
+    blocks: [
+      section(`:question: ${escapeMrkdwn(question)}`),
+      context(`expires ${slackDate(expiresAt)}`),
+      {
+        type: "actions",
+        block_id: `input:${toolCallId}`,
+        elements: [
+          {
+            type: "button",
+            action_id: ACTION_INPUT_ANSWER,
+            style: "primary",
+            text: { type: "plain_text", text: "Answer" },
+            value: truncate(JSON.stringify(value), BUTTON_VALUE_MAX_CHARS, ""),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export function inputAnswered(question: string, answeredBy: string): RenderedMessage {
+  return {
+    text: `Answered by ${answeredBy}`,
+    blocks: [section(`:question: ${escapeMrkdwn(question)}`), section(`:speech_balloon: Answered by ${renderPerson(answeredBy)}.`)],
+  };
+}
+
+/** The contract's not_executed reasons, spelled out for a person. */
+const NOT_EXECUTED_REASONS: Record<string, string> = {
+  denied: "it was denied",
+  expired: "it expired before it could run",
+  cancelled: "the run was cancelled",
+  call_ceiling: "the run reached its tool-call ceiling",
+  not_in_budget: "this tool is not in the mutation budget",
+  budget_exhausted: "this tool's mutation budget is used up",
+  storage_unavailable: "durable storage was unavailable, so it was not sent",
+  replay_blocked: "it was already recorded once and is never replayed",
+  prior_outcome_unknown: "an earlier identical call has an unknown outcome; reconcile that first",
+  transport_unavailable: "the tool's server could not be reached; nothing was sent",
+};
+
+export function mutationNotExecuted(toolName: string, reason: string): RenderedMessage {
+  const why = NOT_EXECUTED_REASONS[reason] ?? "it was stopped";
+  return {
+    text: `${toolName} did not run: ${reason}`,
+    blocks: [section(`:heavy_minus_sign: *\`${toolName}\`* did not run: ${why} (\`${reason}\`).`)],
+  };
+}
+
+export function mutationFailed(toolName: string, errorCode: string): RenderedMessage {
+  return {
+    text: `${toolName} failed: ${errorCode}`,
+    blocks: [section(`:x: *\`${toolName}\`* ran and reported an error: \`${escapeMrkdwn(errorCode)}\`.`)],
+  };
+}
+
+export function mutationSucceeded(toolName: string): RenderedMessage {
+  return { text: `${toolName} completed`, blocks: [section(`:white_check_mark: *\`${toolName}\`* completed.`)] };
+}
+
+export function mutationOutcomeUnknown(toolName: string, mutationId: string, errorCode: string): RenderedMessage {
+  return {
+    text: `${toolName}: outcome unknown (${mutationId}), needs reconciliation`,
+    blocks: [
+      section(
+        `:warning: *\`${toolName}\`* was sent, but its answer was lost (\`${escapeMrkdwn(errorCode)}\`): ` +
+          "it *may or may not have happened*. It will not be retried.",
+      ),
+      section(
+        `Mutation \`${mutationId}\` needs reconciliation: check the target system, then ` +
+          `\`POST /api/mutations/${mutationId}/reconcile\` with what you found.`,
+      ),
+    ],
+  };
+}
+
+export function runFailed(code: string, message: string): RenderedMessage {
+  const text =
+    code === "cancelled"
+      ? ":octagonal_sign: The run was cancelled."
+      : `:x: The run failed (\`${escapeMrkdwn(code)}\`): ${escapeMrkdwn(message)}`;
+  return { text: truncate(`Run failed: ${code}`, 200), blocks: [section(text)] };
+}
+
+/** The confirm modal: one plain_text_input asking for the tool name. */
+export function confirmApprovalModal(toolName: string, privateMetadata: string): ModalView {
+  return {
+    type: "modal",
+    callback_id: VIEW_CONFIRM_APPROVAL,
+    private_metadata: truncate(privateMetadata, PRIVATE_METADATA_MAX_CHARS, ""),
+    title: { type: "plain_text", text: truncate("Confirm approval", MODAL_TITLE_MAX_CHARS) },
+    submit: { type: "plain_text", text: "Approve" },
+    close: { type: "plain_text", text: "Cancel" },
+    blocks: [
+      section(`Approving *\`${toolName}\`* needs confirmation. Type the tool name exactly to approve it.`),
+      {
+        type: "input",
+        block_id: MODAL_INPUT_BLOCK_ID,
+        label: { type: "plain_text", text: "Tool name" },
+        element: {
+          type: "plain_text_input",
+          action_id: MODAL_INPUT_ACTION_ID,
+          max_length: 200,
+          placeholder: { type: "plain_text", text: toolName.slice(0, 150) },
+        },
+      },
+    ],
+  };
+}
+
+/** The human__ask modal: the question and one plain_text_input for the answer. */
+export function answerInputModal(question: string, privateMetadata: string): ModalView {
+  return {
+    type: "modal",
+    callback_id: VIEW_INPUT_ANSWER,
+    private_metadata: truncate(privateMetadata, PRIVATE_METADATA_MAX_CHARS, ""),
+    title: { type: "plain_text", text: "Answer the agent" },
+    submit: { type: "plain_text", text: "Send" },
+    close: { type: "plain_text", text: "Cancel" },
+    blocks: [
+      section(escapeMrkdwn(question)),
+      {
+        type: "input",
+        block_id: MODAL_INPUT_BLOCK_ID,
+        label: { type: "plain_text", text: "Your answer" },
+        element: { type: "plain_text_input", action_id: MODAL_INPUT_ACTION_ID, multiline: true, max_length: MODAL_INPUT_MAX_CHARS },
+      },
+    ],
+  };
+}
+
+export const CONFIRMATION_MISMATCH_TEXT = "That is not the tool name. Type it exactly as shown to approve, or cancel.";

@@ -1,0 +1,202 @@
+// What the Slack app posts for each event of a Slack-started run (contract
+// section 14): a pure function from one appended event (its stored JSON) and
+// a small memory of the run so far to zero or more outbox items, in order.
+// The memory is what the next event needs: the shown approvals (to update
+// them without buttons), the questions asked, the calls a person or the
+// policy approved, and the last assistant text (so the final text is not
+// posted twice). It is plain JSON, persisted by the outbox beside its items.
+import { z } from "zod";
+import {
+  type ApprovalView,
+  approvalRequest,
+  approvalResolved,
+  argumentsPreview,
+  assistantText,
+  inputAnswered,
+  inputRequest,
+  mutationFailed,
+  mutationNotExecuted,
+  mutationOutcomeUnknown,
+  mutationSucceeded,
+  type RenderedMessage,
+  runFailed,
+} from "./blocks";
+
+/** One thing the outbox sends, in the run's thread. */
+export type OutboxItem =
+  /** chat.postMessage; `key` names a post a later update needs the ts of. */
+  | { kind: "post"; key?: string; message: RenderedMessage }
+  /** chat.update of the post named `ref`. */
+  | { kind: "update"; ref: string; message: RenderedMessage }
+  /** reactions.add on the triggering message (the working indicator). */
+  | { kind: "reaction"; name: string };
+
+export interface PostsMemory {
+  approvals: Record<string, ApprovalView>;
+  questions: Record<string, string>;
+  /** tool_call_ids approved by a person or automatically (tool_started approval_required: false). */
+  approved_calls: string[];
+  last_assistant_text: string | null;
+}
+
+export const emptyMemory = (): PostsMemory => ({ approvals: {}, questions: {}, approved_calls: [], last_assistant_text: null });
+
+/** The reaction put on the triggering message as soon as the run starts, and the ones at its end. */
+export const WORKING_REACTION = "eyes";
+export const DONE_REACTION = "white_check_mark";
+export const FAILED_REACTION = "x";
+/** Transport errors after dispatch: the durable outcome is outcome_unknown (contract sections 7 and 8). */
+const OUTCOME_UNKNOWN_ERROR_CODES = new Set(["transport_timeout", "transport_error"]);
+/** Reasons already shown by the approval message's own update: no second post. */
+const SHOWN_BY_APPROVAL_UPDATE = new Set(["denied"]);
+
+const base = { run_id: z.string(), sequence: z.number() };
+const eventSchema = z.discriminatedUnion("type", [
+  z.object({ ...base, type: z.literal("run_started") }),
+  z.object({ ...base, type: z.literal("assistant_message"), text: z.string() }),
+  z.object({ ...base, type: z.literal("tool_started"), tool_call_id: z.string(), approval_required: z.boolean() }),
+  z.object({
+    ...base,
+    type: z.literal("approval_requested"),
+    tool_name: z.string(),
+    approval_id: z.string(),
+    level: z.enum(["approve", "confirm"]),
+    arguments: z.unknown(),
+    expires_at: z.string(),
+  }),
+  z.object({
+    ...base,
+    type: z.literal("approval_resolved"),
+    tool_name: z.string(),
+    tool_call_id: z.string(),
+    approval_id: z.string(),
+    decision: z.enum(["approved", "denied", "expired", "cancelled"]),
+    decided_by: z.string().optional(),
+  }),
+  z.object({ ...base, type: z.literal("human_input_requested"), tool_call_id: z.string(), question: z.string(), expires_at: z.string() }),
+  z.object({ ...base, type: z.literal("human_input_received"), tool_call_id: z.string(), answered_by: z.string() }),
+  z.object({
+    ...base,
+    type: z.literal("tool_execution"),
+    tool_name: z.string(),
+    tool_call_id: z.string(),
+    execution_status: z.enum(["executed", "not_executed"]),
+    reason: z.string().optional(),
+    error: z.object({ code: z.string() }).loose().optional(),
+    mutation_id: z.string().optional(),
+  }),
+  z.object({ ...base, type: z.literal("run_completed"), text: z.string().optional() }),
+  z.object({ ...base, type: z.literal("run_failed"), error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+
+/** Event types that never post (announcements, heartbeats, the per-call bookkeeping). */
+const SILENT_TYPES = new Set(["tool_execution_started", "tool_completed", "heartbeat"]);
+
+export interface PostsForEvent {
+  items: OutboxItem[];
+  memory: PostsMemory;
+}
+
+/** The items one event adds to the outbox; `memory` is not mutated. */
+export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForEvent {
+  const raw = JSON.parse(eventJson) as { type?: unknown };
+  if (typeof raw.type === "string" && SILENT_TYPES.has(raw.type)) return { items: [], memory };
+  const parsed = eventSchema.safeParse(raw);
+  // An event this app does not render (or a newer shape) posts nothing rather than failing the append path.
+  if (!parsed.success) return { items: [], memory };
+  const event = parsed.data;
+  const next: PostsMemory = structuredClone(memory);
+  switch (event.type) {
+    case "run_started":
+      return { items: [{ kind: "reaction", name: WORKING_REACTION }], memory: next };
+    case "assistant_message": {
+      if (event.text.trim() === "") return { items: [], memory: next };
+      next.last_assistant_text = event.text;
+      return { items: [{ kind: "post", message: assistantText(event.text) }], memory: next };
+    }
+    case "tool_started":
+      if (!event.approval_required) next.approved_calls.push(event.tool_call_id);
+      return { items: [], memory: next };
+    case "approval_requested": {
+      const view: ApprovalView = {
+        run_id: event.run_id,
+        approval_id: event.approval_id,
+        tool_name: event.tool_name,
+        level: event.level,
+        arguments_preview: argumentsPreview(event.arguments),
+        expires_at: event.expires_at,
+      };
+      next.approvals[event.approval_id] = view;
+      return { items: [{ kind: "post", key: approvalKey(event.approval_id), message: approvalRequest(view) }], memory: next };
+    }
+    case "approval_resolved": {
+      if (event.decision === "approved") next.approved_calls.push(event.tool_call_id);
+      const view = next.approvals[event.approval_id];
+      if (!view) return { items: [], memory: next };
+      return {
+        items: [{ kind: "update", ref: approvalKey(event.approval_id), message: approvalResolved(view, event.decision, event.decided_by) }],
+        memory: next,
+      };
+    }
+    case "human_input_requested":
+      next.questions[event.tool_call_id] = event.question;
+      return {
+        items: [
+          {
+            kind: "post",
+            key: inputKey(event.tool_call_id),
+            message: inputRequest(event.run_id, event.tool_call_id, event.question, event.expires_at),
+          },
+        ],
+        memory: next,
+      };
+    case "human_input_received": {
+      const question = next.questions[event.tool_call_id] ?? "";
+      return {
+        items: [{ kind: "update", ref: inputKey(event.tool_call_id), message: inputAnswered(question, event.answered_by) }],
+        memory: next,
+      };
+    }
+    case "tool_execution":
+      return { items: executionItems(event, next), memory: next };
+    case "run_completed": {
+      const items: OutboxItem[] = [];
+      const text = event.text?.trim() ? event.text : undefined;
+      if (text !== undefined && text !== next.last_assistant_text) items.push({ kind: "post", message: assistantText(text) });
+      items.push({ kind: "reaction", name: DONE_REACTION });
+      return { items, memory: next };
+    }
+    case "run_failed":
+      return {
+        items: [
+          { kind: "post", message: runFailed(event.error.code, event.error.message) },
+          { kind: "reaction", name: FAILED_REACTION },
+        ],
+        memory: next,
+      };
+  }
+}
+
+type ExecutionEvent = Extract<z.output<typeof eventSchema>, { type: "tool_execution" }>;
+
+/** How an approved call ended; calls nobody approved (denied, not in budget) were already told or never asked. */
+function executionItems(event: ExecutionEvent, memory: PostsMemory): OutboxItem[] {
+  if (event.tool_name === "human__ask") return [];
+  const approved = memory.approved_calls.includes(event.tool_call_id);
+  if (event.execution_status === "not_executed") {
+    const reason = event.reason ?? "unknown";
+    if (!approved && reason !== "not_in_budget") return [];
+    if (SHOWN_BY_APPROVAL_UPDATE.has(reason)) return [];
+    return [{ kind: "post", message: mutationNotExecuted(event.tool_name, reason) }];
+  }
+  if (event.error) {
+    if (event.mutation_id !== undefined && OUTCOME_UNKNOWN_ERROR_CODES.has(event.error.code)) {
+      return [{ kind: "post", message: mutationOutcomeUnknown(event.tool_name, event.mutation_id, event.error.code) }];
+    }
+    return [{ kind: "post", message: mutationFailed(event.tool_name, event.error.code) }];
+  }
+  return event.mutation_id !== undefined ? [{ kind: "post", message: mutationSucceeded(event.tool_name) }] : [];
+}
+
+export const approvalKey = (approvalId: string) => `approval:${approvalId}`;
+export const inputKey = (toolCallId: string) => `input:${toolCallId}`;

@@ -1,0 +1,67 @@
+// The pure rules of clicks and modal submissions (contract section 14): read
+// back the opaque button values and the modal's private_metadata, decide who
+// may decide, and word the answers a person gets (refusal, stale click).
+import { z } from "zod";
+import type { RouteAnswer } from "../agent/run-record";
+import { type ApprovalButtonValue, escapeMrkdwn, type InputButtonValue } from "./blocks";
+
+const id = z.string().min(1).max(200);
+const approvalValueSchema = z.object({ run_id: id, approval_id: id, level: z.enum(["approve", "confirm"]) });
+const inputValueSchema = z.object({ run_id: id, tool_call_id: id });
+
+/** What a modal keeps in private_metadata: the run, the approval or question, and where to answer ephemerally. */
+const modalMetadataSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("approval"), run_id: id, approval_id: id, channel_id: id, thread_ts: z.string().optional() }),
+  z.object({ kind: z.literal("input"), run_id: id, tool_call_id: id, channel_id: id, thread_ts: z.string().optional() }),
+]);
+export type ModalMetadata = z.output<typeof modalMetadataSchema>;
+
+function parseJson<T>(schema: z.ZodType<T>, text: string | undefined): T | null {
+  if (text === undefined) return null;
+  try {
+    const parsed = schema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+export const parseApprovalValue = (value: string | undefined): ApprovalButtonValue | null => parseJson(approvalValueSchema, value);
+export const parseInputValue = (value: string | undefined): InputButtonValue | null => parseJson(inputValueSchema, value);
+export const parseModalMetadata = (text: string | undefined): ModalMetadata | null => parseJson(modalMetadataSchema, text);
+export const encodeModalMetadata = (metadata: ModalMetadata): string => JSON.stringify(metadata);
+
+/** The run's requester and SLACK_APPROVERS may decide; a run whose requester is unknown only its approvers. */
+export function mayDecide(userId: string, requester: string | undefined, approvers: readonly string[]): boolean {
+  return userId === requester || approvers.includes(userId);
+}
+
+export function refusalText(requester: string | undefined, approvers: readonly string[]): string {
+  const people = [...new Set([...(requester ? [requester] : []), ...approvers])].map((u) => `<@${u}>`);
+  const who = people.length === 0 ? "nobody in Slack (decide through the API)" : people.join(", ");
+  return `Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
+}
+
+export const STALE_TEXT = "This was already decided, expired or cancelled. Nothing was changed.";
+export const GONE_TEXT = "This run no longer exists (its events were retained for a limited time). Nothing was changed.";
+
+/**
+ * The ephemeral reply for a decision route's answer (contract section 6), or
+ * null when the decision was taken (the message's own update says so).
+ */
+export function decisionReplyText(answer: RouteAnswer): string | null {
+  if (answer.status === 200) return null;
+  switch (answer.status) {
+    case 409:
+      return `This was already decided (${escapeMrkdwn(String(answer.body.decision ?? "decided"))}). Nothing was changed.`;
+    case 410:
+      return "This expired before your decision arrived. Nothing was changed.";
+    case 404:
+      return STALE_TEXT;
+    default:
+      return `Your decision was not taken: ${escapeMrkdwn(String(answer.body.message ?? answer.body.error ?? answer.status))}`;
+  }
+}
+
+export const isConfirmationMismatch = (answer: RouteAnswer): boolean =>
+  answer.status === 400 && answer.body.error === "confirmation_mismatch";

@@ -1,0 +1,334 @@
+// The run's durable Slack outbox (contract section 14), over a minimal SQL
+// interface the run's Durable Object owns (its SQLite storage; tables
+// prefixed `slack_`). Responsible for: turning each appended event into
+// outbox items (event-posts.ts) in event order, without any network on the
+// append path; delivering them one at a time, in order, through the Web API;
+// retrying 429 (at least Retry-After), 5xx, network errors and lost answers
+// with backoff until SLACK_DELIVERY_MAX_MS after the item was enqueued;
+// giving up (and counting) on a permanent refusal or past that deadline,
+// then going on with the items behind; keeping the ts of posts a later
+// chat.update needs; the external-channel guard; stopping after uninstall.
+// It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
+import type { SlackAPIClient } from "slack-web-api-client";
+import type { SqlLike } from "../stream/event-log";
+import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
+import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
+
+/** Where a Slack-started run posts. */
+export interface SlackRunTarget {
+  channel_id: string;
+  thread_ts: string;
+  /** The triggering message (the working-indicator reaction goes on it). */
+  message_ts: string;
+}
+
+export interface OutboxSettings {
+  SLACK_DELIVERY_MAX_MS: number;
+  SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
+}
+
+/** First retry after this long, doubling per attempt, capped: a flapping Slack is retried briskly, a down one once a minute. */
+export const RETRY_BASE_MS = 1_000;
+export const RETRY_MAX_INTERVAL_MS = 60_000;
+/** One Web API call is abandoned after this long (treated as a lost answer, retried). */
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+/** Why an item was given up (slack_outbox.error), besides Slack's own error codes. */
+export const GIVE_UP = {
+  deadline: "delivery_deadline_passed",
+  external: "external_channel",
+  stopped: "app_uninstalled",
+  noOriginal: "original_post_missing",
+} as const;
+
+type ItemState = "pending" | "sent" | "failed";
+type ChannelCheck = "unchecked" | "allowed" | "blocked";
+
+interface ItemRow extends Record<string, SqlStorageValue> {
+  id: number;
+  body: string;
+  attempts: number;
+  enqueued_at: number;
+  next_attempt_at: number;
+}
+
+export interface OutboxCounts {
+  pending: number;
+  failed: number;
+}
+
+/** What one delivery step did, for the caller's logs and tests. */
+export type DeliveryStep =
+  | { kind: "idle" }
+  | { kind: "waiting"; until: number }
+  | { kind: "sent"; id: number }
+  | { kind: "retry"; id: number; at: number; failure: CallFailure }
+  | { kind: "failed"; id: number; error: string };
+
+export class SlackOutbox {
+  readonly #sql: SqlLike;
+  readonly #settings: OutboxSettings;
+  readonly #callTimeoutMs: number;
+  #draining: Promise<void> | null = null;
+
+  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+    this.#sql = sql;
+    this.#settings = settings;
+    this.#callTimeoutMs = callTimeoutMs;
+    sql.exec(`CREATE TABLE IF NOT EXISTS slack_outbox_run (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      channel_id TEXT NOT NULL, thread_ts TEXT NOT NULL, message_ts TEXT NOT NULL,
+      memory TEXT NOT NULL, channel_check TEXT NOT NULL DEFAULT 'unchecked')`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS slack_outbox (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      body TEXT NOT NULL,
+      state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
+      attempts INTEGER NOT NULL DEFAULT 0,
+      enqueued_at INTEGER NOT NULL,
+      next_attempt_at INTEGER NOT NULL,
+      post_key TEXT, ts TEXT, error TEXT)`);
+    sql.exec(`CREATE INDEX IF NOT EXISTS slack_outbox_by_state ON slack_outbox (state, id)`);
+  }
+
+  /** Called once when a Slack-started run starts; a second call changes nothing. */
+  init(target: SlackRunTarget): void {
+    this.#sql.exec(
+      `INSERT OR IGNORE INTO slack_outbox_run (id, channel_id, thread_ts, message_ts, memory) VALUES (1, ?, ?, ?, ?)`,
+      target.channel_id,
+      target.thread_ts,
+      target.message_ts,
+      JSON.stringify(emptyMemory()),
+    );
+  }
+
+  /** True once init() ran: only Slack-started runs have an outbox. */
+  get active(): boolean {
+    return this.#run() !== null;
+  }
+
+  /**
+   * Adds the items of one appended event, in order. Pure storage work (no
+   * network), so it is safe on the append path. Returns how many were added.
+   */
+  enqueueEvent(eventJson: string, now: number): number {
+    const run = this.#run();
+    if (!run) return 0;
+    const before = JSON.parse(run.memory) as PostsMemory;
+    const { items, memory } = postsForEvent(eventJson, before);
+    // Heartbeats and other silent events hand the same memory back: no write on their append.
+    if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
+    for (const item of items) this.#enqueue(item, now);
+    return items.length;
+  }
+
+  #enqueue(item: OutboxItem, now: number): void {
+    const key = item.kind === "post" ? (item.key ?? null) : null;
+    // A channel the guard blocked gets nothing, ever: the item is counted as given up at once.
+    const blocked = this.#run()?.channel_check === "blocked";
+    this.#sql.exec(
+      `INSERT INTO slack_outbox (body, state, enqueued_at, next_attempt_at, post_key, error) VALUES (?, ?, ?, ?, ?, ?)`,
+      JSON.stringify(item),
+      blocked ? "failed" : "pending",
+      now,
+      now,
+      key,
+      blocked ? GIVE_UP.external : null,
+    );
+  }
+
+  counts(): OutboxCounts {
+    const rows = this.#sql
+      .exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM slack_outbox WHERE state != 'sent' GROUP BY state`)
+      .toArray();
+    return { pending: rows.find((r) => r.state === "pending")?.n ?? 0, failed: rows.find((r) => r.state === "failed")?.n ?? 0 };
+  }
+
+  /** When the head item is due (ms since epoch), or null when nothing waits: the object's alarm time. */
+  nextAttemptAt(): number | null {
+    return this.#head()?.next_attempt_at ?? null;
+  }
+
+  /**
+   * Delivers due items in order until the outbox is empty or the head must
+   * wait. One drain at a time per object: a second call joins the first.
+   * `isStopped` is asked once per drain (the app was uninstalled or its
+   * token revoked: everything pending is given up).
+   */
+  drain(client: SlackAPIClient, clock: () => number, isStopped: () => Promise<boolean>): Promise<void> {
+    this.#draining ??= (async () => {
+      try {
+        if (this.#head() === null) return;
+        if (await isStopped()) {
+          this.#failAllPending(GIVE_UP.stopped);
+          return;
+        }
+        for (;;) {
+          const step = await this.deliverNext(client, clock());
+          if (step.kind !== "sent" && step.kind !== "failed") return;
+        }
+      } finally {
+        this.#draining = null;
+      }
+    })();
+    return this.#draining;
+  }
+
+  /** One step: the head item, if due, is tried once. Exposed for tests that drive the clock. */
+  async deliverNext(client: SlackAPIClient, now: number): Promise<DeliveryStep> {
+    const head = this.#head();
+    if (!head) return { kind: "idle" };
+    if (head.next_attempt_at > now) return { kind: "waiting", until: head.next_attempt_at };
+    const run = this.#run();
+    if (!run) return { kind: "idle" };
+    const deadline = head.enqueued_at + this.#settings.SLACK_DELIVERY_MAX_MS;
+
+    try {
+      if (!this.#settings.SLACK_ALLOW_EXTERNAL_CHANNELS && run.channel_check !== "allowed") {
+        const allowed = await this.#checkChannel(client, run.channel_id);
+        if (!allowed) {
+          this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'blocked' WHERE id = 1`);
+          this.#failAllPending(GIVE_UP.external);
+          return { kind: "failed", id: head.id, error: GIVE_UP.external };
+        }
+        this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'allowed' WHERE id = 1`);
+      }
+      const item = JSON.parse(head.body) as OutboxItem;
+      const ts = await this.#send(client, run, item);
+      if (ts === GIVE_UP.noOriginal) return this.#fail(head.id, GIVE_UP.noOriginal);
+      this.#sql.exec(
+        `UPDATE slack_outbox SET state = 'sent', attempts = attempts + 1, ts = ?, error = NULL WHERE id = ?`,
+        ts ?? null,
+        head.id,
+      );
+      return { kind: "sent", id: head.id };
+    } catch (err) {
+      const failure = classifyFailure(err);
+      if (failure.kind === "permanent") return this.#fail(head.id, failure.detail);
+      const attempts = head.attempts + 1;
+      const backoff = Math.min(RETRY_MAX_INTERVAL_MS, RETRY_BASE_MS * 2 ** Math.min(attempts - 1, 16));
+      // A 429 says exactly when to come back (Retry-After); growing a backoff on top of it would
+      // give up on a merely busy Slack. Other failures back off exponentially.
+      const wait = failure.kind === "rate_limited" ? failure.retry_after_ms : backoff;
+      if (now >= deadline || (failure.kind === "rate_limited" && now + wait > deadline)) {
+        return this.#fail(head.id, `${GIVE_UP.deadline}: ${failure.detail}`);
+      }
+      // The last try happens at the deadline, not after it.
+      const at = Math.min(now + wait, deadline);
+      this.#sql.exec(
+        `UPDATE slack_outbox SET attempts = ?, next_attempt_at = ?, error = ? WHERE id = ?`,
+        attempts,
+        at,
+        failure.detail,
+        head.id,
+      );
+      return { kind: "retry", id: head.id, at, failure };
+    }
+  }
+
+  /** Returns the new message's ts for a post, null for other calls, or GIVE_UP.noOriginal. */
+  async #send(client: SlackAPIClient, run: RunRow, item: OutboxItem): Promise<string | null> {
+    const bounded = <T>(name: string, call: () => Promise<T>) => withTimeout(name, this.#callTimeoutMs, call);
+    switch (item.kind) {
+      case "post": {
+        const answer = await bounded("chat.postMessage", () =>
+          client.chat.postMessage({
+            channel: run.channel_id,
+            thread_ts: run.thread_ts,
+            text: item.message.text,
+            blocks: item.message.blocks,
+          }),
+        );
+        return answer.ts ?? null;
+      }
+      case "update": {
+        const original = this.#sql
+          .exec<{ ts: string | null }>(
+            `SELECT ts FROM slack_outbox WHERE post_key = ? AND state = 'sent' ORDER BY id DESC LIMIT 1`,
+            item.ref,
+          )
+          .toArray()[0];
+        if (!original?.ts) return GIVE_UP.noOriginal;
+        const ts = original.ts;
+        await bounded("chat.update", () =>
+          client.chat.update({ channel: run.channel_id, ts, text: item.message.text, blocks: item.message.blocks ?? [] }),
+        );
+        return null;
+      }
+      case "reaction":
+        try {
+          await bounded("reactions.add", () =>
+            client.reactions.add({ channel: run.channel_id, timestamp: run.message_ts, name: item.name }),
+          );
+        } catch (err) {
+          // The reaction is there already (a retry whose first answer was lost): done.
+          if (classifyFailure(err).detail !== "already_reacted") throw err;
+        }
+        return null;
+    }
+  }
+
+  /** conversations.info: false when shared with another organisation, or when it cannot be looked up. */
+  async #checkChannel(client: SlackAPIClient, channelId: string): Promise<boolean> {
+    try {
+      const info = await withTimeout("conversations.info", this.#callTimeoutMs, () => client.conversations.info({ channel: channelId }));
+      const c = info.channel;
+      if (!c) return false;
+      return !(c.is_ext_shared || c.is_pending_ext_shared || (c.is_shared && !c.is_org_shared));
+    } catch (err) {
+      // A temporary failure is retried like any call; a refusal means "cannot be looked up".
+      if (classifyFailure(err).kind === "permanent") return false;
+      throw err;
+    }
+  }
+
+  #fail(id: number, error: string): DeliveryStep {
+    this.#sql.exec(`UPDATE slack_outbox SET state = 'failed', attempts = attempts + 1, error = ? WHERE id = ?`, error, id);
+    return { kind: "failed", id, error };
+  }
+
+  #failAllPending(error: string): void {
+    this.#sql.exec(`UPDATE slack_outbox SET state = 'failed', error = ? WHERE state = 'pending'`, error);
+  }
+
+  #head(): ItemRow | null {
+    return (
+      this.#sql
+        .exec<ItemRow>(
+          `SELECT id, body, attempts, enqueued_at, next_attempt_at FROM slack_outbox WHERE state = 'pending' ORDER BY id LIMIT 1`,
+        )
+        .toArray()[0] ?? null
+    );
+  }
+
+  #run(): RunRow | null {
+    return (
+      this.#sql
+        .exec<RunRow>(`SELECT channel_id, thread_ts, message_ts, memory, channel_check FROM slack_outbox_run WHERE id = 1`)
+        .toArray()[0] ?? null
+    );
+  }
+
+  /** Deletes the outbox with the run's events (retention): nothing is posted for a purged run. */
+  purge(): void {
+    this.#sql.exec(`DELETE FROM slack_outbox`);
+    this.#sql.exec(`DELETE FROM slack_outbox_run`);
+  }
+
+  /** Every item with its state, in order: for tests and the operator's debugging. */
+  items(): { id: number; state: ItemState; item: OutboxItem; ts: string | null; error: string | null }[] {
+    return this.#sql
+      .exec<{ id: number; state: string; body: string; ts: string | null; error: string | null }>(
+        `SELECT id, state, body, ts, error FROM slack_outbox ORDER BY id`,
+      )
+      .toArray()
+      .map((r) => ({ id: r.id, state: r.state as ItemState, item: JSON.parse(r.body) as OutboxItem, ts: r.ts, error: r.error }));
+  }
+}
+
+interface RunRow extends Record<string, SqlStorageValue> {
+  channel_id: string;
+  thread_ts: string;
+  message_ts: string;
+  memory: string;
+  channel_check: ChannelCheck;
+}

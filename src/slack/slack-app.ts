@@ -1,0 +1,306 @@
+// POST /slack/events and POST /slack/interactivity (contract section 14): the
+// Worker side of the Slack app, on slack-edge (verification, payload types,
+// routing) and slack-web-api-client (every Web API call, to
+// SLACK_API_BASE_URL). Verified events start runs through the same startRun
+// as POST /api/trigger; clicks and modal submissions decide through the
+// RunObject's RPC. Refusals are JSON, never slack-edge's plain text.
+import { type Authorize, SlackApp, type SlackEdgeAppEnv, verifySlackRequest } from "slack-edge";
+import type { SlackAPIClient } from "slack-web-api-client";
+import type { RunSummary } from "../agent/run-record";
+import { type HostConfig, loadConfig } from "../config/config";
+import type { Env } from "../config/env";
+import { jsonResponse } from "../http/api-error";
+import { runStubFor, startRun } from "../http/start-run";
+import { isRunId, newRunId } from "../ids";
+import {
+  ACTION_APPROVE,
+  ACTION_DENY,
+  ACTION_INPUT_ANSWER,
+  answerInputModal,
+  CONFIRMATION_MISMATCH_TEXT,
+  confirmApprovalModal,
+  MODAL_INPUT_ACTION_ID,
+  MODAL_INPUT_BLOCK_ID,
+  VIEW_CONFIRM_APPROVAL,
+  VIEW_INPUT_ANSWER,
+} from "./blocks";
+import { intakeEvent } from "./event-intake";
+import {
+  decisionReplyText,
+  encodeModalMetadata,
+  GONE_TEXT,
+  isConfirmationMismatch,
+  mayDecide,
+  parseApprovalValue,
+  parseInputValue,
+  parseModalMetadata,
+  refusalText,
+  STALE_TEXT,
+} from "./interactions";
+import { recordStop } from "./stop-posting";
+import { createSlackClient } from "./web-api";
+
+/** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
+export const SIGNATURE_MAX_AGE_SECONDS = 300;
+/** Slack waits 3 s for an answer; the run's start (a D1 insert and one RPC) is awaited at most this long before acking anyway. */
+export const START_ACK_BUDGET_MS = 2_000;
+/** Slack's payloads are small; anything larger is not from Slack. */
+export const SLACK_BODY_MAX_BYTES = 64 * 1024;
+/** Event types this app acts on; every other verified event is acknowledged and ignored. */
+const HANDLED_EVENTS = new Set(["app_mention", "message", "app_uninstalled", "tokens_revoked"]);
+
+type SlackRoute = "events" | "interactivity";
+type SlackOnConfig = HostConfig & { SLACK_SIGNING_SECRET: string; SLACK_BOT_TOKEN: string };
+
+export async function handleSlackRequest(request: Request, env: Env, ctx: ExecutionContext, route: SlackRoute): Promise<Response> {
+  const loaded = loadConfig(env);
+  if (loaded.state === "bad_config") {
+    // Anonymous callers learn nothing about which setting is wrong (contract section 13).
+    return jsonResponse(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
+  }
+  const config = loaded.config;
+  if (config.SLACK_SIGNING_SECRET === undefined || config.SLACK_BOT_TOKEN === undefined) {
+    return jsonResponse(503, {
+      error: "not_configured",
+      message: "The Slack app is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (wrangler secret put) to turn it on.",
+    });
+  }
+  const slack: SlackOnConfig = { ...config, SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN };
+
+  const rawBody = await readBoundedText(request);
+  if (rawBody === null)
+    return jsonResponse(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
+  if (!(await isVerified(request.headers, rawBody, slack.SLACK_SIGNING_SECRET))) {
+    return jsonResponse(401, {
+      error: "unauthorized",
+      message: "The request is not signed by Slack with this app's signing secret, or is too old.",
+    });
+  }
+
+  // Promises the events route waits for (bounded) before acknowledging: the run's start.
+  const starts: Promise<unknown>[] = [];
+  const app = buildApp(env, slack, ctx, starts);
+  const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
+  const response = await app.run(forwarded, {
+    waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise),
+    passThroughOnException: () => ctx.passThroughOnException(),
+    props: undefined,
+  } as ExecutionContext);
+
+  if (route === "events" && starts.length > 0) {
+    const outcome = await Promise.race([
+      Promise.all(starts).then(() => "started" as const),
+      new Promise<"slow">((r) => setTimeout(() => r("slow"), START_ACK_BUDGET_MS)),
+    ]).catch((err: unknown) => err);
+    if (outcome !== "started" && outcome !== "slow") {
+      // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
+      console.error("slack: starting a run failed", outcome);
+      return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
+    }
+  }
+  if (response.status === 401) return jsonResponse(401, { error: "unauthorized", message: "The request is not signed by Slack." });
+  // A verified request no listener took (a payload type this app does not use): acknowledge it so Slack does not retry.
+  if (response.status === 404) return new Response("", { status: 200 });
+  return response;
+}
+
+async function readBoundedText(request: Request): Promise<string | null> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > SLACK_BODY_MAX_BYTES) return null;
+  const bytes = await request.arrayBuffer();
+  return bytes.byteLength > SLACK_BODY_MAX_BYTES ? null : new TextDecoder().decode(bytes);
+}
+
+/**
+ * Slack's v0 signature, checked by slack-edge's verifySlackRequest (HMAC-SHA256
+ * with crypto.subtle.verify, constant time). Two checks it leaves out are
+ * added here: a timestamp too far in the future (it only refuses old ones),
+ * and a malformed signature header (its hex parser would throw on one).
+ */
+async function isVerified(headers: Headers, rawBody: string, signingSecret: string): Promise<boolean> {
+  const timestamp = headers.get("x-slack-request-timestamp") ?? "";
+  const signature = headers.get("x-slack-signature") ?? "";
+  if (!/^\d{1,12}$/.test(timestamp) || !/^v0=[0-9a-f]{64}$/.test(signature)) return false;
+  if (Math.abs(Date.now() / 1000 - Number(timestamp)) > SIGNATURE_MAX_AGE_SECONDS) return false;
+  return verifySlackRequest(signingSecret, headers, rawBody);
+}
+
+function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts: Promise<unknown>[]): SlackApp<SlackEdgeAppEnv> {
+  // Our own authorize: the bot token from config, the bot user id from the event's
+  // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
+  const authorize: Authorize<SlackEdgeAppEnv> = async (req) => ({
+    botToken: config.SLACK_BOT_TOKEN,
+    // Unknown here; "" never equals an event's bot_id, so the self-event filter relies on the user id.
+    botId: "",
+    botUserId: botUserIdOf(req.body, config) ?? "",
+    botScopes: [],
+    teamId: req.context.teamId,
+  });
+  const app = new SlackApp<SlackEdgeAppEnv>({
+    env: { SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN, SLACK_LOGGING_LEVEL: "WARN" },
+    authorize,
+  });
+  const client = createSlackClient(config);
+
+  // Every verified event this app does not act on is acknowledged (slack-edge would answer 404, and Slack would retry).
+  app.afterAuthorize(async (req) => {
+    const type = req.body.type === "event_callback" ? req.body.event?.type : undefined;
+    if (type !== undefined && !HANDLED_EVENTS.has(type)) return { status: 200, body: "" };
+  });
+
+  const startFromEvent = async (event: unknown, body: { event_id?: string; authorizations?: { user_id?: string }[] }) => {
+    if (body.event_id === undefined) return;
+    const intake = intakeEvent(event, {
+      event_id: body.event_id,
+      bot_user_id: botUserIdOf(body, config),
+      scripted: config.MODEL_PROVIDER === "scripted",
+    });
+    if (intake.kind === "ignore") return;
+    const started = startRun(env, { ...intake.input, run_id: newRunId() });
+    starts.push(started);
+    await started;
+  };
+  app.event("app_mention", async (req) => startFromEvent(req.payload, req.body));
+  app.event("message", async (req) => startFromEvent(req.payload, req.body));
+  const stop = (reason: "app_uninstalled" | "tokens_revoked") => async (req: { body: { team_id?: string } }) => {
+    const recorded = recordStop(env.DB, config.SLACK_BOT_TOKEN, reason, req.body.team_id, new Date());
+    starts.push(recorded);
+    await recorded;
+  };
+  app.event("app_uninstalled", stop("app_uninstalled"));
+  app.event("tokens_revoked", stop("tokens_revoked"));
+
+  // ---- interactivity ------------------------------------------------------
+  const clickAck = async () => "";
+  for (const decision of ["approve", "deny"] as const) {
+    app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
+      const payload = req.payload;
+      const action = payload.actions[0];
+      const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
+      const where = clickPlace(payload);
+      if (!value || !where) return;
+      const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+      const summary = await summaryOf(env, value.run_id);
+      if (!summary) return reply(GONE_TEXT);
+      if (!mayDecide(payload.user.id, summary.user_id, config.SLACK_APPROVERS))
+        return reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+      const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
+      if (!pending) return reply(STALE_TEXT);
+      if (decision === "approve" && value.level === "confirm") {
+        const metadata = encodeModalMetadata({ kind: "approval", run_id: value.run_id, approval_id: value.approval_id, ...where });
+        await client.views.open({ trigger_id: payload.trigger_id, view: confirmApprovalModal(pending.tool_name, metadata) });
+        return;
+      }
+      const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
+        decision,
+        decided_by: `slack:${payload.user.id}`,
+      });
+      const text = decisionReplyText(answer);
+      if (text) await reply(text);
+    });
+  }
+
+  app.action(ACTION_INPUT_ANSWER, clickAck, async (req) => {
+    const payload = req.payload;
+    const action = payload.actions[0];
+    const value = parseInputValue(action && "value" in action ? action.value : undefined);
+    const where = clickPlace(payload);
+    if (!value || !where) return;
+    const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+    const summary = await summaryOf(env, value.run_id);
+    if (!summary) return reply(GONE_TEXT);
+    if (!mayDecide(payload.user.id, summary.user_id, config.SLACK_APPROVERS))
+      return reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
+    if (!pending) return reply(STALE_TEXT);
+    const metadata = encodeModalMetadata({ kind: "input", run_id: value.run_id, tool_call_id: value.tool_call_id, ...where });
+    await client.views.open({ trigger_id: payload.trigger_id, view: answerInputModal(pending.question, metadata) });
+  });
+
+  // Submissions are decided inside the acknowledgement: a wrong confirmation must answer `errors` in it.
+  app.viewSubmission(VIEW_CONFIRM_APPROVAL, async (req) => {
+    const payload = req.payload;
+    const metadata = parseModalMetadata(payload.view.private_metadata);
+    if (metadata?.kind !== "approval") return "";
+    const user = payload.user.id;
+    const later = (text: string): "" => {
+      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      return "";
+    };
+    const summary = await summaryOf(env, metadata.run_id);
+    if (!summary) return later(GONE_TEXT);
+    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    const typed = modalText(payload.view.state.values);
+    const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
+      decision: "approve",
+      decided_by: `slack:${user}`,
+      confirmation: typed,
+    });
+    if (isConfirmationMismatch(answer))
+      return { response_action: "errors", errors: { [MODAL_INPUT_BLOCK_ID]: CONFIRMATION_MISMATCH_TEXT } };
+    const text = decisionReplyText(answer);
+    if (text) later(text);
+    return "";
+  });
+
+  app.viewSubmission(VIEW_INPUT_ANSWER, async (req) => {
+    const payload = req.payload;
+    const metadata = parseModalMetadata(payload.view.private_metadata);
+    if (metadata?.kind !== "input") return "";
+    const user = payload.user.id;
+    const later = (text: string): "" => {
+      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      return "";
+    };
+    const summary = await summaryOf(env, metadata.run_id);
+    if (!summary) return later(GONE_TEXT);
+    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    const answer = await runStubFor(env, metadata.run_id).answerInput(
+      metadata.tool_call_id,
+      modalText(payload.view.state.values),
+      `slack:${user}`,
+    );
+    const text = decisionReplyText(answer);
+    if (text) later(text);
+    return "";
+  });
+
+  return app;
+}
+
+function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: HostConfig): string | undefined {
+  return body.authorizations?.[0]?.user_id ?? config.SLACK_BOT_USER_ID;
+}
+
+/** Where a clicked message lives: its channel and thread (the ephemeral reply goes there). */
+function clickPlace(payload: object): { channel_id: string; thread_ts?: string } | null {
+  const { channel, message } = payload as { channel?: { id?: string }; message?: { ts?: string; thread_ts?: string } };
+  const channelId = channel?.id;
+  if (!channelId) return null;
+  const threadTs = message?.thread_ts ?? message?.ts;
+  return threadTs ? { channel_id: channelId, thread_ts: threadTs } : { channel_id: channelId };
+}
+
+/** The modal's single plain_text_input, read from view.state.values. */
+function modalText(values: Record<string, Record<string, { value?: string | null }>>): string {
+  return values[MODAL_INPUT_BLOCK_ID]?.[MODAL_INPUT_ACTION_ID]?.value ?? "";
+}
+
+async function summaryOf(env: Env, runId: string): Promise<RunSummary | null> {
+  if (!isRunId(runId)) return null;
+  return runStubFor(env, runId).summary();
+}
+
+/** An ephemeral answer to a click, made at once (not through the outbox); a failure is logged, never retried. */
+async function ephemeral(
+  client: SlackAPIClient,
+  where: { channel_id: string; thread_ts?: string },
+  user: string,
+  text: string,
+): Promise<void> {
+  try {
+    await client.chat.postEphemeral({ channel: where.channel_id, user, text, ...(where.thread_ts ? { thread_ts: where.thread_ts } : {}) });
+  } catch (err) {
+    console.warn("slack: an ephemeral reply was not delivered", err instanceof Error ? err.message : err);
+  }
+}

@@ -1,0 +1,339 @@
+// The Slack app's request side over real loopback HTTP (contract section 14):
+// wrangler dev serving the Worker, requests signed exactly as Slack signs
+// them, a local Slack Web API stand-in receiving every call the app makes,
+// and the real demo MCP server executing what a Slack click approves.
+// What the run posts (the outbox) is wired into the RunObject separately.
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { e2eVars } from "./global-setup";
+import { eventEnvelope, postSlackEvent, postSlackInteraction, signedPost } from "../support/slack-signing";
+import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
+import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+
+const SECRET = "test-signing-secret-e2e";
+const BOT_TOKEN = "xoxb-test-bot-token";
+const BOT = "UBOT0001";
+const REQUESTER = "UREQUESTER1";
+const APPROVER = "UAPPROVER1";
+const STRANGER = "USTRANGER1";
+const CHANNEL = "C0TEST0001";
+const demoBase = inject("demoMcpBaseUrl");
+
+let slack: SlackStandIn;
+let server: WorkerServer;
+let counter = 0;
+const eventId = () => `Ev${Date.now()}${++counter}`;
+const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
+
+beforeAll(async () => {
+  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
+  server = await startWorkerServer({
+    ...e2eVars(`${demoBase}/mcp`),
+    APPROVAL_TIMEOUT_MS: "60000",
+    ADMISSION_TIMEOUT_MS: "60000",
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_API_BASE_URL: slack.apiBaseUrl,
+    SLACK_APPROVERS: JSON.stringify([APPROVER]),
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await slack?.stop();
+});
+
+beforeEach(async () => {
+  slack.reset();
+  await fetch(`${demoBase}/control/reset`, { method: "POST" });
+});
+
+const eventsUrl = () => `${server.url}/slack/events`;
+const interactivityUrl = () => `${server.url}/slack/interactivity`;
+
+function mention(text: string, extra: Record<string, unknown> = {}) {
+  return { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel: CHANNEL, event_ts: ts(), ...extra };
+}
+
+function scriptMessage(script: unknown[]): string {
+  return `please run this\n\`\`\`json\n${JSON.stringify({ script })}\n\`\`\``;
+}
+
+async function receipt(deliveryId: string) {
+  const res = await server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
+  return { status: res.status, json: res.status === 200 ? ((await res.json()) as { run_id: string; channel_id: string }) : null };
+}
+
+async function summary(runId: string) {
+  return (await (await server.api(`/api/runs/${runId}`)).json()) as {
+    status: string;
+    channel_id: string;
+    pending_approvals: { approval_id: string; tool_name: string }[];
+    pending_inputs: { tool_call_id: string }[];
+  };
+}
+
+/** The run's retained events (the run must have ended, so the replay ends). */
+async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
+  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
+}
+
+async function startBySlack(text: string): Promise<string> {
+  const id = eventId();
+  const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention(text), id, BOT));
+  expect(res.status).toBe(200);
+  const { json } = await receipt(id);
+  expect(json).not.toBeNull();
+  return json!.run_id;
+}
+
+async function pendingApproval(runId: string) {
+  await expect.poll(async () => (await summary(runId)).pending_approvals.length, { timeout: 10_000 }).toBe(1);
+  return (await summary(runId)).pending_approvals[0]!;
+}
+
+function click(actionId: string, user: string, value: unknown) {
+  return postSlackInteraction(interactivityUrl(), SECRET, {
+    type: "block_actions",
+    user: { id: user, username: user, name: user, team_id: "T0001" },
+    api_app_id: "A0001",
+    token: "legacy",
+    container: { type: "message", message_ts: "1.000001", channel_id: CHANNEL, is_ephemeral: false },
+    trigger_id: `trigger-${++counter}`,
+    team: { id: "T0001", domain: "test" },
+    channel: { id: CHANNEL, name: "ops" },
+    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: BOT, bot_id: "B0001" },
+    actions: [
+      {
+        type: "button",
+        action_id: actionId,
+        block_id: "b",
+        value: JSON.stringify(value),
+        text: { type: "plain_text", text: "x" },
+        action_ts: "1",
+      },
+    ],
+  });
+}
+
+function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
+  return postSlackInteraction(interactivityUrl(), SECRET, {
+    type: "view_submission",
+    team: { id: "T0001", domain: "test" },
+    user: { id: user, username: user, name: user, team_id: "T0001" },
+    api_app_id: "A0001",
+    token: "legacy",
+    trigger_id: `trigger-${++counter}`,
+    view: {
+      id: "V1",
+      type: "modal",
+      callback_id: callbackId,
+      private_metadata: privateMetadata,
+      state: { values: { answer: { text: { type: "plain_text_input", value: text } } } },
+      hash: "h",
+    },
+  });
+}
+
+const CREATE = "mcp__demo__create_dashboard";
+const ALERT = "mcp__demo__create_alert_from_chart";
+const writeScript = (tool: string) => [
+  { tool_calls: [{ tool_name: tool, tool_call_id: "w1", arguments: { title: "from slack", api_token: "s3cret" } }] },
+  { text: "done" },
+];
+
+describe("requests from Slack", () => {
+  it("answers url_verification with its challenge", async () => {
+    const res = await postSlackEvent(eventsUrl(), SECRET, { type: "url_verification", token: "t", challenge: "chal-123" });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("chal-123");
+  });
+
+  it("refuses a bad signature, a stale and a future timestamp with 401 JSON, and starts nothing", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const cases = [{ secretOverride: "wrong-secret" }, { timestamp: now - 301 }, { timestamp: now + 301 }];
+    for (const options of cases) {
+      const id = eventId();
+      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention("hello"), id, BOT), options);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("content-type")).toContain("application/json");
+      expect(await res.json()).toMatchObject({ error: "unauthorized" });
+      expect((await receipt(id)).status).toBe(404);
+    }
+    // A malformed signature header is refused the same way (never a 500).
+    const res = await fetch(eventsUrl(), {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-slack-request-timestamp": String(now), "x-slack-signature": "v0=zz" },
+      body: "{}",
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: "unauthorized" });
+  });
+
+  it("a mention starts one run, in the Slack channel, for the Slack user, with the app's mention removed; Slack's retry starts no second", async () => {
+    const id = eventId();
+    const envelope = eventEnvelope(mention("hello there"), id, BOT);
+    const first = await postSlackEvent(eventsUrl(), SECRET, envelope);
+    expect(first.status).toBe(200);
+    const { json } = await receipt(id);
+    expect(json?.channel_id).toBe(CHANNEL);
+    const retry = await postSlackEvent(eventsUrl(), SECRET, envelope, { retryNum: 1 });
+    expect(retry.status).toBe(200);
+    expect((await receipt(id)).json?.run_id).toBe(json!.run_id);
+
+    await expect.poll(async () => (await summary(json!.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    const events = await runEvents(json!.run_id);
+    expect(events.filter((e) => e.type === "run_started")).toEqual([expect.objectContaining({ user_id: REQUESTER, channel_id: CHANNEL })]);
+    expect(events.find((e) => e.type === "assistant_message")?.text).toBe("You said: hello there");
+  });
+
+  it("a direct message starts a run; the app_mention of a DM, the app's own messages, edits and bot messages start nothing", async () => {
+    const dm = eventId();
+    const dmTs = ts();
+    await postSlackEvent(
+      eventsUrl(),
+      SECRET,
+      eventEnvelope({ type: "message", channel_type: "im", channel: "D0DM0001", user: REQUESTER, text: "hi in a DM", ts: dmTs }, dm, BOT),
+    );
+    expect((await receipt(dm)).json?.channel_id).toBe("D0DM0001");
+
+    const ignored = [
+      { type: "app_mention", channel: "D0DM0001", user: REQUESTER, text: `<@${BOT}> hi`, ts: ts() },
+      { type: "message", channel_type: "im", channel: "D0DM0001", user: BOT, text: "my own words", ts: ts() },
+      { type: "message", channel_type: "im", channel: "D0DM0001", subtype: "message_changed", message: { text: "edited" }, ts: ts() },
+      { type: "message", channel_type: "im", channel: "D0DM0001", subtype: "message_deleted", ts: ts() },
+      { type: "message", channel_type: "im", channel: "D0DM0001", user: "UOTHERBOT", bot_id: "B0OTHER", text: "beep", ts: ts() },
+      { type: "message", channel_type: "channel", channel: CHANNEL, user: REQUESTER, text: "no mention", ts: ts() },
+    ];
+    for (const event of ignored) {
+      const id = eventId();
+      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, id, BOT));
+      expect(res.status).toBe(200);
+      expect((await receipt(id)).status).toBe(404);
+    }
+  });
+
+  it("acknowledges with 200 every verified event it does not act on (never slack-edge's 404)", async () => {
+    for (const event of [
+      { type: "reaction_added", user: REQUESTER, reaction: "eyes", item: { type: "message", channel: CHANNEL, ts: "1.1" } },
+      { type: "member_joined_channel", user: REQUESTER, channel: CHANNEL },
+      { type: "app_home_opened", user: REQUESTER, channel: "D0DM0001", tab: "home" },
+    ]) {
+      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, eventId(), BOT));
+      expect(res.status).toBe(200);
+    }
+  });
+
+  it("acknowledges a mention at once even when the run's model stalls", async () => {
+    const id = eventId();
+    const started = Date.now();
+    const res = await postSlackEvent(
+      eventsUrl(),
+      SECRET,
+      eventEnvelope(mention(scriptMessage([{ text: "slow", delay_ms: 20_000 }])), id, BOT),
+    );
+    expect(res.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const { json } = await receipt(id);
+    expect((await summary(json!.run_id)).status).toBe("running");
+    await server.api(`/api/runs/${json!.run_id}/cancel`, { method: "POST" });
+  });
+});
+
+describe("decisions from Slack", () => {
+  it("an approver's approve click runs the call once; a second click is told it is stale", async () => {
+    const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
+    const approval = await pendingApproval(runId);
+    const value = { run_id: runId, approval_id: approval.approval_id, level: "approve" };
+    expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(calls.by_tool.create_dashboard).toBe(1);
+    const resolved = (await runEvents(runId)).find((e) => e.type === "approval_resolved");
+    expect(resolved).toMatchObject({ decision: "approved", decided_by: `slack:${APPROVER}` });
+
+    expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
+    const [stale] = await slack
+      .waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"))
+      .then(() => slack.calls("chat.postEphemeral"));
+    expect(stale?.params).toMatchObject({ channel: CHANNEL, user: APPROVER });
+    expect(String(stale?.params.text)).toMatch(/already decided, expired or cancelled/);
+  });
+
+  it("a deny click from an approver denies; nothing runs", async () => {
+    const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
+    const approval = await pendingApproval(runId);
+    await click("approval_deny", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "approve" });
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "denied",
+      decided_by: `slack:${APPROVER}`,
+    });
+    const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { total: number };
+    expect(calls.total).toBe(0);
+  });
+
+  it("a non-approver's click changes nothing and gets an ephemeral naming who may decide", async () => {
+    const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
+    const approval = await pendingApproval(runId);
+    expect((await click("approval_approve", STRANGER, { run_id: runId, approval_id: approval.approval_id, level: "approve" })).status).toBe(
+      200,
+    );
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    const [refusal] = slack.calls("chat.postEphemeral");
+    expect(refusal?.params).toMatchObject({ channel: CHANNEL, user: STRANGER });
+    expect(String(refusal?.params.text)).toContain(`<@${APPROVER}>`);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+  });
+
+  it("confirm: approve opens a modal; the wrong text answers errors inside the ack and decides nothing; the right text approves", async () => {
+    const runId = await startBySlack(scriptMessage(writeScript(ALERT)));
+    const approval = await pendingApproval(runId);
+    await click("approval_approve", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "confirm" });
+    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const open = slack.calls("views.open")[0]!;
+    const view = open.params.view as { callback_id: string; private_metadata: string; blocks: { type: string; block_id?: string }[] };
+    expect(open.params.trigger_id).toMatch(/^trigger-/);
+    expect(view.blocks.filter((b) => b.type === "input")).toHaveLength(1);
+
+    const wrong = await submit(view.callback_id, APPROVER, view.private_metadata, "not the tool");
+    expect(wrong.status).toBe(200);
+    expect(await wrong.json()).toEqual({ response_action: "errors", errors: { answer: expect.any(String) } });
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+
+    const right = await submit(view.callback_id, APPROVER, view.private_metadata, ALERT);
+    expect(right.status).toBe(200);
+    expect(await right.text()).toBe("");
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "approved",
+      decided_by: `slack:${APPROVER}`,
+    });
+  });
+
+  it("human__ask: the input_answer button opens a modal whose submission answers the question", async () => {
+    const runId = await startBySlack(
+      scriptMessage([
+        { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } }] },
+        { text: "thanks" },
+      ]),
+    );
+    await expect.poll(async () => (await summary(runId)).pending_inputs.length, { timeout: 10_000 }).toBe(1);
+    await click("input_answer", APPROVER, { run_id: runId, tool_call_id: "ask-1" });
+    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const view = slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
+    const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
+    expect(res.status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({ answered_by: `slack:${APPROVER}` });
+  });
+
+  it("refuses an unsigned interactivity request with 401 JSON", async () => {
+    const res = await signedPost(interactivityUrl(), SECRET, "payload=%7B%7D", "application/x-www-form-urlencoded", {
+      secretOverride: "nope",
+    });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: "unauthorized" });
+  });
+});

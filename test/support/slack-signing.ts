@@ -1,0 +1,68 @@
+// Signs requests exactly as Slack does (v0): X-Slack-Signature = "v0=" + hex
+// HMAC-SHA256(signing secret, "v0:<timestamp>:<raw body>"), with
+// X-Slack-Request-Timestamp. This is the test client's side (node:crypto);
+// the server verifies with slack-edge.
+import { createHmac } from "node:crypto";
+
+export function slackSignature(secret: string, timestamp: number, rawBody: string): string {
+  return `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${rawBody}`).digest("hex")}`;
+}
+
+export interface SignOptions {
+  /** Seconds since the epoch; default now. */
+  timestamp?: number;
+  /** Sign with this secret instead (a bad signature). */
+  secretOverride?: string;
+  retryNum?: number;
+}
+
+/** POSTs an Events API envelope (JSON) to `url`, signed. */
+export function postSlackEvent(url: string, secret: string, envelope: unknown, options: SignOptions = {}): Promise<Response> {
+  return signedPost(url, secret, JSON.stringify(envelope), "application/json", options);
+}
+
+/** POSTs an interactivity payload (form-encoded `payload=`) to `url`, signed. */
+export function postSlackInteraction(url: string, secret: string, payload: unknown, options: SignOptions = {}): Promise<Response> {
+  return signedPost(
+    url,
+    secret,
+    new URLSearchParams({ payload: JSON.stringify(payload) }).toString(),
+    "application/x-www-form-urlencoded",
+    options,
+  );
+}
+
+export function signedPost(
+  url: string,
+  secret: string,
+  rawBody: string,
+  contentType: string,
+  options: SignOptions = {},
+): Promise<Response> {
+  const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
+  const headers: Record<string, string> = {
+    "content-type": contentType,
+    "x-slack-request-timestamp": String(timestamp),
+    "x-slack-signature": slackSignature(options.secretOverride ?? secret, timestamp, rawBody),
+  };
+  if (options.retryNum !== undefined) {
+    headers["x-slack-retry-num"] = String(options.retryNum);
+    headers["x-slack-retry-reason"] = "http_timeout";
+  }
+  return fetch(url, { method: "POST", headers, body: rawBody });
+}
+
+/** An Events API envelope as Slack sends it. */
+export function eventEnvelope(event: Record<string, unknown>, eventId: string, botUserId = "UBOT0001"): Record<string, unknown> {
+  return {
+    token: "legacy-verification-token",
+    team_id: "T0001",
+    api_app_id: "A0001",
+    event,
+    type: "event_callback",
+    event_id: eventId,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: "T0001", user_id: botUserId, is_bot: true, is_enterprise_install: false }],
+    is_ext_shared_channel: false,
+  };
+}

@@ -1,0 +1,222 @@
+// A local stand-in for Slack's Web API: a Node HTTP server on loopback that
+// answers chat.postMessage, chat.update, chat.postEphemeral, views.open,
+// conversations.info and reactions.add in Slack's wire format (form-encoded
+// requests, `{"ok":...}` JSON answers), records every call, and can be told
+// to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
+// the tests (in-process, or over HTTP at /_control from inside workerd) and
+// by the local demo, whose posted Block Kit is shown at GET / and /_calls.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface RecordedCall {
+  seq: number;
+  method: string;
+  /** Form fields, with JSON-valued ones (blocks, view) parsed. */
+  params: Record<string, unknown>;
+  at: number;
+  /** What the stand-in answered: "ok", an error code, "429", "500" or "hang". */
+  answered: string;
+}
+
+export type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" } | { kind: "error"; error: string };
+
+export interface SlackStandIn {
+  /** Base URL to use as SLACK_API_BASE_URL (ends with /api/). */
+  apiBaseUrl: string;
+  url: string;
+  calls(method?: string): RecordedCall[];
+  /** The next `count` calls (any method) get `fault`. */
+  failNext(count: number, fault: Fault): void;
+  /** Calls posting to `channel` are refused with `error` (e.g. channel_not_found). */
+  refuseChannel(channel: string, error: string): void;
+  /** conversations.info reports `channel` as shared with another organisation. */
+  markExternal(channel: string): void;
+  reset(): void;
+  /** Resolves when `predicate` holds for the recorded calls, or rejects after `timeoutMs`. */
+  waitFor(predicate: (calls: RecordedCall[]) => boolean, timeoutMs?: number): Promise<RecordedCall[]>;
+  stop(): Promise<void>;
+}
+
+const JSON_FIELDS = new Set(["blocks", "view", "attachments", "metadata"]);
+const WAIT_POLL_MS = 20;
+
+export async function startSlackStandIn(options: { botToken?: string; port?: number; quiet?: boolean } = {}): Promise<SlackStandIn> {
+  const calls: RecordedCall[] = [];
+  const faults: Fault[] = [];
+  const refused = new Map<string, string>();
+  const external = new Set<string>();
+  const hung = new Set<ServerResponse>();
+  let seq = 0;
+  let tsCounter = 0;
+
+  const nextTs = () => `${Math.floor(Date.now() / 1000)}.${String(++tsCounter).padStart(6, "0")}`;
+
+  function answer(method: string, params: Record<string, unknown>): Record<string, unknown> {
+    const channel = typeof params.channel === "string" ? params.channel : undefined;
+    if (channel && refused.has(channel)) return { ok: false, error: refused.get(channel) };
+    switch (method) {
+      case "chat.postMessage":
+        return { ok: true, channel, ts: nextTs(), message: { text: params.text, blocks: params.blocks } };
+      case "chat.update":
+        return { ok: true, channel, ts: params.ts, text: params.text };
+      case "chat.postEphemeral":
+        return { ok: true, message_ts: nextTs() };
+      case "views.open":
+        return { ok: true, view: { id: `V${String(++tsCounter).padStart(8, "0")}`, ...(params.view as object) } };
+      case "conversations.info":
+        return {
+          ok: true,
+          channel: {
+            id: channel,
+            is_ext_shared: channel !== undefined && external.has(channel),
+            is_shared: channel !== undefined && external.has(channel),
+            is_org_shared: false,
+          },
+        };
+      case "reactions.add":
+        return { ok: true };
+      default:
+        return { ok: false, error: "unknown_method" };
+    }
+  }
+
+  async function readBody(req: IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+
+  function parseForm(body: string, contentType: string | undefined): Record<string, unknown> {
+    if (contentType?.includes("application/json")) return JSON.parse(body || "{}") as Record<string, unknown>;
+    const params: Record<string, unknown> = {};
+    for (const [key, value] of new URLSearchParams(body)) {
+      if (JSON_FIELDS.has(key)) {
+        try {
+          params[key] = JSON.parse(value);
+          continue;
+        } catch {
+          // keep the raw text
+        }
+      }
+      params[key] = value;
+    }
+    return params;
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+    res.end(typeof body === "string" ? body : JSON.stringify(body));
+  }
+
+  const server: Server = createServer(async (req, res) => {
+    const path = new URL(req.url ?? "/", "http://stand-in").pathname;
+    const body = await readBody(req);
+    if (path === "/" && req.method === "GET") {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end(renderPage(calls));
+      return;
+    }
+    if (path === "/_calls") return send(res, 200, calls);
+    if (path === "/_control" && req.method === "POST") {
+      const command = JSON.parse(body || "{}") as {
+        reset?: boolean;
+        fail?: { count: number; fault: Fault };
+        refuse?: { channel: string; error: string };
+        external?: string;
+      };
+      if (command.reset) control.reset();
+      if (command.fail) control.failNext(command.fail.count, command.fail.fault);
+      if (command.refuse) control.refuseChannel(command.refuse.channel, command.refuse.error);
+      if (command.external) control.markExternal(command.external);
+      return send(res, 200, { ok: true });
+    }
+    if (!path.startsWith("/api/")) return send(res, 404, { ok: false, error: "not_found" });
+    const method = path.slice("/api/".length);
+    const params = parseForm(body, req.headers["content-type"]);
+    const record: RecordedCall = { seq: ++seq, method, params, at: Date.now(), answered: "ok" };
+    calls.push(record);
+    const fault = faults.shift();
+    if (fault?.kind === "hang") {
+      record.answered = "hang";
+      hung.add(res);
+      res.on("close", () => hung.delete(res));
+      return;
+    }
+    if (fault?.kind === "429") {
+      record.answered = "429";
+      return send(res, 429, { ok: false, error: "ratelimited" }, { "retry-after": String(fault.retry_after_s) });
+    }
+    if (fault?.kind === "500") {
+      record.answered = "500";
+      return send(res, 500, "internal error");
+    }
+    if (fault?.kind === "error") {
+      record.answered = fault.error;
+      return send(res, 200, { ok: false, error: fault.error });
+    }
+    if (options.botToken !== undefined && req.headers.authorization !== `Bearer ${options.botToken}`) {
+      record.answered = "invalid_auth";
+      return send(res, 200, { ok: false, error: "invalid_auth" });
+    }
+    const result = answer(method, params);
+    record.answered = result.ok ? "ok" : String(result.error);
+    if (!options.quiet) console.log(`[slack stand-in] ${method} ${record.answered} ${JSON.stringify(params).slice(0, 300)}`);
+    return send(res, 200, result);
+  });
+
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
+
+  const control: SlackStandIn = {
+    apiBaseUrl: `${url}/api/`,
+    url,
+    calls: (method) => calls.filter((c) => method === undefined || c.method === method),
+    failNext(count, fault) {
+      for (let i = 0; i < count; i++) faults.push(fault);
+    },
+    refuseChannel: (channel, error) => void refused.set(channel, error),
+    markExternal: (channel) => void external.add(channel),
+    reset() {
+      calls.length = 0;
+      faults.length = 0;
+      refused.clear();
+      external.clear();
+    },
+    async waitFor(predicate, timeoutMs = 10_000) {
+      const started = Date.now();
+      for (;;) {
+        if (predicate(calls)) return calls;
+        if (Date.now() - started > timeoutMs) {
+          throw new Error(
+            `the Slack stand-in did not see the expected calls within ${timeoutMs} ms; it saw: ${calls.map((c) => `${c.method}:${c.answered}`).join(", ")}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+      }
+    },
+    async stop() {
+      for (const res of hung) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return control;
+}
+
+/** The page a person looks at during the demo: every call, newest first, with its Block Kit. */
+function renderPage(calls: RecordedCall[]): string {
+  const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const rows = [...calls]
+    .reverse()
+    .map(
+      (c) =>
+        `<section><h3>#${c.seq} ${escapeHtml(c.method)} <small>${escapeHtml(c.answered)} · ${new Date(c.at).toISOString()}</small></h3>` +
+        `<p>${escapeHtml(String(c.params.text ?? ""))}</p><pre>${escapeHtml(JSON.stringify(c.params.blocks ?? c.params.view ?? c.params, null, 2))}</pre></section>`,
+    )
+    .join("\n");
+  return `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>Slack stand-in</title>
+<style>body{font:14px system-ui;margin:2em}pre{background:#f4f4f4;padding:1em;overflow:auto}</style>
+<h1>Slack stand-in: ${calls.length} Web API calls</h1>
+<p>Paste any blocks below into <a href="https://app.slack.com/block-kit-builder">Block Kit Builder</a> to see them rendered.</p>${rows}`;
+}

@@ -1,0 +1,217 @@
+// Pure Slack modules: Block Kit rendering, the event-to-post mapping, which
+// events start runs, and the click rules. Plain data in, data out.
+import { describe, expect, it } from "vitest";
+import {
+  ARGUMENTS_PREVIEW_MAX_CHARS,
+  approvalRequest,
+  approvalResolved,
+  argumentsPreview,
+  mutationOutcomeUnknown,
+  runFailed,
+  SECTION_TEXT_MAX_CHARS,
+} from "../../src/slack/blocks";
+import { intakeEvent, scriptFromText, stripOwnMention } from "../../src/slack/event-intake";
+import { emptyMemory, type PostsMemory, postsForEvent } from "../../src/slack/event-posts";
+import { decisionReplyText, mayDecide, parseApprovalValue, refusalText } from "../../src/slack/interactions";
+
+const view = {
+  run_id: "run_1",
+  approval_id: "approval_1",
+  tool_name: "mcp__demo__create_dashboard",
+  level: "confirm" as const,
+  arguments_preview: argumentsPreview({ title: "t", password: "hunter2" }),
+  expires_at: "2026-11-29T10:05:00.000Z",
+};
+
+describe("Block Kit", () => {
+  it("an approval request shows tool, level, redacted arguments, expiry, and the two buttons whose value reads back", () => {
+    const message = approvalRequest(view);
+    const json = JSON.stringify(message);
+    expect(json).toContain("mcp__demo__create_dashboard");
+    expect(json).toContain("confirm");
+    expect(json).not.toContain("hunter2");
+    expect(json).toContain("[REDACTED]");
+    expect(json).toContain("<!date^");
+    const actions = message.blocks?.find((b) => b.type === "actions");
+    expect(actions?.type === "actions" && actions.elements.map((e) => [e.action_id, "style" in e ? e.style : undefined])).toEqual([
+      ["approval_approve", "primary"],
+      ["approval_deny", "danger"],
+    ]);
+    const button = actions?.type === "actions" ? actions.elements[0] : undefined;
+    expect(parseApprovalValue(button && "value" in button ? button.value : undefined)).toEqual({
+      run_id: "run_1",
+      approval_id: "approval_1",
+      level: "confirm",
+    });
+  });
+
+  it("huge arguments are truncated to fit a section block", () => {
+    const preview = argumentsPreview({ blob: "x".repeat(50_000) });
+    expect(preview.length).toBeLessThanOrEqual(ARGUMENTS_PREVIEW_MAX_CHARS);
+    for (const block of approvalRequest({ ...view, arguments_preview: preview }).blocks ?? []) {
+      if (block.type === "section") expect(block.text?.text.length).toBeLessThanOrEqual(SECTION_TEXT_MAX_CHARS);
+    }
+  });
+
+  it("the decided form has no buttons and says who decided, or that it expired or was cancelled", () => {
+    for (const [decision, by, expected] of [
+      ["approved", "slack:U0AAA", "Approved by <@U0AAA>"],
+      ["denied", "ops-bot", "Denied by `ops-bot`"],
+      ["expired", undefined, "Expired"],
+      ["cancelled", undefined, "Cancelled"],
+    ] as const) {
+      const message = approvalResolved(view, decision, by);
+      expect(message.blocks?.some((b) => b.type === "actions")).toBe(false);
+      expect(JSON.stringify(message)).toContain(expected);
+    }
+  });
+
+  it("outcome_unknown is spelled out with its mutation_id and reconciliation; run_failed names its code", () => {
+    const unknown = JSON.stringify(mutationOutcomeUnknown("mcp__demo__create_dashboard", "mut_123", "transport_timeout"));
+    expect(unknown).toContain("may or may not have happened");
+    expect(unknown).toContain("mut_123");
+    expect(unknown).toContain("needs reconciliation");
+    expect(JSON.stringify(runFailed("model_error", "upstream 500"))).toContain("model_error");
+  });
+});
+
+describe("event → posts", () => {
+  const play = (events: Record<string, unknown>[]) => {
+    let memory: PostsMemory = emptyMemory();
+    const out = [];
+    for (const [i, e] of events.entries()) {
+      const result = postsForEvent(JSON.stringify({ run_id: "run_1", sequence: i + 1, ...e }), memory);
+      memory = result.memory;
+      out.push(...result.items);
+    }
+    return out;
+  };
+
+  it("maps a run to a reaction, texts, the approval post and its update, the ending, and skips the final text already posted", () => {
+    const items = play([
+      { type: "run_started", user_id: "U1" },
+      { type: "assistant_message", text: "working on it" },
+      { type: "tool_started", tool_call_id: "c1", approval_required: true },
+      {
+        type: "approval_requested",
+        tool_name: "mcp__demo__x",
+        tool_call_id: "c1",
+        approval_id: "a1",
+        level: "approve",
+        arguments: {},
+        expires_at: "2026-01-01T00:00:00Z",
+      },
+      { type: "heartbeat" },
+      {
+        type: "approval_resolved",
+        tool_name: "mcp__demo__x",
+        tool_call_id: "c1",
+        approval_id: "a1",
+        decision: "approved",
+        decided_by: "slack:U2",
+      },
+      { type: "tool_execution_started", tool_name: "mcp__demo__x", tool_call_id: "c1", approval_id: "a1" },
+      {
+        type: "tool_execution",
+        tool_name: "mcp__demo__x",
+        tool_call_id: "c1",
+        execution_status: "executed",
+        error: { code: "transport_timeout" },
+        mutation_id: "mut_9",
+      },
+      { type: "tool_completed", tool_name: "mcp__demo__x", tool_call_id: "c1", approved: true, duration_ms: 5 },
+      { type: "assistant_message", text: "done" },
+      { type: "run_completed", text: "done", tool_calls: 1 },
+    ]);
+    expect(
+      items.map((i) =>
+        i.kind === "post" ? `post${i.key ? `:${i.key}` : ""}` : i.kind === "update" ? `update:${i.ref}` : `reaction:${i.name}`,
+      ),
+    ).toEqual(["reaction:eyes", "post", "post:approval:a1", "update:approval:a1", "post", "post", "reaction:white_check_mark"]);
+    expect(JSON.stringify(items[4])).toContain("mut_9");
+  });
+
+  it("a call that ended not_executed after approval names its reason; a denied one is told by the approval update only", () => {
+    const approvedThenExpired = play([
+      { type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "approved", decided_by: "slack:U2" },
+      { type: "tool_execution", tool_name: "t", tool_call_id: "c1", execution_status: "not_executed", reason: "budget_exhausted" },
+    ]);
+    expect(JSON.stringify(approvedThenExpired)).toContain("budget_exhausted");
+    const denied = play([
+      { type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "denied", decided_by: "slack:U2" },
+      { type: "tool_execution", tool_name: "t", tool_call_id: "c1", execution_status: "not_executed", reason: "denied" },
+    ]);
+    expect(denied).toEqual([]);
+    const failed = play([
+      { type: "tool_started", tool_call_id: "c2", approval_required: false },
+      {
+        type: "tool_execution",
+        tool_name: "t",
+        tool_call_id: "c2",
+        execution_status: "executed",
+        error: { code: "tool_error" },
+        mutation_id: "m",
+      },
+    ]);
+    expect(JSON.stringify(failed)).toContain("tool_error");
+  });
+});
+
+describe("which events start runs", () => {
+  const ctx = { event_id: "Ev1", bot_user_id: "UBOT", scripted: true };
+  it("a mention starts a run in its thread with the app's mention removed", () => {
+    const intake = intakeEvent(
+      { type: "app_mention", user: "U1", channel: "C1", text: "<@UBOT> hi <@U2>", ts: "2.0", thread_ts: "1.0" },
+      ctx,
+    );
+    expect(intake).toEqual({
+      kind: "start",
+      input: expect.objectContaining({
+        message: "hi <@U2>",
+        channel_id: "C1",
+        user_id: "U1",
+        delivery_id: "Ev1",
+        source: "slack",
+        slack: { thread_ts: "1.0", message_ts: "2.0" },
+      }),
+    });
+    expect(stripOwnMention("<@UBOT|bot> go", "UBOT")).toBe("go");
+  });
+
+  it("starts nothing for a DM mention, subtypes, bots, itself, or channel chatter", () => {
+    for (const event of [
+      { type: "app_mention", user: "U1", channel: "D1", text: "<@UBOT> x", ts: "1" },
+      { type: "message", subtype: "message_changed", channel: "D1", channel_type: "im", ts: "1" },
+      { type: "message", bot_id: "B1", user: "U9", channel: "D1", channel_type: "im", text: "x", ts: "1" },
+      { type: "message", user: "UBOT", channel: "D1", channel_type: "im", text: "x", ts: "1" },
+      { type: "message", user: "U1", channel: "C1", channel_type: "channel", text: "x", ts: "1" },
+    ]) {
+      expect(intakeEvent(event, ctx).kind).toBe("ignore");
+    }
+  });
+
+  it("plays a fenced ```json script only with the scripted provider, and only with known tool names", () => {
+    const text = 'go\n```json\n{"script":[{"text":"hi"}]}\n```';
+    expect(scriptFromText(text)).toEqual([{ text: "hi" }]);
+    expect(scriptFromText('```json\n{"script":[{"tool_calls":[{"tool_name":"rm -rf"}]}]}\n```')).toBeNull();
+    expect(scriptFromText("no fence")).toBeNull();
+    const start = intakeEvent({ type: "app_mention", user: "U1", channel: "C1", text, ts: "1" }, { ...ctx, scripted: false });
+    expect(start.kind === "start" && start.input.script).toBeNull();
+  });
+});
+
+describe("click rules", () => {
+  it("the requester and SLACK_APPROVERS may decide; the refusal names them", () => {
+    expect(mayDecide("U1", "U1", [])).toBe(true);
+    expect(mayDecide("U2", "U1", ["U2"])).toBe(true);
+    expect(mayDecide("U3", "U1", ["U2"])).toBe(false);
+    expect(mayDecide("U3", undefined, [])).toBe(false);
+    expect(refusalText("U1", ["U2"])).toContain("<@U1>, <@U2>");
+  });
+
+  it("stale answers are told; a taken decision is silent", () => {
+    expect(decisionReplyText({ status: 200, body: {} })).toBeNull();
+    expect(decisionReplyText({ status: 409, body: { decision: "denied" } })).toContain("already decided");
+    expect(decisionReplyText({ status: 410, body: {} })).toContain("expired");
+  });
+});
