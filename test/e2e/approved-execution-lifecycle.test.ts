@@ -177,6 +177,12 @@ describe("ordered admission and the ceiling", () => {
     await s.approve("write-1");
     await s.waitFor("tool_execution", "write-1");
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
+    // Blocked on admission for 1.5 s (ADMISSION_TIMEOUT_MS), the stream kept getting sequenced heartbeats (200 ms).
+    const admitted = s.one("tool_execution_started", "write-1").sequence;
+    const ended = s.one("tool_execution", "write-1").sequence;
+    const waiting = s.events.filter((e) => e.sequence > admitted && e.sequence < ended);
+    expect(waiting.filter((e) => e.type === "heartbeat").length).toBeGreaterThanOrEqual(5);
+    expect(waiting.filter((e) => e.type !== "heartbeat")).toEqual([]);
     // Then the question itself expires, and a late answer is refused with 410.
     await s.toEnd();
     expect(s.one("tool_execution", "ask-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
