@@ -64,7 +64,7 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: ["test/e2e/**/*.test.ts", "test/demo/**/*.test.ts", "test/providers/**/*.test.ts"],
+            include: ["test/e2e/**/*.test.ts", "test/client/**/*.test.ts", "test/demo/**/*.test.ts", "test/providers/**/*.test.ts"],
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,

@@ -12,6 +12,8 @@ import { readFile } from "node:fs/promises";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createHookDispatcher } from "../../src/adapters/adapter-hooks";
+import { ApiError } from "../../src/client";
+import { argumentsDigest } from "../../src/execution/arguments-digest";
 import { generateFixtures, serialiseFixtures } from "../support/approval-execution-fixtures";
 import { startCuttingProxy, type CuttingProxy } from "../support/cutting-proxy";
 import {
@@ -22,15 +24,15 @@ import {
   CREATE,
   demo,
   demoCalls,
-  events,
+  demoReset,
+  type Event,
+  engine,
   KPI,
   LIST,
-  post,
+  rawEvents,
   Scenario,
   slowScript,
-  summary,
   token,
-  trigger,
   UPDATE,
   url,
 } from "../support/e2e-client";
@@ -45,9 +47,18 @@ const approvedAndRun = (id: string) => [
   `tool_completed:${id}`,
 ];
 
-beforeEach(async () => {
-  await fetch(`${demo}/control/reset`, { method: "POST" });
-});
+beforeEach(demoReset);
+
+/** The ApiError a refused client call threw (fails the test if the call succeeded). */
+async function refusal(call: Promise<unknown>): Promise<ApiError> {
+  const outcome = await call.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+  if (!("error" in outcome)) throw new Error(`expected a refusal, got ${JSON.stringify(outcome.value)}`);
+  expect(outcome.error).toBeInstanceOf(ApiError);
+  return outcome.error as ApiError;
+}
 
 describe("approved mutations", () => {
   it("creates and then updates a dashboard, each after a person's approval", async () => {
@@ -164,15 +175,15 @@ describe("approved mutations", () => {
       { tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-1", chart: "c", threshold: 1 } }] },
     ]);
     const requested = await s.waitFor("approval_requested", "alert-1");
-    const missing = await s.decide(requested.approval_id!, { decision: "approve" });
-    expect(missing).toMatchObject({ status: 400, json: { error: "confirmation_mismatch" } });
-    const wrong = await s.decide(requested.approval_id!, { decision: "approve", confirmation: "create_alert_from_chart" });
-    expect(wrong).toMatchObject({ status: 400, json: { error: "confirmation_mismatch" } });
-    const summary = (await (await fetch(`${url}/api/runs/${s.runId}`, { headers: auth })).json()) as any;
+    const missing = await refusal(s.decide(requested.approval_id!, { decision: "approve" }));
+    expect(missing).toMatchObject({ status: 400, code: "confirmation_mismatch" });
+    const wrong = await refusal(s.decide(requested.approval_id!, { decision: "approve", confirmation: "create_alert_from_chart" }));
+    expect(wrong).toMatchObject({ status: 400, code: "confirmation_mismatch" });
+    const summary = await engine.summary(s.runId);
     expect(summary.pending_approvals).toEqual([
       expect.objectContaining({ approval_id: requested.approval_id, tool_call_id: "alert-1", tool_name: ALERT }),
     ]);
-    expect((await s.decide(requested.approval_id!, { decision: "approve", confirmation: ALERT })).status).toBe(200);
+    expect(await s.decide(requested.approval_id!, { decision: "approve", confirmation: ALERT })).toMatchObject({ decision: "approved" });
     await s.toEnd();
     expect(s.shape()).toEqual(["run_started", ...approvedAndRun("alert-1"), "run_completed"]);
   });
@@ -183,13 +194,11 @@ describe("decisions that stop a call", () => {
     const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } }] }]);
     const requested = await s.waitFor("approval_requested", "write-1");
     const denied = await s.decide(requested.approval_id!, { decision: "deny", reason: "not now" });
-    expect(denied).toEqual({ status: 200, json: { approval_id: requested.approval_id, decision: "denied", status: "resolved" } });
+    expect(denied).toEqual({ approval_id: requested.approval_id, decision: "denied", status: "resolved" });
     expect(await s.decide(requested.approval_id!, { decision: "deny" })).toEqual(denied);
-    expect(await s.decide(requested.approval_id!, { decision: "approve" })).toMatchObject({
-      status: 409,
-      json: { error: "already_resolved", decision: "denied" },
-    });
-    expect((await s.decide("approval_unknown", { decision: "approve" })).status).toBe(404);
+    const changed = await refusal(s.decide(requested.approval_id!, { decision: "approve" }));
+    expect(changed).toMatchObject({ status: 409, code: "already_resolved", body: { decision: "denied" } });
+    expect(await refusal(s.decide("approval_unknown", { decision: "approve" }))).toMatchObject({ status: 404, code: "not_found" });
     await s.toEnd();
     expect(s.shape()).toEqual([
       "run_started",
@@ -224,15 +233,15 @@ describe("decisions that stop a call", () => {
     const blocked = s.events.filter((e) => e.sequence > requested.sequence && e.sequence < s.one("approval_resolved", "write-1").sequence);
     expect(blocked.length).toBeGreaterThanOrEqual(5);
     expect(blocked.every((e) => e.type === "heartbeat")).toBe(true);
-    expect(await s.decide(requested.approval_id!, { decision: "approve" })).toMatchObject({ status: 410, json: { error: "expired" } });
+    expect(await refusal(s.decide(requested.approval_id!, { decision: "approve" }))).toMatchObject({ status: 410, code: "expired" });
+    expect(await refusal(s.decide(requested.approval_id!, { decision: "deny" }))).toMatchObject({ status: 410, code: "expired" });
     expect((await demoCalls()).total).toBe(0);
   });
 });
 
 describe("cancellation at each wait", () => {
   async function cancel(s: Scenario) {
-    const res = await post(`/api/runs/${s.runId}/cancel`, {});
-    expect(res).toEqual({ status: 202, json: { status: "cancelling" } });
+    expect(await engine.cancel(s.runId)).toEqual({ status: "cancelling" });
   }
 
   it("while waiting for approval", async () => {
@@ -341,6 +350,26 @@ describe("transport", () => {
   });
 });
 
+const SECRET_ARGUMENTS = {
+  title: "Billing",
+  api_key: "sk-live-123",
+  panels: ["p1"],
+  auth: { password: "hunter2", headers: { Authorization: "Bearer abc" } },
+};
+
+/** Runs the adapter hooks over a run's events (twice: a replay must call nothing again). */
+function hookCalls(events: Event[]): unknown[][] {
+  const recorded: unknown[][] = [];
+  const dispatch = createHookDispatcher({
+    onToolStart: (name, input) => recorded.push(["start", name, input]),
+    onToolExecutionStarted: (name) => recorded.push(["execution_started", name]),
+    onToolEnd: (name, elapsed, approved) => recorded.push(["end", name, typeof elapsed, approved]),
+  });
+  for (const e of events) dispatch(JSON.stringify(e));
+  for (const e of events) dispatch(JSON.stringify(e));
+  return recorded;
+}
+
 describe("what the stream shows", () => {
   it("redacts secret-looking arguments in the approval and never puts them on the stream", async () => {
     const s = await Scenario.start([
@@ -349,12 +378,7 @@ describe("what the stream shows", () => {
           {
             tool_name: CREATE,
             tool_call_id: "write-1",
-            arguments: {
-              title: "Billing",
-              api_key: "sk-live-123",
-              panels: ["p1"],
-              auth: { password: "hunter2", headers: { Authorization: "Bearer abc" } },
-            },
+            arguments: SECRET_ARGUMENTS,
           },
         ],
       },
@@ -367,10 +391,20 @@ describe("what the stream shows", () => {
       panels: ["p1"],
       auth: { password: "[REDACTED]", headers: { Authorization: "[REDACTED]" } },
     });
-    for (const secret of ["sk-live-123", "hunter2", "Bearer abc"]) expect(s.client.raw).not.toContain(secret);
-    // The approved call was dispatched with the exact arguments shown (before redaction).
+    const replay = await rawEvents(s.runId);
+    await replay.toEnd();
+    expect(replay.events).toHaveLength(s.events.length);
+    for (const secret of ["sk-live-123", "hunter2", "Bearer abc"]) expect(replay.raw).not.toContain(secret);
+    // The approved call was dispatched with the exact arguments the model proposed (shown, before
+    // redaction): the whole object, secrets included, so a "[REDACTED]" substitution would fail here.
     const calls = await demoCalls();
-    expect(calls.calls[0]?.arguments).toMatchObject({ title: "Billing", panels: ["p1"] });
+    expect(calls.calls).toEqual([{ tool: "create_dashboard", arguments: SECRET_ARGUMENTS, at: expect.any(String) }]);
+    // And the digest the durable row recorded at approval is the digest of exactly those arguments.
+    const { mutations } = await engine.runMutations(s.runId);
+    expect(mutations).toHaveLength(1);
+    expect(mutations[0]!.arguments_digest).toBe(await argumentsDigest(SECRET_ARGUMENTS));
+    expect(mutations[0]!.arguments_digest).toBe(await argumentsDigest(calls.calls[0]!.arguments));
+    expect(mutations[0]!.arguments_digest).not.toBe(await argumentsDigest(requested.arguments));
   });
 
   it("drives adapter hooks from the stream: execution-started only for human-approved calls", async () => {
@@ -388,18 +422,21 @@ describe("what the stream shows", () => {
     await s.approve("write-1");
     await s.waitFor("tool_completed", "write-1");
     const second = await s.waitFor("approval_requested", "write-2");
-    await s.decide(second.approval_id!, { decision: "deny" });
-    await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "ok", answered_by: "U" });
-    await s.toEnd();
-    const recorded: unknown[][] = [];
-    const dispatch = createHookDispatcher({
-      onToolStart: (name, input) => recorded.push(["start", name, input]),
-      onToolExecutionStarted: (name) => recorded.push(["execution_started", name]),
-      onToolEnd: (name, elapsed, approved) => recorded.push(["end", name, typeof elapsed, approved]),
+    expect(await s.decide(second.approval_id!, { decision: "deny" })).toEqual({
+      approval_id: second.approval_id,
+      decision: "denied",
+      status: "resolved",
     });
-    for (const e of s.client.events) dispatch(e.data);
-    for (const e of s.client.events) dispatch(e.data); // a replay calls nothing twice
-    expect(recorded).toEqual([
+    expect(await engine.answerInput(s.runId, "ask-1", { answer: "ok", answered_by: "U" })).toEqual({
+      tool_call_id: "ask-1",
+      status: "answered",
+    });
+    await s.toEnd();
+    // The hook calls alone look the same for a denial and an expiry: the stream says which it was.
+    expect(s.one("approval_resolved", "write-2")).toMatchObject({ decision: "denied", decided_by: "U-approver" });
+    expect(s.one("tool_execution", "write-2")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
+    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "U" });
+    expect(hookCalls(s.events)).toEqual([
       ["start", LIST, { tool_call_id: "read-1", approval_required: false }],
       ["start", CREATE, { tool_call_id: "write-1", approval_required: true }],
       ["start", CREATE, { tool_call_id: "write-2", approval_required: true }],
@@ -411,28 +448,40 @@ describe("what the stream shows", () => {
       ["end", "human__ask", "number", true],
     ]);
   });
+
+  it("an expired approval never calls onToolExecutionStarted, and the expiry is not a denial", async () => {
+    const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "late" } }] }]);
+    const requested = await s.waitFor("approval_requested", "write-1");
+    await s.toEnd(); // nobody decides within APPROVAL_TIMEOUT_MS (3 s)
+    expect(s.one("approval_resolved", "write-1")).toMatchObject({ decision: "expired" });
+    expect(s.one("approval_resolved", "write-1")).not.toHaveProperty("decided_by");
+    expect(hookCalls(s.events)).toEqual([
+      ["start", CREATE, { tool_call_id: "write-1", approval_required: true }],
+      ["end", CREATE, "number", false],
+    ]);
+    expect(await refusal(s.decide(requested.approval_id!, { decision: "approve" }))).toMatchObject({ status: 410, code: "expired" });
+  });
 });
 
 describe("subscriber loss and reattach", () => {
   it("survives two consecutive subscriber losses mid-run; the third attach gets every event once, identical bytes", async () => {
-    const { json } = await trigger({ message: "m", script: slowScript(8, 250) });
-    const runId: string = json.run_id;
+    const { run_id: runId } = await engine.trigger({ message: "m", script: slowScript(8, 250) });
 
-    const first = await events(runId);
+    const first = await rawEvents(runId);
     await first.waitFor(3);
     await first.close();
     const seenByFirst = Number(first.events.at(-1)!.id);
-    await expect.poll(async () => (await summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
-    expect((await summary(runId)).status).toBe("running");
+    await expect.poll(async () => (await engine.summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
+    expect((await engine.summary(runId)).status).toBe("running");
 
-    const second = await events(runId, `?after=${seenByFirst}`);
+    const second = await rawEvents(runId, `?after=${seenByFirst}`);
     await second.waitFor(2);
     await second.close();
     const seenBySecond = Number(second.events.at(-1)!.id);
-    await expect.poll(async () => (await summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
-    expect((await summary(runId)).status).toBe("running");
+    await expect.poll(async () => (await engine.summary(runId)).subscribers, { timeout: 5_000 }).toBe(0);
+    expect((await engine.summary(runId)).status).toBe("running");
 
-    const third = await events(runId, `?after=${seenBySecond}`);
+    const third = await rawEvents(runId, `?after=${seenBySecond}`);
     await third.toEnd();
     expect(eventTypes(third.events).at(-1)).toBe("run_completed");
 
@@ -442,7 +491,7 @@ describe("subscriber loss and reattach", () => {
     expect(eventTypes(all).filter((t) => t === "assistant_message")).toHaveLength(8);
 
     // A full replay afterwards is byte-for-byte what the three subscribers received together.
-    const replay = await events(runId);
+    const replay = await rawEvents(runId);
     await replay.toEnd();
     expect(first.raw + second.raw + third.raw).toBe(replay.raw);
     // The run never restarted: one run_started, one run_completed.
@@ -458,7 +507,7 @@ describe("EventSource", () => {
   afterAll(() => proxy.close());
 
   it("resumes by Last-Event-ID on its own after the connection is cut", async () => {
-    const { json } = await trigger({ message: "m", script: slowScript(6, 300) });
+    const json = await engine.trigger({ message: "m", script: slowScript(6, 300) });
     const received: { id: string; type: string; data: string }[] = [];
     const source = new EventSource(`${proxy.url}/api/runs/${json.run_id}/events`, {
       fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...auth } }),
@@ -489,8 +538,8 @@ describe("EventSource", () => {
 
 describe("heartbeats over HTTP", () => {
   it("keeps an idle response alive with sequenced heartbeats while the run is blocked", async () => {
-    const { json } = await trigger({ message: "m", script: [{ text: "done thinking", delay_ms: 1_500 }] });
-    const client = await events(json.run_id);
+    const json = await engine.trigger({ message: "m", script: [{ text: "done thinking", delay_ms: 1_500 }] });
+    const client = await rawEvents(json.run_id);
     await client.toEnd();
     const types = eventTypes(client.events);
     expect(types[0]).toBe("run_started");
@@ -505,17 +554,26 @@ describe("terminal fencing", () => {
   it("appends nothing after the terminal event: late decisions change nothing and a rejoin gets 204", async () => {
     const s = await Scenario.start([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "fenced" } }] }]);
     const requested = await s.waitFor("approval_requested", "write-1");
-    expect((await post(`/api/runs/${s.runId}/cancel`, {})).status).toBe(202);
+    expect(await engine.cancel(s.runId)).toEqual({ status: "cancelling" });
     await s.toEnd();
-    const last = (await summary(s.runId)).last_sequence;
+    const last = (await engine.summary(s.runId)).last_sequence;
     expect(last).toBe(s.events.length);
     // A late decision, a late cancel and three heartbeat intervals later: nothing appended.
-    expect((await s.decide(requested.approval_id!, { decision: "approve" })).status).toBe(409);
-    expect(await post(`/api/runs/${s.runId}/cancel`, {})).toEqual({ status: 200, json: { status: "failed" } });
+    expect(await refusal(s.decide(requested.approval_id!, { decision: "approve" }))).toMatchObject({
+      status: 409,
+      code: "already_resolved",
+    });
+    const lateCancel = await engine.raw(`/api/runs/${s.runId}/cancel`, { method: "POST" });
+    expect(lateCancel.status).toBe(200);
+    expect(await lateCancel.json()).toEqual({ status: "failed" });
     await new Promise((r) => setTimeout(r, 700));
-    expect((await summary(s.runId)).last_sequence).toBe(last);
-    const rejoin = await fetch(`${url}/api/runs/${s.runId}/events?after=${last}`, { headers: auth });
+    expect((await engine.summary(s.runId)).last_sequence).toBe(last);
+    const rejoin = await engine.raw(`/api/runs/${s.runId}/events?after=${last}`);
     expect(rejoin.status).toBe(204);
+    // The client's iterator ends quietly on that 204: nothing to yield.
+    const after: unknown[] = [];
+    for await (const e of engine.events(s.runId, { after: last })) after.push(e);
+    expect(after).toEqual([]);
     expect((await demoCalls()).total).toBe(0);
   });
 });

@@ -5,26 +5,31 @@
 // stalls, and the unattended run. Blocked storage, including a backend
 // holding the session lock past the storage bound, needs a seam in front of
 // D1 and so runs inside workerd: test/runtime/mutation-faults.test.ts.
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ApiError, EngineClient, type EngineEvent } from "../../src/client";
+import { type CuttingProxy, startCuttingProxy } from "../support/cutting-proxy";
 import {
   ASK_THEN_WRITE,
   auth,
-  demo,
   demoCalls,
-  events,
+  demoReset,
+  engine,
   LIST,
-  post,
+  rawEvents,
   Scenario,
   slowScript,
-  summary,
-  trigger,
+  token,
   url,
 } from "../support/e2e-client";
 import { eventIds, eventTypes } from "../support/sse-client";
 
-beforeEach(async () => {
-  await fetch(`${demo}/control/reset`, { method: "POST" });
-});
+beforeEach(demoReset);
+
+async function collect(events: AsyncIterable<EngineEvent>): Promise<EngineEvent[]> {
+  const out: EngineEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
 
 describe("engine entry points", () => {
   it("the initial stream: a trigger that asks for SSE streams the run from sequence 1", async () => {
@@ -40,17 +45,17 @@ describe("engine entry points", () => {
     const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1));
     // The events route replays exactly what the initial stream sent.
-    const replay = await events(runId);
+    const replay = await rawEvents(runId);
     await replay.toEnd();
     expect(replay.raw).toBe(text);
   });
 
   it("the accepted trigger replayed later: 202 now, the same events from the events route or a duplicate delivery", async () => {
     const deliveryId = `accepted-${Date.now()}`;
-    const { status, json } = await trigger({ message: "m", delivery_id: deliveryId, script: slowScript(2, 50) });
-    expect(status).toBe(202);
-    await expect.poll(async () => (await summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
-    const later = await events(json.run_id);
+    const json = await engine.trigger({ message: "m", delivery_id: deliveryId, script: slowScript(2, 50) });
+    expect(json).toMatchObject({ status: "accepted", delivery_id: deliveryId });
+    await expect.poll(async () => (await engine.summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    const later = await rawEvents(json.run_id);
     await later.toEnd();
     const duplicate = await fetch(`${url}/api/trigger`, {
       method: "POST",
@@ -64,11 +69,85 @@ describe("engine entry points", () => {
   });
 });
 
+describe("the engine client's streamed trigger", () => {
+  let proxy: CuttingProxy;
+  beforeAll(async () => {
+    proxy = await startCuttingProxy(new URL(url));
+  });
+  afterAll(() => proxy.close());
+
+  it("resumes through a proxy that cuts the connection 20 times: no event lost or repeated", async () => {
+    const CUTS = 20;
+    const client = new EngineClient({ baseUrl: proxy.url, token });
+    const deliveryId = `cuts-${Date.now()}`;
+    const started = await client.triggerStream(
+      { message: "m", delivery_id: deliveryId, script: slowScript(30, 120) },
+      { retryDelayMs: 20, maxAttemptsWithoutProgress: 50 },
+    );
+    expect(started.duplicate).toBe(false);
+    const received: EngineEvent[] = [];
+    let cuts = 0;
+    let connectionsAtLastCut = 0;
+    for await (const event of started.events) {
+      received.push(event);
+      // Cut each new connection once it delivered an event, until 20 live connections were cut.
+      if (cuts < CUTS && proxy.requests.length > connectionsAtLastCut) {
+        connectionsAtLastCut = proxy.requests.length;
+        proxy.cutAll();
+        cuts++;
+      }
+    }
+    expect(cuts).toBe(CUTS);
+    const sequences = received.map((e) => e.sequence);
+    expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1));
+    expect(received.at(-1)?.type).toBe("run_completed");
+    expect(received.filter((e) => e.type === "assistant_message")).toHaveLength(30);
+    // Every reconnection after the first request went to the events route, resuming after a sequence it had.
+    const resumed = proxy.requests.filter((head) => /^GET \/api\/runs\/[^/]+\/events\?after=\d+ /.test(head));
+    expect(resumed.length).toBeGreaterThanOrEqual(CUTS);
+    // What the consumer saw is exactly what a full replay gives, field for field.
+    expect(await collect(engine.events(started.runId))).toEqual(received);
+    // The streamed form of a repeated delivery replays the first run, flagged as a duplicate.
+    const again = await engine.triggerStream({ message: "m", delivery_id: deliveryId });
+    expect(again).toMatchObject({ runId: started.runId, duplicate: true });
+    expect(await collect(again.events)).toEqual(received);
+  });
+});
+
+describe("trigger defaults and bounds", () => {
+  it('defaults channel_id and user_id to "api"', async () => {
+    const receipt = await engine.trigger({ message: "m", script: [{ text: "hi" }] });
+    expect(receipt).toMatchObject({ status: "accepted", channel_id: "api", events_url: `/api/runs/${receipt.run_id}/events` });
+    const events = await collect(engine.events(receipt.run_id));
+    expect(events[0]).toMatchObject({ type: "run_started", channel_id: "api", user_id: "api" });
+    expect((await engine.summary(receipt.run_id)).channel_id).toBe("api");
+  });
+
+  it("accepts a message of 32768 characters and a delivery_id of 200, and refuses one more of either", async () => {
+    const longest = await engine.trigger({
+      message: "m".repeat(32_768),
+      delivery_id: `d${Date.now()}`.padEnd(200, "x"),
+      script: [{ text: "ok" }],
+    });
+    expect(longest.status).toBe("accepted");
+    expect(longest.delivery_id).toHaveLength(200);
+    const tooLong = await engine.trigger({ message: "m".repeat(32_769), script: [{ text: "ok" }] }).catch((e: unknown) => e);
+    expect(tooLong).toBeInstanceOf(ApiError);
+    expect(tooLong).toMatchObject({ status: 400, code: "invalid_request" });
+    expect(JSON.stringify((tooLong as ApiError).details)).toContain("message");
+    const longId = await engine.trigger({ message: "m", delivery_id: "d".repeat(201) }).catch((e: unknown) => e);
+    expect(longId).toMatchObject({ status: 400, code: "invalid_request" });
+    expect(JSON.stringify((longId as ApiError).details)).toContain("delivery_id");
+    await expect(engine.trigger({ message: "" })).rejects.toMatchObject({ status: 400 });
+    await expect(engine.trigger({ message: "m", delivery_id: "" })).rejects.toMatchObject({ status: 400 });
+  });
+});
+
 describe("unattended runs", () => {
   it("finishes with nobody attached and replays completely afterwards", async () => {
-    const { json } = await trigger({ message: "m", script: slowScript(3, 100) });
-    await expect.poll(async () => (await summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
-    const replay = await events(json.run_id);
+    const json = await engine.trigger({ message: "m", script: slowScript(3, 100) });
+    await expect.poll(async () => (await engine.summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    const replay = await rawEvents(json.run_id);
     await replay.toEnd();
     expect(eventTypes(replay.events)).toEqual([
       "run_started",
@@ -84,11 +163,11 @@ describe("unattended runs", () => {
 describe("delivery identity over HTTP", () => {
   it("makes one run of many identical triggers sent at once", async () => {
     const deliveryId = `Ev-${Date.now()}`;
-    const results = await Promise.all(Array.from({ length: 20 }, () => trigger({ message: "m", delivery_id: deliveryId })));
-    expect(new Set(results.map((r) => r.json.run_id)).size).toBe(1);
-    expect(results.map((r) => r.status).sort()).toEqual([...Array(19).fill(200), 202]);
-    const receipt = await (await fetch(`${url}/api/deliveries/${deliveryId}`, { headers: auth })).json();
-    expect(receipt).toMatchObject({ delivery_id: deliveryId, run_id: results[0]!.json.run_id });
+    const results = await Promise.all(Array.from({ length: 20 }, () => engine.trigger({ message: "m", delivery_id: deliveryId })));
+    expect(new Set(results.map((r) => r.run_id)).size).toBe(1);
+    expect(results.map((r) => r.status).sort()).toEqual(["accepted", ...Array(19).fill("duplicate")]);
+    const receipt = await engine.delivery(deliveryId);
+    expect(receipt).toMatchObject({ delivery_id: deliveryId, run_id: results[0]!.run_id, channel_id: "api" });
   });
 });
 
@@ -98,8 +177,19 @@ describe("ordered admission and the ceiling", () => {
     await s.approve("write-1");
     await s.waitFor("tool_execution", "write-1");
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
-    // Then the question itself expires.
+    // Blocked on admission for 1.5 s (ADMISSION_TIMEOUT_MS), the stream kept getting sequenced heartbeats (200 ms).
+    const admitted = s.one("tool_execution_started", "write-1").sequence;
+    const ended = s.one("tool_execution", "write-1").sequence;
+    const waiting = s.events.filter((e) => e.sequence > admitted && e.sequence < ended);
+    expect(waiting.filter((e) => e.type === "heartbeat").length).toBeGreaterThanOrEqual(5);
+    expect(waiting.filter((e) => e.type !== "heartbeat")).toEqual([]);
+    // Then the question itself expires, and a late answer is refused with 410.
     await s.toEnd();
+    expect(s.one("tool_execution", "ask-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
+    await expect(engine.answerInput(s.runId, "ask-1", { answer: "too late", answered_by: "U-2" })).rejects.toMatchObject({
+      status: 410,
+      code: "expired",
+    });
     expect(s.shape()).toEqual([
       "run_started",
       "tool_started:ask-1",
@@ -122,14 +212,17 @@ describe("ordered admission and the ceiling", () => {
     await s.approve("write-1");
     await s.waitFor("tool_execution_started", "write-1");
     // The summary shows what the run waits for: the question, no approval left.
-    const waiting = await summary(s.runId);
+    const waiting = await engine.summary(s.runId);
     expect(waiting.pending_approvals).toEqual([]);
     expect(waiting.pending_inputs).toEqual([{ tool_call_id: "ask-1", question: "Which dashboard?", expires_at: expect.any(String) }]);
-    expect((await post(`/api/runs/${s.runId}/inputs/nope`, { answer: "x", answered_by: "U-2" })).status).toBe(404);
-    const answer = await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" });
-    expect(answer).toEqual({ status: 200, json: { tool_call_id: "ask-1", status: "answered" } });
-    expect(await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Latency", answered_by: "U-2" })).toEqual(answer);
-    expect((await post(`/api/runs/${s.runId}/inputs/ask-1`, { answer: "Other", answered_by: "U-2" })).status).toBe(409);
+    await expect(engine.answerInput(s.runId, "nope", { answer: "x", answered_by: "U-2" })).rejects.toMatchObject({ status: 404 });
+    const answer = await engine.answerInput(s.runId, "ask-1", { answer: "Latency", answered_by: "U-2" });
+    expect(answer).toEqual({ tool_call_id: "ask-1", status: "answered" });
+    expect(await engine.answerInput(s.runId, "ask-1", { answer: "Latency", answered_by: "U-2" })).toEqual(answer);
+    await expect(engine.answerInput(s.runId, "ask-1", { answer: "Other", answered_by: "U-2" })).rejects.toMatchObject({
+      status: 409,
+      code: "already_resolved",
+    });
     await s.toEnd();
     expect(s.shape()).toEqual([
       "run_started",

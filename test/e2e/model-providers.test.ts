@@ -3,6 +3,7 @@
 // as the tool server. The model proposes a write, a person approves it, the
 // tool result goes back to the model, the model finishes.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ApiError, EngineClient } from "../../src/client";
 import {
   anthropicMessage,
   openAiCompletion,
@@ -43,10 +44,11 @@ afterAll(async () => {
   await Promise.all([anthropic?.server.stop(), openai?.server.stop(), anthropic?.standIn.close(), openai?.standIn.close()]);
 });
 
+const engineOf = (d: Deployment) => new EngineClient({ baseUrl: d.server.url, token: d.server.token });
+
 async function run(d: Deployment, message: string): Promise<{ runId: string; client: RawSseClient }> {
-  const res = await d.server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message, channel_id: "C-models" }) });
-  expect(res.status).toBe(202);
-  const { run_id } = (await res.json()) as { run_id: string };
+  const { status, run_id } = await engineOf(d).trigger({ message, channel_id: "C-models" });
+  expect(status).toBe("accepted");
   return {
     runId: run_id,
     client: await RawSseClient.open(`${d.server.url}/api/runs/${run_id}/events`, { authorization: `Bearer ${d.server.token}` }),
@@ -62,12 +64,27 @@ const shape = (client: RawSseClient) =>
 async function approveFirst(d: Deployment, runId: string, client: RawSseClient): Promise<void> {
   await expect.poll(() => parsed(client).some((e) => e.type === "approval_requested"), { timeout: 15_000 }).toBe(true);
   const requested = parsed(client).find((e) => e.type === "approval_requested")!;
-  const res = await d.server.api(`/api/runs/${runId}/approvals/${requested.approval_id}`, {
-    method: "POST",
-    body: JSON.stringify({ decision: "approve", decided_by: "U1" }),
-  });
-  expect(res.status).toBe(200);
+  const answer = await engineOf(d).decideApproval(runId, requested.approval_id, { decision: "approve", decided_by: "U1" });
+  expect(answer).toMatchObject({ approval_id: requested.approval_id, decision: "approved" });
 }
+
+describe("a real provider", () => {
+  it("refuses a trigger's script with 400 (only the scripted provider honours it) and starts no run", async () => {
+    for (const d of [anthropic, openai]) {
+      const before = d.standIn.requests.length;
+      const deliveryId = `script-${Date.now()}`;
+      const refused = await engineOf(d)
+        .trigger({ message: "m", delivery_id: deliveryId, script: [{ text: "pretend" }] })
+        .catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ApiError);
+      expect(refused).toMatchObject({ status: 400, code: "invalid_request" });
+      expect((refused as ApiError).message).toContain("MODEL_PROVIDER=scripted");
+      expect(JSON.stringify((refused as ApiError).details)).toContain("script");
+      expect(d.standIn.requests.length).toBe(before);
+      await expect(engineOf(d).delivery(deliveryId)).rejects.toMatchObject({ status: 404, code: "not_found" });
+    }
+  });
+});
 
 describe("anthropic", () => {
   it("round-trips a tool use: approval, execution, the result back to the model, the final answer", async () => {

@@ -1,10 +1,20 @@
-// Shared helpers of the in-runtime tests: authorised calls through SELF and an
-// SSE reader built on eventsource-parser.
+// Shared helpers of the in-runtime tests: the engine client (src/client) with
+// SELF.fetch injected, raw authorised calls through SELF for the wire-level
+// cases the client deliberately hides, and an SSE reader built on
+// eventsource-parser for tests about frames and bytes.
 import { env, SELF } from "cloudflare:test";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { RunObject } from "../../durable-objects/run-object";
+import { EngineClient } from "../../src/client";
 
 export const TOKEN = "test-token";
+
+/** The engine client against this Worker, in-process: every request goes through SELF.fetch. */
+export const engine = new EngineClient({
+  baseUrl: "https://engine.test",
+  token: TOKEN,
+  fetch: (input, init) => SELF.fetch(input, init),
+});
 
 export function api(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);

@@ -270,6 +270,23 @@ describe.each([
     expect(outcome.modelText).toContain(title);
     expect(outcome.contentBytes).toBeGreaterThan(6_000);
   });
+
+  it("bounds the model text too: a result far over 64 KiB reaches the model cut at 64 KiB, on a character boundary", async () => {
+    const MODEL_TEXT_BOUND_BYTES = 64 * 1024; // the bound this module promises the model loop
+    const title = "é🚀".repeat(30_000); // 180 000 UTF-8 bytes, under the 1 MiB response cap
+    const outcome = expectResult(await callMcpTool(server(), "create_dashboard", { title }, CAPS));
+    expect(outcome.isError).toBe(false);
+    expect(outcome.contentBytes).toBeGreaterThan(180_000);
+    expect(MODEL_TEXT_MAX_BYTES).toBe(MODEL_TEXT_BOUND_BYTES);
+    expect(utf8Bytes(outcome.modelText)).toBeLessThanOrEqual(MODEL_TEXT_BOUND_BYTES);
+    expect(utf8Bytes(outcome.modelText)).toBeGreaterThan(MODEL_TEXT_BOUND_BYTES - 8);
+    expect(outcome.modelText.endsWith("…")).toBe(true);
+    expect(outcome.modelText).not.toContain("\uFFFD");
+    // The text kept is the start of the result: the dashboard's id and the start of its title.
+    expect(outcome.modelText).toContain("dash-1");
+    expect(outcome.modelText).toContain("é🚀".repeat(1_000));
+    expect(utf8Bytes(outcome.summary)).toBeLessThanOrEqual(SUMMARY_MAX_BYTES);
+  });
 });
 
 describe("MCP transport against an unreachable server", () => {
@@ -314,10 +331,5 @@ describe("truncateUtf8", () => {
       expect(utf8Bytes(cut)).toBeLessThanOrEqual(max);
       expect(cut).not.toContain("\uFFFD");
     }
-  });
-
-  it("bounds the model text too", () => {
-    expect(MODEL_TEXT_MAX_BYTES).toBe(64 * 1024);
-    expect(utf8Bytes(truncateUtf8("x".repeat(MODEL_TEXT_MAX_BYTES * 2), MODEL_TEXT_MAX_BYTES))).toBe(MODEL_TEXT_MAX_BYTES);
   });
 });

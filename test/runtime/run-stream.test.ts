@@ -4,7 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { RunObject } from "../../durable-objects/run-object";
-import { api, openEvents, runStub, sequences, SseReader, trigger, types } from "./helpers";
+import { api, engine, openEvents, runStub, SseReader, sequences, sleep, trigger, types } from "./helpers";
 
 /** A turn that keeps the run "thinking" far longer than any test lasts. */
 const BLOCKED = { text: "late", delay_ms: 600_000 };
@@ -74,16 +74,23 @@ describe("replay", () => {
     expect(sequences(both.events)).toEqual([4, 5]);
   });
 
-  it("waits for new events when after is beyond the last sequence", async () => {
-    const { json } = await trigger({ message: "m", script: [BLOCKED] });
-    const reader = new SseReader(await openEvents(json.run_id, "?after=5"));
-    const pending = reader.readToEnd();
-    expect((await summary(json.run_id)).subscribers).toBe(1);
-    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
-    await pending;
-    // run_started is 1, run_failed is 2: nothing after 5 ever comes, and the response ends.
-    expect(reader.events).toEqual([]);
-    expect((await openEvents(json.run_id, "?after=5")).status).toBe(204);
+  it("waits for new events when after is beyond the last sequence, then delivers the later ones", async () => {
+    const { run_id: runId } = await engine.trigger({ message: "m", script: [BLOCKED] });
+    expect((await engine.summary(runId)).last_sequence).toBe(1);
+    const reader = new SseReader(await openEvents(runId, "?after=5"));
+    expect((await engine.summary(runId)).subscribers).toBe(1);
+    // Only run_started exists; the attached reader makes the blocked run append heartbeats, and the
+    // first event this reader gets is the first one after 5, once it exists.
+    const [first] = await reader.readUntil(1);
+    expect(Number(first!.id)).toBe(6);
+    expect(first!.event).toBe("heartbeat");
+    expect(await engine.cancel(runId)).toEqual({ status: "cancelling" });
+    const events = await reader.readToEnd();
+    expect(sequences(events)).toEqual(Array.from({ length: events.length }, (_, i) => i + 6));
+    expect(types(events).at(-1)).toBe("run_failed");
+    // Past the end of an ended run nothing will ever come: 204.
+    const last = (await engine.summary(runId)).last_sequence;
+    expect((await openEvents(runId, `?after=${last + 5}`)).status).toBe(204);
   });
 });
 
@@ -100,13 +107,21 @@ describe("heartbeats", () => {
     await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
   });
 
-  it("appends no heartbeat while nobody is attached", async () => {
-    const { json } = await trigger({ message: "m", script: [BLOCKED] });
-    const stub = runStub(json.run_id);
-    await new Promise((r) => setTimeout(r, 250)); // 2.5 heartbeat intervals of the test config
-    await runDurableObjectAlarm(stub);
-    expect((await summary(json.run_id)).last_sequence).toBe(1);
-    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+  it("stops appending heartbeats once nobody is attached", async () => {
+    const { run_id: runId } = await engine.trigger({ message: "m", script: [BLOCKED] });
+    // First prove heartbeats flow while someone is attached...
+    const reader = new SseReader(await openEvents(runId));
+    const events = await reader.readUntil(3);
+    expect(types(events)).toEqual(["run_started", "heartbeat", "heartbeat"]);
+    // ...then detach the only subscriber and watch the sequence stand still.
+    await reader.cancel();
+    await expect.poll(async () => (await engine.summary(runId)).subscribers).toBe(0);
+    const stopped = (await engine.summary(runId)).last_sequence;
+    await sleep(350); // 3.5 heartbeat intervals of the test config
+    await runDurableObjectAlarm(runStub(runId));
+    expect((await engine.summary(runId)).last_sequence).toBe(stopped);
+    expect((await engine.summary(runId)).status).toBe("running");
+    await engine.cancel(runId);
   });
 });
 
@@ -133,10 +148,15 @@ describe("subscribers", () => {
     await old.readUntil(1);
     const newer = new SseReader(await openEvents(json.run_id, "?client_key=slack-1"));
     await newer.readUntil(1);
-    await old.readToEnd(); // the server ended the superseded response
-    expect(old.done).toBe(true);
-    await old.cancel(); // the old response's late cleanup
+    // The old response's late cleanup, while its reader has NOT reached the end of its stream.
+    expect(old.done).toBe(false);
+    await old.cancel();
+    await sleep(50);
     expect((await summary(json.run_id)).subscribers).toBe(1);
+    // The newer subscriber is still attached and live: heartbeats keep reaching it after the cleanup.
+    const seen = newer.events.length;
+    const later = await newer.readUntil(seen + 2);
+    expect(types(later.slice(seen))).toEqual(["heartbeat", "heartbeat"]);
     await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
     const events = await newer.readToEnd();
     expect(types(events).at(-1)).toBe("run_failed");

@@ -5,7 +5,7 @@
 // heartbeats dropped and their sequence offsets removed; lifecycle events and
 // fields selected; gaps left where other events were omitted) and the
 // generator that runs the examples against a served Worker.
-import { RawSseClient } from "./sse-client";
+import { EngineClient, type ScriptTurn } from "../../src/client";
 
 export const FIXTURE_SCHEMA = "approved_execution_v2_fixtures/v1";
 
@@ -120,7 +120,7 @@ const CREATE = "mcp__demo__create_dashboard";
 interface Example {
   name: "success" | "pre_dispatch_expiry" | "dispatched_timeout";
   description: string;
-  script: unknown[];
+  script: ScriptTurn[];
   /** What the person does once the approval is asked. */
   prepare?: (demoBaseUrl: string) => Promise<void>;
 }
@@ -161,47 +161,30 @@ const EXAMPLES: Example[] = [
 ];
 
 async function runExample(target: FixtureTarget, example: Example): Promise<{ events: Json[]; mutations: Json[] }> {
-  const auth = { authorization: `Bearer ${target.token}` };
-  const post = (path: string, body: unknown) =>
-    fetch(`${target.workerUrl}${path}`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
+  const engine = new EngineClient({ baseUrl: target.workerUrl, token: target.token });
   await fetch(`${target.demoBaseUrl}/control/reset`, { method: "POST" });
   await example.prepare?.(target.demoBaseUrl);
   // The trigger route, then the approval-decision route.
-  const triggered = await post("/api/trigger", {
+  const { run_id } = await engine.trigger({
     message: `fixture: ${example.name}`,
     channel_id: "C1",
     user_id: "U1",
     script: example.script,
   });
-  if (triggered.status !== 202) throw new Error(`trigger answered ${triggered.status}: ${await triggered.text()}`);
-  const { run_id } = (await triggered.json()) as { run_id: string };
-  const live = await RawSseClient.open(`${target.workerUrl}/api/runs/${run_id}/events`, auth);
-  for (;;) {
-    const requested = live.events.map((e) => JSON.parse(e.data) as Json).find((e) => e.type === "approval_requested");
-    if (requested) {
-      const decided = await post(`/api/runs/${run_id}/approvals/${requested.approval_id}`, {
-        decision: "approve",
-        decided_by: "U-approver",
-      });
-      if (decided.status !== 200) throw new Error(`approval answered ${decided.status}`);
-      break;
-    }
-    if (live.ended) throw new Error(`${example.name}: the run ended without asking for approval`);
-    await live.waitFor(live.events.length + 1);
+  let asked = false;
+  for await (const event of engine.events(run_id)) {
+    if (event.type !== "approval_requested") continue;
+    await engine.decideApproval(run_id, event.approval_id, { decision: "approve", decided_by: "U-approver" });
+    asked = true;
   }
-  await live.toEnd(30_000);
+  if (!asked) throw new Error(`${example.name}: the run ended without asking for approval`);
   // The replay route: the fixture is what a client rejoining from sequence 0 gets.
-  const replay = await RawSseClient.open(`${target.workerUrl}/api/runs/${run_id}/events?after=0`, auth);
-  const events = (await replay.toEnd()).map((e) => JSON.parse(e.data) as Json);
+  const events: Json[] = [];
+  for await (const event of engine.events(run_id, { after: 0 })) events.push(event);
   // Durable rows may settle just after the terminal event: wait until none is unresolved.
   for (let attempt = 0; ; attempt++) {
-    const res = await fetch(`${target.workerUrl}/api/runs/${run_id}/mutations`, { headers: auth });
-    const { mutations } = (await res.json()) as { mutations: Json[] };
-    if (mutations.every((m) => m.state !== "unresolved") || attempt >= 50) return { events, mutations };
+    const { mutations } = await engine.runMutations(run_id);
+    if (mutations.every((m) => m.state !== "unresolved") || attempt >= 50) return { events, mutations: mutations as Json[] };
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -1,14 +1,17 @@
-// Helpers shared by the end-to-end suites: authorised calls to the Worker the
-// global setup serves, the demo MCP server's control API, and `Scenario`, a
-// run with one subscriber attached from sequence 1 whose events a test can
-// wait for and compare as an ordered shape.
+// Helpers shared by the end-to-end suites: the engine client (src/client)
+// pointed at the Worker the global setup serves, the demo MCP server's control
+// API, and `Scenario`, a run with one subscriber attached from sequence 1
+// (the client's resuming event iterator) whose events a test can wait for and
+// compare as an ordered shape.
 import { expect, inject } from "vitest";
-import { eventIds, RawSseClient } from "./sse-client";
+import { type ApprovalDecision, EngineClient, type ScriptTurn, type TriggerRequest } from "../../src/client";
+import { RawSseClient } from "./sse-client";
 
 export const url = inject("workerUrl");
 export const token = inject("workerToken");
 export const demo = inject("demoMcpBaseUrl");
 export const auth = { authorization: `Bearer ${token}` };
+export const engine = new EngineClient({ baseUrl: url, token });
 
 export const CREATE = "mcp__demo__create_dashboard";
 export const UPDATE = "mcp__demo__update_dashboard";
@@ -16,26 +19,28 @@ export const KPI = "mcp__demo__create_kpi";
 export const ALERT = "mcp__demo__create_alert_from_chart";
 export const LIST = "mcp__demo__list_dashboards";
 
+/** An event as tests read it: the envelope plus whatever fields its type has. */
 export interface Event {
   sequence: number;
   type: string;
+  run_id: string;
   tool_name?: string;
   tool_call_id?: string;
   approval_id?: string;
   [k: string]: unknown;
 }
 
-export async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${url}${path}`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() };
+export interface DemoCall {
+  tool: string;
+  arguments: Record<string, unknown>;
 }
 
-export async function demoCalls(): Promise<{ total: number; by_tool: Record<string, number>; calls: { tool: string; arguments: any }[] }> {
+export async function demoCalls(): Promise<{ total: number; by_tool: Record<string, number>; calls: DemoCall[] }> {
   return (await fetch(`${demo}/control/calls`)).json() as never;
+}
+
+export async function demoReset(): Promise<void> {
+  expect((await fetch(`${demo}/control/reset`, { method: "POST" })).status).toBe(200);
 }
 
 export async function armFault(tool: string, mode: "delay" | "error" | "commit_then_drop", delayMs?: number) {
@@ -47,49 +52,88 @@ export async function armFault(tool: string, mode: "delay" | "error" | "commit_t
   expect(res.status).toBe(200);
 }
 
-/** A run and its one subscriber, attached from sequence 1. */
+/** A raw SSE reader of the events route, for tests about the exact bytes sent. */
+export const rawEvents = (runId: string, query = "") => RawSseClient.open(`${url}/api/runs/${runId}/events${query}`, auth);
+
+/** Resolves as `promise` does, or rejects after `timeoutMs` naming what was awaited. */
+function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** A run and its one subscriber (the engine client's event iterator), attached from sequence 1. */
 export class Scenario {
-  constructor(
-    readonly runId: string,
-    readonly client: RawSseClient,
-  ) {}
+  readonly events: Event[] = [];
+  ended = false;
+  #failure: unknown;
+  #wakers: (() => void)[] = [];
+  readonly #done: Promise<void>;
+
+  constructor(readonly runId: string) {
+    this.#done = this.#consume();
+  }
 
   /** Triggers a scripted run (channel C1 unless `extra` says otherwise) and attaches its subscriber. */
-  static async start(script: unknown[], extra: Record<string, unknown> = {}): Promise<Scenario> {
-    const { status, json } = await post("/api/trigger", { message: "scenario", channel_id: "C1", script, ...extra });
-    expect(status).toBe(202);
-    return new Scenario(json.run_id, await RawSseClient.open(`${url}/api/runs/${json.run_id}/events`, auth));
+  static async start(script: ScriptTurn[], extra: Partial<TriggerRequest> = {}): Promise<Scenario> {
+    const receipt = await engine.trigger({ message: "scenario", channel_id: "C1", script, ...extra });
+    expect(receipt.status).toBe("accepted");
+    return new Scenario(receipt.run_id);
   }
 
-  get events(): Event[] {
-    return this.client.events.map((e) => JSON.parse(e.data) as Event);
-  }
-
-  /** Waits for the first event of `type` (optionally for one tool call) and returns it. */
-  async waitFor(type: string, toolCallId?: string): Promise<Event> {
-    for (;;) {
-      const found = this.events.find((e) => e.type === type && (toolCallId === undefined || e.tool_call_id === toolCallId));
-      if (found) return found;
-      if (this.client.ended) throw new Error(`stream ended without ${type}: ${this.shape().join(", ")}`);
-      await this.client.waitFor(this.client.events.length + 1);
+  async #consume(): Promise<void> {
+    try {
+      for await (const event of engine.events(this.runId)) {
+        this.events.push(event as unknown as Event);
+        this.#wake();
+      }
+    } catch (err) {
+      this.#failure = err;
+    } finally {
+      this.ended = true;
+      this.#wake();
     }
   }
 
-  async decide(approvalId: string, body: Record<string, unknown>) {
-    return post(`/api/runs/${this.runId}/approvals/${approvalId}`, { decided_by: "U-approver", ...body });
+  #wake(): void {
+    for (const wake of this.#wakers.splice(0)) wake();
   }
 
-  async approve(toolCallId: string, extra: Record<string, unknown> = {}) {
+  #next(): Promise<void> {
+    return new Promise((resolve) => this.#wakers.push(resolve));
+  }
+
+  /** Waits for the first event of `type` (optionally for one tool call) and returns it. */
+  async waitFor(type: string, toolCallId?: string, timeoutMs = 20_000): Promise<Event> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.find((e) => e.type === type && (toolCallId === undefined || e.tool_call_id === toolCallId));
+      if (found) return found;
+      if (this.ended) throw new Error(`stream ended without ${type}: ${this.shape().join(", ")}`, { cause: this.#failure });
+      await within(this.#next(), Math.max(1, deadline - Date.now()), `${type} ${toolCallId ?? ""} in ${this.runId}`);
+    }
+  }
+
+  decide(approvalId: string, body: Partial<ApprovalDecision> & Pick<ApprovalDecision, "decision">) {
+    return engine.decideApproval(this.runId, approvalId, { decided_by: "U-approver", ...body });
+  }
+
+  async approve(toolCallId: string, extra: Partial<ApprovalDecision> = {}) {
     const requested = await this.waitFor("approval_requested", toolCallId);
     const answer = await this.decide(requested.approval_id!, { decision: "approve", ...extra });
-    expect(answer.status).toBe(200);
+    expect(answer).toEqual({ approval_id: requested.approval_id, decision: "approved", status: "resolved" });
     return requested;
   }
 
-  async toEnd(): Promise<Event[]> {
-    await this.client.toEnd(30_000);
+  /** Waits for the terminal event; every sequence from 1 arrived exactly once. */
+  async toEnd(timeoutMs = 30_000): Promise<Event[]> {
+    await within(this.#done, timeoutMs, `the end of ${this.runId}`);
+    if (this.#failure) throw this.#failure;
     const all = this.events;
-    expect(eventIds(this.client.events)).toEqual(all.map((_, i) => i + 1));
+    expect(all.map((e) => e.sequence)).toEqual(all.map((_, i) => i + 1));
+    expect(all.at(-1)?.type).toMatch(/^run_(completed|failed)$/);
     return all;
   }
 
@@ -106,7 +150,7 @@ export class Scenario {
 }
 
 /** A question, then a write the model wants to run after it: the ordered-admission case. */
-export const ASK_THEN_WRITE = [
+export const ASK_THEN_WRITE: ScriptTurn[] = [
   {
     tool_calls: [
       { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } },
@@ -114,21 +158,6 @@ export const ASK_THEN_WRITE = [
     ],
   },
 ];
-
-export async function trigger(body: Record<string, unknown>, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/api/trigger`, {
-    method: "POST",
-    headers: { ...auth, "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
-
-export async function summary(runId: string): Promise<any> {
-  return (await fetch(`${url}/api/runs/${runId}`, { headers: auth })).json();
-}
-
-export const events = (runId: string, query = "") => RawSseClient.open(`${url}/api/runs/${runId}/events${query}`, auth);
 
 /** Turns that keep a run going for a few seconds: a message every `gapMs`. */
 export function slowScript(turns: number, gapMs: number) {

@@ -1,19 +1,27 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_HEARTBEAT_INTERVAL_MS, parseConfig } from "../../src/config/config";
+import { parseConfig } from "../../src/config/config";
 
 describe("parseConfig", () => {
-  it("applies the contract's defaults", () => {
+  it("applies the contract's defaults (section 13), written here as the contract's literal numbers", () => {
     const result = parseConfig({ API_TOKEN: "t" });
     expect(result.state).toBe("ready");
     if (result.state !== "ready") return;
     expect(result.config).toMatchObject({
       MODEL_PROVIDER: "scripted",
       MCP_SERVERS: {},
+      TOOL_POLICY: {},
       MUTATION_BUDGET: {},
       MAX_TOOL_CALLS: 25,
-      HEARTBEAT_INTERVAL_MS: DEFAULT_HEARTBEAT_INTERVAL_MS,
-      RUN_RETENTION_SECONDS: 86_400,
-      RUN_MAX_EVENTS: 10_000,
+      APPROVAL_TIMEOUT_MS: 300000,
+      ADMISSION_TIMEOUT_MS: 300000,
+      HEARTBEAT_INTERVAL_MS: 15000,
+      STORAGE_WAIT_MS: 5000,
+      STORAGE_LEASE_MS: 120000,
+      MCP_CONNECT_TIMEOUT_MS: 30000,
+      MCP_CALL_TIMEOUT_MS: 60000,
+      MCP_MAX_RESPONSE_BYTES: 1048576,
+      RUN_RETENTION_SECONDS: 86400,
+      RUN_MAX_EVENTS: 10000,
     });
   });
 

@@ -1,0 +1,89 @@
+// The benchmark's sizes, paces and bounds. `BENCH_QUICK=1` shrinks every
+// count (not the paces or bounds) so the whole benchmark runs end to end in a
+// couple of minutes: a check that it works, not figures to quote.
+
+/** BENCH_QUICK=1: small counts, to prove the benchmark works end to end. */
+export const QUICK = process.env.BENCH_QUICK === "1";
+const count = (full: number, quick: number) => (QUICK ? quick : full);
+
+/** Text of each synthetic assistant_message, bytes (a short model reply). */
+export const TEXT_BYTES = 200;
+/** Phase 1: events appended to one run, and per append request. */
+export const THROUGHPUT_EVENTS = count(5_000, 500);
+export const THROUGHPUT_BATCH_EVENTS = 100;
+/**
+ * Phase 1 trials per target, alternating engine and raw floor; the median is
+ * reported. The machine is shared (wrangler, two workerds, this client, and
+ * whatever else runs), so one trial each would mostly measure who got the CPU.
+ */
+export const THROUGHPUT_TRIALS = count(3, 1);
+/** Warm-up (JIT, SQLite pages, connections) per path and target before anything is timed, events. */
+export const WARMUP_EVENTS = count(500, 100);
+/** Phase 2: probes per configuration, discarded warm-up probes before them, and their pace. */
+export const LATENCY_PROBES = count(400, 40);
+export const LATENCY_WARMUP_PROBES = count(20, 4);
+export const LATENCY_INTERVAL_MS = 10;
+/**
+ * After a probe has reached every subscriber, at least this long before the
+ * next, ms: the server finishes the probe's trailing work (stream reads,
+ * the RPC's teardown) inside the probe's own CPU accounting.
+ */
+export const LATENCY_SETTLE_MS = 2;
+export const LATENCY_SUBSCRIBER_COUNTS = [1, 100] as const;
+/** Round trips of GET /healthz (Worker only, no Durable Object): the request floor of each path. */
+export const FLOOR_REQUESTS = count(200, 20);
+/**
+ * Phase 3: events in the replayed run. RUN_MAX_EVENTS defaults to 10,000, so
+ * 9,998 synthetic events + run_started + the run_failed of a cancel make a
+ * full, ended run whose replay is exactly 10,000 events and ends by itself.
+ */
+export const REPLAY_EVENTS = count(10_000, 1_000);
+export const REPLAY_APPEND_BATCH_EVENTS = 1_000;
+export const REPLAY_REPEATS = count(5, 2);
+/** Phase 4: streams and idle subscribers per stream. */
+export const MEMORY_STREAMS = count(100, 10);
+export const MEMORY_SUBSCRIBERS_PER_STREAM = count(10, 5);
+/** Let GC and the allocator settle before each RSS sample, ms. */
+export const MEMORY_SETTLE_MS = count(2_000, 200);
+/** Concurrent subscriber connects, and concurrent API requests in bulk steps. */
+export const ATTACH_CONCURRENCY = 50;
+export const API_CONCURRENCY = 10;
+/** The scripted turn that keeps a bench run "running": the longest delay the trigger accepts, ms. */
+export const KEEP_RUNNING_DELAY_MS = 600_000;
+
+/** Bounds: one API request, one wait for frames, the whole benchmark (ms). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const DELIVERY_TIMEOUT_MS = 30_000;
+export const BENCH_DEADLINE_MS = 12 * 60_000;
+
+/** The mutating tool phases 5 and 6 call, on the demo MCP server the benchmark starts. */
+export const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
+/** Phase 5's control: a read-only tool the host config puts behind an approval (no durable row, no storage pool). */
+export const LIST_DASHBOARDS = "mcp__demo__list_dashboards";
+/** Phase 5: timed approvals per path, and discarded warm-up approvals before them; fewer for the control. */
+export const APPROVAL_SAMPLES = count(200, 10);
+export const APPROVAL_CONTROL_SAMPLES = count(100, 5);
+export const APPROVAL_WARMUP = count(10, 2);
+/** Phase 6: concurrent runs, and approval requests in flight at once. */
+export const LOAD_RUNS = count(200, 20);
+export const LOAD_APPROVE_CONCURRENCY = count(50, 10);
+/** Phase 6: pace of GET /api/storage-pool while the runs execute (one request in flight), ms. */
+export const POOL_SAMPLE_INTERVAL_MS = 5;
+/** Phase 6: concurrent GET /api/runs/{id}/mutations (each holds a pool slot itself), and the pause between rounds, ms. */
+export const ROW_READ_CONCURRENCY = 4;
+export const ROW_POLL_INTERVAL_MS = 500;
+/**
+ * Phase 6 bounds, ms: all runs to reach approval_requested, and all to end;
+ * then every row to settle (a background settlement that found the pool full
+ * retries up to 5 times, one STORAGE_WAIT_MS of 5 s apart).
+ */
+export const LOAD_TIMEOUT_MS = 120_000;
+export const SETTLE_TIMEOUT_MS = 40_000;
+/** Contract section 9. */
+export const POOL_CAPACITY = 16;
+/** Error messages in the report are cut to this length. */
+export const ERROR_TEXT_CHARS = 160;
+
+export const MS_PER_SECOND = 1_000;
+export const NS_PER_US = 1_000;
+export const KIB_PER_MIB = 1_024;

@@ -1,0 +1,208 @@
+// The engine's HTTP client (contract sections 2-9): one method per route with
+// typed results, every non-2xx answer thrown as one ApiError, and the run's
+// event stream as a resuming async iterator (event-stream.ts). Platform
+// neutral: `fetch` is injectable (a Worker's service binding, `SELF.fetch` in
+// runtime tests), nothing else is needed beyond TextDecoder and AbortSignal.
+import { ApiError, errorFromResponse } from "./errors";
+import { streamEvents, type EventStreamOptions } from "./event-stream";
+import type {
+  ApprovalAnswer,
+  ApprovalDecision,
+  CancelAnswer,
+  DeliveryReceipt,
+  EngineEvent,
+  InputAnswer,
+  InputAnswerResult,
+  MutationOutcome,
+  ReconcileRequest,
+  RunMutations,
+  RunSummary,
+  StoragePoolStats,
+  TriggerReceipt,
+  TriggerRequest,
+} from "./types";
+
+/** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
+export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
+
+export interface EngineClientOptions {
+  /** Origin (and optional path prefix) of the engine, e.g. `http://127.0.0.1:8787`. */
+  baseUrl: string;
+  /** The API's bearer token (`API_TOKEN`). */
+  token: string;
+  fetch?: FetchLike;
+}
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+export interface TriggerOptions extends RequestOptions {
+  /** Sent as the Idempotency-Key header (the delivery identity). */
+  idempotencyKey?: string;
+}
+
+/** The trigger's streamed form: the receipt's identity and the run's events from sequence 1. */
+export interface TriggeredStream {
+  runId: string;
+  /** True when the delivery identity was seen before (the stream is the first run's, replayed). */
+  duplicate: boolean;
+  events: AsyncGenerator<EngineEvent, void, undefined>;
+}
+
+export class EngineClient {
+  readonly baseUrl: string;
+  readonly #token: string;
+  readonly #fetch: FetchLike;
+
+  constructor(options: EngineClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    // Bound so a platform fetch is never called with the client as `this`.
+    const injected = options.fetch;
+    this.#fetch = injected ? (input, init) => injected(input, init) : (input, init) => fetch(input, init);
+  }
+
+  // ---- section 3 ------------------------------------------------------------
+
+  /** POST /api/trigger: 202 `accepted`, or 200 `duplicate` for a repeated delivery identity. */
+  trigger(body: TriggerRequest, options: TriggerOptions = {}): Promise<TriggerReceipt> {
+    return this.#json<TriggerReceipt>("POST", "/api/trigger", body, options, idempotencyHeader(options.idempotencyKey));
+  }
+
+  /**
+   * POST /api/trigger with `Accept: text/event-stream`: the run's events from
+   * sequence 1, resumed through the events route if the connection drops.
+   */
+  async triggerStream(body: TriggerRequest, options: TriggerOptions & Omit<EventStreamOptions, "after"> = {}): Promise<TriggeredStream> {
+    const response = await this.raw("/api/trigger", {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { accept: "text/event-stream", "content-type": "application/json", ...idempotencyHeader(options.idempotencyKey) },
+      signal: options.signal,
+    });
+    if (response.status !== 200) throw await errorFromResponse(response, "POST /api/trigger");
+    const runId = response.headers.get("x-run-id");
+    if (!runId) {
+      await response.body?.cancel();
+      throw new Error("The trigger's stream carries no X-Run-Id header; is this server an approved-execution engine?");
+    }
+    return {
+      runId,
+      duplicate: response.headers.get("x-delivery-status") === "duplicate",
+      events: streamEvents(runId, this.#openEvents(runId), options, response),
+    };
+  }
+
+  /** GET /api/runs/{run_id}. */
+  summary(runId: string, options: RequestOptions = {}): Promise<RunSummary> {
+    return this.#json("GET", `/api/runs/${enc(runId)}`, undefined, options);
+  }
+
+  /** GET /api/deliveries/{delivery_id}. */
+  delivery(deliveryId: string, options: RequestOptions = {}): Promise<DeliveryReceipt> {
+    return this.#json("GET", `/api/deliveries/${enc(deliveryId)}`, undefined, options);
+  }
+
+  // ---- section 5 ------------------------------------------------------------
+
+  /**
+   * GET /api/runs/{run_id}/events as an async iterator of parsed events. It
+   * resumes from the last sequence it yielded when the connection drops, never
+   * yields a sequence twice, ends after the terminal event (or on 204), and
+   * throws ReplayGapError on 410 replay_gap and ApiError on other refusals.
+   */
+  events(runId: string, options: EventStreamOptions = {}): AsyncGenerator<EngineEvent, void, undefined> {
+    return streamEvents(runId, this.#openEvents(runId), options);
+  }
+
+  // ---- section 6 ------------------------------------------------------------
+
+  /** POST /api/runs/{run_id}/approvals/{approval_id}: 200, else ApiError (400 confirmation_mismatch, 409, 410 expired, 404). */
+  decideApproval(runId: string, approvalId: string, decision: ApprovalDecision, options: RequestOptions = {}): Promise<ApprovalAnswer> {
+    return this.#json("POST", `/api/runs/${enc(runId)}/approvals/${enc(approvalId)}`, decision, options);
+  }
+
+  /** POST /api/runs/{run_id}/inputs/{tool_call_id}: the answer to a `human__ask`. */
+  answerInput(runId: string, toolCallId: string, answer: InputAnswer, options: RequestOptions = {}): Promise<InputAnswerResult> {
+    return this.#json("POST", `/api/runs/${enc(runId)}/inputs/${enc(toolCallId)}`, answer, options);
+  }
+
+  /** POST /api/runs/{run_id}/cancel: `cancelling` (202), or the terminal status when the run had ended (200). */
+  cancel(runId: string, options: RequestOptions = {}): Promise<CancelAnswer> {
+    return this.#json("POST", `/api/runs/${enc(runId)}/cancel`, undefined, options);
+  }
+
+  // ---- sections 8 and 9 -------------------------------------------------------
+
+  /** GET /api/runs/{run_id}/mutations. */
+  runMutations(runId: string, options: RequestOptions = {}): Promise<RunMutations> {
+    return this.#json("GET", `/api/runs/${enc(runId)}/mutations`, undefined, options);
+  }
+
+  /** GET /api/mutations/{mutation_id}. */
+  mutation(mutationId: string, options: RequestOptions = {}): Promise<MutationOutcome> {
+    return this.#json("GET", `/api/mutations/${enc(mutationId)}`, undefined, options);
+  }
+
+  /** POST /api/mutations/{mutation_id}/reconcile: the updated row, else ApiError (409 not_reconcilable). */
+  reconcile(mutationId: string, body: ReconcileRequest, options: RequestOptions = {}): Promise<MutationOutcome> {
+    return this.#json("POST", `/api/mutations/${enc(mutationId)}/reconcile`, body, options);
+  }
+
+  /** GET /api/storage-pool. */
+  storagePool(options: RequestOptions = {}): Promise<StoragePoolStats> {
+    return this.#json("GET", "/api/storage-pool", undefined, options);
+  }
+
+  /** GET /healthz (no token needed; sent anyway). */
+  healthz(options: RequestOptions = {}): Promise<{ status: "ok" }> {
+    return this.#json("GET", "/healthz", undefined, options);
+  }
+
+  // ---- plumbing ---------------------------------------------------------------
+
+  /** An authorised request to any path, answered as is: for routes and error cases this client does not model. */
+  raw(
+    path: string,
+    init: { method?: string; body?: string; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<Response> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#token}`, ...init.headers };
+    if (init.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+      headers["content-type"] = "application/json";
+    }
+    return this.#fetch(`${this.baseUrl}${path}`, { method: init.method ?? "GET", headers, body: init.body, signal: init.signal });
+  }
+
+  #openEvents(runId: string) {
+    return (after: number, signal: AbortSignal) =>
+      this.raw(`/api/runs/${enc(runId)}/events?after=${after}`, { headers: { accept: "text/event-stream" }, signal });
+  }
+
+  async #json<T>(method: string, path: string, body: unknown, options: RequestOptions, headers: Record<string, string> = {}): Promise<T> {
+    const response = await this.raw(path, {
+      method,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      headers,
+      signal: options.signal,
+    });
+    if (!response.ok) throw await errorFromResponse(response, `${method} ${path}`);
+    const text = await response.text();
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ApiError(
+        response.status,
+        { error: "invalid_response", message: `expected JSON, got: ${text.slice(0, 200)}` },
+        undefined,
+        `${method} ${path}`,
+      );
+    }
+  }
+}
+
+const enc = encodeURIComponent;
+
+function idempotencyHeader(key: string | undefined): Record<string, string> {
+  return key === undefined ? {} : { "idempotency-key": key };
+}

@@ -1,0 +1,211 @@
+// Wire types of the engine's API as a consumer sees them (contract sections
+// 3-9). Declared here rather than imported from the server's modules so the
+// client stays a self-contained, platform-neutral entry point.
+
+// ---- trigger, receipt, summary (section 3) ----------------------------------
+
+export interface ScriptedToolCall {
+  tool_name: string;
+  arguments?: Record<string, unknown>;
+  tool_call_id?: string;
+}
+
+export interface ScriptTurn {
+  text?: string;
+  tool_calls?: ScriptedToolCall[];
+  delay_ms?: number;
+}
+
+export interface TriggerRequest {
+  message: string;
+  channel_id?: string;
+  user_id?: string;
+  delivery_id?: string;
+  max_tool_calls?: number;
+  script?: ScriptTurn[];
+}
+
+export interface TriggerReceipt {
+  /** `accepted` (202) for a new run, `duplicate` (200) for a delivery identity seen before. */
+  status: "accepted" | "duplicate";
+  run_id: string;
+  channel_id: string;
+  events_url: string;
+  delivery_id?: string;
+}
+
+export interface DeliveryReceipt {
+  delivery_id: string;
+  run_id: string;
+  channel_id: string;
+  accepted_at: string;
+}
+
+export type RunStatus = "running" | "completed" | "failed";
+
+export interface RunSummary {
+  run_id: string;
+  channel_id: string;
+  status: RunStatus;
+  last_sequence: number;
+  earliest_sequence?: number;
+  subscribers: number;
+  pending_approvals: { approval_id: string; tool_call_id: string; tool_name: string; expires_at: string }[];
+  pending_inputs: { tool_call_id: string; question: string; expires_at: string }[];
+  created_at: string;
+  ended_at?: string;
+}
+
+// ---- events (section 4) -----------------------------------------------------
+
+interface Envelope<T extends string> {
+  protocol_version: "v2";
+  sequence: number;
+  run_id: string;
+  channel_id: string;
+  type: T;
+  at: string;
+}
+
+export interface ExecutionResult {
+  is_error: boolean;
+  content_bytes: number;
+  summary: string;
+}
+
+export interface ErrorFacts {
+  code: string;
+  message: string;
+}
+
+export type NotExecutedReason =
+  | "denied"
+  | "expired"
+  | "cancelled"
+  | "call_ceiling"
+  | "not_in_budget"
+  | "budget_exhausted"
+  | "storage_unavailable"
+  | "replay_blocked"
+  | "prior_outcome_unknown"
+  | "transport_unavailable";
+
+export type EngineEvent =
+  | (Envelope<"run_started"> & { user_id: string })
+  | (Envelope<"assistant_message"> & { text: string })
+  | (Envelope<"tool_started"> & { tool_name: string; tool_call_id: string; approval_required: boolean })
+  | (Envelope<"approval_requested"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id: string;
+      level: "approve" | "confirm";
+      description: string;
+      arguments: Record<string, unknown>;
+      expires_at: string;
+    })
+  | (Envelope<"approval_resolved"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id: string;
+      decision: "approved" | "denied" | "expired" | "cancelled";
+      decided_by?: string;
+    })
+  | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
+  | (Envelope<"human_input_requested"> & { tool_call_id: string; question: string; expires_at: string })
+  | (Envelope<"human_input_received"> & { tool_call_id: string; answered_by: string })
+  | (Envelope<"tool_execution"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id?: string;
+      execution_status: "executed" | "not_executed";
+      reason?: NotExecutedReason;
+      result?: ExecutionResult;
+      error?: ErrorFacts;
+      mutation_id?: string;
+    })
+  | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
+  | Envelope<"heartbeat">
+  | (Envelope<"run_completed"> & { text?: string; tool_calls: number })
+  | (Envelope<"run_failed"> & { error: ErrorFacts });
+
+export type EngineEventType = EngineEvent["type"];
+
+export const TERMINAL_EVENT_TYPES: readonly EngineEventType[] = ["run_completed", "run_failed"];
+
+// ---- decisions (section 6) --------------------------------------------------
+
+export interface ApprovalDecision {
+  decision: "approve" | "deny";
+  decided_by: string;
+  reason?: string;
+  confirmation?: string;
+}
+
+export interface ApprovalAnswer {
+  approval_id: string;
+  decision: "approved" | "denied";
+  status: "resolved";
+}
+
+export interface InputAnswer {
+  answer: string;
+  answered_by: string;
+}
+
+export interface InputAnswerResult {
+  tool_call_id: string;
+  status: "answered";
+}
+
+export interface CancelAnswer {
+  /** `cancelling` (202), or the run's terminal status (200) when it had already ended. */
+  status: "cancelling" | RunStatus;
+}
+
+// ---- durable outcomes and the pool (sections 8, 9) --------------------------
+
+export type MutationState = "unresolved" | "not_executed" | "completed" | "outcome_unknown";
+
+export interface MutationOutcome {
+  schema: "mutation_outcome/v1";
+  mutation_id: string;
+  run_id: string;
+  channel_id: string;
+  delivery_id: string | null;
+  tool_call_id: string;
+  approval_id: string | null;
+  tool_name: string;
+  arguments_digest: string;
+  /** The decision's `decided_by`, or "automatic" (contract section 8; absent from servers that predate it). */
+  approved_by?: string;
+  approved_at?: string;
+  state: MutationState;
+  dispatched: boolean;
+  reason?: string;
+  result?: ExecutionResult;
+  error?: ErrorFacts;
+  created_at: string;
+  settled_at?: string;
+  reconciliation?: { outcome: "completed" | "not_executed"; reconciled_by: string; evidence: string; at: string };
+}
+
+export interface RunMutations {
+  run_id: string;
+  mutations: MutationOutcome[];
+}
+
+export interface ReconcileRequest {
+  outcome: "completed" | "not_executed";
+  evidence: string;
+  reconciled_by: string;
+}
+
+export interface StoragePoolStats {
+  capacity: number;
+  in_use: number;
+  waiting: number;
+  acquired_total: number;
+  waited_total: number;
+  rejected_total: number;
+  reclaimed_total: number;
+}
