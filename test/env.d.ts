@@ -11,6 +11,8 @@ declare global {
       DEMO_MCP_URL: string;
       /** The same server in JSON response mode (DEMO_MCP_JSON_RESPONSE=1). */
       DEMO_MCP_JSON_URL: string;
+      /** Cases per property test ("" for each file's default); `npm run fuzz` raises it. */
+      FUZZ_RUNS: string;
     }
   }
 }

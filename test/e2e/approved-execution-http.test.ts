@@ -363,9 +363,9 @@ describe("what the stream shows", () => {
     await s.toEnd();
     expect(requested.arguments).toEqual({
       title: "Billing",
-      api_key: "[REDACTED]",
+      api_key: "[redacted]",
       panels: ["p1"],
-      auth: { password: "[REDACTED]", headers: { Authorization: "[REDACTED]" } },
+      auth: { password: "[redacted]", headers: { Authorization: "[redacted]" } },
     });
     for (const secret of ["sk-live-123", "hunter2", "Bearer abc"]) expect(s.client.raw).not.toContain(secret);
     // The approved call was dispatched with the exact arguments shown (before redaction).
