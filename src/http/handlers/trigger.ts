@@ -1,14 +1,17 @@
 // POST /api/trigger: validate, claim the delivery identity, start the run in
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
+// Nothing is claimed for an input that fails validation; a claim whose run
+// fails to start is released (contract section 17).
+import type { RunObject } from "../../../durable-objects/run-object";
 import type { StartRunInput } from "../../agent/run-record";
 import { apiError, jsonResponse } from "../api-error";
 import type { HostConfig } from "../../config/config";
-import { claimDelivery } from "../deliveries";
+import { claimDelivery, releaseDelivery } from "../deliveries";
 import type { Env } from "../../config/env";
 import { readJsonBody } from "../request-body";
 import { newRunId } from "../../ids";
 import { isKnownToolNameShape } from "../../execution/tool-policy";
-import { triggerBodySchema } from "../trigger-request";
+import { type ScriptTurn, triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig): Promise<Response> {
@@ -32,6 +35,15 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     });
   }
 
+  const duplicateId = firstDuplicateToolCallId(body.script ?? []);
+  if (duplicateId) {
+    throw apiError(400, {
+      error: "invalid_request",
+      message: `tool_call_id ${JSON.stringify(duplicateId.id)} appears twice in one script turn; tool_call_ids are unique within a turn.`,
+      details: [{ path: duplicateId.path, code: "duplicate_tool_call_id", message: "repeats an earlier tool_call_id of the same turn" }],
+    });
+  }
+
   let input: StartRunInput = {
     run_id: newRunId(),
     channel_id: body.channel_id,
@@ -42,18 +54,28 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     script: body.script ?? null,
   };
   let duplicate = false;
-  const acceptedAt = new Date().toISOString();
   if (deliveryId !== undefined) {
-    const claim = await claimDelivery(env.DB, deliveryId, input, acceptedAt);
+    const claim = await claimDelivery(env.DB, {
+      delivery_id: deliveryId,
+      run_id: input.run_id,
+      channel_id: input.channel_id,
+      accepted_at: new Date().toISOString(),
+    });
     if (!claim.claimed) {
+      // The same delivery again: its run is the receipt's. Starting it is a no-op when it
+      // exists; when the first request died before starting it, this delivery starts it.
       duplicate = true;
-      input = claim.start_input;
+      input = { ...input, run_id: claim.receipt.run_id, channel_id: claim.receipt.channel_id };
     }
   }
-  // Idempotent in the object: for a duplicate this only finishes a start that
-  // the first request may not have reached (it died after the receipt).
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(input.run_id));
-  await stub.start(input);
+  try {
+    await stub.start(input);
+  } catch (err) {
+    // A receipt must never name a run that does not exist: free the identity, then fail.
+    if (deliveryId !== undefined && !(await runExists(stub))) await releaseDelivery(env.DB, deliveryId, input.run_id);
+    throw err;
+  }
 
   const eventsUrl = `/api/runs/${input.run_id}/events`;
   if (wantsEventStream(request)) {
@@ -91,4 +113,26 @@ function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | nu
 function hasControlCharacter(text: string): boolean {
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
   return false;
+}
+
+/** Whether the run's object holds a run; a broken object counts as none (the identity is freed). */
+async function runExists(stub: DurableObjectStub<RunObject>): Promise<boolean> {
+  try {
+    return (await stub.summary()) !== null;
+  } catch {
+    return false;
+  }
+}
+
+/** The first tool_call_id a script turn repeats, with its path. */
+function firstDuplicateToolCallId(script: ScriptTurn[]): { id: string; path: string } | undefined {
+  for (const [t, turn] of script.entries()) {
+    const seen = new Set<string>();
+    for (const [c, call] of (turn.tool_calls ?? []).entries()) {
+      if (call.tool_call_id === undefined) continue;
+      if (seen.has(call.tool_call_id)) return { id: call.tool_call_id, path: `script.${t}.tool_calls.${c}.tool_call_id` };
+      seen.add(call.tool_call_id);
+    }
+  }
+  return undefined;
 }
