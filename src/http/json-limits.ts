@@ -60,7 +60,7 @@ export function findUnstorableText(value: unknown): string | undefined {
     if (typeof v === "string") {
       if (LONE_SURROGATE.test(v)) return path;
     } else if (Array.isArray(v)) {
-      v.forEach((inner, i) => stack.push({ value: inner, path: join(path, String(i)) }));
+      for (const [i, inner] of v.entries()) stack.push({ value: inner, path: join(path, String(i)) });
     } else if (v !== null && typeof v === "object") {
       for (const [key, inner] of Object.entries(v)) {
         const at = join(path, key);
