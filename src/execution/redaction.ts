@@ -205,8 +205,8 @@ function redactKeyValues(text: string): string {
   for (let m = KEY_VALUE.exec(text); m !== null; m = KEY_VALUE.exec(text)) {
     const [whole, openQuote = "", quotedKey, bareKey] = m;
     const key = quotedKey ?? bareKey ?? "";
-    if (!isSecretKey(key)) continue;
     const valueStart = m.index + whole.length;
+    if (!namesCredentialInText(text, m.index, key, bareKey !== undefined, text[valueStart])) continue;
     const valueEnd = scanValueEnd(text, valueStart, openQuote, LINE_VALUE_KEY.test(key.toLowerCase()));
     if (valueEnd === valueStart) continue;
     const value = text.slice(valueStart, valueEnd);
@@ -215,6 +215,19 @@ function redactKeyValues(text: string): string {
     KEY_VALUE.lastIndex = valueEnd;
   }
   return copied === 0 ? text : out + text.slice(copied);
+}
+
+/**
+ * Whether a `key: value` pair in text is a credential. A bare key may be the last word of a
+ * spaced name (`api key=...`, `client secret: ...`): the word before it counts too. A
+ * scalar-only key (`auth`) counts unless its value opens an object or array.
+ */
+function namesCredentialInText(text: string, keyStart: number, key: string, bare: boolean, valueFirst: string | undefined): boolean {
+  if (isSecretKey(key)) return true;
+  if (isScalarSecretKey(key) && valueFirst !== "{" && valueFirst !== "[") return true;
+  if (!bare) return false;
+  const before = /([A-Za-z0-9_.-]{1,32}) $/.exec(text.slice(Math.max(0, keyStart - 33), keyStart));
+  return before !== null && isSecretKey(`${before[1]} ${key}`);
 }
 
 /** Keeps a value's quotes (and their escapes) around the marker, so JSON text stays JSON. */

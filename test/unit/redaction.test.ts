@@ -212,10 +212,13 @@ describe("redactText", () => {
         'echo {"password":"pw-1","title":"ok"}',
         'escaped {\\"api_key\\":\\"k-2\\"}',
         "password=pw-3 user=bob",
+        "api key=k-4 access key: k-5 private key=k-6",
+        'json {"auth":"a-7","auth2":{"user":"u"}}',
       ].join("\n"),
     );
-    for (const leaked of ["tok-123", "response=b", "sid=abc", "t-1", "s-1", "pw-1", "k-2", "pw-3"]) expect(out).not.toContain(leaked);
-    for (const kept of ["page=2", '"title":"ok"', "user=bob"]) expect(out).toContain(kept);
+    for (const leaked of ["tok-123", "response=b", "sid=abc", "t-1", "s-1", "pw-1", "k-2", "pw-3", "k-4", "k-5", "k-6", "a-7"])
+      expect(out).not.toContain(leaked);
+    for (const kept of ["page=2", '"title":"ok"', "user=bob", '"user":"u"']) expect(out).toContain(kept);
   });
 
   it("parses a JSON text and redacts it as a structure, keeping unchanged text as it was", () => {
