@@ -120,7 +120,8 @@ function expectNoCanary(surface: string, text: string): void {
   const found = markers.filter((m) => text.includes(m));
   // Where each leak sits, so a failure says which field carried it.
   const context = found.map((m) => text.slice(Math.max(0, text.indexOf(m) - 120), text.indexOf(m) + m.length));
-  expect(context, `${surface} leaks ${found.length} canaries`).toEqual([]);
+  // Soft: one run reports every leaking surface, not only the first.
+  expect.soft(context, `${surface} leaks ${found.length} canaries`).toEqual([]);
 }
 
 beforeAll(async () => {
@@ -192,5 +193,52 @@ describe("secret canary", () => {
   it("keeps the committed fixtures free of anything redaction would change", async () => {
     const fixtures = JSON.parse(await readFile(join(PROJECT_ROOT, "test/fixtures/approved_execution_v2.json"), "utf8"));
     expect(redactSecrets(fixtures)).toEqual(fixtures);
+  });
+
+  it("keeps human__ask arguments and model text redacted too, and purges the run's storage after retention", async () => {
+    const retentionSeconds = 2;
+    const short = await startWorkerServer({ ...e2eVars(`${demoBase}/mcp`), RUN_RETENTION_SECONDS: String(retentionSeconds) });
+    try {
+      const askArgs = { password: canary(), prompt: { api_key: canary(), text: `Bearer ${canary()}` } };
+      const res = await short.api("/api/trigger", {
+        method: "POST",
+        body: JSON.stringify({
+          message: `deploy with Authorization: Bearer ${canary()}`,
+          script: [
+            { text: `thinking about sk-${canary()}` },
+            { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: askArgs }] },
+            { text: "done" },
+          ],
+        }),
+      });
+      expect(res.status, await res.clone().text()).toBe(202);
+      const { run_id: runId } = (await res.json()) as { run_id: string };
+      const pending = await waitFor("the question", async () => {
+        const text = await (await short.api(`/api/runs/${runId}`)).text();
+        return JSON.parse(text).pending_inputs.length > 0 ? text : undefined;
+      });
+      expectNoCanary("the summary's pending_inputs", pending);
+      const answered = await short.api(`/api/runs/${runId}/inputs/ask-1`, {
+        method: "POST",
+        body: JSON.stringify({ answer: "ok", answered_by: "canary" }),
+      });
+      expect(answered.status).toBeLessThan(300);
+      await waitFor("the run's end", async () => {
+        const text = await (await short.api(`/api/runs/${runId}`)).text();
+        return JSON.parse(text).status === "running" ? undefined : text;
+      });
+      const stream = await (await short.api(`/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })).text();
+      expect(stream).toContain("event: human_input_requested");
+      expectNoCanary("the SSE stream (human__ask, assistant text)", stream);
+
+      // After retention the run is gone, and so is every copy of its input in the object's storage.
+      const purgeBy = Date.now() + retentionSeconds * 1000 + 10_000;
+      while (Date.now() < purgeBy && (await short.api(`/api/runs/${runId}`)).status !== 404) await new Promise((r) => setTimeout(r, 250));
+      expect.soft((await short.api(`/api/runs/${runId}`)).status, "the run after its retention").toBe(404);
+      for (const file of await filesUnder(join(short.stateDir, "v3", "do"))) expectNoCanary(`Durable Object file ${file.path}`, file.text);
+      expectNoCanary("the server's log output", short.logs());
+    } finally {
+      await short.stop();
+    }
   });
 });
