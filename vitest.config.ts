@@ -36,6 +36,8 @@ export default defineConfig(async () => {
                     mcp__demo__update_dashboard: 5,
                     mcp__demo__create_kpi: 1,
                   }),
+                  // Cases per property test; `npm run fuzz` raises it (the host's env does not reach workerd).
+                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                   STORAGE_WAIT_MS: "300",
                   MCP_CALL_TIMEOUT_MS: "2000",
                 },

@@ -2,7 +2,8 @@
  * Demo MCP server: a stand-in observability tool provider for end-to-end tests and `npm start`.
  *
  * Responsibilities:
- *  - Serve six observability tools (dashboards, KPIs, alerts) over MCP Streamable HTTP at
+ *  - Serve six observability tools (dashboards, KPIs, alerts) and `echo` (answers with its own
+ *    arguments, so tests can see what a result echoing secrets does) over MCP Streamable HTTP at
  *    http://127.0.0.1:<port>/mcp, keeping all state in memory.
  *  - Accept both stateful clients (Mcp-Session-Id) and stateless ones (no session header),
  *    evicting sessions that are deleted or sit idle so per-call clients do not leak memory.
@@ -53,6 +54,7 @@ export const TOOL_NAMES = [
   "create_alert_from_chart",
   "list_dashboards",
   "get_dashboard",
+  "echo",
 ] as const;
 type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -211,6 +213,25 @@ function registerTools(server: McpServer, state: DemoState): void {
       const dashboard = state.getDashboard(dashboard_id);
       return dashboard ? jsonResult(dashboard) : unknownDashboard(dashboard_id);
     },
+  );
+  server.registerTool(
+    "echo" satisfies ToolName,
+    {
+      description: "Answer with the arguments as given (any object), as a text line and as JSON.",
+      inputSchema: z.looseObject({}),
+      annotations: READ_ONLY,
+    },
+    (args) => ({
+      content: [
+        {
+          type: "text",
+          text: `echo: ${Object.entries(args)
+            .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+            .join(" ")}`,
+        },
+        { type: "text", text: JSON.stringify(args) },
+      ],
+    }),
   );
 }
 

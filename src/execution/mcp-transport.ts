@@ -32,6 +32,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+import { redactText } from "./redaction";
 
 // ---------------------------------------------------------------------------------------------
 // Public interface
@@ -311,14 +312,16 @@ class McpSession {
     const { rpcError, sent } = this.toolCall;
     if (rpcError && !this.failed) {
       // The server answered: the call reached it and it said no. A tool error, not ambiguity.
-      const text = `JSON-RPC error ${rpcError.code}: ${rpcError.message}`;
+      // Server-provided text: redacted like any other output (contract section 17).
+      const message = redactText(rpcError.message);
+      const text = `JSON-RPC error ${rpcError.code}: ${message}`;
       return {
         kind: "result",
         isError: true,
         contentBytes: 0,
         summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
         modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
-        rpcError,
+        rpcError: { code: rpcError.code, message: truncateUtf8(message, MESSAGE_MAX_BYTES) },
       };
     }
     const failure = toTransportError(error);
@@ -492,7 +495,9 @@ function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutc
     kind: "result",
     isError: result.isError === true,
     contentBytes,
-    summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
+    // Redacted before the cut, so a cut cannot leave part of a credential unrecognised. The
+    // model's copy stays whole: it is the tool's answer to the model, kept only in the run's object.
+    summary: truncateUtf8(redactText(text), SUMMARY_MAX_BYTES),
     modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
   };
 }
@@ -546,8 +551,10 @@ function toTransportError(error: unknown): McpTransportError {
   return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error));
 }
 
-/** Error text for a message: bounded; the request's URL and headers are never added to it. */
+/** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */
 function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error);
-  return truncateUtf8(text, MESSAGE_MAX_BYTES);
+  // Cut generously first (bounds the work), redact, then cut to size: a credential split by the
+  // first cut lies beyond the second.
+  return truncateUtf8(redactText(truncateUtf8(text, 4 * MESSAGE_MAX_BYTES)), MESSAGE_MAX_BYTES);
 }

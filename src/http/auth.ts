@@ -8,7 +8,8 @@ async function sha256(text: string): Promise<ArrayBuffer> {
 }
 
 export async function isAuthorized(authorization: string | null, apiToken: string): Promise<boolean> {
-  const match = /^Bearer (.+)$/.exec(authorization ?? "");
+  // RFC 9110 section 11.1: the scheme is case-insensitive; one or more spaces before the credential.
+  const match = /^bearer +(\S+) *$/i.exec(authorization ?? "");
   const presented = match?.[1] ?? "";
   const [a, b] = await Promise.all([sha256(presented), sha256(apiToken)]);
   // Always compare, even for a missing header, so timing says nothing either way.

@@ -1,9 +1,9 @@
 // Delivery receipts in D1. Claiming a delivery identity is one INSERT that
 // does nothing on conflict: D1 serialises writes, so of two identical
 // triggers arriving together exactly one claims it and the other reads the
-// winner's receipt.
-import type { StartRunInput } from "../agent/run-record";
-
+// winner's receipt. A receipt holds names and a time, never the input
+// (contract section 17). A claim whose run could not be started is released,
+// so the identity stays usable.
 export interface DeliveryReceipt {
   delivery_id: string;
   run_id: string;
@@ -11,31 +11,31 @@ export interface DeliveryReceipt {
   accepted_at: string;
 }
 
-export type ClaimResult =
-  | { claimed: true; receipt: DeliveryReceipt }
-  | { claimed: false; receipt: DeliveryReceipt; start_input: StartRunInput };
+export type ClaimResult = { claimed: true; receipt: DeliveryReceipt } | { claimed: false; receipt: DeliveryReceipt };
 
-export async function claimDelivery(db: D1Database, deliveryId: string, input: StartRunInput, acceptedAt: string): Promise<ClaimResult> {
-  const insert = await db
-    .prepare(
-      `INSERT INTO deliveries (delivery_id, run_id, channel_id, accepted_at, start_input) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (delivery_id) DO NOTHING`,
-    )
-    .bind(deliveryId, input.run_id, input.channel_id, acceptedAt, JSON.stringify(input))
-    .run();
-  if (insert.meta.changes === 1) {
-    return {
-      claimed: true,
-      receipt: { delivery_id: deliveryId, run_id: input.run_id, channel_id: input.channel_id, accepted_at: acceptedAt },
-    };
+/** A receipt released between our INSERT and our read is claimed again, this many times at most. */
+const CLAIM_ATTEMPTS = 3;
+
+export async function claimDelivery(db: D1Database, wanted: DeliveryReceipt): Promise<ClaimResult> {
+  for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
+    const insert = await db
+      .prepare(
+        `INSERT INTO deliveries (delivery_id, run_id, channel_id, accepted_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (delivery_id) DO NOTHING`,
+      )
+      .bind(wanted.delivery_id, wanted.run_id, wanted.channel_id, wanted.accepted_at)
+      .run();
+    if (insert.meta.changes === 1) return { claimed: true, receipt: wanted };
+    const receipt = await getDelivery(db, wanted.delivery_id);
+    if (receipt) return { claimed: false, receipt };
+    // Released between the INSERT and the read (the other claimer's start failed): try again.
   }
-  const row = await db
-    .prepare(`SELECT delivery_id, run_id, channel_id, accepted_at, start_input FROM deliveries WHERE delivery_id = ?`)
-    .bind(deliveryId)
-    .first<DeliveryReceipt & { start_input: string }>();
-  if (!row) throw new Error(`delivery ${deliveryId} conflicted but has no row`);
-  const { start_input, ...receipt } = row;
-  return { claimed: false, receipt, start_input: JSON.parse(start_input) as StartRunInput };
+  throw new Error(`delivery ${wanted.delivery_id} was claimed and released ${CLAIM_ATTEMPTS} times while this trigger tried to claim it`);
+}
+
+/** Frees a delivery identity whose run never started; only the receipt naming `runId`. */
+export async function releaseDelivery(db: D1Database, deliveryId: string, runId: string): Promise<void> {
+  await db.prepare(`DELETE FROM deliveries WHERE delivery_id = ? AND run_id = ?`).bind(deliveryId, runId).run();
 }
 
 export async function getDelivery(db: D1Database, deliveryId: string): Promise<DeliveryReceipt | null> {

@@ -1,8 +1,10 @@
 // Reading a JSON request body safely: at most MAX_BODY_BYTES (checked on the
-// bytes actually read, not only Content-Length), JSON media type, parse
-// errors and schema errors as 4xx with details, never an exception.
+// bytes actually read, not only Content-Length), JSON media type, nesting and
+// storable text (json-limits.ts), parse errors and schema errors as 4xx with
+// details, never an exception.
 import type { z } from "zod";
 import { apiError } from "./api-error";
+import { assertNesting, assertStorable } from "./json-limits";
 
 /** Contract section 2: a body over 64 KiB is 413. */
 export const MAX_BODY_BYTES = 65_536;
@@ -18,12 +20,15 @@ export async function readJsonBody<T extends z.ZodType>(request: Request, schema
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) throw tooLarge();
   const text = await readLimited(request);
+  // Before parsing: nothing deeper than MAX_JSON_DEPTH is parsed, validated, stored or copied.
+  assertNesting(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     throw apiError(400, { error: "invalid_json", message: `The body is not valid JSON: ${(err as Error).message}` });
   }
+  assertStorable(value);
   return validate(schema, value);
 }
 

@@ -23,7 +23,10 @@ type Args = [Env, ExecutionContext];
 async function guardApi(request: ApiRequest, env: Env): Promise<void> {
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") {
-    throw apiError(503, { error: "bad_config", message: loaded.message, details: loaded.details });
+    // Which setting and entry is wrong names servers and tools: only for a caller with the token.
+    const token = (env as unknown as Record<string, unknown>).API_TOKEN;
+    const trusted = typeof token === "string" && token !== "" && (await isAuthorized(request.headers.get("authorization"), token));
+    throw apiError(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
   }
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
   if (!(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
@@ -50,16 +53,35 @@ function decodePathParam(raw: string | undefined): string {
   }
 }
 
+/** The methods the routes serve at `pathname` (middleware registered for every method left out). */
+function allowedMethods(pathname: string): string[] {
+  const methods = new Set<string>();
+  for (const [method, pattern] of router.routes) if (method !== "ALL" && pattern.test(pathname)) methods.add(method);
+  return [...methods].sort();
+}
+
+/** No handler answered: 405 with Allow when the path exists for other methods, else 404. */
+function unrouted(request: ApiRequest): Response {
+  const { pathname } = new URL(request.url);
+  const allow = allowedMethods(pathname);
+  if (allow.length > 0) {
+    return jsonResponse(
+      405,
+      { error: "method_not_allowed", message: `${pathname} does not serve ${request.method}; it serves ${allow.join(", ")}.` },
+      { allow: allow.join(", ") },
+    );
+  }
+  return jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` });
+}
+
 export const router = Router<ApiRequest, Args>({
   catch: errorResponse,
-  finally: [
-    (response: Response | undefined, request: ApiRequest) =>
-      response ?? jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${new URL(request.url).pathname}.` }),
-  ],
+  finally: [(response: Response | undefined, request: ApiRequest) => response ?? unrouted(request)],
 });
 
 router
   .get("/healthz", () => jsonResponse(200, { status: "ok" }))
+  .head("/healthz", () => new Response(null, { status: 200, headers: { "content-type": "application/json; charset=utf-8" } }))
   .all("/api/*", guardApi)
   .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config))
   .get("/api/runs/:runId", async ({ params }, env) => {

@@ -1,10 +1,15 @@
 // Starting a run, shared by every entry point (POST /api/trigger and the
 // Slack app): claim the delivery identity in D1, then start the run in its
-// RunObject. A repeated delivery identity gets the first run's input back and
-// only finishes a start the first request may not have reached.
+// RunObject. Nothing is claimed for an input that failed validation (the
+// callers validate first), and a claim whose run failed to start is released,
+// so a receipt never names a run that does not exist and a retry with the same
+// identity works (contract section 17). A repeated delivery identity gets the
+// first run's receipt and only finishes a start the first request may not have
+// reached (the receipt keeps no copy of the input: the duplicate brings its own).
+import type { RunObject } from "../../durable-objects/run-object";
 import type { StartRunInput } from "../agent/run-record";
 import type { Env } from "../config/env";
-import { claimDelivery } from "./deliveries";
+import { claimDelivery, releaseDelivery } from "./deliveries";
 
 export interface StartedRun {
   /** The run that owns this delivery: the new one, or the first one for a duplicate. */
@@ -17,18 +22,39 @@ export async function startRun(env: Env, input: StartRunInput): Promise<StartedR
   let started = input;
   let duplicate = false;
   if (input.delivery_id !== null) {
-    const claim = await claimDelivery(env.DB, input.delivery_id, input, new Date().toISOString());
+    const claim = await claimDelivery(env.DB, {
+      delivery_id: input.delivery_id,
+      run_id: input.run_id,
+      channel_id: input.channel_id,
+      accepted_at: new Date().toISOString(),
+    });
     if (!claim.claimed) {
       duplicate = true;
-      started = claim.start_input;
+      started = { ...input, run_id: claim.receipt.run_id, channel_id: claim.receipt.channel_id };
     }
   }
-  // Idempotent in the object: for a duplicate this only finishes a start that
-  // the first request may not have reached (it died after the receipt).
-  await runStubFor(env, started.run_id).start(started);
+  const stub = runStubFor(env, started.run_id);
+  try {
+    // Idempotent in the object: for a duplicate this only finishes a start that
+    // the first request may not have reached (it died after the receipt).
+    await stub.start(started);
+  } catch (err) {
+    // A receipt must never name a run that does not exist: free the identity, then fail.
+    if (started.delivery_id !== null && !(await runExists(stub))) await releaseDelivery(env.DB, started.delivery_id, started.run_id);
+    throw err;
+  }
   return { input: started, duplicate };
 }
 
-export function runStubFor(env: Env, runId: string) {
+export function runStubFor(env: Env, runId: string): DurableObjectStub<RunObject> {
   return env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
+}
+
+/** Whether the run's object holds a run; a broken object counts as none (the identity is freed). */
+async function runExists(stub: DurableObjectStub<RunObject>): Promise<boolean> {
+  try {
+    return (await stub.summary()) !== null;
+  } catch {
+    return false;
+  }
 }

@@ -19,7 +19,7 @@ const DROPPED_CALL_TIMEOUT_MS = 1_000;
 const SESSION_IDLE_TTL_MS = 200;
 
 const MUTATING_TOOLS = ["create_alert_from_chart", "create_dashboard", "create_kpi", "update_dashboard"];
-const READ_ONLY_TOOLS = ["get_dashboard", "list_dashboards"];
+const READ_ONLY_TOOLS = ["get_dashboard", "list_dashboards", "echo"];
 
 interface Dashboard {
   id: string;
@@ -110,7 +110,7 @@ describe("demo MCP server as a separate process", () => {
     expect((await control(server.mcpUrl, "POST", "/control/reset")).status).toBe(200);
   });
 
-  it("lists the six tools with read-only and mutating annotations", async () => {
+  it("lists the seven tools with read-only and mutating annotations", async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
     expect([...byName.keys()].sort()).toEqual([...MUTATING_TOOLS, ...READ_ONLY_TOOLS].sort());

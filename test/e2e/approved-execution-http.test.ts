@@ -387,9 +387,9 @@ describe("what the stream shows", () => {
     await s.toEnd();
     expect(requested.arguments).toEqual({
       title: "Billing",
-      api_key: "[REDACTED]",
+      api_key: "[redacted]",
       panels: ["p1"],
-      auth: { password: "[REDACTED]", headers: { Authorization: "[REDACTED]" } },
+      auth: { password: "[redacted]", headers: { Authorization: "[redacted]" } },
     });
     const replay = await rawEvents(s.runId);
     await replay.toEnd();

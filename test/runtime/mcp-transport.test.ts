@@ -37,6 +37,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 interface CallsSnapshot {
   total: number;
   by_tool: Record<string, number>;
+  calls: { tool: string; arguments: unknown }[];
 }
 interface StateSnapshot {
   dashboards: { id: string; title: string }[];
@@ -113,13 +114,14 @@ describe.each([
     await demo().reset();
   });
 
-  it("lists the six tools with their schemas and readOnlyHint", async () => {
+  it("lists the seven tools with their schemas and readOnlyHint", async () => {
     const tools = await listMcpTools(server(), CAPS);
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(Object.keys(byName).sort()).toEqual([
       "create_alert_from_chart",
       "create_dashboard",
       "create_kpi",
+      "echo",
       "get_dashboard",
       "list_dashboards",
       "update_dashboard",
@@ -127,7 +129,7 @@ describe.each([
     for (const name of ["create_dashboard", "update_dashboard", "create_kpi", "create_alert_from_chart"]) {
       expect(byName[name]?.readOnlyHint, name).toBe(false);
     }
-    for (const name of ["list_dashboards", "get_dashboard"]) expect(byName[name]?.readOnlyHint, name).toBe(true);
+    for (const name of ["list_dashboards", "get_dashboard", "echo"]) expect(byName[name]?.readOnlyHint, name).toBe(true);
     expect(byName.create_dashboard?.description).toMatch(/Create a dashboard/);
     expect(byName.create_dashboard?.inputSchema).toMatchObject({
       type: "object",
@@ -160,6 +162,16 @@ describe.each([
     expectResult(await callMcpTool(server(), "list_dashboards", {}, CAPS));
     await listMcpTools(server(), CAPS);
     expect((await demo().sessions()).open).toBe(before);
+  });
+
+  it("redacts credentials a result echoes from its summary; the real arguments reach the tool", async () => {
+    const args = { note: "Authorization: Bearer tok-echo-1", password: "pw-echo-2", url: "https://u:pw-echo-3@h.example/x" };
+    const outcome = expectResult(await callMcpTool(server(), "echo", args, CAPS));
+    for (const secret of ["tok-echo-1", "pw-echo-2", "pw-echo-3"]) expect(outcome.summary).not.toContain(secret);
+    expect(outcome.summary).toContain("echo: note=Authorization: [redacted]");
+    // The model's copy is the tool's answer as given (it rests only in the run's object).
+    expect(outcome.modelText).toContain("pw-echo-2");
+    expect((await demo().calls()).calls.at(-1)?.arguments).toEqual(args);
   });
 
   it("reports a tool error (update_dashboard on an unknown id) as a result with isError", async () => {

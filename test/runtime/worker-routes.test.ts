@@ -157,3 +157,196 @@ describe("run routes", () => {
     });
   });
 });
+
+describe("HTTP details (contract section 2)", () => {
+  it("takes the bearer scheme in any case, with one or more spaces", async () => {
+    for (const authorization of ["bearer test-token", "BEARER test-token", "BeArEr   test-token"]) {
+      await expectError(await api("/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV", { headers: { authorization } }), 404, "not_found");
+    }
+    await expectError(await api("/api/runs/x", { headers: { authorization: "Bearertest-token" } }), 401, "unauthorized");
+    await expectError(await api("/api/runs/x", { headers: { authorization: "Basic test-token" } }), 401, "unauthorized");
+  });
+
+  it("gives bad_config details only to a caller with a valid token", async () => {
+    const badEnv = { ...env, MCP_SERVERS: "{not json" } as never;
+    for (const headers of [{}, { authorization: "Bearer wrong" }] as HeadersInit[]) {
+      const res = await worker.fetch(new Request("https://engine.test/api/runs/x", { headers }), badEnv, createExecutionContext());
+      const body = await expectError(res, 503, "bad_config");
+      expect(body.details).toBeUndefined();
+      expect(JSON.stringify(body)).not.toContain("MCP_SERVERS");
+    }
+    const res = await worker.fetch(
+      new Request("https://engine.test/api/runs/x", { headers: { authorization: "bearer test-token" } }),
+      badEnv,
+      createExecutionContext(),
+    );
+    expect((await expectError(res, 503, "bad_config")).details[0].path).toBe("MCP_SERVERS");
+  });
+
+  it("answers HEAD /healthz with 200", async () => {
+    const res = await SELF.fetch("https://engine.test/healthz", { method: "HEAD" });
+    expect(res.status).toBe(200);
+  });
+
+  it("answers a method a route does not serve with 405, JSON and Allow", async () => {
+    const cases: Array<[string, string, string]> = [
+      ["GET", "/api/trigger", "POST"],
+      ["DELETE", "/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV", "GET"],
+      ["PUT", "/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/approvals/a1", "POST"],
+      ["GET", "/api/mutations/m1/reconcile", "POST"],
+      ["PATCH", "/api/deliveries/d1", "GET"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await api(path, { method });
+      await expectError(res, 405, "method_not_allowed");
+      expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+    }
+    const res = await SELF.fetch("https://engine.test/healthz", { method: "POST" });
+    await expectError(res, 405, "method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
+  });
+});
+
+/** `{"a":[[[...]]]}`-style nesting: `levels` arrays around a value. */
+function nested(levels: number): string {
+  return `${"[".repeat(levels)}1${"]".repeat(levels)}`;
+}
+
+describe("bad input (contract section 17)", () => {
+  const deepTrigger = (levels: number, extra = "") =>
+    `{"message":"x"${extra},"script":[{"tool_calls":[{"tool_name":"mcp__demo__echo","arguments":{"a":${nested(levels)}}}]}]}`;
+
+  it("refuses tool-call arguments nested ~4000 arrays deep (an 8 KB body) with 400, not 500", async () => {
+    const body = deepTrigger(4000);
+    expect(body.length).toBeLessThan(9000);
+    const res = await api("/api/trigger", { method: "POST", body });
+    const json = await expectError(res, 400, "invalid_request");
+    expect(json.details[0]).toMatchObject({ code: "too_deep", max_depth: 64 });
+  });
+
+  it("counts nesting from the body's root: 64 levels pass the depth check, 65 do not", async () => {
+    // body{ script[ turn{ tool_calls[ call{ arguments{ a: ... : six levels before the arrays.
+    const unknownKey = ',"surprise":1'; // makes the body fail its schema after the depth check, so no run starts
+    const ok = await expectError(await api("/api/trigger", { method: "POST", body: deepTrigger(58, unknownKey) }), 400, "invalid_request");
+    expect(ok.details[0].code).not.toBe("too_deep");
+    const deep = await expectError(
+      await api("/api/trigger", { method: "POST", body: deepTrigger(59, unknownKey) }),
+      400,
+      "invalid_request",
+    );
+    expect(deep.details[0].code).toBe("too_deep");
+    // Brackets inside strings are text, not nesting.
+    const inString = JSON.stringify({ message: "[".repeat(500), surprise: 1 });
+    expect((await expectError(await api("/api/trigger", { method: "POST", body: inString }), 400, "invalid_request")).details[0].path).toBe(
+      "",
+    );
+  });
+
+  it("checks nesting on every JSON route", async () => {
+    for (const path of [
+      "/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/approvals/a1",
+      "/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV/inputs/t1",
+      "/api/mutations/m1/reconcile",
+    ]) {
+      const json = await expectError(await api(path, { method: "POST", body: `{"x":${nested(100)}}` }), 400, "invalid_request");
+      expect(json.details[0].code, path).toBe("too_deep");
+    }
+  });
+
+  it("refuses text D1 cannot store as given (a lone surrogate) with its path; NUL is stored as sent", async () => {
+    const lone = await expectError(
+      await api("/api/trigger", { method: "POST", body: '{"message":"hi","delivery_id":"ev-\\ud800"}' }),
+      400,
+      "invalid_request",
+    );
+    expect(lone.details[0]).toMatchObject({ path: "delivery_id", code: "unstorable_text" });
+    const inKey = await expectError(
+      await api("/api/trigger", {
+        method: "POST",
+        body: '{"message":"hi","script":[{"tool_calls":[{"tool_name":"human__ask","arguments":{"q\\udc00":1}}]}]}',
+      }),
+      400,
+      "invalid_request",
+    );
+    expect(inKey.details[0].path).toBe("script.0.tool_calls.0.arguments.q\udc00");
+    // A well-formed pair is fine; so is NUL, which D1 keeps byte for byte.
+    const { status, json } = await trigger({ message: "pair \ud83d\ude00", delivery_id: "nul\u0000id", channel_id: "c\u0000" });
+    expect(status).toBe(202);
+    const receipt = await (await api(`/api/deliveries/${encodeURIComponent("nul\u0000id")}`)).json<any>();
+    expect(receipt).toMatchObject({ delivery_id: "nul\u0000id", run_id: json.run_id, channel_id: "c\u0000" });
+  });
+
+  it("refuses a script turn that repeats a tool_call_id", async () => {
+    const body = await expectError(
+      await api("/api/trigger", {
+        method: "POST",
+        body: JSON.stringify({
+          message: "x",
+          script: [
+            { tool_calls: [{ tool_name: "human__ask", tool_call_id: "t1", arguments: { question: "a" } }] },
+            {
+              tool_calls: [
+                { tool_name: "human__ask", tool_call_id: "t1", arguments: { question: "b" } },
+                { tool_name: "human__ask", tool_call_id: "t1", arguments: { question: "c" } },
+              ],
+            },
+          ],
+        }),
+      }),
+      400,
+      "invalid_request",
+    );
+    expect(body.details[0]).toMatchObject({ path: "script.1.tool_calls.1.tool_call_id", code: "duplicate_tool_call_id" });
+  });
+
+  it("claims no delivery identity for a trigger that fails validation: a retry with the same id starts a run", async () => {
+    const bad = await api("/api/trigger", { method: "POST", body: deepTrigger(4000, ',"delivery_id":"ev-deep"') });
+    await expectError(bad, 400, "invalid_request");
+    await expectError(await api("/api/deliveries/ev-deep"), 404, "not_found");
+    const retry = await trigger({ message: "hi", delivery_id: "ev-deep" });
+    expect(retry.status).toBe(202);
+    const receipt = await (await api("/api/deliveries/ev-deep")).json<any>();
+    expect(receipt.run_id).toBe(retry.json.run_id);
+    expect((await api(`/api/runs/${receipt.run_id}`)).status).toBe(200);
+  });
+
+  it("releases the claim when the run fails to start, so the receipt never names a run that does not exist", async () => {
+    let starts = 0;
+    const failingObjects = {
+      idFromName: (name: string) => env.RUN_OBJECT.idFromName(name),
+      get: () => ({
+        start: async () => {
+          starts++;
+          throw new Error("start failed (test double)");
+        },
+        summary: async () => null,
+      }),
+    };
+    const request = () =>
+      new Request("https://engine.test/api/trigger", {
+        method: "POST",
+        headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+        body: JSON.stringify({ message: "hi", delivery_id: "ev-start-fails" }),
+      });
+    const failed = await worker.fetch(request(), { ...env, RUN_OBJECT: failingObjects } as never, createExecutionContext());
+    await expectError(failed, 500, "internal_error");
+    expect(starts).toBe(1);
+    await expectError(await api("/api/deliveries/ev-start-fails"), 404, "not_found");
+    const retry = await SELF.fetch(request());
+    expect(retry.status).toBe(202);
+    const { run_id } = await retry.json<any>();
+    expect((await (await api("/api/deliveries/ev-start-fails")).json<any>()).run_id).toBe(run_id);
+    expect((await api(`/api/runs/${run_id}`)).status).toBe(200);
+  });
+
+  it("starts the receipt's run from a duplicate when the first request died before starting it", async () => {
+    // A receipt whose run never started (the first request died between the claim and the start).
+    const runId = "run_01ARZ3NDEKTSV4RRFFQ69G5FAW";
+    await env.DB.prepare("INSERT INTO deliveries (delivery_id, run_id, channel_id, accepted_at) VALUES (?, ?, ?, ?)")
+      .bind("ev-orphan", runId, "C7", new Date().toISOString())
+      .run();
+    const again = await trigger({ message: "hi", delivery_id: "ev-orphan", channel_id: "C7" });
+    expect(again).toMatchObject({ status: 200, json: { status: "duplicate", run_id: runId } });
+    expect((await api(`/api/runs/${runId}`)).status).toBe(200);
+  });
+});

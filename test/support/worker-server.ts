@@ -45,6 +45,8 @@ export interface WorkerServer {
   process: ChildProcess;
   /** Output so far, for failure messages. */
   logs(): string;
+  /** The server's --persist-to directory (local D1 and Durable Object storage); removed by stop(). */
+  stateDir: string;
   /** Authorised fetch against the server. */
   api(path: string, init?: RequestInit): Promise<Response>;
   /** Stops the whole process group (bounded) and removes the server's state. Idempotent. */
@@ -204,6 +206,7 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
     token,
     process: child,
     logs: () => output,
+    stateDir: persistTo,
     api: (path, init = {}) => {
       const headers = new Headers(init.headers);
       if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);

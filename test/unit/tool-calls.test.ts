@@ -51,7 +51,7 @@ function counters(): RunCounters {
 describe("announce", () => {
   it("asks a person for a budgeted mutating call, showing redacted arguments", () => {
     const c = call(0);
-    const effects = announce(c, { title: "t", api_key: "[REDACTED]" }, limits, T0, "approval-1");
+    const effects = announce(c, { title: "t", api_key: "[redacted]" }, limits, T0, "approval-1");
     expect(events(effects)).toEqual(["tool_started", "approval_requested"]);
     expect(fields(effects, "tool_started")).toEqual({ tool_name: c.tool_name, tool_call_id: "call-0", approval_required: true });
     expect(fields(effects, "approval_requested")).toEqual({
@@ -60,7 +60,7 @@ describe("announce", () => {
       approval_id: "approval-1",
       level: "approve",
       description: "Create a dashboard.",
-      arguments: { title: "t", api_key: "[REDACTED]" },
+      arguments: { title: "t", api_key: "[redacted]" },
       expires_at: new Date(T0 + 1_000).toISOString(),
     });
     expect(c.state).toBe("awaiting_approval");

@@ -1,5 +1,6 @@
 // POST /api/trigger: validate, claim the delivery identity, start the run in
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
+// Nothing is claimed for an input that fails validation (contract section 17).
 import { apiError, jsonResponse } from "../api-error";
 import type { HostConfig } from "../../config/config";
 import { runStubFor, startRun } from "../start-run";
@@ -7,7 +8,7 @@ import type { Env } from "../../config/env";
 import { readJsonBody } from "../request-body";
 import { newRunId } from "../../ids";
 import { isKnownToolNameShape } from "../../execution/tool-policy";
-import { triggerBodySchema } from "../trigger-request";
+import { type ScriptTurn, triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig): Promise<Response> {
@@ -28,6 +29,15 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
       error: "invalid_request",
       message: `Tool names are "human__ask" or "mcp__<server>__<tool>"; got ${JSON.stringify(badTool.call.tool_name)}.`,
       details: [{ path: badTool.path, message: "not a tool name this engine can call" }],
+    });
+  }
+
+  const duplicateId = firstDuplicateToolCallId(body.script ?? []);
+  if (duplicateId) {
+    throw apiError(400, {
+      error: "invalid_request",
+      message: `tool_call_id ${JSON.stringify(duplicateId.id)} appears twice in one script turn; tool_call_ids are unique within a turn.`,
+      details: [{ path: duplicateId.path, code: "duplicate_tool_call_id", message: "repeats an earlier tool_call_id of the same turn" }],
     });
   }
 
@@ -80,4 +90,17 @@ function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | nu
 function hasControlCharacter(text: string): boolean {
   for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return true;
   return false;
+}
+
+/** The first tool_call_id a script turn repeats, with its path. */
+function firstDuplicateToolCallId(script: ScriptTurn[]): { id: string; path: string } | undefined {
+  for (const [t, turn] of script.entries()) {
+    const seen = new Set<string>();
+    for (const [c, call] of (turn.tool_calls ?? []).entries()) {
+      if (call.tool_call_id === undefined) continue;
+      if (seen.has(call.tool_call_id)) return { id: call.tool_call_id, path: `script.${t}.tool_calls.${c}.tool_call_id` };
+      seen.add(call.tool_call_id);
+    }
+  }
+  return undefined;
 }

@@ -1,0 +1,36 @@
+// The settings `npm start` keeps in .dev.vars, kept consistent with the ports
+// of this start: the demo MCP server's URL in MCP_SERVERS follows
+// DEMO_MCP_PORT on every start instead of being frozen by the first one. Only
+// the `demo` entry on loopback is touched; servers a developer added stay.
+const DEMO_URL = /^http:\/\/127\.0\.0\.1:\d+\/mcp$/;
+
+export function demoMcpUrl(port: number): string {
+  return `http://127.0.0.1:${port}/mcp`;
+}
+
+/** A fresh .dev.vars for a first start. */
+export function newDevVars(token: string, demoPort: number): string {
+  return [
+    "# Local settings for `npm start` (wrangler dev). Not committed.",
+    `API_TOKEN=${token}`,
+    `MCP_SERVERS='${JSON.stringify({ demo: { url: demoMcpUrl(demoPort) } })}'`,
+    `MUTATION_BUDGET='{"mcp__demo__create_dashboard":2,"mcp__demo__update_dashboard":2}'`,
+    "",
+  ].join("\n");
+}
+
+/** `text` (a .dev.vars file) with the demo server's URL pointing at `demoPort`; unchanged when it already does or has no such entry. */
+export function withDemoPort(text: string, demoPort: number): string {
+  return text.replace(/^MCP_SERVERS=(['"]?)(.*)\1$/m, (line, quote: string, json: string) => {
+    let servers: unknown;
+    try {
+      servers = JSON.parse(json);
+    } catch {
+      return line; // not ours to fix: the Worker reports a bad MCP_SERVERS itself
+    }
+    const demo = (servers as { demo?: { url?: unknown } } | null)?.demo;
+    if (typeof demo?.url !== "string" || !DEMO_URL.test(demo.url) || demo.url === demoMcpUrl(demoPort)) return line;
+    demo.url = demoMcpUrl(demoPort);
+    return `MCP_SERVERS=${quote || "'"}${JSON.stringify(servers)}${quote || "'"}`;
+  });
+}

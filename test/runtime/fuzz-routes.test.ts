@@ -1,0 +1,301 @@
+// Fuzzing the Worker's routes (contract section 17: no input gets a 500).
+// fast-check generates trigger, decision, answer, reconcile and events-route
+// requests (deep nesting, huge and odd numbers, odd unicode, lone surrogates,
+// NUL, oversize fields, wrong types, odd ids in every path position) and sends
+// them through SELF.fetch. Every answer must be below 500 (503 only as the
+// storage guard's documented busy answer) and every error JSON.
+// At least 2,000 cases in CI; FUZZ_RUNS (npm run fuzz) multiplies them.
+import { env } from "cloudflare:test";
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
+import { api, trigger } from "./helpers";
+
+/** Cases in CI per route family: 800 + 4 × 300 = 2,000. */
+const SCALE = Math.max(1, Number(env.FUZZ_RUNS || 0) / 2000);
+const runs = (ci: number) => Math.round(ci * SCALE);
+
+function loneSurrogate(): fc.Arbitrary<string> {
+  return fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
+}
+
+const oddChar = fc.oneof(
+  fc.constantFrom("\u0000", "\u202e", "\ufeff", "\u{1F600}", "\n", "\r", "%", "/", "..", "\\", '"', "'", "<", "\u0085", "\u2028", "é"),
+  loneSurrogate(),
+);
+const oddString = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: "binary", maxLength: 20 }),
+  fc.string({ unit: oddChar, maxLength: 12 }),
+  fc.constantFrom("", " ", "x".repeat(201), "x".repeat(33_000), "null", "[]", "{}", "run_", "__proto__", "constructor"),
+);
+const oddNumberText = fc.constantFrom(
+  "1e999",
+  "-1e999",
+  "-0",
+  "123456789012345678901234567890",
+  "1e-400",
+  "0.1",
+  "9007199254740993",
+  "-1",
+  "1e308",
+);
+const oddValue: fc.Arbitrary<unknown> = fc.oneof(
+  oddString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.string({ maxLength: 4 }), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 }), { maxKeys: 3 }),
+);
+
+/** Nested arrays/objects `levels` deep around a value, as raw JSON text. */
+const deepText = fc
+  .tuple(fc.integer({ min: 1, max: 5000 }), fc.boolean())
+  .map(([levels, objects]) =>
+    objects ? `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}` : `${"[".repeat(levels)}1${"]".repeat(levels)}`,
+  );
+
+/** Any JSON text, mostly odd: values, deep nesting, broken syntax, huge numbers. */
+const anyBodyText = fc.oneof(
+  fc.jsonValue().map((v) => JSON.stringify(v)),
+  oddValue.map((v) => JSON.stringify(v) ?? "null"),
+  deepText,
+  fc.constantFrom("", "{", "{]", '{"message":', "\u0000", "null", "true", '"\\ud800"', "[1,]", "x".repeat(70_000)),
+  oddNumberText,
+);
+
+/** An object body with the route's field names, each given an odd value, plus maybe an unknown key. */
+function fieldsBody(fields: string[]): fc.Arbitrary<string> {
+  return fc
+    .tuple(
+      fc.subarray(fields),
+      fc.array(
+        fc.oneof(
+          oddValue,
+          deepText.map((t) => ({ raw: t })),
+          oddNumberText.map((t) => ({ raw: t })),
+        ),
+        {
+          minLength: fields.length,
+          maxLength: fields.length,
+        },
+      ),
+      fc.option(fc.string({ maxLength: 8 })),
+    )
+    .map(([chosen, values, extra]) => {
+      const parts = chosen.map((field, i) => {
+        const v = values[i];
+        const text = typeof v === "object" && v !== null && "raw" in v ? (v as { raw: string }).raw : JSON.stringify(v);
+        return `${JSON.stringify(field)}:${text}`;
+      });
+      if (extra !== null) parts.push(`${JSON.stringify(extra)}:1`);
+      return `{${parts.join(",")}}`;
+    });
+}
+
+const toolName = fc.oneof(fc.constantFrom("human__ask", "mcp__nosuch__tool", "mcp__x", "rm -rf", "", "human__ask2"), oddString);
+const toolCall = fc.record(
+  {
+    tool_name: toolName,
+    tool_call_id: fc.oneof(fc.constantFrom("t1", "t2"), oddString),
+    arguments: fc.oneof(fc.jsonValue({ maxDepth: 4 }), oddValue, fc.dictionary(oddString, oddValue, { maxKeys: 4 })),
+  },
+  { requiredKeys: [] },
+);
+const scriptTurn = fc.record(
+  {
+    text: oddString,
+    tool_calls: fc.array(toolCall, { maxLength: 3 }),
+    delay_ms: fc.oneof(fc.constantFrom(0, -1, 1.5, 600_001), fc.integer()),
+  },
+  { requiredKeys: [] },
+);
+/** A trigger close to valid: right keys, odd values. A run that starts ends at once or waits for a person. */
+const nearValidTrigger = fc
+  .record(
+    {
+      message: fc.oneof(oddString, fc.constant("hi"), oddValue),
+      channel_id: oddString,
+      user_id: oddString,
+      delivery_id: oddString,
+      max_tool_calls: fc.oneof(fc.integer(), fc.double(), fc.constantFrom(0, 1e308, -0)),
+      script: fc.oneof(fc.array(scriptTurn, { maxLength: 3 }), fc.constant([{ text: "done" }]), oddValue),
+    },
+    { requiredKeys: ["message"] },
+  )
+  .map((body) => JSON.stringify(body));
+
+const contentType = fc.constantFrom(
+  "application/json",
+  "application/json; charset=utf-8",
+  "application/vnd.api+json",
+  "text/plain",
+  "",
+  "application/x-www-form-urlencoded",
+);
+
+function safeEncode(text: string): string {
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    return "%ED%A0%80"; // a lone surrogate, UTF-8 encoded as an unpaired half
+  }
+}
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const validRunId = fc.array(fc.constantFrom(...crockford), { minLength: 26, maxLength: 26 }).map((cs) => `run_${cs.join("")}`);
+let liveRunId = "";
+/** An id in a path position: well-formed, existing, odd, encoded or raw-but-URL-safe. */
+const pathId = fc.oneof(
+  validRunId,
+  fc.constant("live"),
+  oddString.map(safeEncode),
+  fc.constantFrom("%", "%E0%A4%A", "..", ".", "%2F", "a%00b", "x".repeat(2000), "%F0%9F%98%80", "mut_x", "run_"),
+);
+const resolve = (id: string) => (id === "live" ? liveRunId : id);
+
+interface Sent {
+  method: string;
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
+async function expectNoServerError(req: Sent): Promise<void> {
+  let res: Response;
+  try {
+    const headers: Record<string, string> = { ...req.headers };
+    res = await api(req.path, { method: req.method, body: req.body, headers });
+  } catch (err) {
+    // A request the fetch API itself refuses (a header value it will not send) never reaches the Worker.
+    if (err instanceof TypeError) return;
+    throw err;
+  }
+  const label = `${req.method} ${req.path} ${JSON.stringify(req.headers ?? {})} ${(req.body ?? "").slice(0, 300)}`;
+  const type = res.headers.get("content-type") ?? "";
+  if (type.startsWith("text/event-stream")) {
+    await res.body?.cancel();
+    expect(res.status, label).toBe(200);
+    return;
+  }
+  const text = await res.text();
+  expect(res.status, `${label} → ${text.slice(0, 300)}`).toBeLessThan(res.status === 503 ? 504 : 500);
+  if (res.status >= 400) {
+    expect(type, label).toMatch(/^application\/json/);
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
+    expect(typeof body.error, label).toBe("string");
+    expect(typeof body.message, label).toBe("string");
+    if (res.status === 503) expect(body.error, label).toMatch(/^storage_/);
+  }
+}
+
+beforeAll(async () => {
+  const { status, json } = await trigger({ message: "fuzz target", script: [{ text: "done" }] });
+  expect(status).toBe(202);
+  liveRunId = json.run_id;
+});
+
+/** Each family takes a few seconds in CI; generous, since a loaded machine is slower. */
+const FAMILY_TIMEOUT_MS = 120_000 * SCALE;
+
+describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
+  it("POST /api/trigger", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          { weight: 2, arbitrary: nearValidTrigger },
+          { weight: 2, arbitrary: anyBodyText },
+          // Deep tool-call arguments inside an otherwise valid script (issue 9's first finding).
+          deepText.map((deep) => `{"message":"m","script":[{"tool_calls":[{"tool_name":"human__ask","arguments":{"a":${deep}}}]}]}`),
+          fieldsBody(["message", "channel_id", "user_id", "delivery_id", "max_tool_calls", "script"]),
+        ),
+        contentType,
+        fc.option(fc.constantFrom("text/event-stream", "application/json", "*/*")),
+        // Header values are bytes: ASCII odd text (a non-ASCII value only makes the runtime warn).
+        fc.option(fc.oneof(fc.string({ unit: "binary-ascii", maxLength: 12 }), fc.constantFrom("k1", "x".repeat(201), " ", "\t"))),
+        async (body, type, accept, idempotencyKey) => {
+          const headers: Record<string, string> = {};
+          if (type !== "") headers["content-type"] = type;
+          if (accept !== null) headers.accept = accept;
+          if (idempotencyKey !== null) headers["idempotency-key"] = idempotencyKey;
+          await expectNoServerError({ method: "POST", path: "/api/trigger", body, headers });
+        },
+      ),
+      { numRuns: runs(800) },
+    );
+  });
+
+  it("POST /api/runs/{run_id}/approvals/{approval_id}", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathId,
+        pathId,
+        fc.oneof(
+          anyBodyText,
+          fieldsBody(["decision", "decided_by", "reason", "confirmation"]),
+          fc.constant('{"decision":"deny","decided_by":"fuzz"}'),
+        ),
+        async (runId, approvalId, body) => {
+          await expectNoServerError({ method: "POST", path: `/api/runs/${resolve(runId)}/approvals/${approvalId}`, body });
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it("POST /api/runs/{run_id}/inputs/{tool_call_id}", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathId,
+        pathId,
+        fc.oneof(anyBodyText, fieldsBody(["answer", "answered_by"]), fc.constant('{"answer":"a","answered_by":"fuzz"}')),
+        async (runId, toolCallId, body) => {
+          await expectNoServerError({ method: "POST", path: `/api/runs/${resolve(runId)}/inputs/${toolCallId}`, body });
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it("POST /api/mutations/{mutation_id}/reconcile", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(pathId, fc.constantFrom("mut_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
+        fc.oneof(
+          anyBodyText,
+          fieldsBody(["outcome", "evidence", "reconciled_by"]),
+          fc.constant('{"outcome":"completed","evidence":"e","reconciled_by":"f"}'),
+        ),
+        async (mutationId, body) => {
+          await expectNoServerError({ method: "POST", path: `/api/mutations/${mutationId}/reconcile`, body });
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it("GET /api/runs/{run_id}/events and the other id routes", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathId,
+        fc.constantFrom("/events", "", "/mutations", "/cancel", "/approvals", "/events/x"),
+        fc.option(fc.oneof(oddString, oddNumberText, fc.constantFrom("0", "1", "99999999999999999999"))),
+        fc.option(fc.oneof(oddString, oddNumberText)),
+        fc.option(oddString),
+        fc.constantFrom("GET", "POST", "DELETE", "PUT"),
+        async (runId, suffix, after, lastEventId, clientKey, method) => {
+          const query = new URLSearchParams();
+          if (after !== null) query.set("after", after);
+          if (clientKey !== null) query.set("client_key", clientKey.replace(/[\ud800-\udfff]/g, "?"));
+          const headers: Record<string, string> = { accept: "text/event-stream" };
+          if (lastEventId !== null) headers["last-event-id"] = lastEventId.replace(/[^\x20-\x7e]/g, "?");
+          const path = `/api/runs/${resolve(runId)}${suffix}${query.size > 0 ? `?${query}` : ""}`;
+          await expectNoServerError({ method, path, headers });
+          await expectNoServerError({ method: "GET", path: `/api/deliveries/${runId}` });
+          await expectNoServerError({ method: "GET", path: `/api/mutations/${runId}` });
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+});
