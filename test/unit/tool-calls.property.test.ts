@@ -25,9 +25,9 @@ import {
   type DispatchOutcome,
   type Effect,
   type Limits,
+  type Proposed,
   type RunCounters,
-  type ToolCallRecord,
-  type TurnState,
+  type ToolCall,
 } from "../../src/execution/tool-calls";
 
 const RUNS = 1_000;
@@ -108,6 +108,8 @@ const scenario: fc.Arbitrary<Scenario> = fc
 
 type TraceEntry =
   | { kind: "emit"; type: string; id: string; fields: Record<string, unknown> }
+  | { kind: "record_intent"; id: string; mutationId: string }
+  | { kind: "settle_unsent"; id: string; mutationId: string }
   | { kind: "dispatch"; id: string; usedBefore: number; admittedBefore: number };
 
 interface CallInfo {
@@ -138,7 +140,7 @@ const limitsFor = (ceiling: number): Limits => ({
   admissionTimeoutMs: ADMISSION_TIMEOUT_MS,
 });
 
-function record(info: CallInfo, questionIsString: boolean, now: number): ToolCallRecord {
+function record(info: CallInfo, questionIsString: boolean, now: number): Proposed {
   const isAsk = info.kind === "human_ask";
   return {
     turn: info.turn,
@@ -151,24 +153,26 @@ function record(info: CallInfo, questionIsString: boolean, now: number): ToolCal
     mutating: info.mutating,
     level: info.level,
     description: `Call ${info.tool}.`,
-    state: "awaiting_admission",
     started_at: now,
-    approved: false,
+    state: "proposed",
   };
 }
 
 function outcomeOf(result: DispatchResult): { outcome: DispatchOutcome; late: boolean } {
   switch (result) {
     case "ok":
-      return { outcome: { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok" }, late: false };
+      return { outcome: { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok", sent: true }, late: false };
     case "tool_error":
-      return { outcome: { kind: "result", is_error: true, content_bytes: 4, summary: "boom", model_text: "boom" }, late: false };
+      return {
+        outcome: { kind: "result", is_error: true, content_bytes: 4, summary: "boom", model_text: "boom", sent: true },
+        late: false,
+      };
     case "timeout":
-      return { outcome: { kind: "failed", code: "transport_timeout", message: "timed out" }, late: false };
+      return { outcome: { kind: "failed", code: "transport_timeout", message: "timed out", sent: true }, late: false };
     case "lost":
-      return { outcome: { kind: "failed", code: "transport_error", message: "lost in a restart" }, late: false };
+      return { outcome: { kind: "failed", code: "transport_error", message: "lost in a restart", sent: true }, late: false };
     case "late_settlement":
-      return { outcome: { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok" }, late: true };
+      return { outcome: { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok", sent: true }, late: true };
   }
 }
 
@@ -178,12 +182,20 @@ function simulate(s: Scenario): Trace {
   const trace: Trace = { entries: [], calls: [], limits, counters, cancelledAt: undefined };
   let now = T0;
   let cancelled = false;
+  let minted = 0;
+  const calls: ToolCall[] = [];
 
   const take = (effects: Effect[]) => {
     for (const e of effects) {
       if (e.kind === "emit") {
         const id = typeof e.fields.tool_call_id === "string" ? e.fields.tool_call_id : "";
         trace.entries.push({ kind: "emit", type: e.type, id, fields: e.fields });
+      } else if (e.kind === "record_intent" || e.kind === "settle_unsent") {
+        trace.entries.push(
+          e.kind === "record_intent"
+            ? { kind: "record_intent", id: e.call.tool_call_id, mutationId: e.mutation_id }
+            : { kind: "settle_unsent", id: e.call.tool_call_id, mutationId: e.mutation_id },
+        );
       } else {
         const call = e.call;
         // The counters were already moved by the admission; what they were before it is what the budget allowed.
@@ -209,66 +221,74 @@ function simulate(s: Scenario): Trace {
       level: kind === "read_only" || kind === "human_ask" ? null : kind === "confirm" ? "confirm" : "approve",
     }));
     trace.calls.push(...infos);
-    const turn: TurnState = { calls: infos.map((info) => record(info, s.questionIsString, now)) };
-    const advance = () => take(advanceAdmission(turn, counters, limits, now));
-    for (const call of turn.calls) take(announce(call, { redacted: true }, limits, now, `approval-${call.tool_call_id}`));
+    const first = calls.length;
+    const proposed = infos.map((info) => record(info, s.questionIsString, now));
+    calls.push(...proposed);
+    const turnOf = () => calls.slice(first);
+    const mint = () => `mut-${++minted}`;
+    const advance = () => take(advanceAdmission(calls, turnIndex, counters, limits, now));
+    for (const call of proposed) {
+      take(announce(calls, call, { redacted: true }, limits, now, { approvalId: `approval-${call.tool_call_id}`, mutationId: mint() }));
+    }
     advance();
 
     for (const a of s.actions[turnIndex] ?? []) {
-      const call = "i" in a ? turn.calls[a.i] : undefined;
+      const call = "i" in a ? turnOf()[a.i] : undefined;
       switch (a.t) {
         case "approve":
         case "deny": {
-          if (!call?.approval) break;
+          if (call?.kind !== "mcp") break;
           const confirmation = a.t === "approve" ? { right: call.tool_name, wrong: "nope", none: undefined }[a.confirmation] : undefined;
-          const answer = decideApproval(
-            call,
-            { decision: a.t, decided_by: "U1", ...(confirmation !== undefined ? { confirmation } : {}) },
-            limits,
-            now,
+          take(
+            decideApproval(
+              calls,
+              `approval-${call.tool_call_id}`,
+              { decision: a.t, decided_by: "U1", ...(confirmation !== undefined ? { confirmation } : {}) },
+              limits,
+              now,
+              mint(),
+            ).effects,
           );
-          if ("effects" in answer) take(answer.effects);
           break;
         }
         case "answer": {
-          if (!call?.input) break;
-          const answer = answerInput(call, a.text, "U2", now);
-          if ("effects" in answer) take(answer.effects);
+          if (call?.kind !== "human_ask") break;
+          take(answerInput(calls, call.tool_call_id, a.text, "U2", now).effects);
           break;
         }
         case "tick":
           now += a.ms;
-          take(expireDue(turn, now));
+          take(expireDue(calls, turnIndex, now));
           break;
         case "settle":
         case "refuse": {
-          const inFlight = turn.calls.find((c) => c.state === "dispatched");
-          if (!inFlight) break;
-          if (a.t === "refuse") take(refuseDispatch(inFlight, a.reason, now));
+          const inFlight = turnOf().find((c) => c.state === "dispatched");
+          if (inFlight?.state !== "dispatched") break;
+          if (a.t === "refuse") take(refuseDispatch(calls, inFlight, a.reason, now));
           else {
             const { outcome, late } = outcomeOf(a.result);
-            take(settleDispatch(inFlight, outcome, now, late));
+            take(settleDispatch(calls, inFlight, outcome, now, late));
           }
           break;
         }
         case "cancel":
           cancelled = true;
           trace.cancelledAt ??= trace.entries.length;
-          take(cancelPending(turn, now));
+          take(cancelPending(calls, turnIndex, now));
           break;
       }
       if (!cancelled) advance();
     }
 
     // Play the turn out: results come back, time passes until everything expired or ran.
-    for (let step = 0; step < 50 && !turnDone(turn); step++) {
-      const inFlight = turn.calls.find((c) => c.state === "dispatched");
-      if (inFlight) take(settleDispatch(inFlight, outcomeOf("ok").outcome, now));
+    for (let step = 0; step < 50 && !turnDone(calls, turnIndex); step++) {
+      const inFlight = turnOf().find((c) => c.state === "dispatched");
+      if (inFlight?.state === "dispatched") take(settleDispatch(calls, inFlight, outcomeOf("ok").outcome, now));
       now += APPROVAL_TIMEOUT_MS + ADMISSION_TIMEOUT_MS;
-      take(expireDue(turn, now));
+      take(expireDue(calls, turnIndex, now));
       if (!cancelled) advance();
     }
-    expect(turnDone(turn), `turn ${turnIndex} never ended: ${JSON.stringify(turn.calls.map((c) => c.state))}`).toBe(true);
+    expect(turnDone(calls, turnIndex), `turn ${turnIndex} never ended: ${JSON.stringify(turnOf().map((c) => c.state))}`).toBe(true);
   }
   return trace;
 }
@@ -276,7 +296,9 @@ function simulate(s: Scenario): Trace {
 // ---- helpers over the trace ------------------------------------------------
 
 const ofCall = (trace: Trace, id: string) => trace.entries.filter((e) => e.id === id);
-const names = (entries: TraceEntry[]) => entries.map((e) => (e.kind === "emit" ? e.type : "dispatch"));
+/** The call's stream events and dispatches (durable row work is checked on its own). */
+const names = (entries: TraceEntry[]) =>
+  entries.filter((e) => e.kind === "emit" || e.kind === "dispatch").map((e) => (e.kind === "emit" ? e.type : "dispatch"));
 const isResolvedApproved = (e: TraceEntry) => e.kind === "emit" && e.type === "approval_resolved" && e.fields.decision === "approved";
 
 describe("the call state machine under random interleavings", () => {
@@ -344,6 +366,7 @@ describe("the call state machine under random interleavings", () => {
         const byId = new Map(trace.calls.map((c) => [c.id, c]));
         let admitted = 0;
         for (const [position, entry] of trace.entries.entries()) {
+          if (entry.kind === "record_intent" || entry.kind === "settle_unsent") continue;
           if (entry.kind === "emit") {
             expect(completed.has(entry.id) && entry.id !== "", `event after ${entry.id} completed`).toBe(false);
             if (entry.type === "tool_completed") completed.add(entry.id);
@@ -392,6 +415,40 @@ describe("the call state machine under random interleavings", () => {
         for (const e of trace.entries) {
           if (e.kind === "emit" && e.type === "human_input_requested") {
             expect(typeof e.fields.question).toBe("string");
+            expect(e.fields.question).not.toContain("s3cret");
+          }
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("records one intent for every approved mutation before it is dispatched, and settles unsent exactly those that ended unsent", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const trace = simulate(s);
+        for (const call of trace.calls) {
+          const entries = ofCall(trace, call.id);
+          const intents = entries.filter((e) => e.kind === "record_intent");
+          const unsent = entries.filter((e) => e.kind === "settle_unsent");
+          const execution = entries.find((e) => e.kind === "emit" && e.type === "tool_execution");
+          const completed = entries.find((e) => e.kind === "emit" && e.type === "tool_completed");
+          const approvedMutation = call.mutating && completed?.kind === "emit" && completed.fields.approved === true;
+          expect(intents, call.id).toHaveLength(approvedMutation ? 1 : 0);
+          const dispatchAt = entries.findIndex((e) => e.kind === "dispatch");
+          if (!approvedMutation) {
+            expect(unsent, call.id).toHaveLength(0);
+            expect(execution?.kind === "emit" && execution.fields.mutation_id, call.id).toBeUndefined();
+            continue;
+          }
+          const intent = intents[0]!;
+          expect(execution?.kind === "emit" && execution.fields.mutation_id, call.id).toBe(intent.mutationId);
+          if (dispatchAt !== -1) {
+            expect(entries.indexOf(intent), call.id).toBeLessThan(dispatchAt);
+            expect(unsent, `${call.id}: a dispatched call's row is the pipeline's`).toHaveLength(0);
+          } else {
+            expect(unsent, call.id).toHaveLength(1);
+            expect(unsent[0]!.mutationId, call.id).toBe(intent.mutationId);
           }
         }
       }),
