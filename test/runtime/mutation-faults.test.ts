@@ -854,3 +854,41 @@ function expectSettledAfterCreated(row: { mutation_id: string; created_at: strin
 function envelope(event: any, runId: string, channel: string) {
   return { protocol_version: "v2", sequence: event.sequence, run_id: runId, channel_id: channel, at: expect.any(String) };
 }
+
+describe("approval time", () => {
+  it("counts expires_at from the moment approval_requested / human_input_requested is appended, not from before the tool listing", async () => {
+    // The default APPROVAL_TIMEOUT_MS (the runtime project does not set it); the first tool turn of a new
+    // object lists the demo server's tools over the network first, which takes real time.
+    const APPROVAL_TIMEOUT_MS = 300_000;
+    const { title, channel } = fresh("expiry-from-append");
+    const { status, json } = await trigger({
+      message: "m",
+      channel_id: channel,
+      script: [
+        {
+          tool_calls: [
+            { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team?" } },
+            { tool_name: TOOL, tool_call_id: "write-1", arguments: { title } },
+          ],
+        },
+      ],
+    });
+    expect(status).toBe(202);
+    await pendingApproval(json.run_id);
+    const reader = new SseReader(await openEvents(json.run_id));
+    const events = (await reader.readUntil(5)).map((e) => JSON.parse(e.data));
+    await reader.cancel();
+    const asked = only(
+      events.filter((e) => e.type === "human_input_requested"),
+      "human_input_requested",
+    );
+    const requested = only(
+      events.filter((e) => e.type === "approval_requested"),
+      "approval_requested",
+    );
+    for (const event of [asked, requested]) {
+      expect(Date.parse(event.expires_at) - Date.parse(event.at), event.type).toBe(APPROVAL_TIMEOUT_MS);
+    }
+    expect((await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" })).status).toBe(202);
+  });
+});
