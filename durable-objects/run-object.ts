@@ -29,6 +29,8 @@ import { RunStream } from "../src/stream/run-stream";
 export class RunObject extends DurableObject<Env> {
   #config!: HostConfig;
   #engine: RunEngine | undefined;
+  /** After retention: the stream's purge marker only, answering 410 replay_gap or 204. */
+  #purged: RunStream | undefined;
   readonly #catalog: () => ToolCatalog;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -46,7 +48,11 @@ export class RunObject extends DurableObject<Env> {
       }
       this.#config = loaded.config;
       const found = RunStore.load(ctx.storage.sql);
-      if (!found) return;
+      if (!found) {
+        const purged = RunStore.purged(ctx.storage.sql);
+        if (purged) this.#purged = new RunStream(ctx.storage.sql, this.#config.RUN_MAX_EVENTS, purged, true);
+        return;
+      }
       const { run, script, calls } = found.stored;
       this.#engine = this.#build(found.store, run, script, calls, await ctx.storage.getAlarm(), "");
       this.#engine.resume();
@@ -111,18 +117,22 @@ export class RunObject extends DurableObject<Env> {
    * GET /events?after=N[&client_key=K]. Replays from storage, then tails live.
    */
   override async fetch(request: Request): Promise<Response> {
-    if (!this.#engine) return Response.json({ error: "not_found", message: "No such run." }, { status: 404 });
     const url = new URL(request.url);
-    return this.#engine.subscribe(Number(url.searchParams.get("after") ?? "0"), url.searchParams.get("client_key") ?? undefined);
+    const after = Number(url.searchParams.get("after") ?? "0");
+    if (this.#purged) return this.#purged.subscribe(after, undefined);
+    if (!this.#engine) return Response.json({ error: "not_found", message: "No such run." }, { status: 404 });
+    return this.#engine.subscribe(after, url.searchParams.get("client_key") ?? undefined);
   }
 
   override async alarm(): Promise<void> {
-    if (!this.#engine?.alarm(Date.now()).purge) return;
+    const engine = this.#engine;
+    if (!engine?.alarm(Date.now()).purge) return;
     // Retention ended: the events, the real arguments, the script, the conversation and the record all go.
-    this.#engine.closeStream();
+    engine.closeStream();
+    RunStore.purge(this.ctx.storage.sql, engine.run);
     this.#engine = undefined;
+    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
     await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
   }
 
   /**

@@ -235,6 +235,12 @@ export class RunEngine {
       }
       if (phase.kind !== "tools") return;
       await this.#recoverLostDispatches(phase.turn);
+      if (run.status !== "running") return;
+      if (run.cancel_requested && !hasDispatched(this.#calls, phase.turn)) {
+        // Cancelled while a call was in flight, and that call was lost to a restart: the cancel completes now.
+        this.#endCancelled();
+        return;
+      }
       this.#apply(advanceAdmission(this.#calls, phase.turn, run.counters, this.#limits(), Date.now()));
       if (turnDone(this.#calls, phase.turn)) {
         // Every call of the turn ended: their results go back to the model.

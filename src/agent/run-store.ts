@@ -46,6 +46,29 @@ export class RunStore {
     return new RunStore(sql);
   }
 
+  /**
+   * Retention ended: the record, the script, the calls (their real arguments)
+   * and the conversation are dropped. What stays is the event log's purge
+   * marker (the last sequence, so a returning reader gets 410 replay_gap or
+   * 204, never a silent restart) and the run's identity, nothing else.
+   */
+  static purge(sql: SqlLike, identity: { run_id: string; channel_id: string }): void {
+    for (const table of ["run", "calls", "conversation", "deadlines"]) sql.exec(`DROP TABLE IF EXISTS ${table}`);
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`,
+    );
+    sql.exec(`INSERT OR REPLACE INTO purged_run (id, run_id, channel_id) VALUES (1, ?, ?)`, identity.run_id, identity.channel_id);
+  }
+
+  /** The identity of a run whose retention ended, or null. */
+  static purged(sql: SqlLike): { run_id: string; channel_id: string } | null {
+    const exists = sql
+      .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'purged_run'`)
+      .toArray()[0];
+    if (!exists?.n) return null;
+    return sql.exec<{ run_id: string; channel_id: string }>(`SELECT run_id, channel_id FROM purged_run WHERE id = 1`).toArray()[0] ?? null;
+  }
+
   /** Writes the run record and every call that changed since the last save. */
   save(run: RunRecord, calls: readonly ToolCall[]): void {
     this.#sql.exec(`UPDATE run SET record = ? WHERE id = 1`, JSON.stringify(run));
