@@ -187,8 +187,7 @@ export class RunEngine {
    * and, for the terminal one, ends the run. The one append path, also for
    * the benchmark's synthetic events.
    */
-  append(type: EventType, fields: Record<string, unknown>): StoredEvent | null {
-    const now = Date.now();
+  append(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
     if (event && this.#deps.stream.terminal && this.#run.status === "running")
       this.#ended(type === "run_completed" ? "completed" : "failed", now);
@@ -282,7 +281,8 @@ export class RunEngine {
     const limits = this.#limits();
     for (const call of calls) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
-      this.#apply(announce(this.#calls, call, redactSecrets(call.arguments), limits, now, ids));
+      // Appended at `now`, the moment their expiry counts from.
+      this.#apply(announce(this.#calls, call, redactSecrets(call.arguments), limits, now, ids), now);
     }
     this.#save();
   }
@@ -300,11 +300,11 @@ export class RunEngine {
   }
 
   /** Appends the events the pure logic decided on, starts the dispatches it admitted and the row work it asked for. */
-  #apply(effects: Effect[]): void {
+  #apply(effects: Effect[], at?: number): void {
     for (const effect of effects) {
       switch (effect.kind) {
         case "emit":
-          this.append(effect.type, effect.fields);
+          this.append(effect.type, effect.fields, at);
           break;
         case "dispatch":
           this.#dispatch(effect.call);
@@ -329,15 +329,19 @@ export class RunEngine {
   #decided(call: Dispatched, decision: PipelineDecision): void {
     const current = this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
     if (current?.state !== "dispatched") return;
-    const now = Date.now();
-    this.#apply(
-      decision.kind === "settle"
-        ? settleDispatch(this.#calls, current, decision.outcome, now, decision.settlementLate)
-        : refuseDispatch(this.#calls, current, decision.reason, now),
-    );
+    this.#applyDecision(current, decision);
     this.#save();
     if (this.#run.cancel_requested && !hasDispatched(this.#calls, call.turn)) this.#endCancelled();
     else this.#driver.kick();
+  }
+
+  #applyDecision(call: Dispatched, decision: PipelineDecision): void {
+    const now = Date.now();
+    this.#apply(
+      decision.kind === "settle"
+        ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
+        : refuseDispatch(this.#calls, call, decision.reason, now),
+    );
   }
 
   /** Calls marked dispatched that this instance is not running were in flight when the object restarted. */
@@ -357,11 +361,7 @@ export class RunEngine {
           break;
         case "settle":
         case "refuse":
-          this.#apply(
-            decision.kind === "settle"
-              ? settleDispatch(this.#calls, current, decision.outcome, Date.now())
-              : refuseDispatch(this.#calls, current, decision.reason, Date.now()),
-          );
+          this.#applyDecision(current, decision);
           break;
       }
     }

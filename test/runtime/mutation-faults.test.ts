@@ -886,8 +886,14 @@ describe("approval time", () => {
       events.filter((e) => e.type === "approval_requested"),
       "approval_requested",
     );
+    const started = only(
+      events.filter((e) => e.type === "run_started"),
+      "run_started",
+    );
     for (const event of [asked, requested]) {
       expect(Date.parse(event.expires_at) - Date.parse(event.at), event.type).toBe(APPROVAL_TIMEOUT_MS);
+      // The clock was read after the tool listing (network I/O after run_started), not when the turn began.
+      expect(Date.parse(event.at), event.type).toBeGreaterThan(Date.parse(started.at));
     }
     expect((await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" })).status).toBe(202);
   });
