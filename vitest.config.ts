@@ -17,6 +17,8 @@ export default defineConfig(async () => {
             // The function form sees what globalSetup provided (the demo MCP servers' URLs).
             cloudflareTest(({ inject }) => ({
               wrangler: { configPath: "./wrangler.toml" },
+              // The real Worker and objects, with the RunObject's outcome-storage seam for the fault tests.
+              main: "./test/runtime/test-worker.ts",
               miniflare: {
                 bindings: {
                   API_TOKEN: "test-token",

@@ -2,6 +2,9 @@
 // creation time, 80 random bits, and safe in URLs.
 import { ulid } from "ulidx";
 
+/** The longest identifier a caller may send (channel, user, delivery, decided_by, tool names, client keys, ...), in characters. */
+export const MAX_IDENTIFIER_CHARS = 200;
+
 const RUN_ID_PATTERN = /^run_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 export function newRunId(): string {

@@ -3,7 +3,7 @@
 // model again with the same history. The scripted provider does not use it.
 import type { SqlLike } from "../stream/event-log";
 import type { ConversationItem } from "../providers/model-provider";
-import type { ToolCallRecord } from "../execution/tool-calls";
+import type { Done } from "../execution/tool-calls";
 
 export class Conversation {
   readonly #sql: SqlLike;
@@ -26,15 +26,15 @@ export class Conversation {
 }
 
 /** The results of a finished turn's calls, in the model's order, as the model reads them. */
-export function toolResultsItem(calls: readonly ToolCallRecord[]): ConversationItem {
+export function toolResultsItem(calls: readonly Done[]): ConversationItem {
   return {
     role: "tool_results",
     results: [...calls]
       .sort((a, b) => a.index - b.index)
       .map((call) => ({
         tool_call_id: call.tool_call_id,
-        content: call.model_result ?? "",
-        is_error: call.model_is_error === true,
+        content: call.model_result,
+        is_error: call.model_is_error,
       })),
   };
 }

@@ -3,13 +3,13 @@
 // state machine: "running" → "completed" | "failed", and nothing leaves a
 // terminal status (terminal fencing).
 import type { ScriptTurn } from "../http/trigger-request";
-import type { RunCounters, ToolCallRecord } from "../execution/tool-calls";
+import type { RunCounters } from "../execution/tool-calls";
 
 export type RunStatus = "running" | "completed" | "failed";
 
 /**
- * Where the agent loop stands between two steps; persisted with the turn's
- * calls so an evicted object resumes where it was.
+ * Where the agent loop stands between two steps; persisted (the calls as
+ * their own rows) so an evicted object resumes where it was.
  *  - thinking: the model is producing turn `turn` (ready at `ready_at` for the scripted provider);
  *  - tools: the calls of turn `turn` are being approved, admitted and run;
  *  - ended: the terminal event was appended.
@@ -26,8 +26,6 @@ export interface RunRecord {
   ended_at: string | null;
   status: RunStatus;
   phase: RunPhase;
-  /** Every call of the run, kept so repeated decisions get their first answer; the current turn's have `turn` = phase.turn. */
-  calls: ToolCallRecord[];
   counters: RunCounters;
   /** Calls the model proposed in the run (run_completed.tool_calls). */
   tool_calls: number;
@@ -98,9 +96,3 @@ export interface StartRunInput {
 }
 
 export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
-
-/** What a decision route answers: the HTTP status and JSON body, decided here. */
-export interface RouteAnswer {
-  status: number;
-  body: { [key: string]: string | number | boolean | null | undefined };
-}

@@ -1,18 +1,23 @@
-// The per-call lifecycle of one model turn (contract sections 4, 6 and 7), as
-// pure functions over plain, persistable records. They decide what happens
-// and which events say so; the RunObject appends the events, persists the
-// records, arms the alarm and performs the dispatches they ask for.
+// The per-call lifecycle of one model turn (contract sections 4, 6, 7 and 8),
+// as pure functions over plain, persistable call records. They decide what
+// happens, which events say so and which durable row work follows (the
+// intent of an approved mutation, the not_executed settlement of one that
+// ended before dispatch); the RunObject only applies those effects. Answers
+// to people are domain verdicts; src/http/ turns them into statuses.
 //
-// A call moves through a small state machine:
+// A call is one of these states, each carrying only its own fields:
 //   awaiting_approval ─approve─▶ awaiting_admission ─admit─▶ dispatched ─settle─▶ done
-//   awaiting_input ─answer─▶ awaiting_admission ─admit─▶ done
+//   awaiting_input ─answer─▶ answered ─admit─▶ done
 //   (deny, expiry, cancellation, ceiling, budget: ─▶ done with not_executed)
 // Approvals of a turn are all asked at once; admission follows the model's
 // order, so a later call waits for every earlier call of the turn to end.
+// Transitions replace a call's slot in the run's `calls` array with its next
+// state (records are never edited in place), so a caller can tell which
+// calls changed by reference.
+import { redactSecrets } from "./redaction";
 import type { EventType } from "../stream/events";
 
 export type ApprovalLevel = "approve" | "confirm";
-export type CallState = "awaiting_approval" | "awaiting_input" | "awaiting_admission" | "dispatched" | "done";
 export type NotExecutedReason =
   | "denied"
   | "expired"
@@ -24,32 +29,13 @@ export type NotExecutedReason =
   | "replay_blocked"
   | "prior_outcome_unknown";
 export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
+/** Why an admitted call was stopped before it was sent. */
+export type DispatchRefusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "cancelled";
 
 export const HUMAN_ASK_TOOL = "human__ask";
 
-export interface ApprovalRecord {
-  approval_id: string;
-  level: ApprovalLevel;
-  expires_at: number;
-  decision?: "approved" | "denied" | "expired" | "cancelled";
-  decided_by?: string;
-}
-
-export interface InputRecord {
-  question: string;
-  expires_at: number;
-  status: "pending" | "answered" | "expired" | "cancelled";
-  answer?: string;
-  answered_by?: string;
-}
-
-export interface ResultFacts {
-  is_error: boolean;
-  content_bytes: number;
-  summary?: string;
-}
-
-export interface ToolCallRecord {
+/** What every call carries from its proposal to its end. */
+export interface CallBase {
   /** The model turn that proposed it, and its place in that turn's order. */
   turn: number;
   index: number;
@@ -62,26 +48,68 @@ export interface ToolCallRecord {
   /** null: runs without a person's approval (read-only tools, policy, human__ask). */
   level: ApprovalLevel | null;
   description: string;
-  state: CallState;
   started_at: number;
-  approved: boolean;
-  approval?: ApprovalRecord;
-  input?: InputRecord;
-  admission_deadline?: number;
-  /** What goes back to the model as this call's result, and whether the model should read it as a failure. */
-  model_result?: string;
-  model_is_error?: boolean;
-  /** The durable outcome row of an approved mutation (its intent is written at approval). */
-  mutation_id?: string;
-  /** Set once the dispatch pipeline owns the row's settlement; otherwise a call ending early settles it not_executed. */
-  row_owned_by_dispatch?: boolean;
-  /** Why it was not executed, when it was not. */
-  reason?: NotExecutedReason;
 }
 
-export interface TurnState {
-  calls: ToolCallRecord[];
+export interface PendingApproval {
+  approval_id: string;
+  level: ApprovalLevel;
+  expires_at: number;
 }
+export interface ResolvedApproval extends PendingApproval {
+  decision: "approved" | "denied" | "expired" | "cancelled";
+  decided_by?: string;
+}
+/** A person approved it, or (`"automatic"`) nobody needed to. */
+export type Grant = (ResolvedApproval & { decision: "approved" }) | "automatic";
+
+export interface PendingQuestion {
+  question: string;
+  expires_at: number;
+}
+export interface AnsweredQuestion extends PendingQuestion {
+  answer: string;
+  answered_by: string;
+}
+export interface EndedQuestion extends PendingQuestion {
+  status: "answered" | "expired" | "cancelled";
+  answer?: string;
+  answered_by?: string;
+}
+
+export interface ResultFacts {
+  is_error: boolean;
+  content_bytes: number;
+  summary?: string;
+}
+
+export type AwaitingApproval = CallBase & { state: "awaiting_approval"; approval: PendingApproval };
+export type AwaitingInput = CallBase & { state: "awaiting_input"; input: PendingQuestion };
+/** `mutation_id`: the durable outcome row of an approved mutation (its intent is recorded at approval); null for a read-only call. */
+export type AwaitingAdmission = CallBase & {
+  state: "awaiting_admission";
+  grant: Grant;
+  admission_deadline: number;
+  mutation_id: string | null;
+};
+export type Answered = CallBase & { state: "answered"; input: AnsweredQuestion };
+export type Dispatched = CallBase & { state: "dispatched"; grant: Grant; mutation_id: string | null };
+export type Done = CallBase & {
+  state: "done";
+  approved: boolean;
+  approval?: ResolvedApproval;
+  input?: EndedQuestion;
+  reason?: NotExecutedReason;
+  mutation_id?: string;
+  /** What goes back to the model as this call's result, and whether the model should read it as a failure. */
+  model_result: string;
+  model_is_error: boolean;
+};
+/** A call as proposed, before announce decides what it waits for. */
+export type Proposed = CallBase & { state: "proposed" };
+
+export type ToolCall = Proposed | AwaitingApproval | AwaitingInput | AwaitingAdmission | Answered | Dispatched | Done;
+export type CallState = ToolCall["state"];
 
 /** Per-run counters behind the call ceiling and the ApprovedMutationBudget. */
 export interface RunCounters {
@@ -96,53 +124,112 @@ export interface Limits {
   admissionTimeoutMs: number;
 }
 
-export type Effect = { kind: "emit"; type: EventType; fields: Record<string, unknown> } | { kind: "dispatch"; call: ToolCallRecord };
+/**
+ * What the pure logic asks for: events to append, a call to send through the
+ * write-ahead pipeline, the intent row of a newly approved mutation, and the
+ * not_executed row of an approved mutation that ended before it was sent.
+ */
+export type Effect =
+  | { kind: "emit"; type: EventType; fields: Record<string, unknown> }
+  | { kind: "dispatch"; call: Dispatched }
+  | { kind: "record_intent"; call: ToolCall; mutation_id: string; approval_id: string | null }
+  | { kind: "settle_unsent"; call: ToolCall; mutation_id: string; approval_id: string | null; reason: NotExecutedReason };
 
 export type DispatchOutcome =
-  | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string }
-  | { kind: "failed"; code: Exclude<ExecutedErrorCode, "tool_error" | "settlement_timeout">; message: string };
+  | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string; sent: true }
+  | { kind: "failed"; code: Exclude<ExecutedErrorCode, "tool_error" | "settlement_timeout">; message: string; sent: boolean };
 
 const emit = (type: EventType, fields: Record<string, unknown>): Effect => ({ kind: "emit", type, fields });
 
-const ids = (call: ToolCallRecord) => ({ tool_name: call.tool_name, tool_call_id: call.tool_call_id });
-const withApproval = (call: ToolCallRecord) => (call.approval ? { ...ids(call), approval_id: call.approval.approval_id } : ids(call));
+const ids = (call: CallBase) => ({ tool_name: call.tool_name, tool_call_id: call.tool_call_id });
 
-function isBudgeted(call: ToolCallRecord, limits: Limits): boolean {
-  return !call.mutating || (limits.budget[call.tool_name] ?? 0) > 0;
+/** The approval id of a call, whatever its state (null when nobody approves it). */
+export function approvalIdOf(call: ToolCall): string | null {
+  switch (call.state) {
+    case "awaiting_approval":
+      return call.approval.approval_id;
+    case "awaiting_admission":
+    case "dispatched":
+      return call.grant === "automatic" ? null : call.grant.approval_id;
+    case "done":
+      return call.approval?.approval_id ?? null;
+    case "proposed":
+    case "awaiting_input":
+    case "answered":
+      return null;
+  }
 }
 
-/** Announces a call: tool_started, then whatever it waits for first. */
-export function announce(call: ToolCallRecord, redactedArguments: unknown, limits: Limits, now: number, approvalId: string): Effect[] {
+const withApproval = (call: ToolCall) => {
+  const approvalId = approvalIdOf(call);
+  return approvalId === null ? ids(call) : { ...ids(call), approval_id: approvalId };
+};
+
+/** The question human__ask shows: its `question` if it is text, else its arguments with secrets redacted. */
+export function questionOf(args: Record<string, unknown>): string {
+  return typeof args.question === "string" ? args.question : JSON.stringify(redactSecrets(args));
+}
+
+function place(calls: ToolCall[], call: ToolCall, next: ToolCall): void {
+  const at = calls.indexOf(call);
+  if (at === -1) throw new Error(`call ${call.tool_call_id} is not in this run's calls`);
+  calls[at] = next;
+}
+
+/** Identities the caller mints for a transition that may need them (unused ones are simply dropped). */
+export interface NewIds {
+  approvalId: string;
+  /** Minted when the intent is recorded, so rows sort by when their intent was recorded. */
+  mutationId: string;
+}
+
+/** Announces a proposed call: tool_started, then whatever it waits for first. */
+export function announce(
+  calls: ToolCall[],
+  call: Proposed,
+  redactedArguments: unknown,
+  limits: Limits,
+  now: number,
+  newIds: NewIds,
+): Effect[] {
+  const approvalId = newIds.approvalId;
+  const { state: _proposed, ...base } = call;
   const effects: Effect[] = [emit("tool_started", { ...ids(call), approval_required: call.level !== null })];
   if (call.kind === "human_ask") {
-    const question = typeof call.arguments.question === "string" ? call.arguments.question : JSON.stringify(call.arguments);
-    call.approved = true;
-    call.state = "awaiting_input";
-    call.input = { question, expires_at: now + limits.approvalTimeoutMs, status: "pending" };
-    effects.push(emit("human_input_requested", { tool_call_id: call.tool_call_id, question, expires_at: iso(call.input.expires_at) }));
+    const input = { question: questionOf(call.arguments), expires_at: now + limits.approvalTimeoutMs };
+    place(calls, call, { ...base, state: "awaiting_input", input });
+    effects.push(
+      emit("human_input_requested", { tool_call_id: call.tool_call_id, question: input.question, expires_at: iso(input.expires_at) }),
+    );
     return effects;
   }
-  if (!isBudgeted(call, limits)) {
+  if (call.mutating && (limits.budget[call.tool_name] ?? 0) <= 0) {
     // Not in the ApprovedMutationBudget: no approval is asked for something that may never run.
-    return [
-      ...effects,
+    effects.push(
       ...finish(
+        calls,
         call,
         now,
         false,
         { execution_status: "not_executed", reason: "not_in_budget" },
         "Not executed: this tool is not in the host's mutation budget.",
       ),
-    ];
-  }
-  if (call.level === null) {
-    call.approved = true;
-    call.state = "awaiting_admission";
-    call.admission_deadline = now + limits.admissionTimeoutMs;
+    );
     return effects;
   }
-  call.state = "awaiting_approval";
-  call.approval = { approval_id: approvalId, level: call.level, expires_at: now + limits.approvalTimeoutMs };
+  if (call.level === null) {
+    const next: AwaitingAdmission = {
+      ...base,
+      state: "awaiting_admission",
+      grant: "automatic",
+      admission_deadline: now + limits.admissionTimeoutMs,
+      mutation_id: call.mutating ? newIds.mutationId : null,
+    };
+    place(calls, call, next);
+    return [...effects, ...intentOf(next, null)];
+  }
+  const approval: PendingApproval = { approval_id: approvalId, level: call.level, expires_at: now + limits.approvalTimeoutMs };
+  place(calls, call, { ...base, state: "awaiting_approval", approval });
   effects.push(
     emit("approval_requested", {
       ...ids(call),
@@ -150,17 +237,11 @@ export function announce(call: ToolCallRecord, redactedArguments: unknown, limit
       level: call.level,
       description: call.description,
       arguments: redactedArguments,
-      expires_at: iso(call.approval.expires_at),
+      expires_at: iso(approval.expires_at),
     }),
   );
   return effects;
 }
-
-export type DecisionAnswer =
-  | { status: 200; body: { approval_id: string; decision: "approved" | "denied"; status: "resolved" }; effects: Effect[] }
-  | { status: 400; body: { error: "confirmation_mismatch"; message: string } }
-  | { status: 409; body: { error: "already_resolved"; decision: string; message: string } }
-  | { status: 410; body: { error: "expired"; message: string }; effects: Effect[] };
 
 export interface Decision {
   decision: "approve" | "deny";
@@ -168,99 +249,112 @@ export interface Decision {
   confirmation?: string;
 }
 
+/** The answer to a person's decision or answer, in domain terms (src/http/ maps it to a status). */
+export type Verdict =
+  | { kind: "resolved"; approval_id: string; decision: "approved" | "denied" }
+  | { kind: "answered"; tool_call_id: string }
+  | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
+  | { kind: "expired" }
+  | { kind: "confirmation_mismatch"; tool_name: string }
+  | { kind: "not_found"; what: "approval" | "question"; id: string };
+
+export interface DecisionResult {
+  verdict: Verdict;
+  effects: Effect[];
+}
+
 /**
- * A person's decision on a pending approval. Expiry is settled first: a
- * decision arriving at or after `expires_at` loses to the expiry even if the
- * alarm has not fired yet, so exactly one of them wins and says so.
+ * A person's decision on an approval. Expiry is settled first: a decision
+ * arriving at or after `expires_at` loses to the expiry even if the alarm has
+ * not fired yet, so exactly one of them wins and says so.
  */
-export function decideApproval(call: ToolCallRecord, input: Decision, limits: Limits, now: number): DecisionAnswer {
-  const approval = call.approval!;
+export function decideApproval(
+  calls: ToolCall[],
+  approvalId: string,
+  input: Decision,
+  limits: Limits,
+  now: number,
+  mutationId: string,
+): DecisionResult {
+  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
+  if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";
-  if (approval.decision === undefined && now >= approval.expires_at) {
-    return { status: 410, body: expiredBody(), effects: expireApproval(call, now) };
+  if (call.state !== "awaiting_approval") {
+    const decided =
+      call.state === "done"
+        ? call.approval?.decision
+        : call.state === "awaiting_admission" || call.state === "dispatched"
+          ? "approved"
+          : undefined;
+    if (decided === "expired") return { verdict: { kind: "expired" }, effects: [] };
+    if (decided === wanted) return { verdict: { kind: "resolved", approval_id: approvalId, decision: wanted }, effects: [] };
+    return { verdict: { kind: "already_resolved", decision: decided ?? "unknown", what: "approval" }, effects: [] };
   }
-  if (approval.decision !== undefined) {
-    if (approval.decision === "expired") return { status: 410, body: expiredBody(), effects: [] };
-    if (approval.decision === wanted) return { status: 200, body: resolvedBody(approval.approval_id, wanted), effects: [] };
-    return {
-      status: 409,
-      body: {
-        error: "already_resolved",
-        decision: approval.decision,
-        message: `This approval was already resolved as ${approval.decision}.`,
-      },
-    };
+  if (now >= call.approval.expires_at) return { verdict: { kind: "expired" }, effects: expireApproval(calls, call, now) };
+  if (wanted === "approved" && call.approval.level === "confirm" && input.confirmation !== call.tool_name) {
+    return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
-  if (wanted === "approved" && approval.level === "confirm" && input.confirmation !== call.tool_name) {
-    return {
-      status: 400,
-      body: {
-        error: "confirmation_mismatch",
-        message: `Approving this call needs "confirmation" set to the tool name, ${call.tool_name}.`,
-      },
-    };
-  }
-  approval.decision = wanted;
-  approval.decided_by = input.decided_by;
+  const { state: _awaiting, approval, ...base } = call;
   const resolved = emit("approval_resolved", { ...withApproval(call), decision: wanted, decided_by: input.decided_by });
+  const verdict: Verdict = { kind: "resolved", approval_id: approvalId, decision: wanted };
   if (wanted === "denied") {
+    const ended: ResolvedApproval = { ...approval, decision: "denied", decided_by: input.decided_by };
     return {
-      status: 200,
-      body: resolvedBody(approval.approval_id, wanted),
+      verdict,
       effects: [
         resolved,
-        ...finish(call, now, false, { execution_status: "not_executed", reason: "denied" }, "Not executed: a person denied this call."),
+        ...finish(
+          calls,
+          call,
+          now,
+          false,
+          { execution_status: "not_executed", reason: "denied" },
+          "Not executed: a person denied this call.",
+          ended,
+        ),
       ],
     };
   }
-  call.approved = true;
-  call.state = "awaiting_admission";
-  call.admission_deadline = now + limits.admissionTimeoutMs;
-  return {
-    status: 200,
-    body: resolvedBody(approval.approval_id, wanted),
-    effects: [resolved, emit("tool_execution_started", withApproval(call))],
+  const next: AwaitingAdmission = {
+    ...base,
+    state: "awaiting_admission",
+    grant: { ...approval, decision: "approved", decided_by: input.decided_by },
+    admission_deadline: now + limits.admissionTimeoutMs,
+    mutation_id: call.mutating ? mutationId : null,
   };
+  place(calls, call, next);
+  return { verdict, effects: [resolved, emit("tool_execution_started", withApproval(next)), ...intentOf(next, approvalId)] };
 }
-
-export type InputAnswer =
-  | { status: 200; body: { tool_call_id: string; status: "answered" }; effects: Effect[] }
-  | { status: 409; body: { error: "already_resolved"; decision: string; message: string } }
-  | { status: 410; body: { error: "expired"; message: string }; effects: Effect[] };
 
 /** A person's answer to human__ask, with the same idempotency and expiry rules as approvals. */
-export function answerInput(call: ToolCallRecord, answer: string, answeredBy: string, now: number): InputAnswer {
-  const input = call.input!;
-  if (input.status === "pending" && now >= input.expires_at) {
-    return { status: 410, body: expiredBody(), effects: expireInput(call, now) };
+export function answerInput(calls: ToolCall[], toolCallId: string, answer: string, answeredBy: string, now: number): DecisionResult {
+  const call = calls.find((c) => c.kind === "human_ask" && c.tool_call_id === toolCallId);
+  if (!call) return { verdict: { kind: "not_found", what: "question", id: toolCallId }, effects: [] };
+  const answered: Verdict = { kind: "answered", tool_call_id: toolCallId };
+  if (call.state === "awaiting_input") {
+    if (now >= call.input.expires_at) return { verdict: { kind: "expired" }, effects: expireInput(calls, call, now) };
+    const { state: _awaiting, input, ...base } = call;
+    place(calls, call, { ...base, state: "answered", input: { ...input, answer, answered_by: answeredBy } });
+    return { verdict: answered, effects: [emit("human_input_received", { tool_call_id: toolCallId, answered_by: answeredBy })] };
   }
-  if (input.status === "expired") return { status: 410, body: expiredBody(), effects: [] };
-  if (input.status === "answered" && input.answer === answer) {
-    return { status: 200, body: { tool_call_id: call.tool_call_id, status: "answered" }, effects: [] };
-  }
-  if (input.status !== "pending") {
-    return {
-      status: 409,
-      body: { error: "already_resolved", decision: input.status, message: `This question was already ${input.status}.` },
-    };
-  }
-  input.status = "answered";
-  input.answer = answer;
-  input.answered_by = answeredBy;
-  call.state = "awaiting_admission";
-  return {
-    status: 200,
-    body: { tool_call_id: call.tool_call_id, status: "answered" },
-    effects: [emit("human_input_received", { tool_call_id: call.tool_call_id, answered_by: answeredBy })],
-  };
+  const status = call.state === "answered" ? "answered" : call.state === "done" ? call.input?.status : undefined;
+  const given = call.state === "answered" ? call.input.answer : call.state === "done" ? call.input?.answer : undefined;
+  if (status === "expired") return { verdict: { kind: "expired" }, effects: [] };
+  if (status === "answered" && given === answer) return { verdict: answered, effects: [] };
+  return { verdict: { kind: "already_resolved", decision: status ?? "unknown", what: "question" }, effects: [] };
 }
 
-/** Expires every approval and question whose time has come. */
-export function expireDue(turn: TurnState, now: number): Effect[] {
+/** The calls of turn `turn`, in the model's order. */
+export function turnCalls(calls: readonly ToolCall[], turn: number): ToolCall[] {
+  return calls.filter((c) => c.turn === turn);
+}
+
+/** Expires every approval and question of the turn whose time has come. */
+export function expireDue(calls: ToolCall[], turn: number, now: number): Effect[] {
   const effects: Effect[] = [];
-  for (const call of turn.calls) {
-    if (call.state === "awaiting_approval" && now >= call.approval!.expires_at) effects.push(...expireApproval(call, now));
-    else if (call.state === "awaiting_input" && now >= call.input!.expires_at) effects.push(...expireInput(call, now));
+  for (const call of turnCalls(calls, turn)) {
+    if (call.state === "awaiting_approval" && now >= call.approval.expires_at) effects.push(...expireApproval(calls, call, now));
+    else if (call.state === "awaiting_input" && now >= call.input.expires_at) effects.push(...expireInput(calls, call, now));
   }
   return effects;
 }
@@ -270,15 +364,15 @@ export function expireDue(turn: TurnState, now: number): Effect[] {
  * the call ceiling and their admission deadline; then the earliest unfinished
  * call is admitted if it is ready. At most one call is dispatched at a time.
  */
-export function advanceAdmission(turn: TurnState, counters: RunCounters, limits: Limits, now: number): Effect[] {
-  const effects = sweepWaiting(turn, counters, limits, now);
-  for (const call of turn.calls) {
+export function advanceAdmission(calls: ToolCall[], turn: number, counters: RunCounters, limits: Limits, now: number): Effect[] {
+  const effects = sweepWaiting(calls, turn, counters, limits, now);
+  for (const call of turnCalls(calls, turn)) {
     if (call.state === "done") continue;
-    if (call.state !== "awaiting_admission") break; // an earlier call is still waiting or in flight
-    if (call.kind === "human_ask") {
-      const answer = call.input!.answer ?? "";
+    if (call.state === "answered") {
+      const { answer } = call.input;
       effects.push(
         ...finish(
+          calls,
           call,
           now,
           true,
@@ -288,12 +382,14 @@ export function advanceAdmission(turn: TurnState, counters: RunCounters, limits:
       );
       continue;
     }
+    if (call.state !== "awaiting_admission") break; // an earlier call is still waiting or in flight
     if (call.mutating && (counters.used[call.tool_name] ?? 0) >= (limits.budget[call.tool_name] ?? 0)) {
       effects.push(
         ...finish(
+          calls,
           call,
           now,
-          call.approved,
+          true,
           { execution_status: "not_executed", reason: "budget_exhausted" },
           "Not executed: this tool's mutation budget for the run is used up.",
         ),
@@ -302,36 +398,40 @@ export function advanceAdmission(turn: TurnState, counters: RunCounters, limits:
     }
     counters.admitted += 1;
     if (call.mutating) counters.used[call.tool_name] = (counters.used[call.tool_name] ?? 0) + 1;
-    call.state = "dispatched";
-    effects.push({ kind: "dispatch", call });
+    const { state: _waiting, admission_deadline: _deadline, ...rest } = call;
+    const dispatched: Dispatched = { ...rest, state: "dispatched" };
+    place(calls, call, dispatched);
+    effects.push({ kind: "dispatch", call: dispatched });
     // This admission may have used the last call the ceiling allows.
-    effects.push(...sweepWaiting(turn, counters, limits, now));
+    effects.push(...sweepWaiting(calls, turn, counters, limits, now));
     break;
   }
   return effects;
 }
 
 /** Calls waiting for admission end early when they can never be admitted: ceiling reached or deadline passed. */
-function sweepWaiting(turn: TurnState, counters: RunCounters, limits: Limits, now: number): Effect[] {
+function sweepWaiting(calls: ToolCall[], turn: number, counters: RunCounters, limits: Limits, now: number): Effect[] {
   const effects: Effect[] = [];
-  for (const call of turn.calls) {
-    if (call.state !== "awaiting_admission" || call.kind === "human_ask") continue;
+  for (const call of turnCalls(calls, turn)) {
+    if (call.state !== "awaiting_admission") continue;
     if (counters.admitted >= limits.ceiling) {
       effects.push(
         ...finish(
+          calls,
           call,
           now,
-          call.approved,
+          true,
           { execution_status: "not_executed", reason: "call_ceiling" },
           "Not executed: the run reached its tool call ceiling.",
         ),
       );
-    } else if (call.admission_deadline !== undefined && now >= call.admission_deadline) {
+    } else if (now >= call.admission_deadline) {
       effects.push(
         ...finish(
+          calls,
           call,
           now,
-          call.approved,
+          true,
           { execution_status: "not_executed", reason: "expired" },
           "Not executed: it waited too long for its turn to run.",
         ),
@@ -346,9 +446,16 @@ function sweepWaiting(turn: TurnState, counters: RunCounters, limits: Limits, no
  * back. `settlementLate`: the response arrived but its durable settlement did
  * not finish within the storage bound (the row stays unresolved until it does).
  */
-export function settleDispatch(call: ToolCallRecord, outcome: DispatchOutcome, now: number, settlementLate = false): Effect[] {
+export function settleDispatch(
+  calls: ToolCall[],
+  call: Dispatched,
+  outcome: DispatchOutcome,
+  now: number,
+  settlementLate = false,
+): Effect[] {
   if (outcome.kind === "failed") {
     return finish(
+      calls,
       call,
       now,
       true,
@@ -367,80 +474,103 @@ export function settleDispatch(call: ToolCallRecord, outcome: DispatchOutcome, n
     : outcome.is_error
       ? { error: { code: "tool_error", message: outcome.summary || "The tool reported an error." } }
       : {};
-  return finish(call, now, true, { execution_status: "executed", result, ...error }, outcome.model_text);
+  return finish(calls, call, now, true, { execution_status: "executed", result, ...error }, outcome.model_text);
 }
 
-/** An admitted call that storage or replay protection stopped before it was sent. */
-export function refuseDispatch(
-  call: ToolCallRecord,
-  reason: "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "cancelled",
-  now: number,
-): Effect[] {
+/** An admitted call that storage or replay protection stopped before it was sent (its row is the pipeline's to settle). */
+export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: DispatchRefusal, now: number): Effect[] {
   const why = {
     cancelled: "the run was cancelled before it was sent",
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
     replay_blocked: "an outcome is already recorded for this call",
     prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
   }[reason];
-  return finish(call, now, call.approved, { execution_status: "not_executed", reason }, `Not executed: ${why}.`);
+  return finish(calls, call, now, true, { execution_status: "not_executed", reason }, `Not executed: ${why}.`);
 }
 
-/** Cancellation: every call not yet dispatched ends now; a dispatched one is left to settle. */
-export function cancelPending(turn: TurnState, now: number): Effect[] {
+/** Cancellation: every call of the turn not yet dispatched ends now; a dispatched one is left to settle. */
+export function cancelPending(calls: ToolCall[], turn: number, now: number): Effect[] {
   const effects: Effect[] = [];
-  for (const call of turn.calls) {
-    if (call.state === "done" || call.state === "dispatched") continue;
-    if (call.state === "awaiting_approval") {
-      call.approval!.decision = "cancelled";
-      effects.push(emit("approval_resolved", { ...withApproval(call), decision: "cancelled" }));
+  const cancelled = { execution_status: "not_executed", reason: "cancelled" } as const;
+  const message = "Not executed: the run was cancelled.";
+  for (const call of turnCalls(calls, turn)) {
+    switch (call.state) {
+      case "done":
+      case "dispatched":
+      case "proposed":
+        continue;
+      case "awaiting_approval":
+        effects.push(emit("approval_resolved", { ...withApproval(call), decision: "cancelled" }));
+        effects.push(...finish(calls, call, now, false, cancelled, message, { ...call.approval, decision: "cancelled" }));
+        continue;
+      case "awaiting_input":
+        effects.push(...finish(calls, call, now, true, cancelled, message, undefined, { ...call.input, status: "cancelled" }));
+        continue;
+      case "answered":
+      case "awaiting_admission":
+        effects.push(...finish(calls, call, now, true, cancelled, message));
+        continue;
     }
-    if (call.state === "awaiting_input") call.input!.status = "cancelled";
-    effects.push(
-      ...finish(
-        call,
-        now,
-        call.approved,
-        { execution_status: "not_executed", reason: "cancelled" },
-        "Not executed: the run was cancelled.",
-      ),
-    );
   }
   return effects;
 }
 
-export function turnDone(turn: TurnState): boolean {
-  return turn.calls.every((c) => c.state === "done");
+export function turnDone(calls: readonly ToolCall[], turn: number): boolean {
+  return turnCalls(calls, turn).every((c) => c.state === "done");
 }
 
-export function hasDispatched(turn: TurnState): boolean {
-  return turn.calls.some((c) => c.state === "dispatched");
+export function hasDispatched(calls: readonly ToolCall[], turn: number): boolean {
+  return turnCalls(calls, turn).some((c) => c.state === "dispatched");
 }
 
 /** The next moment something in the turn expires on its own. */
-export function nextDeadline(turn: TurnState): number | undefined {
+export function nextDeadline(calls: readonly ToolCall[], turn: number): number | undefined {
   let next: number | undefined;
-  const consider = (t: number | undefined) => {
-    if (t !== undefined && (next === undefined || t < next)) next = t;
+  const consider = (t: number) => {
+    if (next === undefined || t < next) next = t;
   };
-  for (const call of turn.calls) {
-    if (call.state === "awaiting_approval") consider(call.approval!.expires_at);
-    else if (call.state === "awaiting_input") consider(call.input!.expires_at);
-    else if (call.state === "awaiting_admission" && call.kind === "mcp") consider(call.admission_deadline);
+  for (const call of turnCalls(calls, turn)) {
+    if (call.state === "awaiting_approval") consider(call.approval.expires_at);
+    else if (call.state === "awaiting_input") consider(call.input.expires_at);
+    else if (call.state === "awaiting_admission") consider(call.admission_deadline);
   }
   return next;
 }
 
-function expireApproval(call: ToolCallRecord, now: number): Effect[] {
-  call.approval!.decision = "expired";
+/** The intent row of a call that just became an approved mutation. */
+function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] {
+  return call.mutation_id !== null ? [{ kind: "record_intent", call, mutation_id: call.mutation_id, approval_id: approvalId }] : [];
+}
+
+function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
   return [
     emit("approval_resolved", { ...withApproval(call), decision: "expired" }),
-    ...finish(call, now, false, { execution_status: "not_executed", reason: "expired" }, "Not executed: nobody approved it in time."),
+    ...finish(
+      calls,
+      call,
+      now,
+      false,
+      { execution_status: "not_executed", reason: "expired" },
+      "Not executed: nobody approved it in time.",
+      { ...call.approval, decision: "expired" },
+    ),
   ];
 }
 
-function expireInput(call: ToolCallRecord, now: number): Effect[] {
-  call.input!.status = "expired";
-  return finish(call, now, true, { execution_status: "not_executed", reason: "expired" }, "Nobody answered the question in time.");
+function expireInput(calls: ToolCall[], call: AwaitingInput, now: number): Effect[] {
+  return finish(
+    calls,
+    call,
+    now,
+    true,
+    { execution_status: "not_executed", reason: "expired" },
+    "Nobody answered the question in time.",
+    undefined,
+    {
+      ...call.input,
+      status: "expired",
+    },
+  );
 }
 
 interface ExecutionFields {
@@ -450,26 +580,65 @@ interface ExecutionFields {
   error?: { code: string; message: string };
 }
 
-/** tool_execution then tool_completed: the last two events of every call. */
-function finish(call: ToolCallRecord, now: number, approved: boolean, execution: ExecutionFields, modelResult: string): Effect[] {
-  call.state = "done";
-  call.approved = approved;
-  call.model_result = modelResult;
-  call.model_is_error =
-    execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true;
-  if (execution.reason !== undefined) call.reason = execution.reason;
-  return [
-    emit("tool_execution", { ...withApproval(call), ...execution, ...(call.mutation_id ? { mutation_id: call.mutation_id } : {}) }),
-    emit("tool_completed", { ...withApproval(call), approved, duration_ms: Math.max(0, now - call.started_at) }),
+/**
+ * tool_execution then tool_completed: the last two events of every call. An
+ * approved mutation that ends here without having been sent settles its row
+ * not_executed; a dispatched one's row belongs to the dispatch pipeline.
+ */
+function finish(
+  calls: ToolCall[],
+  call: Exclude<ToolCall, Done>,
+  now: number,
+  approved: boolean,
+  execution: ExecutionFields,
+  modelResult: string,
+  approval?: ResolvedApproval,
+  input?: EndedQuestion,
+): Effect[] {
+  const base: CallBase = {
+    turn: call.turn,
+    index: call.index,
+    tool_call_id: call.tool_call_id,
+    tool_name: call.tool_name,
+    arguments: call.arguments,
+    arguments_digest: call.arguments_digest,
+    kind: call.kind,
+    mutating: call.mutating,
+    level: call.level,
+    description: call.description,
+    started_at: call.started_at,
+  };
+  // An approved mutation has an intent row, and its id shows on the stream.
+  const rowId = call.state === "awaiting_admission" || call.state === "dispatched" ? call.mutation_id : null;
+  const grant = call.state === "awaiting_admission" || call.state === "dispatched" ? call.grant : undefined;
+  const endedApproval = approval ?? (grant !== undefined && grant !== "automatic" ? grant : undefined);
+  const endedInput: EndedQuestion | undefined = input ?? (call.state === "answered" ? { ...call.input, status: "answered" } : undefined);
+  const done: Done = {
+    ...base,
+    state: "done",
+    approved,
+    ...(endedApproval ? { approval: endedApproval } : {}),
+    ...(endedInput ? { input: endedInput } : {}),
+    ...(execution.reason !== undefined ? { reason: execution.reason } : {}),
+    ...(rowId !== null ? { mutation_id: rowId } : {}),
+    model_result: modelResult,
+    model_is_error: execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true,
+  };
+  place(calls, call, done);
+  const effects: Effect[] = [
+    emit("tool_execution", { ...withApproval(done), ...execution, ...(rowId !== null ? { mutation_id: rowId } : {}) }),
+    emit("tool_completed", { ...withApproval(done), approved, duration_ms: Math.max(0, now - call.started_at) }),
   ];
-}
-
-function resolvedBody(approvalId: string, decision: "approved" | "denied") {
-  return { approval_id: approvalId, decision, status: "resolved" as const };
-}
-
-function expiredBody() {
-  return { error: "expired" as const, message: "The time to decide has passed; the call was not executed." };
+  if (rowId !== null && call.state !== "dispatched") {
+    effects.push({
+      kind: "settle_unsent",
+      call: done,
+      mutation_id: rowId,
+      approval_id: approvalIdOf(done),
+      reason: execution.reason ?? "cancelled",
+    });
+  }
+  return effects;
 }
 
 function iso(ms: number): string {

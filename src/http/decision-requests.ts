@@ -1,18 +1,19 @@
 // Inputs of the decision routes (contract section 6), validated with zod.
 import { z } from "zod";
+import { MAX_IDENTIFIER_CHARS } from "../ids";
 
 export const approvalDecisionSchema = z
   .object({
     decision: z.enum(["approve", "deny"]),
-    decided_by: z.string().min(1).max(200),
+    decided_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
     reason: z.string().max(2_000).optional(),
-    confirmation: z.string().max(200).optional(),
+    confirmation: z.string().max(MAX_IDENTIFIER_CHARS).optional(),
   })
   .strict();
 
 export const inputAnswerSchema = z
   .object({
     answer: z.string().max(32_768),
-    answered_by: z.string().min(1).max(200),
+    answered_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
   })
   .strict();

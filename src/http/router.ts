@@ -12,6 +12,7 @@ import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
+import { verdictResponse } from "./decision-answers";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
@@ -97,17 +98,13 @@ router
   })
   .post("/api/runs/:runId/approvals/:approvalId", async (request, env) => {
     const body = await readJsonBody(request, approvalDecisionSchema);
-    const answer = await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), body);
-    return jsonResponse(answer.status, answer.body);
+    return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), body));
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
     const body = await readJsonBody(request, inputAnswerSchema);
-    const answer = await runStub(env, request.params.runId).answerInput(
-      decodePathParam(request.params.toolCallId),
-      body.answer,
-      body.answered_by,
+    return verdictResponse(
+      await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, body.answered_by),
     );
-    return jsonResponse(answer.status, answer.body);
   })
   .get("/api/runs/:runId/mutations", (request, env, ctx) => {
     const stub = runStub(env, request.params.runId);

@@ -2,15 +2,16 @@
 // the only thing a caller controls about a run; everything here is narrowed
 // further by the host config, never widened.
 import { z } from "zod";
+import { MAX_IDENTIFIER_CHARS } from "../ids";
 
 /** Upper bound on one scripted "model" delay: a test run can take seconds, not hours. */
 export const MAX_SCRIPT_DELAY_MS = 600_000;
 
 export const scriptedToolCallSchema = z
   .object({
-    tool_name: z.string().min(1).max(200),
+    tool_name: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
     arguments: z.record(z.string(), z.unknown()).default({}),
-    tool_call_id: z.string().min(1).max(200).optional(),
+    tool_call_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
   })
   .strict();
 
@@ -25,9 +26,9 @@ export const scriptTurnSchema = z
 export const triggerBodySchema = z
   .object({
     message: z.string().min(1).max(32_768),
-    channel_id: z.string().min(1).max(200).default("api"),
-    user_id: z.string().min(1).max(200).default("api"),
-    delivery_id: z.string().min(1).max(200).optional(),
+    channel_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).default("api"),
+    user_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).default("api"),
+    delivery_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
     max_tool_calls: z.number().int().min(0).optional(),
     script: z.array(scriptTurnSchema).min(1).max(10_000).optional(),
   })

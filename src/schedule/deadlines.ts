@@ -6,7 +6,7 @@ import type { SqlLike } from "../stream/event-log";
 /** turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events. */
 export type DeadlineName = "turn" | "calls" | "retention";
 
-export class Deadlines {
+export class Deadlines<Name extends string = DeadlineName> {
   readonly #sql: SqlLike;
 
   constructor(sql: SqlLike) {
@@ -14,20 +14,20 @@ export class Deadlines {
     sql.exec(`CREATE TABLE IF NOT EXISTS deadlines (name TEXT PRIMARY KEY, due_at INTEGER NOT NULL)`);
   }
 
-  set(name: DeadlineName, dueAt: number): void {
+  set(name: Name, dueAt: number): void {
     this.#sql.exec(`INSERT OR REPLACE INTO deadlines (name, due_at) VALUES (?, ?)`, name, dueAt);
   }
 
-  clear(name: DeadlineName): void {
+  clear(name: Name): void {
     this.#sql.exec(`DELETE FROM deadlines WHERE name = ?`, name);
   }
 
   /** Removes and returns every deadline due at `now`. */
-  takeDue(now: number): DeadlineName[] {
+  takeDue(now: number): Name[] {
     const due = this.#sql
       .exec<{ name: string }>(`SELECT name FROM deadlines WHERE due_at <= ? ORDER BY due_at`, now)
       .toArray()
-      .map((r) => r.name as DeadlineName);
+      .map((r) => r.name as Name);
     if (due.length > 0) this.#sql.exec(`DELETE FROM deadlines WHERE due_at <= ?`, now);
     return due;
   }

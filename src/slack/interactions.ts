@@ -2,7 +2,7 @@
 // back the opaque button values and the modal's private_metadata, decide who
 // may decide, and word the answers a person gets (refusal, stale click).
 import { z } from "zod";
-import type { RouteAnswer } from "../agent/run-record";
+import type { Verdict } from "../execution/tool-calls";
 import { type ApprovalButtonValue, escapeMrkdwn, type InputButtonValue } from "./blocks";
 
 const id = z.string().min(1).max(200);
@@ -46,22 +46,23 @@ export const STALE_TEXT = "This was already decided, expired or cancelled. Nothi
 export const GONE_TEXT = "This run no longer exists (its events were retained for a limited time). Nothing was changed.";
 
 /**
- * The ephemeral reply for a decision route's answer (contract section 6), or
- * null when the decision was taken (the message's own update says so).
+ * The ephemeral reply for a decision's verdict (contract section 6), or null
+ * when the decision was taken (the message's own update says so).
  */
-export function decisionReplyText(answer: RouteAnswer): string | null {
-  if (answer.status === 200) return null;
-  switch (answer.status) {
-    case 409:
-      return `This was already decided (${escapeMrkdwn(String(answer.body.decision ?? "decided"))}). Nothing was changed.`;
-    case 410:
+export function decisionReplyText(verdict: Verdict): string | null {
+  switch (verdict.kind) {
+    case "resolved":
+    case "answered":
+      return null;
+    case "already_resolved":
+      return `This was already decided (${escapeMrkdwn(verdict.decision)}). Nothing was changed.`;
+    case "expired":
       return "This expired before your decision arrived. Nothing was changed.";
-    case 404:
+    case "not_found":
       return STALE_TEXT;
-    default:
-      return `Your decision was not taken: ${escapeMrkdwn(String(answer.body.message ?? answer.body.error ?? answer.status))}`;
+    case "confirmation_mismatch":
+      return `Your decision was not taken: approving needs the tool name typed exactly (${escapeMrkdwn(verdict.tool_name)}).`;
   }
 }
 
-export const isConfirmationMismatch = (answer: RouteAnswer): boolean =>
-  answer.status === 400 && answer.body.error === "confirmation_mismatch";
+export const isConfirmationMismatch = (verdict: Verdict): boolean => verdict.kind === "confirmation_mismatch";

@@ -196,22 +196,87 @@ describe("terminal fencing", () => {
   });
 });
 
+/** The run object's own tables (workerd's internal `_cf_` tables left out). */
+async function tablesOf(runId: string): Promise<string[]> {
+  return runInDurableObject(runStub(runId), (_instance, state) =>
+    state.storage.sql
+      .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' ORDER BY name`)
+      .toArray()
+      .map((r) => r.name),
+  );
+}
+
 describe("retention", () => {
-  it("deletes a finished run's events when its retention alarm fires, then answers 410 replay_gap", async () => {
-    const { json } = await trigger({ message: "m" });
+  it("deletes a finished run's events, arguments, script and record when its retention alarm fires; the summary is 404, the stream 410 replay_gap", async () => {
+    const { json } = await trigger({
+      message: "m",
+      script: [{ text: "asking", tool_calls: [{ tool_name: "human__ask", arguments: { question: "Which team holds the key s3cret?" } }] }],
+    });
     const stub = runStub(json.run_id);
+    await expect.poll(async () => (await summary(json.run_id)).pending_inputs?.length ?? 0).toBe(1);
+    expect((await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" })).status).toBe(202);
+    const ended = await summary(json.run_id);
+    expect(ended).toMatchObject({ status: "failed" });
+    const LAST: number = ended.last_sequence;
+    expect(await tablesOf(json.run_id)).toEqual(expect.arrayContaining(["calls", "deadlines", "events", "run"]));
     // Bring the retention deadline to now instead of waiting a day, then fire the alarm.
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec(`UPDATE deadlines SET due_at = 0 WHERE name = 'retention'`);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    const rows = await runInDurableObject(stub, (_i, state) => state.storage.sql.exec(`SELECT COUNT(*) AS n FROM events`).one().n);
-    expect(rows).toBe(0);
+    // Only the purge marker (last sequence) and the run's identity stay: no event, argument, script or record.
+    expect(await tablesOf(json.run_id)).toEqual(["event_log_purged", "events", "purged_run"]);
+    const left = await runInDurableObject(stub, async (_i, state) => ({
+      alarm: await state.storage.getAlarm(),
+      events: state.storage.sql.exec(`SELECT COUNT(*) AS n FROM events`).one().n,
+      rows: JSON.stringify([
+        ...state.storage.sql.exec(`SELECT * FROM event_log_purged`).toArray(),
+        ...state.storage.sql.exec(`SELECT * FROM purged_run`).toArray(),
+      ]),
+    }));
+    expect(left).toEqual({
+      alarm: null,
+      events: 0,
+      rows: JSON.stringify([
+        { id: 1, last: LAST },
+        { id: 1, run_id: json.run_id, channel_id: "api" },
+      ]),
+    });
+    expect((await api(`/api/runs/${json.run_id}`)).status).toBe(404);
+    expect((await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" })).status).toBe(404);
     const gap = await openEvents(json.run_id, "?after=0");
     expect(gap.status).toBe(410);
-    expect(await gap.json()).toMatchObject({ error: "replay_gap", earliest_sequence: 4 });
+    expect(await gap.json()).toMatchObject({ error: "replay_gap", earliest_sequence: LAST + 1 });
     // A client that already had everything is told there is nothing more (204 stops EventSource reconnecting).
-    expect((await openEvents(json.run_id, "?after=3")).status).toBe(204);
-    expect(await summary(json.run_id)).toMatchObject({ status: "completed", last_sequence: 3, earliest_sequence: 4 });
+    expect((await openEvents(json.run_id, `?after=${LAST}`)).status).toBe(204);
+    // And so does a new instance of the object, from what stayed in storage.
+    await runInDurableObject(stub, (_i, state) => state.abort("test: restart")).catch(() => undefined);
+    expect((await openEvents(json.run_id, "?after=0")).status).toBe(410);
+    expect((await api(`/api/runs/${json.run_id}`)).status).toBe(404);
+  });
+});
+
+describe("unknown runs", () => {
+  it("creates no storage for a well-formed run id that never existed, whatever route asks", async () => {
+    const runId = "run_01JZZZZZZZZZZZZZZZZZZZZZZZ";
+    expect((await api(`/api/runs/${runId}`)).status).toBe(404);
+    expect((await openEvents(runId, "?after=0")).status).toBe(404);
+    expect((await api(`/api/runs/${runId}/cancel`, { method: "POST" })).status).toBe(404);
+    const decision = await api(`/api/runs/${runId}/approvals/approval_x`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve", decided_by: "U1" }),
+    });
+    expect(decision.status).toBe(404);
+    const answer = await api(`/api/runs/${runId}/inputs/call_x`, {
+      method: "POST",
+      body: JSON.stringify({ answer: "a", answered_by: "U1" }),
+    });
+    expect(answer.status).toBe(404);
+    expect(await runDurableObjectAlarm(runStub(runId))).toBe(false);
+    expect(await tablesOf(runId)).toEqual([]);
+    const size = await runInDurableObject(runStub(runId), (_i, state) => state.storage.sql.databaseSize);
+    const started = await trigger({ message: "m" });
+    const startedSize = await runInDurableObject(runStub(started.json.run_id), (_i, state) => state.storage.sql.databaseSize);
+    expect(size).toBeLessThan(startedSize);
   });
 });

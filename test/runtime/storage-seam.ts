@@ -12,6 +12,7 @@
 //
 // `installIn(stub)` puts it in front of a run's D1 with
 //   runInDurableObject(stub, (instance) => instance.useOutcomeDbForTests(seam))
+// on the test entry's RunObject (test-worker.ts), which the runtime project runs.
 // A seam may serve several runs. It lives in the test isolate (the Durable
 // Objects of the main worker run in the same one), so the test reads and
 // changes its state directly, without I/O.
@@ -22,7 +23,7 @@
 // on the pool's stub, say) would fail with "Cannot perform I/O on behalf of a
 // different Durable Object" and leak its pool slot.
 import { runInDurableObject } from "cloudflare:test";
-import type { RunObject } from "../../durable-objects/run-object";
+import type { RunObject } from "./test-worker";
 import type { OutcomeDb, OutcomeStatement } from "../../src/outcomes/mutation-outcomes";
 
 /** How often a held statement looks at its flag, and the test at the statements. */
@@ -99,8 +100,8 @@ export class StorageSeam implements OutcomeDb {
   }
 
   /** Puts the seam in front of D1 for the run behind `stub` (call it before the approval). */
-  async installIn(stub: DurableObjectStub<RunObject>): Promise<this> {
-    await runInDurableObject(stub, (instance) => instance.useOutcomeDbForTests(this));
+  async installIn(stub: DurableObjectStub): Promise<this> {
+    await runInDurableObject(stub, (instance: RunObject) => instance.useOutcomeDbForTests(this));
     return this;
   }
 

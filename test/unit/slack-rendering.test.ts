@@ -210,8 +210,9 @@ describe("click rules", () => {
   });
 
   it("stale answers are told; a taken decision is silent", () => {
-    expect(decisionReplyText({ status: 200, body: {} })).toBeNull();
-    expect(decisionReplyText({ status: 409, body: { decision: "denied" } })).toContain("already decided");
-    expect(decisionReplyText({ status: 410, body: {} })).toContain("expired");
+    expect(decisionReplyText({ kind: "resolved", approval_id: "a-1", decision: "approved" })).toBeNull();
+    expect(decisionReplyText({ kind: "already_resolved", decision: "denied", what: "approval" })).toContain("already decided (denied)");
+    expect(decisionReplyText({ kind: "expired" })).toContain("expired");
+    expect(decisionReplyText({ kind: "not_found", what: "approval", id: "a-1" })).toContain("already decided, expired or cancelled");
   });
 });

@@ -13,15 +13,15 @@ import {
   turnDone,
   type Effect,
   type Limits,
+  type Proposed,
   type RunCounters,
-  type ToolCallRecord,
-  type TurnState,
+  type ToolCall,
 } from "../../src/execution/tool-calls";
 
 const T0 = 1_000_000;
 const limits: Limits = { ceiling: 25, budget: { mcp__demo__create_dashboard: 2 }, approvalTimeoutMs: 1_000, admissionTimeoutMs: 5_000 };
 
-function call(index: number, over: Partial<ToolCallRecord> = {}): ToolCallRecord {
+function call(index: number, over: Partial<Proposed> = {}): Proposed {
   return {
     turn: 0,
     index,
@@ -33,14 +33,30 @@ function call(index: number, over: Partial<ToolCallRecord> = {}): ToolCallRecord
     mutating: true,
     level: "approve",
     description: "Create a dashboard.",
-    state: "awaiting_admission",
+    state: "proposed",
     started_at: T0,
-    approved: false,
     ...over,
   };
 }
 
-const events = (effects: Effect[]) => effects.map((e) => (e.kind === "emit" ? `${e.type}` : `dispatch:${e.call.tool_call_id}`));
+/** The calls of one turn (turn 0), as the run keeps them: transitions replace their slots. */
+function turnOf(...proposed: Proposed[]): ToolCall[] {
+  return [...proposed];
+}
+
+const ids = (approvalId: string) => ({ approvalId, mutationId: `mut-${approvalId}` });
+const byId = (calls: ToolCall[], id: string) => calls.find((c) => c.tool_call_id === id)!;
+const approve = (calls: ToolCall[], approvalId: string, now: number, over: Partial<{ decided_by: string; confirmation: string }> = {}) =>
+  decideApproval(calls, approvalId, { decision: "approve", decided_by: "U", ...over }, limits, now, `mut-${approvalId}`);
+const statusOf = (r: { verdict: { kind: string } }) => r.verdict.kind;
+
+/** The stream events and dispatches the effects ask for (durable row work shown by `rows`). */
+const events = (effects: Effect[]) =>
+  effects.flatMap((e) => (e.kind === "emit" ? [`${e.type}`] : e.kind === "dispatch" ? [`dispatch:${e.call.tool_call_id}`] : []));
+const rows = (effects: Effect[]) =>
+  effects.flatMap((e) =>
+    e.kind === "record_intent" ? [`intent:${e.mutation_id}`] : e.kind === "settle_unsent" ? [`unsent:${e.mutation_id}:${e.reason}`] : [],
+  );
 const fields = (effects: Effect[], type: string) =>
   (effects.find((e) => e.kind === "emit" && e.type === type) as { fields: Record<string, unknown> }).fields;
 
@@ -51,8 +67,10 @@ function counters(): RunCounters {
 describe("announce", () => {
   it("asks a person for a budgeted mutating call, showing redacted arguments", () => {
     const c = call(0);
-    const effects = announce(c, { title: "t", api_key: "[redacted]" }, limits, T0, "approval-1");
+    const calls = turnOf(c);
+    const effects = announce(calls, c, { title: "t", api_key: "[redacted]" }, limits, T0, ids("approval-1"));
     expect(events(effects)).toEqual(["tool_started", "approval_requested"]);
+    expect(rows(effects)).toEqual([]);
     expect(fields(effects, "tool_started")).toEqual({ tool_name: c.tool_name, tool_call_id: "call-0", approval_required: true });
     expect(fields(effects, "approval_requested")).toEqual({
       tool_name: c.tool_name,
@@ -63,12 +81,13 @@ describe("announce", () => {
       arguments: { title: "t", api_key: "[redacted]" },
       expires_at: new Date(T0 + 1_000).toISOString(),
     });
-    expect(c.state).toBe("awaiting_approval");
+    expect(calls[0]!.state).toBe("awaiting_approval");
   });
 
   it("ends a mutating call outside the budget right after tool_started, without asking", () => {
     const c = call(0, { tool_name: "mcp__demo__create_kpi" });
-    const effects = announce(c, {}, limits, T0, "approval-1");
+    const calls = turnOf(c);
+    const effects = announce(calls, c, {}, limits, T0, ids("approval-1"));
     expect(events(effects)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
     expect(fields(effects, "tool_execution")).toEqual({
       tool_name: "mcp__demo__create_kpi",
@@ -77,13 +96,16 @@ describe("announce", () => {
       reason: "not_in_budget",
     });
     expect(fields(effects, "tool_completed")).toMatchObject({ approved: false });
-    expect(c.approval).toBeUndefined();
+    expect(rows(effects)).toEqual([]);
+    expect(calls[0]).toMatchObject({ state: "done", approved: false });
+    expect(calls[0]).not.toHaveProperty("approval");
   });
 
   it("runs read-only calls with automatic approval and asks human__ask's question", () => {
     const ro = call(0, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
-    expect(events(announce(ro, {}, limits, T0, "a"))).toEqual(["tool_started"]);
-    expect(ro).toMatchObject({ state: "awaiting_admission", approved: true });
+    const calls = turnOf(ro);
+    expect(events(announce(calls, ro, {}, limits, T0, ids("a")))).toEqual(["tool_started"]);
+    expect(calls[0]).toMatchObject({ state: "awaiting_admission", grant: "automatic", mutation_id: null });
     const ask = call(1, {
       tool_name: "human__ask",
       kind: "human_ask",
@@ -91,7 +113,8 @@ describe("announce", () => {
       level: null,
       arguments: { question: "Which team?" },
     });
-    const effects = announce(ask, {}, limits, T0, "a");
+    calls.push(ask);
+    const effects = announce(calls, ask, {}, limits, T0, ids("a"));
     expect(events(effects)).toEqual(["tool_started", "human_input_requested"]);
     expect(fields(effects, "human_input_requested")).toEqual({
       tool_call_id: "call-1",
@@ -99,122 +122,163 @@ describe("announce", () => {
       expires_at: new Date(T0 + 1_000).toISOString(),
     });
   });
+
+  it("asks human__ask with redacted arguments when its question is not text", () => {
+    const ask = call(0, {
+      tool_name: "human__ask",
+      kind: "human_ask",
+      mutating: false,
+      level: null,
+      arguments: { question: 7, api_token: "s3cret" },
+    });
+    const effects = announce(turnOf(ask), ask, {}, limits, T0, ids("a"));
+    expect(fields(effects, "human_input_requested")).toMatchObject({ question: JSON.stringify({ question: 7, api_token: "[REDACTED]" }) });
+  });
+
+  it("records the intent of a mutation that needs nobody's approval when it is announced", () => {
+    const auto = call(0, { level: null });
+    const calls = turnOf(auto);
+    const effects = announce(calls, auto, {}, limits, T0, ids("a"));
+    expect(events(effects)).toEqual(["tool_started"]);
+    expect(rows(effects)).toEqual(["intent:mut-a"]);
+    expect(effects.find((e) => e.kind === "record_intent")).toMatchObject({ approval_id: null });
+  });
 });
 
 describe("decideApproval", () => {
   function pending(level: "approve" | "confirm" = "approve") {
     const c = call(0, { level });
-    announce(c, {}, limits, T0, "approval-1");
-    return c;
+    const calls = turnOf(c);
+    announce(calls, c, {}, limits, T0, ids("approval-1"));
+    return calls;
   }
 
-  it("approves once: approval_resolved then tool_execution_started; a repeat is the same 200 with no event", () => {
-    const c = pending();
-    const first = decideApproval(c, { decision: "approve", decided_by: "U1" }, limits, T0 + 10);
-    expect(first.status).toBe(200);
-    expect(first.body).toEqual({ approval_id: "approval-1", decision: "approved", status: "resolved" });
-    expect("effects" in first && events(first.effects)).toEqual(["approval_resolved", "tool_execution_started"]);
-    expect("effects" in first && fields(first.effects, "tool_execution_started")).toEqual({
-      tool_name: c.tool_name,
+  it("approves once: approval_resolved then tool_execution_started and the intent; a repeat is the same answer with no event", () => {
+    const calls = pending();
+    const first = approve(calls, "approval-1", T0 + 10, { decided_by: "U1" });
+    expect(first.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "approved" });
+    expect(events(first.effects)).toEqual(["approval_resolved", "tool_execution_started"]);
+    expect(rows(first.effects)).toEqual(["intent:mut-approval-1"]);
+    expect(fields(first.effects, "tool_execution_started")).toEqual({
+      tool_name: "mcp__demo__create_dashboard",
       tool_call_id: "call-0",
       approval_id: "approval-1",
     });
-    const again = decideApproval(c, { decision: "approve", decided_by: "U2" }, limits, T0 + 20);
-    expect(again.status).toBe(200);
-    expect("effects" in again && again.effects).toEqual([]);
-    const conflict = decideApproval(c, { decision: "deny", decided_by: "U2" }, limits, T0 + 20);
-    expect(conflict).toMatchObject({ status: 409, body: { error: "already_resolved", decision: "approved" } });
+    const again = approve(calls, "approval-1", T0 + 20, { decided_by: "U2" });
+    expect(again.verdict).toEqual(first.verdict);
+    expect(again.effects).toEqual([]);
+    const conflict = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U2" }, limits, T0 + 20, "m");
+    expect(conflict).toMatchObject({ verdict: { kind: "already_resolved", decision: "approved" }, effects: [] });
   });
 
-  it("denies: the call ends not_executed(denied), approved false", () => {
-    const c = pending();
-    const answer = decideApproval(c, { decision: "deny", decided_by: "U1" }, limits, T0 + 10);
-    expect("effects" in answer && events(answer.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
-    expect("effects" in answer && fields(answer.effects, "tool_execution")).toMatchObject({
+  it("answers not_found for an approval the run never asked", () => {
+    expect(approve(pending(), "approval-x", T0).verdict).toEqual({ kind: "not_found", what: "approval", id: "approval-x" });
+  });
+
+  it("denies: the call ends not_executed(denied), approved false, no row", () => {
+    const calls = pending();
+    const answer = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U1" }, limits, T0 + 10, "m");
+    expect(answer.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "denied" });
+    expect(events(answer.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
+    expect(rows(answer.effects)).toEqual([]);
+    expect(fields(answer.effects, "tool_execution")).toMatchObject({
       execution_status: "not_executed",
       reason: "denied",
     });
-    expect("effects" in answer && fields(answer.effects, "tool_completed")).toMatchObject({ approved: false, duration_ms: 10 });
+    expect(fields(answer.effects, "tool_completed")).toMatchObject({ approved: false, duration_ms: 10 });
   });
 
   it("needs the tool name as confirmation for confirm-level approvals, and leaves the approval pending otherwise", () => {
-    const c = pending("confirm");
-    expect(decideApproval(c, { decision: "approve", decided_by: "U1" }, limits, T0).status).toBe(400);
-    expect(decideApproval(c, { decision: "approve", decided_by: "U1", confirmation: "create_dashboard" }, limits, T0).status).toBe(400);
-    expect(c.state).toBe("awaiting_approval");
-    expect(decideApproval(c, { decision: "approve", decided_by: "U1", confirmation: c.tool_name }, limits, T0).status).toBe(200);
+    const calls = pending("confirm");
+    expect(statusOf(approve(calls, "approval-1", T0))).toBe("confirmation_mismatch");
+    expect(approve(calls, "approval-1", T0, { confirmation: "create_dashboard" }).verdict).toEqual({
+      kind: "confirmation_mismatch",
+      tool_name: "mcp__demo__create_dashboard",
+    });
+    expect(calls[0]!.state).toBe("awaiting_approval");
+    expect(statusOf(approve(calls, "approval-1", T0, { confirmation: "mcp__demo__create_dashboard" }))).toBe("resolved");
   });
 
   it("lets expiry win over a decision that arrives at or after expires_at, and never records it as denied", () => {
-    const c = pending();
-    const late = decideApproval(c, { decision: "approve", decided_by: "U1" }, limits, T0 + 1_000);
-    expect(late.status).toBe(410);
-    expect("effects" in late && events(late.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
-    expect("effects" in late && fields(late.effects, "approval_resolved")).toMatchObject({ decision: "expired" });
-    expect("effects" in late && fields(late.effects, "tool_execution")).toMatchObject({ reason: "expired" });
-    const again = decideApproval(c, { decision: "deny", decided_by: "U1" }, limits, T0 + 2_000);
-    expect(again.status).toBe(410);
-    expect("effects" in again && again.effects).toEqual([]);
+    const calls = pending();
+    const late = approve(calls, "approval-1", T0 + 1_000, { decided_by: "U1" });
+    expect(late.verdict).toEqual({ kind: "expired" });
+    expect(events(late.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
+    expect(fields(late.effects, "approval_resolved")).toMatchObject({ decision: "expired" });
+    expect(fields(late.effects, "tool_execution")).toMatchObject({ reason: "expired" });
+    expect(rows(late.effects)).toEqual([]);
+    const again = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U1" }, limits, T0 + 2_000, "m");
+    expect(again).toEqual({ verdict: { kind: "expired" }, effects: [] });
   });
 });
 
 describe("ordered admission", () => {
   it("runs calls in the model's order: a later approved call waits for an earlier pending approval", () => {
-    const turn: TurnState = { calls: [call(0), call(1)] };
-    announce(turn.calls[0]!, {}, limits, T0, "approval-0");
-    announce(turn.calls[1]!, {}, limits, T0, "approval-1");
+    const calls = turnOf(call(0), call(1));
+    announce(calls, calls[0] as Proposed, {}, limits, T0, ids("approval-0"));
+    announce(calls, calls[1] as Proposed, {}, limits, T0, ids("approval-1"));
     const n = counters();
-    decideApproval(turn.calls[1]!, { decision: "approve", decided_by: "U" }, limits, T0 + 1);
-    expect(events(advanceAdmission(turn, n, limits, T0 + 1))).toEqual([]);
-    decideApproval(turn.calls[0]!, { decision: "approve", decided_by: "U" }, limits, T0 + 2);
-    expect(events(advanceAdmission(turn, n, limits, T0 + 2))).toEqual(["dispatch:call-0"]);
+    approve(calls, "approval-1", T0 + 1);
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 1))).toEqual([]);
+    approve(calls, "approval-0", T0 + 2);
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 2))).toEqual(["dispatch:call-0"]);
     // One call in flight at a time.
-    expect(events(advanceAdmission(turn, n, limits, T0 + 3))).toEqual([]);
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 3))).toEqual([]);
+    const inFlight = calls[0]!;
+    if (inFlight.state !== "dispatched") throw new Error("call-0 should be dispatched");
     const settled = settleDispatch(
-      turn.calls[0]!,
-      { kind: "result", is_error: false, content_bytes: 10, summary: "ok", model_text: "ok" },
+      calls,
+      inFlight,
+      { kind: "result", is_error: false, content_bytes: 10, summary: "ok", model_text: "ok", sent: true },
       T0 + 50,
     );
     expect(events(settled)).toEqual(["tool_execution", "tool_completed"]);
+    expect(rows(settled)).toEqual([]);
     expect(fields(settled, "tool_execution")).toEqual({
       tool_name: "mcp__demo__create_dashboard",
       tool_call_id: "call-0",
       approval_id: "approval-0",
       execution_status: "executed",
       result: { is_error: false, content_bytes: 10, summary: "ok" },
+      mutation_id: "mut-approval-0",
     });
     expect(fields(settled, "tool_completed")).toMatchObject({ approved: true, duration_ms: 50 });
-    expect(events(advanceAdmission(turn, n, limits, T0 + 51))).toEqual(["dispatch:call-1"]);
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 51))).toEqual(["dispatch:call-1"]);
     expect(n).toEqual({ admitted: 2, used: { mcp__demo__create_dashboard: 2 } });
   });
 
   it("stalls an approved call behind an earlier human__ask until it is answered", () => {
     const ask = call(0, { tool_name: "human__ask", kind: "human_ask", mutating: false, level: null, arguments: { question: "ok?" } });
     const write = call(1);
-    const turn: TurnState = { calls: [ask, write] };
-    announce(ask, {}, limits, T0, "a0");
-    announce(write, {}, limits, T0, "a1");
-    decideApproval(write, { decision: "approve", decided_by: "U" }, limits, T0 + 1);
+    const calls = turnOf(ask, write);
+    announce(calls, ask, {}, limits, T0, ids("a0"));
+    announce(calls, write, {}, limits, T0, ids("a1"));
+    approve(calls, "a1", T0 + 1);
     const n = counters();
-    expect(events(advanceAdmission(turn, n, limits, T0 + 2))).toEqual([]);
-    const answered = answerInput(ask, "yes", "U", T0 + 3);
-    expect("effects" in answered && events(answered.effects)).toEqual(["human_input_received"]);
-    expect(events(advanceAdmission(turn, n, limits, T0 + 4))).toEqual(["tool_execution", "tool_completed", "dispatch:call-1"]);
-    expect(ask.model_result).toBe("yes");
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 2))).toEqual([]);
+    const answered = answerInput(calls, "call-0", "yes", "U", T0 + 3);
+    expect(answered.verdict).toEqual({ kind: "answered", tool_call_id: "call-0" });
+    expect(events(answered.effects)).toEqual(["human_input_received"]);
+    expect(events(advanceAdmission(calls, 0, n, limits, T0 + 4))).toEqual(["tool_execution", "tool_completed", "dispatch:call-1"]);
+    expect(byId(calls, "call-0")).toMatchObject({ state: "done", model_result: "yes", model_is_error: false });
+    expect(answerInput(calls, "call-0", "yes", "U", T0 + 5)).toEqual({ verdict: answered.verdict, effects: [] });
+    expect(answerInput(calls, "call-0", "no", "U", T0 + 5).verdict).toMatchObject({ kind: "already_resolved", decision: "answered" });
+    expect(answerInput(calls, "call-9", "no", "U", T0 + 5).verdict).toMatchObject({ kind: "not_found" });
   });
 
-  it("ends a waiting call at its admission deadline", () => {
+  it("ends a waiting call at its admission deadline and settles its row unsent", () => {
     const first = call(0);
     const second = call(1);
-    const turn: TurnState = { calls: [first, second] };
-    announce(first, {}, limits, T0, "a0");
-    announce(second, {}, limits, T0, "a1");
-    decideApproval(second, { decision: "approve", decided_by: "U" }, limits, T0);
-    expect(nextDeadline(turn)).toBe(T0 + 1_000); // first's approval expiry comes first
-    const effects = advanceAdmission(turn, counters(), limits, T0 + 5_000);
+    const calls = turnOf(first, second);
+    announce(calls, first, {}, limits, T0, ids("a0"));
+    announce(calls, second, {}, limits, T0, ids("a1"));
+    approve(calls, "a1", T0);
+    expect(nextDeadline(calls, 0)).toBe(T0 + 1_000); // first's approval expiry comes first
+    const effects = advanceAdmission(calls, 0, counters(), limits, T0 + 5_000);
     expect(events(effects)).toEqual(["tool_execution", "tool_completed"]);
-    expect(fields(effects, "tool_execution")).toMatchObject({ tool_call_id: "call-1", reason: "expired" });
+    expect(fields(effects, "tool_execution")).toMatchObject({ tool_call_id: "call-1", reason: "expired", mutation_id: "mut-a1" });
     expect(fields(effects, "tool_completed")).toMatchObject({ approved: true });
+    expect(rows(effects)).toEqual(["unsent:mut-a1:expired"]);
   });
 
   it("applies the call ceiling to waiting calls and the budget at admission", () => {
@@ -223,17 +287,21 @@ describe("ordered admission", () => {
     const kpi2 = call(1, { tool_name: "mcp__demo__create_kpi" });
     const read = call(2, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
     const kpi3 = call(3, { tool_name: "mcp__demo__create_kpi" });
-    const turn: TurnState = { calls: [kpi1, kpi2, read, kpi3] };
-    for (const c of turn.calls) announce(c, {}, budget, T0, `a-${c.index}`);
-    for (const c of [kpi1, kpi2, kpi3]) decideApproval(c, { decision: "approve", decided_by: "U" }, budget, T0);
+    const calls = turnOf(kpi1, kpi2, read, kpi3);
+    for (const c of [kpi1, kpi2, read, kpi3]) announce(calls, c, {}, budget, T0, ids(`a-${c.index}`));
+    for (const id of ["a-0", "a-1", "a-3"]) decideApproval(calls, id, { decision: "approve", decided_by: "U" }, budget, T0, `mut-${id}`);
     const n = counters();
-    expect(events(advanceAdmission(turn, n, budget, T0))).toEqual(["dispatch:call-0"]);
-    settleDispatch(kpi1, { kind: "result", is_error: false, content_bytes: 1, summary: "", model_text: "" }, T0);
-    const next = advanceAdmission(turn, n, budget, T0);
+    expect(events(advanceAdmission(calls, 0, n, budget, T0))).toEqual(["dispatch:call-0"]);
+    const first = calls[0]!;
+    if (first.state !== "dispatched") throw new Error("call-0 should be dispatched");
+    settleDispatch(calls, first, { kind: "result", is_error: false, content_bytes: 1, summary: "", model_text: "", sent: true }, T0);
+    const next = advanceAdmission(calls, 0, n, budget, T0);
     // kpi2: over its budget of 1; read: admitted (2 of 2); kpi3: can never be admitted now.
     expect(events(next)).toEqual(["tool_execution", "tool_completed", "dispatch:call-2", "tool_execution", "tool_completed"]);
     expect(fields(next, "tool_execution")).toMatchObject({ tool_call_id: "call-1", reason: "budget_exhausted" });
-    expect((next[3] as { fields: Record<string, unknown> }).fields).toMatchObject({ tool_call_id: "call-3", reason: "call_ceiling" });
+    const emitted = next.filter((e) => e.kind === "emit");
+    expect((emitted[2] as { fields: Record<string, unknown> }).fields).toMatchObject({ tool_call_id: "call-3", reason: "call_ceiling" });
+    expect(rows(next)).toEqual(["unsent:mut-a-1:budget_exhausted", "unsent:mut-a-3:call_ceiling"]);
   });
 });
 
@@ -241,34 +309,36 @@ describe("expiry and cancellation", () => {
   it("expires approvals and questions by time", () => {
     const write = call(0);
     const ask = call(1, { tool_name: "human__ask", kind: "human_ask", mutating: false, level: null, arguments: { question: "?" } });
-    const turn: TurnState = { calls: [write, ask] };
-    announce(write, {}, limits, T0, "a0");
-    announce(ask, {}, limits, T0, "a1");
-    expect(expireDue(turn, T0 + 999)).toEqual([]);
-    expect(events(expireDue(turn, T0 + 1_000))).toEqual([
+    const calls = turnOf(write, ask);
+    announce(calls, write, {}, limits, T0, ids("a0"));
+    announce(calls, ask, {}, limits, T0, ids("a1"));
+    expect(expireDue(calls, 0, T0 + 999)).toEqual([]);
+    expect(events(expireDue(calls, 0, T0 + 1_000))).toEqual([
       "approval_resolved",
       "tool_execution",
       "tool_completed",
       "tool_execution",
       "tool_completed",
     ]);
-    expect(turnDone(turn)).toBe(true);
-    expect(answerInput(ask, "late", "U", T0 + 2_000).status).toBe(410);
+    expect(turnDone(calls, 0)).toBe(true);
+    expect(answerInput(calls, "call-1", "late", "U", T0 + 2_000).verdict).toEqual({ kind: "expired" });
   });
 
   it("cancels everything not yet dispatched and leaves the dispatched call to settle", () => {
-    const inFlight = call(0);
-    const approved = call(1);
-    const pendingApproval = call(2);
-    const turn: TurnState = { calls: [inFlight, approved, pendingApproval] };
-    for (const c of turn.calls) announce(c, {}, limits, T0, `a${c.index}`);
-    decideApproval(inFlight, { decision: "approve", decided_by: "U" }, limits, T0);
-    decideApproval(approved, { decision: "approve", decided_by: "U" }, limits, T0);
-    advanceAdmission(turn, counters(), limits, T0);
-    const effects = cancelPending(turn, T0 + 5);
+    const calls = turnOf(call(0), call(1), call(2));
+    for (const c of [...calls] as Proposed[]) announce(calls, c, {}, limits, T0, ids(`a${c.index}`));
+    approve(calls, "a0", T0);
+    approve(calls, "a1", T0);
+    advanceAdmission(calls, 0, counters(), limits, T0);
+    const effects = cancelPending(calls, 0, T0 + 5);
     expect(events(effects)).toEqual(["tool_execution", "tool_completed", "approval_resolved", "tool_execution", "tool_completed"]);
     expect(fields(effects, "tool_completed")).toMatchObject({ tool_call_id: "call-1", approved: true });
     expect(fields(effects, "approval_resolved")).toMatchObject({ tool_call_id: "call-2", decision: "cancelled" });
-    expect(inFlight.state).toBe("dispatched");
+    expect(rows(effects)).toEqual(["unsent:mut-a1:cancelled"]);
+    expect(calls[0]!.state).toBe("dispatched");
+    expect(decideApproval(calls, "a2", { decision: "approve", decided_by: "U" }, limits, T0 + 6, "m").verdict).toMatchObject({
+      kind: "already_resolved",
+      decision: "cancelled",
+    });
   });
 });

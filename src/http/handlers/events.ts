@@ -4,6 +4,7 @@
 // stream and releases that subscriber.
 import type { RunObject } from "../../../durable-objects/run-object";
 import { apiError } from "../api-error";
+import { MAX_IDENTIFIER_CHARS } from "../../ids";
 
 const NON_NEGATIVE_INTEGER = /^(0|[1-9][0-9]{0,15})$/;
 
@@ -49,8 +50,8 @@ export async function handleEvents(request: Request, stub: DurableObjectStub<Run
   const url = new URL(request.url);
   const after = resumePoint(url, request.headers.get("last-event-id"));
   const clientKey = url.searchParams.get("client_key") ?? request.headers.get("x-client-key") ?? undefined;
-  if (clientKey !== undefined && (clientKey.length === 0 || clientKey.length > 200)) {
-    throw apiError(400, { error: "invalid_request", message: "client_key must be 1..200 characters." });
+  if (clientKey !== undefined && (clientKey.length === 0 || clientKey.length > MAX_IDENTIFIER_CHARS)) {
+    throw apiError(400, { error: "invalid_request", message: `client_key must be 1..${MAX_IDENTIFIER_CHARS} characters.` });
   }
   return openEventStream(stub, after, clientKey);
 }

@@ -15,12 +15,13 @@ import type { Env } from "../../config/env";
 import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, type OutcomeDb } from "../../outcomes/mutation-outcomes";
 import { readJsonBody } from "../request-body";
 import { boundedStorage, guardedStorage } from "../../outcomes/storage-guard";
+import { MAX_IDENTIFIER_CHARS } from "../../ids";
 
 export const reconcileRequestSchema = z
   .object({
     outcome: z.enum(["completed", "not_executed"]),
     evidence: z.string().min(1).max(4_000),
-    reconciled_by: z.string().min(1).max(200),
+    reconciled_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
   })
   .strict();
 

@@ -6,7 +6,7 @@ import type { HostConfig } from "../../config/config";
 import { runStubFor, startRun } from "../start-run";
 import type { Env } from "../../config/env";
 import { readJsonBody } from "../request-body";
-import { newRunId } from "../../ids";
+import { newRunId, MAX_IDENTIFIER_CHARS } from "../../ids";
 import { isKnownToolNameShape } from "../../execution/tool-policy";
 import { type ScriptTurn, triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
@@ -74,8 +74,8 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
 
 function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | null): string | undefined {
   const header = fromHeader?.trim() || undefined;
-  if (header !== undefined && (header.length > 200 || hasControlCharacter(header))) {
-    throw apiError(400, { error: "invalid_request", message: "Idempotency-Key must be 1..200 printable characters." });
+  if (header !== undefined && (header.length > MAX_IDENTIFIER_CHARS || hasControlCharacter(header))) {
+    throw apiError(400, { error: "invalid_request", message: `Idempotency-Key must be 1..${MAX_IDENTIFIER_CHARS} printable characters.` });
   }
   if (fromBody !== undefined && header !== undefined && fromBody !== header) {
     throw apiError(400, {

@@ -1,0 +1,434 @@
+// The agent loop of one run (contract sections 3, 4, 6 and 7): asks the model
+// source for a turn, announces its calls, applies people's decisions, admits
+// calls in order and hands them to the dispatch pipeline, then gives the
+// results back to the model, until the model is done or the run is
+// cancelled. Decisions live in the pure call state machine
+// (src/execution/tool-calls.ts); this class applies its effects: appends to
+// the run's stream, starts dispatches and durable row work, saves what
+// changed and sets deadlines. The RunObject persists, schedules and delegates.
+import type { HostConfig } from "../config/config";
+import { DispatchPipeline, type PipelineDecision, type PipelineLedger, type RowRef } from "../execution/dispatch-pipeline";
+import { argumentsDigest } from "../execution/arguments-digest";
+import { redactSecrets } from "../execution/redaction";
+import type { ToolCatalog } from "../execution/tool-catalog";
+import {
+  advanceAdmission,
+  announce,
+  answerInput,
+  cancelPending,
+  decideApproval,
+  expireDue,
+  hasDispatched,
+  nextDeadline,
+  refuseDispatch,
+  settleDispatch,
+  turnCalls,
+  turnDone,
+  type Decision,
+  type DispatchOutcome,
+  type Dispatched,
+  type Done,
+  type Effect,
+  type Limits,
+  type Proposed,
+  type ToolCall,
+  type Verdict,
+} from "../execution/tool-calls";
+import { classifyTool } from "../execution/tool-policy";
+import { newApprovalId, newToolCallId } from "../ids";
+import { newMutationId } from "../outcomes/mutation-outcomes";
+import type { AlarmSchedule } from "../schedule/alarm-schedule";
+import type { EventType, StoredEvent } from "../stream/events";
+import type { RunStream } from "../stream/run-stream";
+import type { ModelSource, ProposedCall } from "./model-source";
+import { isTerminalStatus, type CancelResult, type RunRecord, type RunSummary } from "./run-record";
+import type { RunStore } from "./run-store";
+import { TurnDriver } from "./turn-driver";
+
+const MS_PER_SECOND = 1_000;
+
+export interface EngineDeps {
+  config: HostConfig;
+  store: RunStore;
+  stream: RunStream;
+  schedule: AlarmSchedule;
+  ledger: PipelineLedger;
+  send: (call: Dispatched) => Promise<DispatchOutcome>;
+  source: ModelSource;
+  catalog: ToolCatalog;
+}
+
+export class RunEngine {
+  readonly #deps: EngineDeps;
+  readonly #run: RunRecord;
+  /** Every call of the run, kept so repeated decisions get their first answer. */
+  readonly #calls: ToolCall[];
+  readonly #pipeline: DispatchPipeline;
+  readonly #driver = new TurnDriver(
+    () => this.#drive(),
+    (err: unknown) => this.#fail("internal_error", `The run stopped on an unexpected error: ${(err as Error).message}`, true),
+  );
+  /** Aborts the model call in flight when the run is cancelled. */
+  #modelCall: AbortController | undefined;
+
+  constructor(deps: EngineDeps, run: RunRecord, calls: ToolCall[]) {
+    this.#deps = deps;
+    this.#run = run;
+    this.#calls = calls;
+    this.#pipeline = new DispatchPipeline({ ledger: deps.ledger, send: deps.send, run: () => this.#run });
+  }
+
+  get run(): Readonly<RunRecord> {
+    return this.#run;
+  }
+
+  /** The first event of the run, then the loop. */
+  start(message: string): void {
+    this.#deps.source.begin(message);
+    this.append("run_started", { user_id: this.#run.user_id });
+    this.#driver.kick();
+  }
+
+  /** A run that was mid-turn when the object went away picks up where it was. */
+  resume(): void {
+    if (this.#run.status === "running") this.#driver.kick();
+  }
+
+  summary(): RunSummary {
+    const { stream } = this.#deps;
+    const run = this.#run;
+    const pendingApprovals: RunSummary["pending_approvals"] = [];
+    const pendingInputs: RunSummary["pending_inputs"] = [];
+    for (const c of this.#calls) {
+      if (c.state === "awaiting_approval") {
+        const { approval_id, expires_at } = c.approval;
+        pendingApprovals.push({ approval_id, tool_call_id: c.tool_call_id, tool_name: c.tool_name, expires_at: iso(expires_at) });
+      } else if (c.state === "awaiting_input") {
+        pendingInputs.push({ tool_call_id: c.tool_call_id, question: c.input.question, expires_at: iso(c.input.expires_at) });
+      }
+    }
+    return {
+      run_id: run.run_id,
+      channel_id: run.channel_id,
+      status: run.status,
+      last_sequence: stream.lastSequence,
+      earliest_sequence: stream.earliestSequence,
+      subscribers: stream.subscriberCount,
+      pending_approvals: pendingApprovals,
+      pending_inputs: pendingInputs,
+      created_at: run.created_at,
+      ...(run.ended_at ? { ended_at: run.ended_at } : {}),
+    };
+  }
+
+  cancel(): CancelResult {
+    const run = this.#run;
+    if (isTerminalStatus(run.status)) return { found: true, status: run.status, already_ended: true };
+    run.cancel_requested = true;
+    this.#deps.schedule.clear("turn");
+    this.#modelCall?.abort();
+    const turn = run.phase.kind === "tools" ? run.phase.turn : undefined;
+    if (turn !== undefined) this.#apply(cancelPending(this.#calls, turn, Date.now()));
+    this.#save();
+    // A dispatched call is not abandoned: the run ends once its result is reported.
+    if (turn === undefined || !hasDispatched(this.#calls, turn)) this.#endCancelled();
+    return { found: true, status: "cancelling", already_ended: false };
+  }
+
+  decideApproval(approvalId: string, decision: Decision): Verdict {
+    const result = decideApproval(this.#calls, approvalId, decision, this.#limits(), Date.now(), newMutationId());
+    this.#applyAndAdvance(result.effects);
+    return result.verdict;
+  }
+
+  answerInput(toolCallId: string, answer: string, answeredBy: string): Verdict {
+    const result = answerInput(this.#calls, toolCallId, answer, answeredBy, Date.now());
+    this.#applyAndAdvance(result.effects);
+    return result.verdict;
+  }
+
+  /** The SSE route; a new subscriber may start the heartbeat. */
+  subscribe(after: number, clientKey: string | undefined): Response {
+    const response = this.#deps.stream.subscribe(after, clientKey);
+    if (this.heartbeatDueAt() !== undefined) this.#deps.schedule.rearm();
+    return response;
+  }
+
+  /** When the next heartbeat is due: while running with at least one subscriber. */
+  heartbeatDueAt(): number | undefined {
+    const { stream, config } = this.#deps;
+    if (this.#run.status !== "running" || stream.subscriberCount === 0) return undefined;
+    return stream.lastAppendAt + config.HEARTBEAT_INTERVAL_MS;
+  }
+
+  /** The alarm fired. Returns true when the run's retention ended (the object deletes it). */
+  alarm(now: number): { purge: boolean } {
+    const { schedule } = this.#deps;
+    let purge = false;
+    for (const name of schedule.fired(now)) {
+      if (name === "retention") purge = true;
+      else if (name === "calls") {
+        if (this.#run.phase.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, this.#run.phase.turn, now), true);
+      } else this.#driver.kick();
+    }
+    const heartbeatAt = this.heartbeatDueAt();
+    if (heartbeatAt !== undefined && now >= heartbeatAt) this.append("heartbeat", {});
+    if (!purge) schedule.rearm();
+    return { purge };
+  }
+
+  /** Retention ended: every event deleted, every response ended (the object then deletes the rest). */
+  closeStream(): void {
+    this.#deps.stream.purge();
+  }
+
+  /**
+   * Appends one event to the run's stream (nothing after the terminal event)
+   * and, for the terminal one, ends the run. The one append path, also for
+   * the benchmark's synthetic events.
+   */
+  append(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
+    const event = this.#deps.stream.append(type, fields, now);
+    if (event && this.#deps.stream.terminal && this.#run.status === "running")
+      this.#ended(type === "run_completed" ? "completed" : "failed", now);
+    return event;
+  }
+
+  // ---- the loop --------------------------------------------------------------
+
+  async #drive(): Promise<void> {
+    const run = this.#run;
+    while (run.status === "running") {
+      this.#driver.iterating();
+      const phase = run.phase;
+      if (phase.kind === "thinking") {
+        if (Date.now() < phase.ready_at) {
+          // The model is still thinking; the alarm resumes the loop, even after eviction.
+          this.#deps.schedule.set("turn", phase.ready_at);
+          return;
+        }
+        const abort = new AbortController();
+        this.#modelCall = abort;
+        const step = await this.#deps.source.next(phase.turn, abort.signal).finally(() => {
+          this.#modelCall = undefined;
+        });
+        if (run.status !== "running") return;
+        if (step.kind === "failed") {
+          this.#fail("model_error", step.message);
+          return;
+        }
+        if (step.kind === "finished") {
+          this.#complete();
+          return;
+        }
+        if (step.text !== undefined && step.text !== "") {
+          this.append("assistant_message", { text: step.text });
+          run.last_text = step.text;
+        }
+        if (step.tool_calls.length > 0) await this.#startToolTurn(phase.turn, step.tool_calls);
+        else if (step.final) {
+          this.#complete();
+          return;
+        } else this.#nextModelTurn(phase.turn + 1);
+        continue;
+      }
+      if (phase.kind !== "tools") return;
+      await this.#recoverLostDispatches(phase.turn);
+      if (run.status !== "running") return;
+      if (run.cancel_requested && !hasDispatched(this.#calls, phase.turn)) {
+        // Cancelled while a call was in flight, and that call was lost to a restart: the cancel completes now.
+        this.#endCancelled();
+        return;
+      }
+      this.#apply(advanceAdmission(this.#calls, phase.turn, run.counters, this.#limits(), Date.now()));
+      if (turnDone(this.#calls, phase.turn)) {
+        // Every call of the turn ended: their results go back to the model.
+        this.#deps.source.toolResults(turnCalls(this.#calls, phase.turn) as Done[]);
+        this.#nextModelTurn(phase.turn + 1);
+        continue;
+      }
+      this.#armCallDeadline(phase.turn);
+      this.#save();
+      return;
+    }
+  }
+
+  /** Announces every call of the turn and asks every approval at once. */
+  async #startToolTurn(turn: number, proposals: ProposedCall[]): Promise<void> {
+    const { catalog, config } = this.#deps;
+    const prepared = [];
+    for (const proposed of proposals) {
+      const tool = classifyTool(proposed.tool_name, await catalog.info(proposed.tool_name), config);
+      prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments) });
+    }
+    if (this.#run.status !== "running") return; // cancelled while the tool lists were fetched
+    // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
+    const now = Date.now();
+    const calls: Proposed[] = prepared.map(({ proposed, tool, digest }, index) => ({
+      turn,
+      index,
+      tool_call_id: proposed.tool_call_id ?? newToolCallId(),
+      tool_name: proposed.tool_name,
+      arguments: proposed.arguments,
+      arguments_digest: digest,
+      ...tool,
+      started_at: now,
+      state: "proposed",
+    }));
+    this.#run.phase = { kind: "tools", turn };
+    this.#calls.push(...calls);
+    this.#run.tool_calls += calls.length;
+    const limits = this.#limits();
+    for (const call of calls) {
+      const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
+      // Appended at `now`, the moment their expiry counts from.
+      this.#apply(announce(this.#calls, call, redactSecrets(call.arguments), limits, now, ids), now);
+    }
+    this.#save();
+  }
+
+  #nextModelTurn(turn: number): void {
+    this.#run.phase = { kind: "thinking", turn, ready_at: Date.now() + this.#deps.source.delayMs(turn) };
+    this.#save();
+  }
+
+  #applyAndAdvance(effects: Effect[], always = false): void {
+    if (effects.length === 0 && !always) return;
+    this.#apply(effects);
+    this.#save();
+    this.#driver.kick();
+  }
+
+  /** Appends the events the pure logic decided on, starts the dispatches it admitted and the row work it asked for. */
+  #apply(effects: Effect[], at?: number): void {
+    for (const effect of effects) {
+      switch (effect.kind) {
+        case "emit":
+          this.append(effect.type, effect.fields, at);
+          break;
+        case "dispatch":
+          this.#dispatch(effect.call);
+          break;
+        case "record_intent":
+          this.#pipeline.recordIntent(rowRef(effect));
+          break;
+        case "settle_unsent":
+          this.#pipeline.settleUnsent(rowRef(effect), effect.reason);
+          break;
+      }
+    }
+  }
+
+  /** Sends one admitted call through the pipeline; its result is reported even if the run was cancelled meanwhile. */
+  #dispatch(call: Dispatched): void {
+    this.#save(); // "dispatched" is on disk before anything leaves
+    this.#pipeline.start(call, (decision) => this.#decided(call, decision));
+  }
+
+  /** Applies the pipeline's decision, once, only if the call is still in flight. */
+  #decided(call: Dispatched, decision: PipelineDecision): void {
+    const current = this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
+    if (current?.state !== "dispatched") return;
+    this.#applyDecision(current, decision);
+    this.#save();
+    if (this.#run.cancel_requested && !hasDispatched(this.#calls, call.turn)) this.#endCancelled();
+    else this.#driver.kick();
+  }
+
+  #applyDecision(call: Dispatched, decision: PipelineDecision): void {
+    const now = Date.now();
+    this.#apply(
+      decision.kind === "settle"
+        ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
+        : refuseDispatch(this.#calls, call, decision.reason, now),
+    );
+  }
+
+  /** Calls marked dispatched that this instance is not running were in flight when the object restarted. */
+  async #recoverLostDispatches(turn: number): Promise<void> {
+    for (const call of turnCalls(this.#calls, turn)) {
+      if (call.state !== "dispatched" || this.#pipeline.isInFlight(call.tool_call_id)) continue;
+      const decision = await this.#pipeline.recover(call);
+      const current = this.#calls.find((c) => c.turn === turn && c.tool_call_id === call.tool_call_id);
+      if (current?.state !== "dispatched" || this.#pipeline.isInFlight(call.tool_call_id)) continue; // handled while we read
+      switch (decision.kind) {
+        case "retry_later":
+          // Try again after one storage bound; until then the call stays in flight.
+          this.#deps.schedule.set("calls", Date.now() + this.#deps.config.STORAGE_WAIT_MS);
+          break;
+        case "resume":
+          this.#dispatch(current);
+          break;
+        case "settle":
+        case "refuse":
+          this.#applyDecision(current, decision);
+          break;
+      }
+    }
+  }
+
+  #armCallDeadline(turn: number): void {
+    const next = nextDeadline(this.#calls, turn);
+    if (next === undefined) this.#deps.schedule.clear("calls");
+    else this.#deps.schedule.set("calls", next);
+    this.#deps.schedule.rearm();
+  }
+
+  #limits(): Limits {
+    const { config } = this.#deps;
+    const fromTrigger = this.#run.max_tool_calls;
+    return {
+      ceiling: fromTrigger === null ? config.MAX_TOOL_CALLS : Math.min(config.MAX_TOOL_CALLS, fromTrigger),
+      budget: config.MUTATION_BUDGET,
+      approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
+      admissionTimeoutMs: config.ADMISSION_TIMEOUT_MS,
+    };
+  }
+
+  // ---- the terminal events, each appended from here only ------------------------------
+
+  #complete(): void {
+    const run = this.#run;
+    this.append("run_completed", { ...(run.last_text !== null ? { text: run.last_text } : {}), tool_calls: run.tool_calls });
+  }
+
+  #endCancelled(): void {
+    this.append("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
+  }
+
+  #fail(code: "model_error" | "internal_error", message: string, log = false): void {
+    if (log) console.error(`run ${this.#run.run_id}: ${message}`);
+    this.append("run_failed", { error: { code, message } });
+  }
+
+  #ended(status: "completed" | "failed", now: number): void {
+    const run = this.#run;
+    run.status = status;
+    run.ended_at = iso(now);
+    run.phase = { kind: "ended" };
+    this.#save();
+    const { schedule, config } = this.#deps;
+    schedule.clear("turn");
+    schedule.clear("calls");
+    schedule.set("retention", now + config.RUN_RETENTION_SECONDS * MS_PER_SECOND);
+  }
+
+  #save(): void {
+    this.#deps.store.save(this.#run, this.#calls);
+  }
+}
+
+function rowRef(effect: Extract<Effect, { kind: "record_intent" | "settle_unsent" }>): RowRef {
+  const { call } = effect;
+  return {
+    tool_call_id: call.tool_call_id,
+    tool_name: call.tool_name,
+    arguments_digest: call.arguments_digest,
+    mutation_id: effect.mutation_id,
+    approval_id: effect.approval_id,
+  };
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}

@@ -1,0 +1,81 @@
+// The run's durable state in its Durable Object's SQLite storage: the run
+// record (header and script) in one row, each call in a row of its own,
+// written only when that call changed (transitions replace a call's record,
+// so a changed call is a different object). Nothing is created until the run
+// starts: a request for a run that never existed creates no storage.
+import type { SqlLike } from "../stream/event-log";
+import type { ScriptTurn } from "../http/trigger-request";
+import type { ToolCall } from "../execution/tool-calls";
+import type { RunRecord } from "./run-record";
+
+export interface StoredRun {
+  run: RunRecord;
+  script: ScriptTurn[];
+  calls: ToolCall[];
+}
+
+export class RunStore {
+  readonly #sql: SqlLike;
+  /** The call records as last written, by position. */
+  readonly #written: ToolCall[] = [];
+
+  private constructor(sql: SqlLike) {
+    this.#sql = sql;
+  }
+
+  /** The stored run, or null (and nothing created) when this object holds none. */
+  static load(sql: SqlLike): { store: RunStore; stored: StoredRun } | null {
+    const exists = sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'run'`).toArray()[0];
+    if (!exists?.n) return null;
+    const row = sql.exec<{ record: string; script: string }>(`SELECT record, script FROM run WHERE id = 1`).toArray()[0];
+    if (!row) return null;
+    const store = new RunStore(sql);
+    const calls = sql
+      .exec<{ record: string }>(`SELECT record FROM calls ORDER BY position`)
+      .toArray()
+      .map((r) => JSON.parse(r.record) as ToolCall);
+    store.#written.push(...calls);
+    return { store, stored: { run: JSON.parse(row.record) as RunRecord, script: JSON.parse(row.script) as ScriptTurn[], calls } };
+  }
+
+  /** Creates the run's tables and its first row. */
+  static create(sql: SqlLike, run: RunRecord, script: readonly ScriptTurn[]): RunStore {
+    sql.exec(`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS calls (position INTEGER PRIMARY KEY, record TEXT NOT NULL)`);
+    sql.exec(`INSERT INTO run (id, record, script) VALUES (1, ?, ?)`, JSON.stringify(run), JSON.stringify(script));
+    return new RunStore(sql);
+  }
+
+  /**
+   * Retention ended: the record, the script, the calls (their real arguments)
+   * and the conversation are dropped. What stays is the event log's purge
+   * marker (the last sequence, so a returning reader gets 410 replay_gap or
+   * 204, never a silent restart) and the run's identity, nothing else.
+   */
+  static purge(sql: SqlLike, identity: { run_id: string; channel_id: string }): void {
+    for (const table of ["run", "calls", "conversation", "deadlines"]) sql.exec(`DROP TABLE IF EXISTS ${table}`);
+    sql.exec(
+      `CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`,
+    );
+    sql.exec(`INSERT OR REPLACE INTO purged_run (id, run_id, channel_id) VALUES (1, ?, ?)`, identity.run_id, identity.channel_id);
+  }
+
+  /** The identity of a run whose retention ended, or null. */
+  static purged(sql: SqlLike): { run_id: string; channel_id: string } | null {
+    const exists = sql
+      .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'purged_run'`)
+      .toArray()[0];
+    if (!exists?.n) return null;
+    return sql.exec<{ run_id: string; channel_id: string }>(`SELECT run_id, channel_id FROM purged_run WHERE id = 1`).toArray()[0] ?? null;
+  }
+
+  /** Writes the run record and every call that changed since the last save. */
+  save(run: RunRecord, calls: readonly ToolCall[]): void {
+    this.#sql.exec(`UPDATE run SET record = ? WHERE id = 1`, JSON.stringify(run));
+    for (const [position, call] of calls.entries()) {
+      if (this.#written[position] === call) continue;
+      this.#sql.exec(`INSERT OR REPLACE INTO calls (position, record) VALUES (?, ?)`, position, JSON.stringify(call));
+      this.#written[position] = call;
+    }
+  }
+}
