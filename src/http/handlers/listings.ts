@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import { apiError, jsonResponse } from "../api-error";
 import { validate } from "../request-body";
-import { boundedRead } from "../../listings/bounded-read";
+import { type BoundedResult, boundedStorage } from "../../outcomes/storage-guard";
 import { CursorError } from "../../listings/cursor";
 import { listApprovals, listInputs, listMutations, listRuns, type ListingDb, type Page } from "../../listings/listing-reads";
 import { approvalsQuerySchema, inputsQuerySchema, mutationsQuerySchema, runsQuerySchema } from "../../listings/listing-schemas";
@@ -37,9 +37,10 @@ async function listing<S extends z.ZodType, T>(
   read: (db: ListingDb, query: z.output<S>) => Promise<Page<T>>,
 ): Promise<Response> {
   const query = validate(schema, queryObject(url));
-  let result: Awaited<ReturnType<typeof boundedRead<Page<T>>>>;
+  let result: BoundedResult<Page<T>>;
   try {
-    result = await boundedRead(waitMs, () => read(db, query));
+    // A listing is not a storage worker of the execution path: no pool slot, only the bound (section 9).
+    result = await boundedStorage(waitMs, () => read(db, query));
   } catch (err) {
     if (err instanceof CursorError) {
       throw apiError(400, {
