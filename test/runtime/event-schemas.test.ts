@@ -50,7 +50,7 @@ describe("event schemas against real runs", () => {
     // Heartbeats fill the silence while the run waits for people (HEARTBEAT_INTERVAL_MS is 100 in tests).
     await readUntilFound(reader, (es) => es.some((e) => e.type === "heartbeat"));
     const approvals = asked.filter((e) => e.type === "approval_requested");
-    expect(approvals[0].arguments.api_key).toBe("[REDACTED]");
+    expect(approvals[0].arguments.api_key).toBe("[redacted]");
     expect(await post(`/api/runs/${runId}/inputs/ask-1`, { answer: "Platform", answered_by: "U1" })).toBe(200);
     expect(await post(`/api/runs/${runId}/approvals/${approvals[0].approval_id}`, { decision: "approve", decided_by: "U1" })).toBe(200);
     expect(await post(`/api/runs/${runId}/approvals/${approvals[1].approval_id}`, { decision: "deny", decided_by: "U1" })).toBe(200);

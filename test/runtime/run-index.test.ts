@@ -42,7 +42,7 @@ function approvalRow(runId: string, overrides: Partial<ApprovalListItem> = {}): 
     tool_name: "mcp__demo__create_dashboard",
     level: "approve",
     description: "Create a dashboard",
-    arguments: { title: "Q4", api_key: "[REDACTED]" },
+    arguments: { title: "Q4", api_key: "[redacted]" },
     requested_at: T1,
     expires_at: T2,
     status: "pending",
@@ -110,7 +110,7 @@ describe("run index: marks and flush", () => {
       expect(await d1Run(runId)).toMatchObject({ status: "running", ended_at: null, source: "api", channel_id: "C-index" });
       const stored = await d1Approval(approval.approval_id);
       expect(stored).toMatchObject({ status: "pending", level: "approve", decided_by: null });
-      expect(JSON.parse(String(stored?.arguments_json))).toEqual({ title: "Q4", api_key: "[REDACTED]" });
+      expect(JSON.parse(String(stored?.arguments_json))).toEqual({ title: "Q4", api_key: "[redacted]" });
       expect(await d1Input(runId, "ask-1")).toMatchObject({ status: "pending", question: "Which team owns it?" });
 
       // The resolutions alone: their requests are already in D1.
@@ -307,7 +307,7 @@ describe("run index: marks derived from events", () => {
           approval_id: approvalId,
           level: "confirm",
           description: "Create",
-          arguments: { password: "[REDACTED]" },
+          arguments: { password: "[redacted]" },
           expires_at: T2,
         },
         T1,

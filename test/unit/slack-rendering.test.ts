@@ -30,7 +30,7 @@ describe("Block Kit", () => {
     expect(json).toContain("mcp__demo__create_dashboard");
     expect(json).toContain("confirm");
     expect(json).not.toContain("hunter2");
-    expect(json).toContain("[REDACTED]");
+    expect(json).toContain("[redacted]");
     expect(json).toContain("<!date^");
     const actions = message.blocks?.find((b) => b.type === "actions");
     expect(actions?.type === "actions" && actions.elements.map((e) => [e.action_id, "style" in e ? e.style : undefined])).toEqual([

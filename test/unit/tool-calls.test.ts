@@ -132,7 +132,7 @@ describe("announce", () => {
       arguments: { question: 7, api_token: "s3cret" },
     });
     const effects = announce(turnOf(ask), ask, {}, limits, T0, ids("a"));
-    expect(fields(effects, "human_input_requested")).toMatchObject({ question: JSON.stringify({ question: 7, api_token: "[REDACTED]" }) });
+    expect(fields(effects, "human_input_requested")).toMatchObject({ question: JSON.stringify({ question: 7, api_token: "[redacted]" }) });
   });
 
   it("records the intent of a mutation that needs nobody's approval when it is announced", () => {
