@@ -33,9 +33,9 @@ export async function liveView(
   let terminal: Terminal | undefined;
   try {
     for await (const event of events) {
+      spin.status(waitingText(event));
       if (out.json) out.object(event);
       else if (event.type !== "heartbeat" || options.showHeartbeats) spin.print(eventLine(event));
-      spin.status(waitingText(event));
       if (event.type === "run_completed" || event.type === "run_failed") terminal = event;
       if (!options.prompter) continue;
       if (event.type === "approval_requested") {

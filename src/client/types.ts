@@ -176,9 +176,9 @@ export interface MutationOutcome {
   approval_id: string | null;
   tool_name: string;
   arguments_digest: string;
-  /** The decision's `decided_by`, or "automatic" (contract section 8; absent from servers that predate it). */
-  approved_by?: string;
-  approved_at?: string;
+  /** The decision's `decided_by`, or "automatic" (contract section 8); null on rows written without it, absent from older servers. */
+  approved_by?: string | null;
+  approved_at?: string | null;
   state: MutationState;
   dispatched: boolean;
   reason?: string;
