@@ -285,6 +285,39 @@ describe("approved-exec against the engine", () => {
     expect(JSON.parse(late.stderr)).toMatchObject({ status: 409, error: "already_resolved", decision: "denied" });
   });
 
+  it("approve of a confirm tool needs the typed tool name: refused without it on a pipe, asked for at a terminal", async () => {
+    const runId = await triggerRun(
+      [{ tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-9", chart: "p50", threshold: 1 } }] }],
+      channel("confirm"),
+    );
+    const watching = watchJson(runId);
+    const requested = await watching.waitForJson((e) => e.type === "approval_requested");
+    expect(requested).toMatchObject({ level: "confirm" });
+    const approvalId = String(requested.approval_id);
+
+    const unconfirmed = await cli(["approve", runId, approvalId]);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
+    const mistyped = await cli(["approve", runId, approvalId, "--confirm", "create_alert"]);
+    expect(mistyped.code).toBe(1);
+    expect(mistyped.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
+
+    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId, "--as", "ops:dana"], cliEnv(), PROJECT_ROOT);
+    try {
+      await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS);
+      term.type(`${ALERT}\n`);
+      expect(await term.exited).toBe(0);
+    } finally {
+      term.child.kill("SIGKILL");
+    }
+    expect(term.screen()).toContain(`approved ${approvalId} as ops:dana`);
+    expect((await watching.exited).code).toBe(0);
+    expect(await watching.waitForJson((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "approved",
+      decided_by: "ops:dana",
+    });
+  });
+
   it("answers a question, cancels the run, and watch exits 1 on the failed run", async () => {
     const runId = await triggerRun(
       [
