@@ -100,7 +100,7 @@ export function mutationLine(m: MutationOutcome): string {
     m.tool_name,
     `call=${m.tool_call_id}`,
     ...(m.error === undefined ? [] : [`error=${m.error.code}`]),
-    `approved_by=${m.approved_by ?? "?"}`,
+    ...(typeof m.approved_by === "string" ? [`approved_by=${m.approved_by}`] : []),
     `created=${m.created_at}`,
     ...(m.reconciliation === undefined
       ? []
