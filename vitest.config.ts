@@ -68,8 +68,15 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: ["test/e2e/**/*.test.ts", "test/client/**/*.test.ts", "test/demo/**/*.test.ts", "test/providers/**/*.test.ts"],
-            globalSetup: ["./test/e2e/global-setup.ts"],
+            include: [
+              "test/e2e/**/*.test.ts",
+              "test/client/**/*.test.ts",
+              "test/cli/**/*.test.ts",
+              "test/demo/**/*.test.ts",
+              "test/providers/**/*.test.ts",
+            ],
+            // The built client entry point and CLI (dist/) first: their tests run the build's output.
+            globalSetup: ["./test/support/build-package.ts", "./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
             // Each e2e file starts its own wrangler dev; two cores, so one file at a time.

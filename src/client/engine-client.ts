@@ -1,10 +1,11 @@
-// The engine's HTTP client (contract sections 2-9): one method per route with
+// The engine's HTTP client (contract sections 2-9 and 15): one method per route with
 // typed results, every non-2xx answer thrown as one ApiError, and the run's
 // event stream as a resuming async iterator (event-stream.ts). Platform
 // neutral: `fetch` is injectable (a Worker's service binding, `SELF.fetch` in
 // runtime tests), nothing else is needed beyond TextDecoder and AbortSignal.
-import { ApiError, errorFromResponse } from "./errors";
-import { streamEvents, type EventStreamOptions } from "./event-stream";
+import { ApiError, errorFromResponse } from "./errors.js";
+import { streamEvents, type EventStreamOptions } from "./event-stream.js";
+import { queryString, walkPages, type WalkOptions } from "./pages.js";
 import type {
   ApprovalAnswer,
   ApprovalDecision,
@@ -13,14 +14,25 @@ import type {
   EngineEvent,
   InputAnswer,
   InputAnswerResult,
+  ApprovalsPage,
+  ApprovalsQuery,
+  InputsPage,
+  InputsQuery,
+  ListingName,
+  Listings,
   MutationOutcome,
+  MutationsPage,
+  MutationsQuery,
+  OpenApiDocument,
+  RunsPage,
+  RunsQuery,
   ReconcileRequest,
   RunMutations,
   RunSummary,
   StoragePoolStats,
   TriggerReceipt,
   TriggerRequest,
-} from "./types";
+} from "./types.js";
 
 /** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
@@ -153,6 +165,55 @@ export class EngineClient {
   /** GET /api/storage-pool. */
   storagePool(options: RequestOptions = {}): Promise<StoragePoolStats> {
     return this.#json("GET", "/api/storage-pool", undefined, options);
+  }
+
+  // ---- section 15: listings across runs and the machine-readable contract -------
+
+  /** GET /api/runs: one page, newest first. */
+  listRuns(query: RunsQuery = {}, options: RequestOptions = {}): Promise<RunsPage> {
+    return this.#json("GET", `/api/runs${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/approvals: one page (`status: "pending"` for what waits for a person). */
+  listApprovals(query: ApprovalsQuery = {}, options: RequestOptions = {}): Promise<ApprovalsPage> {
+    return this.#json("GET", `/api/approvals${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/inputs: one page of `human__ask` questions. */
+  listInputs(query: InputsQuery = {}, options: RequestOptions = {}): Promise<InputsPage> {
+    return this.#json("GET", `/api/inputs${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/mutations: one page of durable outcomes (`state: "outcome_unknown"` for rows to reconcile). */
+  listMutations(query: MutationsQuery = {}, options: RequestOptions = {}): Promise<MutationsPage> {
+    return this.#json("GET", `/api/mutations${queryString(query)}`, undefined, options);
+  }
+
+  /** Every page of a listing, following `next_cursor` until it is null. */
+  pages<L extends ListingName>(
+    listing: L,
+    query: Listings[L]["query"] = {},
+    options: RequestOptions & WalkOptions = {},
+  ): AsyncGenerator<Listings[L]["page"], void, undefined> {
+    const fetchPage = (q: Listings[L]["query"]) =>
+      this.#json<Listings[L]["page"]>("GET", `/api/${listing}${queryString(q)}`, undefined, options);
+    return walkPages(fetchPage, query, options);
+  }
+
+  /** Every item of a listing across its pages, in the listing's order. */
+  async *items<L extends ListingName>(
+    listing: L,
+    query: Listings[L]["query"] = {},
+    options: RequestOptions & WalkOptions = {},
+  ): AsyncGenerator<Listings[L]["item"], void, undefined> {
+    for await (const page of this.pages(listing, query, options)) {
+      yield* (page as Record<L, Listings[L]["item"][]>)[listing];
+    }
+  }
+
+  /** GET /api/openapi.json: the route table as OpenAPI 3.1. */
+  openapi(options: RequestOptions = {}): Promise<OpenApiDocument> {
+    return this.#json("GET", "/api/openapi.json", undefined, options);
   }
 
   /** GET /healthz (no token needed; sent anyway). */

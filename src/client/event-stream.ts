@@ -5,8 +5,8 @@
 // into a ReplayGapError. Only fetch, TextDecoder and AbortSignal: it runs in
 // Node 20+, browsers and Workers alike.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { errorFromResponse, StreamRetriesExhaustedError } from "./errors";
-import { TERMINAL_EVENT_TYPES, type EngineEvent } from "./types";
+import { errorFromResponse, StreamRetriesExhaustedError } from "./errors.js";
+import { TERMINAL_EVENT_TYPES, type EngineEvent } from "./types.js";
 
 export interface EventStreamOptions {
   /** Yield events with a sequence above this one (default 0: from the first event). */

@@ -1,4 +1,5 @@
-// The engine client's entry point: the client, its errors and the wire types.
+// The engine client's entry point (the package's `approved-execution-engine/client`):
+// the client, its errors, the page walker and the wire types.
 export {
   EngineClient,
   type EngineClientOptions,
@@ -6,7 +7,8 @@ export {
   type RequestOptions,
   type TriggeredStream,
   type TriggerOptions,
-} from "./engine-client";
-export { ApiError, type ApiErrorBody, ReplayGapError, StreamRetriesExhaustedError } from "./errors";
-export { type EventStreamOptions, MalformedEventError } from "./event-stream";
-export * from "./types";
+} from "./engine-client.js";
+export { ApiError, type ApiErrorBody, ReplayGapError, StreamRetriesExhaustedError } from "./errors.js";
+export { type EventStreamOptions, MalformedEventError } from "./event-stream.js";
+export { CursorLoopError, type PageFetcher, type WalkOptions, walkPages } from "./pages.js";
+export * from "./types.js";

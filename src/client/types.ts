@@ -176,9 +176,9 @@ export interface MutationOutcome {
   approval_id: string | null;
   tool_name: string;
   arguments_digest: string;
-  /** The decision's `decided_by`, or "automatic" (contract section 8; absent from servers that predate it). */
-  approved_by?: string;
-  approved_at?: string;
+  /** The decision's `decided_by`, or "automatic" (contract section 8); null on rows written without it, absent from older servers. */
+  approved_by?: string | null;
+  approved_at?: string | null;
   state: MutationState;
   dispatched: boolean;
   reason?: string;
@@ -208,4 +208,113 @@ export interface StoragePoolStats {
   waited_total: number;
   rejected_total: number;
   reclaimed_total: number;
+}
+
+// ---- listings across runs (section 15) ----------------------------------------
+
+export type RunSource = "api" | "slack";
+
+export interface RunListItem {
+  run_id: string;
+  channel_id: string;
+  user_id: string;
+  delivery_id: string | null;
+  source: RunSource;
+  status: RunStatus;
+  created_at: string;
+  ended_at?: string;
+}
+
+export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
+
+export interface ApprovalListItem {
+  approval_id: string;
+  run_id: string;
+  channel_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  level: "approve" | "confirm";
+  description: string;
+  /** The call's arguments with secret-looking values redacted. */
+  arguments: unknown;
+  requested_at: string;
+  expires_at: string;
+  status: ApprovalStatus;
+  decided_by?: string;
+}
+
+export type InputStatus = "pending" | "answered" | "expired" | "cancelled";
+
+export interface InputListItem {
+  tool_call_id: string;
+  run_id: string;
+  channel_id: string;
+  question: string;
+  requested_at: string;
+  expires_at: string;
+  status: InputStatus;
+}
+
+/** What every listing query accepts: `limit` 1..200 (server default 50) and the previous page's `next_cursor`. */
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+}
+
+export interface RunsQuery extends PageQuery {
+  channel_id?: string;
+  status?: RunStatus;
+}
+
+export interface ApprovalsQuery extends PageQuery {
+  status?: "pending" | "resolved";
+}
+
+export interface InputsQuery extends PageQuery {
+  status?: "pending" | "answered";
+}
+
+export interface MutationsQuery extends PageQuery {
+  state?: MutationState;
+  channel_id?: string;
+}
+
+/** `next_cursor` is null on the last page. */
+export interface RunsPage {
+  runs: RunListItem[];
+  next_cursor: string | null;
+}
+
+export interface ApprovalsPage {
+  approvals: ApprovalListItem[];
+  next_cursor: string | null;
+}
+
+export interface InputsPage {
+  inputs: InputListItem[];
+  next_cursor: string | null;
+}
+
+export interface MutationsPage {
+  mutations: MutationOutcome[];
+  next_cursor: string | null;
+}
+
+/** The four listings by name, for the page-walking helpers. */
+export interface Listings {
+  runs: { query: RunsQuery; page: RunsPage; item: RunListItem };
+  approvals: { query: ApprovalsQuery; page: ApprovalsPage; item: ApprovalListItem };
+  inputs: { query: InputsQuery; page: InputsPage; item: InputListItem };
+  mutations: { query: MutationsQuery; page: MutationsPage; item: MutationOutcome };
+}
+
+export type ListingName = keyof Listings;
+
+/** GET /api/openapi.json: an OpenAPI 3.1 document (only the fields a consumer usually reads are typed). */
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; [extra: string]: unknown };
+  paths: Record<string, Record<string, unknown>>;
+  components?: Record<string, unknown>;
+  [extra: string]: unknown;
 }

@@ -1,0 +1,110 @@
+// The live view of one run (`trigger --watch`, `watch`): one line per event
+// (heartbeats only move the spinner unless --heartbeats), the spinner while
+// the run waits, and, when a person is at the terminal, "approve? [y/N]" at
+// each approval_requested (typed confirmation for `confirm` tools) and the
+// answer to each human__ask. Under --json every event, heartbeats included,
+// is printed as it came, one JSON object per line.
+import { ApiError, type EngineClient, type EngineEvent } from "approved-execution-engine/client";
+import { eventLine } from "./render.js";
+import { type Output, type Prompter, spinner } from "./terminal.js";
+
+export interface LiveViewOptions {
+  out: Output;
+  /** Ask the person at the terminal; undefined when nobody can be asked. */
+  prompter: Prompter | undefined;
+  /** Recorded as decided_by / answered_by. */
+  identity: string;
+  showHeartbeats: boolean;
+}
+
+type Terminal = Extract<EngineEvent, { type: "run_completed" | "run_failed" }>;
+type ApprovalRequested = Extract<EngineEvent, { type: "approval_requested" }>;
+type InputRequested = Extract<EngineEvent, { type: "human_input_requested" }>;
+
+/** Shows the run's events until its terminal event; returns it (undefined if the stream ended on 204 without one). */
+export async function liveView(
+  client: EngineClient,
+  runId: string,
+  events: AsyncIterable<EngineEvent>,
+  options: LiveViewOptions,
+): Promise<Terminal | undefined> {
+  const { out } = options;
+  const spin = spinner(out, `waiting for ${runId}`);
+  let terminal: Terminal | undefined;
+  try {
+    for await (const event of events) {
+      spin.status(waitingText(event));
+      if (out.json) out.object(event);
+      else if (event.type !== "heartbeat" || options.showHeartbeats) spin.print(eventLine(event));
+      if (event.type === "run_completed" || event.type === "run_failed") terminal = event;
+      if (!options.prompter) continue;
+      if (event.type === "approval_requested") {
+        spin.pause();
+        await askApproval(client, event, options.prompter, options);
+        spin.resume();
+      } else if (event.type === "human_input_requested") {
+        spin.pause();
+        await askAnswer(client, event, options.prompter, options);
+        spin.resume();
+      }
+    }
+  } finally {
+    spin.stop();
+  }
+  return terminal;
+}
+
+function waitingText(event: EngineEvent): string {
+  switch (event.type) {
+    case "approval_requested":
+      return `waiting for a decision on ${event.tool_name} (${event.approval_id})`;
+    case "human_input_requested":
+      return `waiting for an answer to ${event.tool_call_id}`;
+    case "tool_execution_started":
+      return `running ${event.tool_name}`;
+    default:
+      return `waiting for ${event.run_id} (last event #${event.sequence})`;
+  }
+}
+
+/** "approve? [y/N]"; yes on a `confirm` tool asks for the tool name too, again while it is mistyped. */
+async function askApproval(client: EngineClient, event: ApprovalRequested, prompter: Prompter, options: LiveViewOptions): Promise<void> {
+  const { out } = options;
+  const answer = await prompter.ask("approve? [y/N] ");
+  if (answer === undefined) return out.note(`no answer (input ended); ${event.approval_id} stays pending`);
+  const approve = /^y(es)?$/i.test(answer.trim());
+  for (;;) {
+    let confirmation: string | undefined;
+    if (approve && event.level === "confirm") {
+      confirmation = await prompter.ask(`type the tool name (${event.tool_name}) to confirm: `);
+      if (confirmation === undefined) return out.note(`no confirmation (input ended); ${event.approval_id} stays pending`);
+      confirmation = confirmation.trim();
+    }
+    try {
+      const result = await client.decideApproval(event.run_id, event.approval_id, {
+        decision: approve ? "approve" : "deny",
+        decided_by: options.identity,
+        ...(confirmation === undefined ? {} : { confirmation }),
+      });
+      out.line(`${result.decision} ${event.approval_id} as ${options.identity}`);
+      return;
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      out.note(`refused: ${err.code} (${err.status}): ${err.body.message ?? ""}`);
+      if (err.code !== "confirmation_mismatch") return;
+    }
+  }
+}
+
+/** The answer to a human__ask; an empty line leaves the question for someone else. */
+async function askAnswer(client: EngineClient, event: InputRequested, prompter: Prompter, options: LiveViewOptions): Promise<void> {
+  const text = await prompter.ask(`answer (empty to leave it open): `);
+  if (text === undefined || text.trim() === "") return;
+  try {
+    await client.answerInput(event.run_id, event.tool_call_id, { answer: text, answered_by: options.identity });
+    options.out.line(`answered ${event.tool_call_id} as ${options.identity}`);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    options.out.note(`refused: ${err.code} (${err.status}): ${err.body.message ?? ""}`);
+  }
+}

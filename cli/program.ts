@@ -1,0 +1,363 @@
+// The command line (contract section 15), parsed by commander: trigger and
+// watch a run, list what waits for a decision, approve, deny, answer, cancel,
+// list outcome_unknown rows and reconcile them. Each action talks to the
+// engine through the package's own client entry point. `run()` maps what a
+// command ends with to the exit code: 0 done, 1 refused (the error code is
+// printed), 2 bad usage.
+import { readFile } from "node:fs/promises";
+import { ApiError, EngineClient, type EngineEvent, type ScriptTurn, type TriggerRequest } from "approved-execution-engine/client";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { DEFAULT_ENGINE_URL, defaultIdentity, engineSettings } from "./environment.js";
+import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
+import { liveView } from "./live-view.js";
+import { approvalLine, inputLine, mutationLine, summaryPendingLines } from "./render.js";
+import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
+
+const ENVIRONMENT_HELP = `
+Environment:
+  ENGINE_URL    the engine's address (default ${DEFAULT_ENGINE_URL})
+  ENGINE_TOKEN  the engine's API_TOKEN (API_TOKEN is read when ENGINE_TOKEN is unset)
+
+Exit codes: 0 success, 1 the service refused (its error code is printed) or
+could not be reached, or a watched run failed; 2 bad usage.`;
+
+interface GlobalOptions {
+  json?: boolean;
+}
+
+/** Shared by every action: the parsed global options, the client, the output. */
+interface Context {
+  out: Output;
+  client: EngineClient;
+}
+
+function context(command: Command): Context {
+  const { json } = command.optsWithGlobals<GlobalOptions>();
+  const settings = engineSettings();
+  return { out: output(json === true), client: new EngineClient({ baseUrl: settings.url, token: settings.token }) };
+}
+
+function nonNegativeInt(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a whole number >= 0.");
+  return Number(value);
+}
+
+const asOption = () => new Option("--as <name>", "who is recorded as deciding (default cli:<os user>)");
+
+/** Wraps an action so that the exit code it resolves to is kept (commander discards action results). */
+type Act = <A extends unknown[]>(action: (...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
+
+export function buildProgram(act: Act): Command {
+  const program = new Command("approved-exec")
+    .description("Trigger, watch and decide the runs of an approved-execution engine.")
+    .option("--json", "machine-readable output: one JSON object per line")
+    .showHelpAfterError("(run with --help for usage)")
+    .addHelpText("after", ENVIRONMENT_HELP)
+    .exitOverride();
+
+  program
+    .command("trigger")
+    .description("start a run with a message; --watch follows it live")
+    .argument("<message>", "what the person asks")
+    .option("-w, --watch", "follow the run until it ends (approve? [y/N] at each approval when at a terminal)")
+    .option("--channel <channel_id>", "the run's channel (default api)")
+    .option("--user <user_id>", "the asking user (default api)")
+    .option("--script <file.json>", 'the scripted model\'s turns: a JSON array, or {"script": [...]}')
+    .option("--delivery-id <id>", "the delivery identity (Idempotency-Key); a repeat gets the first run")
+    .option("--max-tool-calls <n>", "narrow the run's call ceiling", nonNegativeInt)
+    .option("--no-prompt", "never ask at the terminal, only show")
+    .option("--heartbeats", "show heartbeat events too")
+    .addOption(asOption())
+    .action(
+      act(async (message: string, opts: TriggerOptions, command: Command) => {
+        const { out, client } = context(command);
+        const body: TriggerRequest = {
+          message,
+          ...(opts.channel === undefined ? {} : { channel_id: opts.channel }),
+          ...(opts.user === undefined ? {} : { user_id: opts.user }),
+          ...(opts.maxToolCalls === undefined ? {} : { max_tool_calls: opts.maxToolCalls }),
+          ...(opts.script === undefined ? {} : { script: await readScript(opts.script) }),
+        };
+        const idempotency = opts.deliveryId === undefined ? {} : { idempotencyKey: opts.deliveryId };
+        if (!opts.watch) {
+          const receipt = await client.trigger(body, idempotency);
+          out.result(`${receipt.status} ${receipt.run_id} channel=${receipt.channel_id}`, receipt);
+          return EXIT_OK;
+        }
+        const stream = await client.triggerStream(body, idempotency);
+        out.line(`${stream.duplicate ? "duplicate of" : "started"} ${stream.runId}`);
+        return watchTo(client, out, stream.runId, stream.events, opts);
+      }),
+    );
+
+  program
+    .command("watch")
+    .description("follow a run's events live until it ends")
+    .argument("<run_id>")
+    .option("--after <sequence>", "start after this sequence (default 0: from the first event)", nonNegativeInt)
+    .option("--no-prompt", "never ask at the terminal, only show")
+    .option("--heartbeats", "show heartbeat events too")
+    .addOption(asOption())
+    .action(
+      act(async (runId: string, opts: WatchOptions, command: Command) => {
+        const { out, client } = context(command);
+        return watchTo(client, out, runId, client.events(runId, { after: opts.after ?? 0 }), opts);
+      }),
+    );
+
+  program
+    .command("pending")
+    .description("approvals and questions waiting for a person (across runs, or of one run with --run)")
+    .option("--run <run_id>", "only this run (read from its summary)")
+    .action(
+      act(async (opts: { run?: string }, command: Command) => {
+        const { out, client } = context(command);
+        if (opts.run !== undefined) {
+          const summary = await client.summary(opts.run);
+          const lines = summaryPendingLines(summary);
+          if (out.json) out.object({ run_id: summary.run_id, approvals: summary.pending_approvals, inputs: summary.pending_inputs });
+          else for (const line of lines.length > 0 ? lines : [`nothing in ${summary.run_id} waits for a person`]) out.line(line);
+          return EXIT_OK;
+        }
+        const approvals = await collect(client.items("approvals", { status: "pending" }));
+        const inputs = await collect(client.items("inputs", { status: "pending" }));
+        if (out.json) out.object({ approvals, inputs });
+        else if (approvals.length + inputs.length === 0) out.line("nothing waits for a person");
+        else for (const line of [...approvals.map(approvalLine), ...inputs.map(inputLine)]) out.line(line);
+        return EXIT_OK;
+      }),
+    );
+
+  for (const decision of ["approve", "deny"] as const) {
+    const command = program
+      .command(decision)
+      .description(decision === "approve" ? "approve a pending tool call" : "deny a pending tool call")
+      .argument("<run_id>")
+      .argument("<approval_id>")
+      .option("--reason <text>", "why, recorded with the decision")
+      .addOption(asOption());
+    if (decision === "approve") {
+      command.option("--confirm <tool_name>", "the tool's name, typed, for tools whose level is confirm (asked for at a terminal)");
+    }
+    command.action(
+      act(async (runId: string, approvalId: string, opts: DecideOptions, cmd: Command) => {
+        const { out, client } = context(cmd);
+        const decidedBy = opts.as ?? defaultIdentity();
+        const send = (confirmation: string | undefined) =>
+          client.decideApproval(runId, approvalId, {
+            decision,
+            decided_by: decidedBy,
+            ...(opts.reason === undefined ? {} : { reason: opts.reason }),
+            ...(confirmation === undefined ? {} : { confirmation }),
+          });
+        let result: Awaited<ReturnType<typeof send>>;
+        try {
+          result = await send(opts.confirm);
+        } catch (err) {
+          // A confirm tool approved without its name: at a terminal, ask for it once and send again.
+          if (!(err instanceof ApiError && err.code === "confirmation_mismatch" && opts.confirm === undefined && interactive(out.json)))
+            throw err;
+          const pending = (await client.summary(runId)).pending_approvals.find((a) => a.approval_id === approvalId);
+          const ask = prompter();
+          try {
+            const typed = await ask.ask(`type the tool name${pending ? ` (${pending.tool_name})` : ""} to confirm: `);
+            if (typed === undefined) throw err;
+            result = await send(typed.trim());
+          } finally {
+            ask.close();
+          }
+        }
+        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}`, result);
+        return EXIT_OK;
+      }),
+    );
+  }
+
+  program
+    .command("answer")
+    .description("answer a human__ask question")
+    .argument("<run_id>")
+    .argument("<tool_call_id>")
+    .argument("<text>", "the answer, given to the model")
+    .addOption(asOption())
+    .action(
+      act(async (runId: string, toolCallId: string, text: string, opts: { as?: string }, command: Command) => {
+        const { out, client } = context(command);
+        const answeredBy = opts.as ?? defaultIdentity();
+        const result = await client.answerInput(runId, toolCallId, { answer: text, answered_by: answeredBy });
+        out.result(`answered ${toolCallId} as ${answeredBy}`, result);
+        return EXIT_OK;
+      }),
+    );
+
+  program
+    .command("cancel")
+    .description("cancel a run")
+    .argument("<run_id>")
+    .action(
+      act(async (runId: string, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const result = await client.cancel(runId);
+        out.result(result.status === "cancelling" ? `cancelling ${runId}` : `${runId} had already ended: ${result.status}`, result);
+        return EXIT_OK;
+      }),
+    );
+
+  program
+    .command("unknown")
+    .description("mutation rows whose outcome is unknown, waiting for reconciliation")
+    .option("--channel <channel_id>", "only this channel")
+    .action(
+      act(async (opts: { channel?: string }, command: Command) => {
+        const { out, client } = context(command);
+        const mutations = await collect(
+          client.items("mutations", { state: "outcome_unknown", ...(opts.channel === undefined ? {} : { channel_id: opts.channel }) }),
+        );
+        if (out.json) out.object({ mutations });
+        else if (mutations.length === 0) out.line("no outcome_unknown rows");
+        else for (const m of mutations) out.line(mutationLine(m));
+        return EXIT_OK;
+      }),
+    );
+
+  program
+    .command("reconcile")
+    .description("settle an outcome_unknown row after checking the tool's side")
+    .argument("<mutation_id>")
+    .addOption(new Option("--outcome <outcome>", "what really happened").choices(["completed", "not_executed"]).makeOptionMandatory())
+    .requiredOption("--evidence <text>", "how you know (a ticket, a log line, the dashboard's id)")
+    .addOption(asOption())
+    .action(
+      act(async (mutationId: string, opts: ReconcileOptions, command: Command) => {
+        const { out, client } = context(command);
+        const reconciledBy = opts.as ?? defaultIdentity();
+        const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence, reconciled_by: reconciledBy });
+        out.result(mutationLine(row), row);
+        return EXIT_OK;
+      }),
+    );
+
+  return program;
+}
+
+interface WatchOptions {
+  after?: number;
+  prompt: boolean;
+  heartbeats?: boolean;
+  as?: string;
+}
+
+interface TriggerOptions extends WatchOptions {
+  watch?: boolean;
+  channel?: string;
+  user?: string;
+  script?: string;
+  deliveryId?: string;
+  maxToolCalls?: number;
+}
+
+interface DecideOptions {
+  reason?: string;
+  confirm?: string;
+  as?: string;
+}
+
+interface ReconcileOptions {
+  outcome: "completed" | "not_executed";
+  evidence: string;
+  as?: string;
+}
+
+async function watchTo(
+  client: EngineClient,
+  out: Output,
+  runId: string,
+  events: AsyncIterable<EngineEvent>,
+  opts: WatchOptions,
+): Promise<ExitCode> {
+  const ask: Prompter | undefined = opts.prompt && interactive(out.json) ? prompter() : undefined;
+  try {
+    const terminal = await liveView(client, runId, events, {
+      out,
+      prompter: ask,
+      identity: opts.as ?? defaultIdentity(),
+      showHeartbeats: opts.heartbeats === true,
+    });
+    if (terminal === undefined) {
+      // 204: the run had ended before `after`; its status says how.
+      const summary = await client.summary(runId);
+      return summary.status === "failed" ? EXIT_REFUSED : EXIT_OK;
+    }
+    if (terminal.type === "run_failed") {
+      out.note(`run failed: ${terminal.error.code}: ${terminal.error.message}`);
+      return EXIT_REFUSED;
+    }
+    return EXIT_OK;
+  } finally {
+    ask?.close();
+  }
+}
+
+async function readScript(path: string): Promise<ScriptTurn[]> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new UsageError(`--script ${path}: cannot read it (${(err as Error).message}).`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`--script ${path}: not JSON (${(err as Error).message}).`);
+  }
+  const script = Array.isArray(parsed) ? parsed : (parsed as { script?: unknown } | null)?.script;
+  if (!Array.isArray(script)) throw new UsageError(`--script ${path}: expected a JSON array of turns, or {"script": [...]}.`);
+  return script as ScriptTurn[];
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+/** Parses and runs one command line (as process.argv has it); resolves to the exit code. */
+export async function run(argv: readonly string[]): Promise<ExitCode> {
+  let code: ExitCode = EXIT_OK;
+  const act: Act =
+    (action) =>
+    async (...args) => {
+      code = await action(...args);
+    };
+  try {
+    await buildProgram(act).parseAsync([...argv]);
+    return code;
+  } catch (err) {
+    return exitCodeFor(err, argv.includes("--json"));
+  }
+}
+
+function exitCodeFor(err: unknown, json: boolean): ExitCode {
+  if (err instanceof CommanderError) {
+    // Help and version are successes; commander has already printed every parse error.
+    return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+  }
+  if (err instanceof UsageError) {
+    process.stderr.write(`error: ${err.message}\n`);
+    return EXIT_USAGE;
+  }
+  if (err instanceof ApiError) {
+    if (json) process.stderr.write(`${JSON.stringify({ status: err.status, ...err.body })}\n`);
+    else process.stderr.write(`error: ${err.code} (${err.status}): ${err.body.message ?? err.message}\n`);
+    return EXIT_REFUSED;
+  }
+  // fetch's network failure: a TypeError whose cause is the system's error (ECONNREFUSED, ENOTFOUND, ...).
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (err instanceof TypeError && cause !== undefined) {
+    const why = typeof cause.code === "string" ? cause.code : String(cause.message ?? cause);
+    process.stderr.write(`error: cannot reach the engine (${why}); is it running, and is ENGINE_URL right?\n`);
+    return EXIT_REFUSED;
+  }
+  throw err;
+}

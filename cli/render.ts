@@ -1,0 +1,109 @@
+// How the CLI shows things to a person: one line per event of a run, and one
+// line per pending approval, question or unsettled mutation row. Pure
+// functions of the wire types; the --json forms print the objects as they
+// came. Texts are JSON-quoted so that a line is always one line.
+import type { ApprovalListItem, EngineEvent, InputListItem, MutationOutcome, RunSummary } from "approved-execution-engine/client";
+
+const TYPE_COLUMN_CHARS = 23;
+const SEQUENCE_COLUMN_CHARS = 5;
+
+const quote = (text: string) => JSON.stringify(text);
+const compact = (value: unknown) => JSON.stringify(value);
+
+/** `#12   10:00:01.250Z tool_execution          <details>`: sequence, UTC time, type, what the event says. */
+export function eventLine(event: EngineEvent): string {
+  const time = event.at.length >= 24 ? event.at.slice(11, 24) : event.at;
+  const head = `${`#${event.sequence}`.padEnd(SEQUENCE_COLUMN_CHARS)} ${time} ${event.type.padEnd(TYPE_COLUMN_CHARS)}`;
+  const details = eventDetails(event);
+  return details === "" ? head.trimEnd() : `${head} ${details}`;
+}
+
+function eventDetails(event: EngineEvent): string {
+  switch (event.type) {
+    case "run_started":
+      return `user=${event.user_id}`;
+    case "assistant_message":
+      return quote(event.text);
+    case "tool_started":
+      return `${event.tool_name} call=${event.tool_call_id} approval_required=${event.approval_required}`;
+    case "approval_requested":
+      return [
+        event.tool_name,
+        `call=${event.tool_call_id}`,
+        `approval=${event.approval_id}`,
+        `level=${event.level}`,
+        `expires=${event.expires_at}`,
+        `args=${compact(event.arguments)}`,
+      ].join(" ");
+    case "approval_resolved":
+      return [
+        event.tool_name,
+        `call=${event.tool_call_id}`,
+        `approval=${event.approval_id}`,
+        `decision=${event.decision}`,
+        ...(event.decided_by === undefined ? [] : [`by=${event.decided_by}`]),
+      ].join(" ");
+    case "tool_execution_started":
+      return `${event.tool_name} call=${event.tool_call_id} approval=${event.approval_id}`;
+    case "human_input_requested":
+      return `call=${event.tool_call_id} question=${quote(event.question)} expires=${event.expires_at}`;
+    case "human_input_received":
+      return `call=${event.tool_call_id} by=${event.answered_by}`;
+    case "tool_execution":
+      return [
+        event.tool_name,
+        `call=${event.tool_call_id}`,
+        event.execution_status,
+        ...(event.reason === undefined ? [] : [`reason=${event.reason}`]),
+        ...(event.error === undefined ? [] : [`error=${event.error.code}`]),
+        ...(event.result === undefined ? [] : [`result=${event.result.is_error ? "tool_error" : "ok"},${event.result.content_bytes}B`]),
+        ...(event.mutation_id === undefined ? [] : [`mutation=${event.mutation_id}`]),
+      ].join(" ");
+    case "tool_completed":
+      return `${event.tool_name} call=${event.tool_call_id} approved=${event.approved} ${event.duration_ms}ms`;
+    case "heartbeat":
+      return "";
+    case "run_completed":
+      return [`tool_calls=${event.tool_calls}`, ...(event.text === undefined ? [] : [quote(event.text)])].join(" ");
+    case "run_failed":
+      return `error=${event.error.code} ${quote(event.error.message)}`;
+    default: {
+      const unknown: never = event;
+      return compact(unknown);
+    }
+  }
+}
+
+export function approvalLine(a: ApprovalListItem): string {
+  return `approval ${a.approval_id} run=${a.run_id} ${a.tool_name} call=${a.tool_call_id} level=${a.level} expires=${a.expires_at} args=${compact(a.arguments)}`;
+}
+
+export function inputLine(i: InputListItem): string {
+  return `question ${i.tool_call_id} run=${i.run_id} ${quote(i.question)} expires=${i.expires_at}`;
+}
+
+/** The pending entries of one run's summary (fewer fields than the listings carry). */
+export function summaryPendingLines(summary: RunSummary): string[] {
+  return [
+    ...summary.pending_approvals.map(
+      (a) => `approval ${a.approval_id} run=${summary.run_id} ${a.tool_name} call=${a.tool_call_id} expires=${a.expires_at}`,
+    ),
+    ...summary.pending_inputs.map((i) => `question ${i.tool_call_id} run=${summary.run_id} ${quote(i.question)} expires=${i.expires_at}`),
+  ];
+}
+
+export function mutationLine(m: MutationOutcome): string {
+  return [
+    m.mutation_id,
+    `state=${m.state}`,
+    `run=${m.run_id}`,
+    m.tool_name,
+    `call=${m.tool_call_id}`,
+    ...(m.error === undefined ? [] : [`error=${m.error.code}`]),
+    ...(typeof m.approved_by === "string" ? [`approved_by=${m.approved_by}`] : []),
+    `created=${m.created_at}`,
+    ...(m.reconciliation === undefined
+      ? []
+      : [`reconciled=${m.reconciliation.outcome}`, `by=${m.reconciliation.reconciled_by}`, `evidence=${quote(m.reconciliation.evidence)}`]),
+  ].join(" ");
+}

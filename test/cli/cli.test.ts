@@ -1,0 +1,451 @@
+// The `approved-exec` command driven as a person or a script would: the built
+// bin (dist/cli/main.js, made by the node project's global setup) run as a
+// real process against the Worker under wrangler dev and the demo MCP server,
+// through pipes, and through a pseudo-terminal where it asks questions. Only
+// the run's own summary and events are read (not the run/approval indexes),
+// so these tests do not depend on the D1 indexes being filled. The file serves
+// its own Worker (longer approval timeout) beside the shared demo MCP server.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
+import { e2eVars } from "../e2e/global-setup";
+import { ALERT, armFault, CREATE, demo, demoCalls, demoReset, LIST } from "../support/e2e-client";
+import { spawnInPty } from "../support/pty";
+import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
+
+const BIN = join(PROJECT_ROOT, "dist/cli/main.js");
+/** Who the CLI records when --as is not given. */
+const ME = `cli:${userInfo().username}`;
+/** Bounds for one CLI process (a node start plus a few requests) and for a whole watched run. */
+const COMMAND_TIMEOUT_MS = 15_000;
+const RUN_TIMEOUT_MS = 30_000;
+/**
+ * The shared e2e settings, but approvals wait 30 s instead of 3 s: between an
+ * approval_requested and the decision these tests start one or two CLI
+ * processes, which on a loaded two-core machine can take longer than 3 s.
+ */
+const APPROVAL_TIMEOUT_MS = "30000";
+
+let server: WorkerServer;
+let engine: EngineClient;
+let url: string;
+let token: string;
+
+function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  delete base.API_TOKEN;
+  const env: NodeJS.ProcessEnv = { ...base, ENGINE_URL: url, ENGINE_TOKEN: token, NO_COLOR: "1", ...extra };
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  return env;
+}
+
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI with its stdin closed and its output on pipes (no terminal), to its exit. */
+function cli(args: string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<Finished> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += String(d)));
+  child.stderr.on("data", (d) => (stderr += String(d)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`approved-exec ${args.join(" ")} did not exit within ${COMMAND_TIMEOUT_MS} ms:\n${stdout}\n${stderr}`));
+    }, COMMAND_TIMEOUT_MS);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A CLI process whose stdout lines are read as they come (`watch --json`). */
+class Streaming {
+  readonly lines: string[] = [];
+  readonly exited: Promise<Finished>;
+  readonly #child: ChildProcess;
+  #wakers: (() => void)[] = [];
+
+  constructor(args: string[]) {
+    this.#child = spawn(process.execPath, [BIN, ...args], { cwd: PROJECT_ROOT, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    this.#child.stderr?.on("data", (d) => (stderr += String(d)));
+    createInterface({ input: this.#child.stdout! }).on("line", (line) => {
+      this.lines.push(line);
+      for (const wake of this.#wakers.splice(0)) wake();
+    });
+    this.exited = new Promise((resolve) =>
+      this.#child.once("exit", (code) => {
+        for (const wake of this.#wakers.splice(0)) wake();
+        resolve({ code, stdout: this.lines.join("\n"), stderr });
+      }),
+    );
+  }
+
+  /** The first line (parsed as JSON) that satisfies `match`. */
+  async waitForJson(match: (event: Record<string, unknown>) => boolean, timeoutMs = RUN_TIMEOUT_MS): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find(match);
+      if (found) return found;
+      if (this.#child.exitCode !== null) throw new Error(`the CLI exited without the line; it printed:\n${this.lines.join("\n")}`);
+      if (Date.now() > deadline) throw new Error(`no matching line within ${timeoutMs} ms; the CLI printed:\n${this.lines.join("\n")}`);
+      await new Promise<void>((resolve) => {
+        this.#wakers.push(resolve);
+        setTimeout(resolve, 200);
+      });
+    }
+  }
+
+  kill(): void {
+    if (this.#child.exitCode === null) this.#child.kill("SIGKILL");
+  }
+}
+
+let scratch: string;
+const streams: Streaming[] = [];
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "aee-cli-"));
+  server = await startWorkerServer({ ...e2eVars(`${demo}/mcp`), APPROVAL_TIMEOUT_MS });
+  ({ url, token } = server);
+  engine = new EngineClient({ baseUrl: url, token });
+});
+afterAll(async () => {
+  for (const s of streams) s.kill();
+  await server?.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+beforeEach(demoReset);
+
+let scripts = 0;
+async function scriptFile(turns: ScriptTurn[]): Promise<string> {
+  const path = join(scratch, `script-${++scripts}.json`);
+  await writeFile(path, JSON.stringify(turns));
+  return path;
+}
+
+/** A channel of this test's own, so rows and blocks of other tests never meet it. */
+const channel = (name: string) => `C-cli-${name}-${Date.now().toString(36)}`;
+
+/** The run's events as the API has them, heartbeats left out. */
+async function eventsOf(runId: string): Promise<EngineEvent[]> {
+  const all: EngineEvent[] = [];
+  for await (const event of engine.events(runId)) if (event.type !== "heartbeat") all.push(event);
+  return all;
+}
+
+/** `trigger --json` (no watch): the receipt's run id. */
+async function triggerRun(turns: ScriptTurn[], channelId: string): Promise<string> {
+  const started = await cli(["trigger", "do it", "--json", "--channel", channelId, "--script", await scriptFile(turns)]);
+  expect(started).toMatchObject({ code: 0, stderr: "" });
+  const receipt = JSON.parse(started.stdout);
+  expect(receipt).toMatchObject({ status: "accepted", channel_id: channelId, run_id: expect.stringMatching(/^run_/) });
+  return receipt.run_id;
+}
+
+function watchJson(runId: string): Streaming {
+  const watching = new Streaming(["watch", runId, "--json"]);
+  streams.push(watching);
+  return watching;
+}
+
+describe("approved-exec against the engine", () => {
+  it("trigger --watch prints one line per event, in order, and exits 0 when the run completes", async () => {
+    const script = await scriptFile([
+      { text: "Looking.", tool_calls: [{ tool_name: LIST, tool_call_id: "read-1", arguments: {} }] },
+      { text: "Found them." },
+    ]);
+    const result = await cli(["trigger", "list my dashboards", "--watch", "--channel", channel("watch"), "--script", script]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const [first, ...lines] = result.stdout.trimEnd().split("\n");
+    const runId = /^started (run_\w+)$/.exec(first ?? "")?.[1];
+    expect(runId).toBeDefined();
+
+    // Exactly the run's events (heartbeats are shown only with --heartbeats), each on its own line, in order.
+    const events = await eventsOf(runId!);
+    expect(
+      lines.map((l) =>
+        l
+          .split(/\s+/)
+          .filter((_, i) => i !== 1)
+          .slice(0, 2)
+          .join(" "),
+      ),
+    ).toEqual(events.map((e) => `#${e.sequence} ${e.type}`));
+    expect(events.map((e) => e.type)).toEqual([
+      "run_started",
+      "assistant_message",
+      "tool_started",
+      "tool_execution",
+      "tool_completed",
+      "assistant_message",
+      "run_completed",
+    ]);
+    expect(lines[2]).toContain(`tool_started            ${LIST} call=read-1 approval_required=false`);
+    expect(lines[3]).toMatch(new RegExp(`tool_execution +${LIST} call=read-1 executed result=ok,\\d+B$`));
+    expect(lines.at(-1)).toMatch(/run_completed +tool_calls=1 "Found them\."$/);
+  });
+
+  it("asks approve? [y/N] at a terminal, takes the typed confirmation for a confirm tool, and records who decided", async () => {
+    const script = await scriptFile([
+      {
+        text: "Creating it.",
+        tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "Latency", api_key: "sk-live-0123456789abcdef" } }],
+      },
+      { tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-1", chart: "p99", threshold: 250 } }] },
+      { text: "Both done." },
+    ]);
+    const term = spawnInPty(process.execPath, [BIN, "trigger", "set it up", "--watch", "--script", script], cliEnv(), PROJECT_ROOT);
+    try {
+      const firstPrompt = await term.waitFor("approve? [y/N]", RUN_TIMEOUT_MS);
+      // The approval line above the prompt shows the arguments, redacted by the engine.
+      expect(term.screen()).toContain('args={"title":"Latency","api_key":"[REDACTED]"}');
+      expect(term.screen()).not.toContain("sk-live-0123456789abcdef");
+      term.type("y\n");
+      const secondPrompt = await term.waitFor("approve? [y/N]", RUN_TIMEOUT_MS, firstPrompt + 1);
+      expect(term.screen().slice(firstPrompt, secondPrompt)).toMatch(
+        new RegExp(`approval_requested +${ALERT} call=alert-1 .* level=confirm `),
+      );
+      term.type("yes\n");
+      const ask = await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS, secondPrompt);
+      term.type("create_alert\n");
+      const refused = await term.waitFor("refused: confirmation_mismatch (400)", RUN_TIMEOUT_MS, ask);
+      await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS, refused);
+      term.type(`${ALERT}\n`);
+      expect(await term.exited).toBe(0);
+    } finally {
+      term.child.kill("SIGKILL");
+    }
+    const screen = term.screen();
+    const runId = /started (run_\w+)/.exec(screen)?.[1];
+    expect(runId).toBeDefined();
+    expect(screen).toMatch(/run_completed +tool_calls=2 "Both done\."/);
+    // The spinner ran while the run waited (ora's frames), since stdout was a terminal.
+    expect(screen).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting for/);
+
+    const events = await eventsOf(runId!);
+    const resolved = events.filter((e) => e.type === "approval_resolved");
+    expect(resolved.map((e) => [e.tool_call_id, e.decision, e.decided_by])).toEqual([
+      ["write-1", "approved", ME],
+      ["alert-1", "approved", ME],
+    ]);
+    expect((await demoCalls()).by_tool).toMatchObject({ create_dashboard: 1, create_alert_from_chart: 1 });
+  });
+
+  it("deny --json answers one JSON object, and watch --json prints every event as one JSON object per line", async () => {
+    const runId = await triggerRun(
+      [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "no" } }] }],
+      channel("deny"),
+    );
+    const watching = watchJson(runId);
+    const requested = await watching.waitForJson((e) => e.type === "approval_requested");
+
+    // pending --run reads the run's own summary.
+    const pending = await cli(["pending", "--run", runId, "--json"]);
+    expect(pending.code).toBe(0);
+    expect(JSON.parse(pending.stdout)).toMatchObject({
+      run_id: runId,
+      approvals: [{ approval_id: requested.approval_id, tool_call_id: "write-1", tool_name: CREATE }],
+      inputs: [],
+    });
+
+    const denied = await cli(["deny", runId, String(requested.approval_id), "--reason", "not today", "--as", "ops:bob", "--json"]);
+    expect(denied).toEqual({
+      code: 0,
+      stdout: `${JSON.stringify({ approval_id: requested.approval_id, decision: "denied", status: "resolved" })}\n`,
+      stderr: "",
+    });
+    const watched = await watching.exited;
+    expect(watched.code).toBe(0);
+    const lines = watching.lines.map((l) => JSON.parse(l) as EngineEvent);
+    // Every event, heartbeats included, exactly as the API serves them.
+    const all: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) all.push(event);
+    expect(lines).toEqual(all);
+    expect(lines.map((e) => e.sequence)).toEqual(lines.map((_, i) => i + 1));
+    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied", decided_by: "ops:bob" });
+    expect(lines.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
+    expect((await demoCalls()).total).toBe(0);
+
+    // The same decision again is the same answer; the other one is refused with its code.
+    expect((await cli(["deny", runId, String(requested.approval_id), "--json"])).code).toBe(0);
+    const late = await cli(["approve", runId, String(requested.approval_id), "--json"]);
+    expect(late.code).toBe(1);
+    expect(late.stdout).toBe("");
+    expect(JSON.parse(late.stderr)).toMatchObject({ status: 409, error: "already_resolved", decision: "denied" });
+  });
+
+  it("approve of a confirm tool needs the typed tool name: refused without it on a pipe, asked for at a terminal", async () => {
+    const runId = await triggerRun(
+      [{ tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-9", chart: "p50", threshold: 1 } }] }],
+      channel("confirm"),
+    );
+    const watching = watchJson(runId);
+    const requested = await watching.waitForJson((e) => e.type === "approval_requested");
+    expect(requested).toMatchObject({ level: "confirm" });
+    const approvalId = String(requested.approval_id);
+
+    const unconfirmed = await cli(["approve", runId, approvalId]);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
+    const mistyped = await cli(["approve", runId, approvalId, "--confirm", "create_alert"]);
+    expect(mistyped.code).toBe(1);
+    expect(mistyped.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
+
+    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId, "--as", "ops:dana"], cliEnv(), PROJECT_ROOT);
+    try {
+      await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS);
+      term.type(`${ALERT}\n`);
+      expect(await term.exited).toBe(0);
+    } finally {
+      term.child.kill("SIGKILL");
+    }
+    expect(term.screen()).toContain(`approved ${approvalId} as ops:dana`);
+    expect((await watching.exited).code).toBe(0);
+    expect(await watching.waitForJson((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "approved",
+      decided_by: "ops:dana",
+    });
+  });
+
+  it("answers a question, cancels the run, and watch exits 1 on the failed run", async () => {
+    const runId = await triggerRun(
+      [
+        {
+          tool_calls: [
+            { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which dashboard?" } },
+            { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "x" } },
+          ],
+        },
+      ],
+      channel("answer"),
+    );
+    const watching = watchJson(runId);
+    await watching.waitForJson((e) => e.type === "human_input_requested");
+    const answered = await cli(["answer", runId, "ask-1", "the latency one"]);
+    expect(answered).toEqual({ code: 0, stdout: `answered ask-1 as ${ME}\n`, stderr: "" });
+    expect(await watching.waitForJson((e) => e.type === "human_input_received")).toMatchObject({ answered_by: ME });
+
+    await watching.waitForJson((e) => e.type === "approval_requested");
+    const cancelled = await cli(["cancel", runId]);
+    expect(cancelled).toEqual({ code: 0, stdout: `cancelling ${runId}\n`, stderr: "" });
+    const watched = await watching.exited;
+    expect(watched.code).toBe(1);
+    expect(watched.stderr).toContain("run failed: cancelled");
+    expect(JSON.parse(watching.lines.at(-1)!)).toMatchObject({ type: "run_failed", error: { code: "cancelled" } });
+
+    // Cancelling an ended run is not a refusal: it says how the run ended.
+    expect(await cli(["cancel", runId])).toEqual({ code: 0, stdout: `${runId} had already ended: failed\n`, stderr: "" });
+  });
+
+  it("lists an outcome_unknown row and reconciles it; reconciling it again is refused with exit 1", async () => {
+    const ch = channel("unknown");
+    // The demo server holds the call past the engine's 1 s call timeout: dispatched, outcome unknown.
+    await armFault("create_dashboard", "delay", 2_500);
+    const runId = await triggerRun([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "slow" } }] }], ch);
+    const watching = watchJson(runId);
+    const requested = await watching.waitForJson((e) => e.type === "approval_requested");
+    const approved = await cli(["approve", runId, String(requested.approval_id)]);
+    expect(approved).toEqual({ code: 0, stdout: `approved ${requested.approval_id} as ${ME}\n`, stderr: "" });
+    expect((await watching.exited).code).toBe(0);
+    const execution = await watching.waitForJson((e) => e.type === "tool_execution");
+    expect(execution).toMatchObject({ execution_status: "executed", error: { code: "transport_timeout" } });
+    const mutationId = String(execution.mutation_id);
+
+    const listed = await cli(["unknown", "--channel", ch, "--json"]);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).mutations).toEqual([
+      expect.objectContaining({ mutation_id: mutationId, run_id: runId, state: "outcome_unknown", dispatched: true }),
+    ]);
+    const human = await cli(["unknown", "--channel", ch]);
+    expect(human.stdout).toMatch(
+      new RegExp(`^${mutationId} state=outcome_unknown run=${runId} ${CREATE} call=write-1 error=transport_timeout `),
+    );
+
+    const evidence = "the demo server lists no dashboard titled slow";
+    const reconciled = await cli([
+      "reconcile",
+      mutationId,
+      "--outcome",
+      "not_executed",
+      "--evidence",
+      evidence,
+      "--as",
+      "ops:carol",
+      "--json",
+    ]);
+    expect(reconciled.code).toBe(0);
+    expect(JSON.parse(reconciled.stdout)).toMatchObject({
+      mutation_id: mutationId,
+      state: "not_executed",
+      reconciliation: { outcome: "not_executed", reconciled_by: "ops:carol", evidence },
+    });
+    expect((await engine.mutation(mutationId)).reconciliation?.reconciled_by).toBe("ops:carol");
+    expect((await cli(["unknown", "--channel", ch])).stdout).toBe("no outcome_unknown rows\n");
+
+    const again = await cli(["reconcile", mutationId, "--outcome", "completed", "--evidence", evidence]);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toMatch(/^error: not_reconcilable \(409\): /);
+  });
+});
+
+describe("approved-exec exit codes", () => {
+  it("exits 2 on bad usage, before sending anything", async () => {
+    const noToken = cliEnv({ ENGINE_TOKEN: undefined });
+    // An address nothing listens on: a command that sent a request would exit 1 (unreachable), not 2.
+    const nowhere = cliEnv({ ENGINE_URL: "http://127.0.0.1:9" });
+    const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
+      [[], nowhere, /Usage: approved-exec/],
+      [["frobnicate"], nowhere, /unknown command 'frobnicate'/],
+      [["approve", "run_x"], nowhere, /missing required argument 'approval_id'/],
+      [["reconcile", "mut_x", "--outcome", "maybe", "--evidence", "e"], nowhere, /Allowed choices are completed, not_executed/],
+      [["reconcile", "mut_x", "--outcome", "completed"], nowhere, /required option '--evidence <text>' not specified/],
+      [["trigger", "hi", "--max-tool-calls", "lots"], nowhere, /expected a whole number/],
+      [["trigger", "hi", "--script", join(PROJECT_ROOT, "no-such-script.json")], nowhere, /--script .*cannot read it/],
+      [["pending"], noToken, /set ENGINE_TOKEN \(or API_TOKEN\)/],
+      [["pending"], cliEnv({ ENGINE_URL: "ftp://example" }), /ENGINE_URL must be an http\(s\) URL/],
+    ];
+    for (const [args, env, message] of cases) {
+      const result = await cli(args, env);
+      expect([args, result.code]).toEqual([args, 2]);
+      expect(result.stderr).toMatch(message);
+    }
+  });
+
+  it("names the environment in --help and exits 0", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("ENGINE_URL    the engine's address (default http://127.0.0.1:8787)");
+    expect(help.stdout).toContain("ENGINE_TOKEN  the engine's API_TOKEN (API_TOKEN is read when ENGINE_TOKEN is unset)");
+  });
+
+  it("exits 1 with the error code printed when the service refuses or cannot be reached", async () => {
+    const unknownRun = await cli(["approve", "run_does_not_exist", "approval_x"]);
+    expect(unknownRun.code).toBe(1);
+    expect(unknownRun.stderr).toMatch(/^error: not_found \(404\): /);
+
+    const wrongToken = await cli(["pending"], cliEnv({ ENGINE_TOKEN: "not-the-token" }));
+    expect(wrongToken.code).toBe(1);
+    expect(wrongToken.stderr).toMatch(/^error: unauthorized \(401\)/);
+
+    // API_TOKEN is read when ENGINE_TOKEN is unset.
+    const viaApiToken = await cli(["pending", "--json"], cliEnv({ ENGINE_TOKEN: undefined, API_TOKEN: token }));
+    expect(viaApiToken.code).toBe(0);
+    expect(JSON.parse(viaApiToken.stdout)).toEqual({ approvals: expect.any(Array), inputs: expect.any(Array) });
+
+    const unreachable = await cli(["pending"], cliEnv({ ENGINE_URL: "http://127.0.0.1:9" }));
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^error: cannot reach the engine/);
+  });
+});
