@@ -20,6 +20,8 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings: {
                   API_TOKEN: "test-token",
+                  // The operator console is on (contract section 16); its tests sign in with the token above.
+                  CONSOLE_SESSION_SECRET: "runtime-test-console-secret-0123456789",
                   TEST_MIGRATIONS: migrations,
                   // Short, test-only intervals: no test waits for a production default.
                   HEARTBEAT_INTERVAL_MS: "100",
@@ -64,7 +66,13 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            include: ["test/e2e/**/*.test.ts", "test/client/**/*.test.ts", "test/demo/**/*.test.ts", "test/providers/**/*.test.ts"],
+            include: [
+              "test/e2e/**/*.test.ts",
+              "test/browser/**/*.test.ts",
+              "test/client/**/*.test.ts",
+              "test/demo/**/*.test.ts",
+              "test/providers/**/*.test.ts",
+            ],
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
