@@ -627,8 +627,9 @@ function OutcomesPage() {
               <code>{row.tool_name}</code> <span class="state state-outcome_unknown">outcome unknown</span>
             </h3>
             <p class="meta">
-              <a href={runHref(row.run_id)}>{row.run_id}</a> · call {row.tool_call_id} · approved by {row.approved_by ?? "?"} ·{" "}
-              {row.error ? `${row.error.code}: ${row.error.message}` : ""}
+              <a href={runHref(row.run_id)}>{row.run_id}</a> · call {row.tool_call_id}
+              {row.approved_by ? ` · approved by ${row.approved_by}` : ""}
+              {row.error ? ` · ${row.error.code}: ${row.error.message}` : ""}
             </p>
             <p class="meta">
               digest <code>{row.arguments_digest}</code>
