@@ -22,6 +22,8 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings: {
                   API_TOKEN: "test-token",
+                  // The operator console is on (contract section 16); its tests sign in with the token above.
+                  CONSOLE_SESSION_SECRET: "runtime-test-console-secret-0123456789",
                   TEST_MIGRATIONS: migrations,
                   // Short, test-only intervals: no test waits for a production default.
                   HEARTBEAT_INTERVAL_MS: "100",
@@ -70,6 +72,7 @@ export default defineConfig(async () => {
             environment: "node",
             include: [
               "test/e2e/**/*.test.ts",
+              "test/browser/**/*.test.ts",
               "test/client/**/*.test.ts",
               "test/cli/**/*.test.ts",
               "test/demo/**/*.test.ts",

@@ -1,8 +1,11 @@
 // The Worker entry: routes requests and exports the Durable Object classes
 // that wrangler.toml binds. /slack/* is the Slack app (contract section 14),
-// verified by Slack's signature instead of the API token; everything else
-// goes through the API router.
+// verified by Slack's signature instead of the API token; /console is the
+// operator console (contract section 16), whose session cookie is admitted on
+// /api/* before the API router runs; everything else goes through the router.
 import type { Env } from "./config/env";
+import { admitConsoleCookie } from "./console/console-auth";
+import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
 import { handleSlackRequest } from "./slack/slack-app";
@@ -13,8 +16,14 @@ export { StoragePool } from "../durable-objects/storage-pool";
 const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/events": "events", "/slack/interactivity": "interactivity" };
 
 export default {
-  fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const { pathname } = new URL(request.url);
+    if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
+    if (pathname.startsWith("/api/")) {
+      const admitted = await admitConsoleCookie(request, env);
+      if (admitted instanceof Response) return admitted;
+      return router.fetch(admitted, env, ctx);
+    }
     if (pathname.startsWith("/slack/")) {
       const route = SLACK_ROUTES[pathname];
       if (route === undefined)

@@ -21,6 +21,10 @@ export const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 /** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
 export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
 export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
+/** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
+export const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
+/** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
+export const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
 export const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -138,6 +142,14 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   SLACK_DELIVERY_MAX_MS: intVar(DEFAULT_SLACK_DELIVERY_MAX_MS, 1),
+  // The operator console (contract section 16): on only when its signing secret is set.
+  CONSOLE_SESSION_SECRET: optionalText.pipe(
+    z
+      .string()
+      .min(MIN_CONSOLE_SESSION_SECRET_CHARS, `at least ${MIN_CONSOLE_SESSION_SECRET_CHARS} characters (e.g. \`openssl rand -hex 32\`)`)
+      .optional(),
+  ),
+  CONSOLE_SESSION_TTL_SECONDS: intVar(DEFAULT_CONSOLE_SESSION_TTL_SECONDS, 60),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

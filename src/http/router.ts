@@ -5,6 +5,7 @@ import { Router, type IRequest } from "itty-router";
 import type { RunObject } from "../../durable-objects/run-object";
 import { apiError, errorResponse, jsonResponse } from "./api-error";
 import { isAuthorized } from "./auth";
+import { isConsoleRequest } from "../console/console-auth";
 import { loadConfig, type HostConfig } from "../config/config";
 import { getDelivery } from "./deliveries";
 import type { Env } from "../config/env";
@@ -30,7 +31,8 @@ async function guardApi(request: ApiRequest, env: Env): Promise<void> {
     throw apiError(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
   }
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
-  if (!(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
+  // The console's session cookie was checked before routing (src/console/console-auth.ts, contract section 16).
+  if (!isConsoleRequest(request) && !(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
     throw apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
   }
   request.config = loaded.config;

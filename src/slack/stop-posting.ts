@@ -1,4 +1,4 @@
-// The "stop posting" state of the Slack app, in D1 (migrations/0003): once
+// The "stop posting" state of the Slack app, in D1 (migrations/0005_slack_stopped.sql): once
 // Slack says the app was uninstalled or its tokens revoked, no run posts
 // again with that bot token. Keyed by the token's SHA-256 digest, so a new
 // installation's token posts again, and the token itself is never stored.

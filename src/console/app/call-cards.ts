@@ -1,0 +1,158 @@
+// One run's events folded into what the console shows (contract sections 4
+// and 16): the run's status and messages, and one card per tool call whose
+// stage moves only forward through the states its events show. Pure: no DOM,
+// no fetch, so it is unit-tested (test/unit/console-call-cards.test.ts).
+import type { EngineEvent, ErrorFacts, ExecutionResult, NotExecutedReason } from "../../client/types";
+
+export type CallStage = "announced" | "waiting_for_approval" | "waiting_for_answer" | "approved" | "answered" | "executed" | "not_executed";
+
+export interface PendingApproval {
+  approval_id: string;
+  level: "approve" | "confirm";
+  description: string;
+  arguments: Record<string, unknown>;
+  expires_at: string;
+}
+
+export interface CallCard {
+  tool_call_id: string;
+  tool_name: string;
+  stage: CallStage;
+  approval_required: boolean;
+  approval?: PendingApproval;
+  decision?: { decision: "approved" | "denied" | "expired" | "cancelled"; decided_by?: string };
+  question?: { text: string; expires_at: string };
+  answered_by?: string;
+  reason?: NotExecutedReason;
+  result?: ExecutionResult;
+  error?: ErrorFacts;
+  mutation_id?: string;
+  completed: boolean;
+  duration_ms?: number;
+}
+
+export interface RunView {
+  run_id: string;
+  status: "running" | "completed" | "failed";
+  last_sequence: number;
+  messages: { sequence: number; text: string }[];
+  cards: CallCard[];
+  final_text?: string;
+  error?: ErrorFacts;
+}
+
+export function emptyRun(runId: string): RunView {
+  return { run_id: runId, status: "running", last_sequence: 0, messages: [], cards: [] };
+}
+
+/** Human words for a stage, as the card shows it. */
+export const STAGE_LABELS: Record<CallStage, string> = {
+  announced: "announced",
+  waiting_for_approval: "waiting for approval",
+  waiting_for_answer: "waiting for an answer",
+  approved: "approved",
+  answered: "answered",
+  executed: "executed",
+  not_executed: "not executed",
+};
+
+/** Folds one event into the view (a new object; the input is not changed). Events at or below last_sequence are ignored. */
+export function applyEvent(view: RunView, event: EngineEvent): RunView {
+  if (event.sequence <= view.last_sequence) return view;
+  const next: RunView = { ...view, last_sequence: event.sequence, cards: view.cards };
+  const update = (toolCallId: string, change: (card: CallCard) => CallCard) => {
+    next.cards = next.cards.map((c) => (c.tool_call_id === toolCallId ? change(c) : c));
+  };
+  switch (event.type) {
+    case "run_started":
+    case "heartbeat":
+      return next;
+    case "assistant_message":
+      next.messages = [...view.messages, { sequence: event.sequence, text: event.text }];
+      return next;
+    case "tool_started":
+      next.cards = [
+        ...view.cards,
+        {
+          tool_call_id: event.tool_call_id,
+          tool_name: event.tool_name,
+          stage: "announced",
+          approval_required: event.approval_required,
+          completed: false,
+        },
+      ];
+      return next;
+    case "approval_requested":
+      update(event.tool_call_id, (c) => ({
+        ...c,
+        stage: "waiting_for_approval",
+        approval: {
+          approval_id: event.approval_id,
+          level: event.level,
+          description: event.description,
+          arguments: event.arguments,
+          expires_at: event.expires_at,
+        },
+      }));
+      return next;
+    case "approval_resolved":
+      update(event.tool_call_id, (c) => ({
+        ...c,
+        stage: event.decision === "approved" ? "approved" : c.stage,
+        decision: { decision: event.decision, decided_by: event.decided_by },
+      }));
+      return next;
+    case "tool_execution_started":
+      return next; // approved already; nothing new to show until the terminal decision
+    case "human_input_requested":
+      update(event.tool_call_id, (c) => ({
+        ...c,
+        stage: "waiting_for_answer",
+        question: { text: event.question, expires_at: event.expires_at },
+      }));
+      return next;
+    case "human_input_received":
+      update(event.tool_call_id, (c) => ({ ...c, stage: "answered", answered_by: event.answered_by }));
+      return next;
+    case "tool_execution":
+      update(event.tool_call_id, (c) => ({
+        ...c,
+        stage: event.execution_status,
+        reason: event.reason,
+        result: event.result,
+        error: event.error,
+        mutation_id: event.mutation_id,
+      }));
+      return next;
+    case "tool_completed":
+      update(event.tool_call_id, (c) => ({ ...c, completed: true, duration_ms: event.duration_ms }));
+      return next;
+    case "run_completed":
+      next.status = "completed";
+      next.final_text = event.text;
+      return next;
+    case "run_failed":
+      next.status = "failed";
+      next.error = event.error;
+      return next;
+    default: {
+      // Exhaustive at compile time; an event type from a newer server changes nothing shown.
+      const unknown: never = event;
+      void unknown;
+      return next;
+    }
+  }
+}
+
+/** Whole seconds until `expiresAt`, never below 0. */
+export function secondsLeft(expiresAt: string, now: number): number {
+  return Math.max(0, Math.ceil((Date.parse(expiresAt) - now) / 1_000));
+}
+
+/** "4m 05s", "12s", "expired". */
+export function formatTimeLeft(seconds: number): string {
+  if (seconds <= 0) return "expired";
+  const m = Math.floor(seconds / 60);
+  const s = seconds % 60;
+  return m > 0 ? `${m}m ${String(s).padStart(2, "0")}s` : `${s}s`;
+}

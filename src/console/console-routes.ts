@@ -1,0 +1,147 @@
+// The console's routes (contract section 16): /console (the sign-in page
+// without a session, the application with one), its assets, and the session
+// (POST sign-in, GET who, DELETE sign-out). The gate holds for every path:
+// only the sign-in page, its script and the stylesheet are public; everything
+// else needs a live session. Every answer carries the console's security
+// headers (a CSP with scripts from 'self' only, no framing, no referrer).
+import { z } from "zod";
+import { loadConfig } from "../config/config";
+import type { Env } from "../config/env";
+import { isAuthorized } from "../http/auth";
+import { validate } from "../http/request-body";
+import { readJsonBody } from "../http/request-body";
+import { errorResponse, jsonResponse } from "../http/api-error";
+import { isSameOrigin, sessionOf } from "./console-auth";
+import { CONSOLE_SCRIPT, CONSOLE_STYLE, SIGN_IN_SCRIPT } from "./generated/console-assets";
+import { APP_PAGE, SIGN_IN_PAGE } from "./pages";
+import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "./session-cookie";
+import { createSession, purgeExpiredSessions, revokeSession } from "./session-store";
+
+const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store",
+};
+
+const signInSchema = z
+  .object({
+    token: z.string().min(1).max(4_096),
+    // Printable, no control characters: the name is shown to people and recorded as console:<name>.
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(64)
+      .regex(/^[^\p{Cc}]+$/u, "no control characters"),
+  })
+  .strict();
+
+type Asset = { body: string; type: string; public: boolean };
+const ASSETS: Record<string, Asset> = {
+  "/console/assets/sign-in.js": { body: SIGN_IN_SCRIPT, type: "text/javascript; charset=utf-8", public: true },
+  "/console/assets/console.css": { body: CONSOLE_STYLE, type: "text/css; charset=utf-8", public: true },
+  "/console/assets/console.js": { body: CONSOLE_SCRIPT, type: "text/javascript; charset=utf-8", public: false },
+};
+
+function withSecurityHeaders(response: Response): Response {
+  const out = new Response(response.body, response);
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) out.headers.set(name, value);
+  return out;
+}
+
+function html(body: string): Response {
+  return new Response(body, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
+}
+
+const unauthorized = () => jsonResponse(401, { error: "unauthorized", message: "Sign in at /console first (no live console session)." });
+const methodNotAllowed = (allow: string) =>
+  jsonResponse(405, { error: "method_not_allowed", message: `This console route takes ${allow}.` }, { allow });
+
+/** Every request under /console (the Worker's entry sends them here). */
+export async function handleConsoleRequest(request: Request, env: Env): Promise<Response> {
+  return withSecurityHeaders(await route(request, env));
+}
+
+async function route(request: Request, env: Env): Promise<Response> {
+  const loaded = loadConfig(env);
+  if (loaded.state === "bad_config") return jsonResponse(503, { error: "bad_config", message: loaded.message, details: loaded.details });
+  const secret = loaded.state === "ready" ? loaded.config.CONSOLE_SESSION_SECRET : undefined;
+  if (loaded.state !== "ready" || secret === undefined) {
+    return jsonResponse(503, {
+      error: "not_configured",
+      message: "The console is off: set CONSOLE_SESSION_SECRET (and API_TOKEN) with `wrangler secret put`, or in .dev.vars locally.",
+    });
+  }
+  const { pathname } = new URL(request.url);
+  const read = request.method === "GET" || request.method === "HEAD";
+
+  if (pathname === "/console" || pathname === "/console/") {
+    if (!read) return methodNotAllowed("GET, HEAD");
+    return html((await sessionOf(request, env)) ? APP_PAGE : SIGN_IN_PAGE);
+  }
+
+  if (pathname === "/console/session") {
+    switch (request.method) {
+      case "POST":
+        return signIn(request, env, loaded.config.API_TOKEN, secret, loaded.config.CONSOLE_SESSION_TTL_SECONDS);
+      case "GET": {
+        const session = await sessionOf(request, env);
+        return session ? jsonResponse(200, { name: session.name, expires_at: session.expires_at }) : unauthorized();
+      }
+      case "DELETE":
+        return signOut(request, env);
+      default:
+        return methodNotAllowed("GET, POST, DELETE");
+    }
+  }
+
+  const asset = ASSETS[pathname];
+  if (asset === undefined) {
+    // Unknown paths say nothing about what exists to a caller without a session.
+    if (!(await sessionOf(request, env))) return unauthorized();
+    return jsonResponse(404, { error: "not_found", message: `No console page ${pathname}.` });
+  }
+  if (!read) return methodNotAllowed("GET, HEAD");
+  if (!asset.public && !(await sessionOf(request, env))) return unauthorized();
+  return new Response(request.method === "HEAD" ? null : asset.body, { headers: { "content-type": asset.type } });
+}
+
+async function signIn(request: Request, env: Env, apiToken: string, secret: string, ttlSeconds: number): Promise<Response> {
+  // Browsers send Origin on every POST; one from another site is a login-forgery attempt.
+  if (request.headers.has("origin") && !isSameOrigin(request)) {
+    return jsonResponse(403, { error: "forbidden_origin", message: "Sign in from the console's own page." });
+  }
+  let body: z.output<typeof signInSchema>;
+  try {
+    body = validate(signInSchema, await readJsonBody(request, z.unknown()));
+  } catch (err) {
+    return errorResponse(err);
+  }
+  if (!(await isAuthorized(`Bearer ${body.token}`, apiToken))) {
+    return jsonResponse(401, { error: "unauthorized", message: "That is not the API token." });
+  }
+  const now = new Date();
+  const id = newSessionId();
+  await purgeExpiredSessions(env.DB, now);
+  await createSession(env.DB, {
+    id,
+    name: body.name,
+    created_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + ttlSeconds * 1_000).toISOString(),
+  });
+  return new Response(null, { status: 204, headers: { "set-cookie": sessionSetCookie(await signSessionId(id, secret), ttlSeconds) } });
+}
+
+async function signOut(request: Request, env: Env): Promise<Response> {
+  const session = await sessionOf(request, env);
+  if (!session) return unauthorized();
+  if (!isSameOrigin(request)) {
+    return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
+  }
+  await revokeSession(env.DB, session.id);
+  return new Response(null, { status: 204, headers: { "set-cookie": clearedSetCookie() } });
+}

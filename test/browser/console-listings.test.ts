@@ -1,0 +1,115 @@
+// The console's pages across runs, in real headless Chromium (contract
+// sections 15 and 16): the runs listing, the approvals inbox and the questions
+// page, which read GET /api/runs, /api/approvals and /api/inputs. They need
+// the run index filled by each run's object (src/listings/run-index.ts).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { EngineClient, type ScriptTurn } from "../../src/client";
+import { type ConsoleBrowser, type ConsoleStack, launchConsoleBrowser, signIn, startConsoleStack } from "../support/console-browser";
+
+const CREATE = "mcp__demo__create_dashboard";
+const NAME = "grace";
+const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
+/** The index may lag a moment behind the run (an alarm flushes it); the page polls every 2 s. */
+const UI_TIMEOUT_MS = 15_000;
+
+let stack: ConsoleStack;
+let browser: ConsoleBrowser;
+let page: Page;
+let engine: EngineClient;
+
+const consoleUrl = (hash = "") => `${stack.server.url}/console${hash}`;
+
+async function trigger(script: ScriptTurn[]): Promise<string> {
+  return (await engine.trigger({ message: "from the listings browser test", channel_id: "C-inbox", script })).run_id;
+}
+
+async function dashboards(): Promise<string[]> {
+  const state = (await (await fetch(`${stack.demo.baseUrl}/control/state`)).json()) as { dashboards: { title: string }[] };
+  return state.dashboards.map((d) => d.title);
+}
+
+async function approvalIdOf(runId: string): Promise<string> {
+  const end = Date.now() + UI_TIMEOUT_MS;
+  for (;;) {
+    const [pending] = (await engine.summary(runId)).pending_approvals;
+    if (pending) return pending.approval_id;
+    if (Date.now() > end) throw new Error(`no approval in ${runId}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  stack = await startConsoleStack();
+  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
+  browser = await launchConsoleBrowser();
+  page = browser.page;
+  await signIn(page, stack.server.url, stack.server.token, NAME);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe.sequential("the console's listings in Chromium (need the run index)", () => {
+  it("lists a new run on the runs page, and its link opens the run's timeline", async () => {
+    const runId = await trigger([{ text: "listed" }]);
+    await page.goto(consoleUrl("#/runs"));
+    const row = page.locator(`tr[data-run-id="${runId}"]`);
+    await row.waitFor({ timeout: UI_TIMEOUT_MS });
+    await row.getByRole("link", { name: runId }).click();
+    await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
+  });
+
+  it("approves a mutation from the inbox; its card reaches executed and the demo server's state changes", async () => {
+    const title = `inbox-approved-${Date.now()}`;
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "inbox-1", arguments: { title, client_secret: CANARY } }] },
+      { text: "done" },
+    ]);
+    const approvalId = await approvalIdOf(runId);
+    await page.goto(consoleUrl("#/approvals"));
+    const item = page.locator(`li[data-approval-id="${approvalId}"]`);
+    await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await page.locator("body").innerText()).not.toContain(CANARY);
+    expect(await item.innerText()).toMatch(/\[redacted\]/i);
+    await item.getByRole("button", { name: "Approve" }).click();
+    await item.getByText("Decision sent: approved").waitFor({ timeout: UI_TIMEOUT_MS });
+    await item.getByRole("link", { name: runId }).click();
+    const card = page.locator('li.card[data-tool-call-id="inbox-1"]');
+    await expect.poll(() => card.getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toBe("executed");
+    await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`console:${NAME}`);
+    expect(await dashboards()).toContain(title);
+  });
+
+  it("denies from the inbox; the approval leaves it and nothing runs", async () => {
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "inbox-2", arguments: { title: "inbox-denied" } }] },
+      { text: "ok" },
+    ]);
+    const approvalId = await approvalIdOf(runId);
+    await page.goto(consoleUrl("#/approvals"));
+    const item = page.locator(`li[data-approval-id="${approvalId}"]`);
+    await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    await item.getByRole("button", { name: "Deny" }).click();
+    await item.waitFor({ state: "detached", timeout: UI_TIMEOUT_MS });
+    expect(await dashboards()).not.toContain("inbox-denied");
+  });
+
+  it("answers a question from the questions page", async () => {
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-inbox", arguments: { question: "Which region?" } }] },
+      { text: "ok" },
+    ]);
+    await page.goto(consoleUrl("#/questions"));
+    const item = page.locator('li[data-tool-call-id="ask-inbox"]');
+    await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    await item.getByLabel("Which region?").fill("eu-west");
+    await item.getByRole("button", { name: "Send answer" }).click();
+    for await (const event of engine.events(runId)) {
+      if (event.type === "human_input_received") expect(event.answered_by).toBe(`console:${NAME}`);
+    }
+    expect((await engine.summary(runId)).status).toBe("completed");
+  });
+});

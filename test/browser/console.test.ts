@@ -1,0 +1,267 @@
+// The operator console in real headless Chromium (contract section 16),
+// against `wrangler dev` and the demo MCP server: sign in, a run's timeline
+// live, approve / deny / confirm / answer on its cards, reconcile an
+// outcome_unknown row, cancel, sign out. And the safety properties: a
+// cross-origin POST with the cookie is 403, no URL or page storage ever holds
+// the token, and a secret planted in tool arguments never reaches a page.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { EngineClient, type ScriptTurn } from "../../src/client";
+import { type ConsoleBrowser, type ConsoleStack, launchConsoleBrowser, signIn, startConsoleStack } from "../support/console-browser";
+
+const CREATE = "mcp__demo__create_dashboard";
+const ALERT = "mcp__demo__create_alert_from_chart";
+const NAME = "ada";
+/** Planted under a secret-looking key: redaction must keep it off every page. */
+const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
+/** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
+const UI_TIMEOUT_MS = 15_000;
+
+let stack: ConsoleStack;
+let browser: ConsoleBrowser;
+let page: Page;
+let engine: EngineClient;
+/** Every URL the pages loaded or fetched. */
+const urls: string[] = [];
+
+const consoleUrl = (hash = "") => `${stack.server.url}/console${hash}`;
+
+async function demoState(): Promise<{ dashboards: { id: string; title: string }[]; alerts: { chart: string }[] }> {
+  return (await fetch(`${stack.demo.baseUrl}/control/state`)).json() as never;
+}
+
+async function trigger(script: ScriptTurn[]): Promise<string> {
+  return (await engine.trigger({ message: "from the browser test", channel_id: "C-console", script })).run_id;
+}
+
+/** Polls the run summary until `pick` finds something. */
+async function waitForSummary<T>(runId: string, pick: (s: Awaited<ReturnType<EngineClient["summary"]>>) => T | undefined): Promise<T> {
+  const end = Date.now() + UI_TIMEOUT_MS;
+  for (;;) {
+    const found = pick(await engine.summary(runId));
+    if (found !== undefined) return found;
+    if (Date.now() > end) throw new Error(`timed out waiting on the summary of ${runId}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const card = (toolCallId: string) => page.locator(`li.card[data-tool-call-id="${toolCallId}"]`);
+
+async function expectStage(toolCallId: string, stage: string) {
+  await expect.poll(() => card(toolCallId).getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toBe(stage);
+}
+
+async function openRun(runId: string) {
+  await page.goto(consoleUrl(`#/runs/${runId}`));
+  await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
+}
+
+/** The page's visible text and its whole DOM must not hold the canary or the token. */
+async function expectNoSecrets() {
+  const text = await page.locator("body").innerText();
+  const html = await page.content();
+  for (const secret of [CANARY, stack.server.token]) {
+    expect(text).not.toContain(secret);
+    expect(html).not.toContain(secret);
+  }
+}
+
+beforeAll(async () => {
+  stack = await startConsoleStack();
+  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
+  browser = await launchConsoleBrowser();
+  page = browser.page;
+  page.on("request", (r) => urls.push(r.url()));
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+describe.sequential("the console in Chromium", () => {
+  it("signs in with the token: an HttpOnly session cookie, and the token nowhere in a URL or page storage", async () => {
+    await page.goto(consoleUrl());
+    const wrong = page.getByRole("alert");
+    await page.getByLabel("API token").fill("not-the-token");
+    await page.getByLabel(/Your name/).fill(NAME);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => wrong.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("not the API token");
+    expect((await browser.context.cookies()).filter((c) => c.name === "console_session")).toEqual([]);
+
+    await signIn(page, stack.server.url, stack.server.token, NAME);
+    await page.getByText(`signed in as ${NAME}`).waitFor({ timeout: UI_TIMEOUT_MS });
+    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
+    expect(cookie!.value).not.toContain(stack.server.token);
+
+    const storage = await page.evaluate(async () => ({
+      local: JSON.stringify({ ...localStorage }),
+      session: JSON.stringify({ ...sessionStorage }),
+      cookie: document.cookie,
+      databases: JSON.stringify(await indexedDB.databases()),
+      url: location.href,
+    }));
+    for (const held of Object.values(storage)) expect(held).not.toContain(stack.server.token);
+    expect(storage.cookie).toBe(""); // HttpOnly: no script reads the session cookie
+  });
+
+  it("watches a run live, approves its mutation on the card, and sees it executed with its durable outcome and the demo server's state", async () => {
+    const title = `console-approved-${Date.now()}`;
+    const runId = await trigger([
+      { text: "Creating the dashboard.", delay_ms: 300 },
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "create-1", arguments: { title, api_key: CANARY } }] },
+      { text: "Created." },
+    ]);
+    const eventRequestsBefore = urls.filter((u) => u.includes("/events")).length;
+    await openRun(runId);
+    await expectStage("create-1", "waiting_for_approval");
+    await expectNoSecrets();
+    // The arguments are shown, redacted.
+    await expect.poll(() => card("create-1").innerText()).toMatch(/\[redacted\]/i);
+    await expect.poll(() => card("create-1").innerText()).toContain(title);
+
+    await card("create-1").getByRole("button", { name: "Approve" }).click();
+    await expectStage("create-1", "executed");
+    await expect.poll(() => card("create-1").locator(".outcome").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("completed");
+    await expect.poll(() => card("create-1").innerText()).toContain(`console:${NAME}`);
+    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    expect((await demoState()).dashboards.map((d) => d.title)).toContain(title);
+    // One stream for the page (no reconnection was needed here).
+    expect(urls.filter((u) => u.includes("/events")).length - eventRequestsBefore).toBe(1);
+    await expectNoSecrets();
+  });
+
+  it("denies a mutation: the card ends not executed (denied) and the demo server is untouched", async () => {
+    const before = (await demoState()).dashboards.length;
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "deny-1", arguments: { title: "never", password: CANARY } }] },
+      { text: "ok" },
+    ]);
+    await openRun(runId);
+    await expectStage("deny-1", "waiting_for_approval");
+    await card("deny-1").getByLabel("Reason (optional)").fill("not today");
+    await card("deny-1").getByRole("button", { name: "Deny" }).click();
+    await expectStage("deny-1", "not_executed");
+    await expect.poll(() => card("deny-1").innerText()).toContain("denied");
+    expect((await demoState()).dashboards.length).toBe(before);
+    await expectNoSecrets();
+  });
+
+  it("confirms by typing the tool name: a wrong text is refused and leaves it pending, the right one executes", async () => {
+    const dashboard = (await demoState()).dashboards[0]!;
+    const runId = await trigger([
+      {
+        tool_calls: [
+          { tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: dashboard.id, chart: "latency", threshold: 250 } },
+        ],
+      },
+      { text: "ok" },
+    ]);
+    await openRun(runId);
+    await expectStage("alert-1", "waiting_for_approval");
+    const confirm = card("alert-1").getByLabel(`Type ${ALERT} to confirm`);
+    await confirm.fill("mcp__demo__create_alert");
+    await card("alert-1").getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => card("alert-1").getByRole("alert").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("does not match");
+    expect(await engine.summary(runId)).toMatchObject({ pending_approvals: [{ tool_call_id: "alert-1" }] });
+    await confirm.fill(ALERT);
+    await confirm.press("Enter"); // the keyboard submits the form
+    await expectStage("alert-1", "executed");
+    expect((await demoState()).alerts.map((a) => a.chart)).toContain("latency");
+  });
+
+  it("answers a question on its card; the run goes on and records the console's name", async () => {
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team owns billing?" } }] },
+      { text: "Thanks." },
+    ]);
+    await openRun(runId);
+    await expectStage("ask-1", "waiting_for_answer");
+    await card("ask-1").getByLabel("Which team owns billing?").fill("payments");
+    await card("ask-1").getByRole("button", { name: "Send answer" }).click();
+    await expect.poll(() => card("ask-1").getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toMatch(/^(answered|executed)$/);
+    await expect.poll(() => card("ask-1").innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`answered by console:${NAME}`);
+    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+  });
+
+  it("cancels a run from its page", async () => {
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "cancel-1", arguments: { title: "cancelled" } }] },
+      { text: "ok" },
+    ]);
+    await openRun(runId);
+    await expectStage("cancel-1", "waiting_for_approval");
+    await page.getByRole("button", { name: "Cancel run" }).click();
+    await expectStage("cancel-1", "not_executed");
+    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("failed");
+    await expect.poll(() => card("cancel-1").innerText()).toContain("cancelled");
+  });
+
+  it("reconciles an outcome_unknown row from the outcomes page, recorded as console:<name>", async () => {
+    const armed = await fetch(`${stack.demo.baseUrl}/control/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
+    });
+    expect(armed.status).toBe(200);
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "lost-1", arguments: { title: "lost", token: CANARY } }] },
+      { text: "ok" },
+    ]);
+    const approval = await waitForSummary(runId, (s) => s.pending_approvals[0]);
+    await engine.decideApproval(runId, approval.approval_id, { decision: "approve", decided_by: "test" });
+    for await (const _ of engine.events(runId)) {
+      // to the terminal event
+    }
+    const [row] = (await engine.runMutations(runId)).mutations;
+    expect(row?.state).toBe("outcome_unknown");
+
+    await page.goto(consoleUrl("#/outcomes"));
+    const item = page.locator(`li[data-mutation-id="${row!.mutation_id}"]`);
+    await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    await expectNoSecrets();
+    await item.getByLabel("It completed").check();
+    await item.getByLabel(/Evidence/).fill("dashboard 'lost' exists in the demo server");
+    await item.getByRole("button", { name: "Reconcile" }).click();
+    await item.waitFor({ state: "detached", timeout: UI_TIMEOUT_MS });
+    const settled = await engine.mutation(row!.mutation_id);
+    expect(settled).toMatchObject({ state: "completed", reconciliation: { outcome: "completed", reconciled_by: `console:${NAME}` } });
+  });
+
+  it("shows the storage pool's slots and line", async () => {
+    await page.goto(consoleUrl("#/pool"));
+    await page
+      .getByText(/of 16 slots in use/)
+      .first()
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await page.locator(".slots li").count()).toBe(16);
+  });
+
+  it("refuses a cross-origin POST that carries the cookie (403), and one without Origin", async () => {
+    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
+    const runId = await trigger([{ text: "hello" }]);
+    for (const origin of ["http://evil.example", undefined]) {
+      const res = await fetch(`${stack.server.url}/api/runs/${runId}/cancel`, {
+        method: "POST",
+        headers: { cookie: `console_session=${cookie!.value}`, ...(origin ? { origin } : {}) },
+      });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { error: string }).error).toBe("forbidden_origin");
+    }
+  });
+
+  it("signs out: back to the sign-in page, and the old cookie is refused", async () => {
+    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
+    await page.goto(consoleUrl("#/runs"));
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    for (const path of ["/api/storage-pool", "/console/assets/console.js", "/console/session"]) {
+      const res = await fetch(`${stack.server.url}${path}`, { headers: { cookie: `console_session=${cookie!.value}` } });
+      expect(res.status).toBe(401);
+    }
+    // No URL any page loaded or fetched ever held the token.
+    expect(urls.length).toBeGreaterThan(10);
+    for (const u of urls) expect(u).not.toContain(stack.server.token);
+  });
+});

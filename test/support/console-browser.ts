@@ -1,0 +1,96 @@
+// Real headless Chromium (Debian's /usr/bin/chromium) driven by
+// playwright-core, for the console's browser tests and `npm run screenshots`:
+// a fresh profile per launch, and the operator console's own Worker (wrangler
+// dev with the console on and decision windows long enough for a browser)
+// beside the demo MCP server.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { e2eVars } from "../e2e/global-setup";
+import { type DemoMcpProcess, startDemoMcpProcess } from "./demo-mcp-process";
+import { startWorkerServer, type WorkerServer } from "./worker-server";
+
+export const CHROMIUM = "/usr/bin/chromium";
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+/** 32+ characters, as the config requires; test-only. */
+export const CONSOLE_SECRET = "browser-test-console-secret-0123456789abcdef";
+
+export interface ConsoleStack {
+  demo: DemoMcpProcess;
+  server: WorkerServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * The Worker for the console: the e2e settings, plus the console's secret and
+ * decision windows of a minute (a person clicking in a browser is slower than a
+ * test client; nothing here waits for them to pass).
+ */
+export async function startConsoleStack(): Promise<ConsoleStack> {
+  const demo = await startDemoMcpProcess();
+  try {
+    const server = await startWorkerServer({
+      ...e2eVars(demo.url),
+      HEARTBEAT_INTERVAL_MS: "1000",
+      APPROVAL_TIMEOUT_MS: "60000",
+      ADMISSION_TIMEOUT_MS: "60000",
+      CONSOLE_SESSION_SECRET: CONSOLE_SECRET,
+    });
+    return {
+      demo,
+      server,
+      stop: async () => {
+        await server.stop();
+        await demo.stop();
+      },
+    };
+  } catch (err) {
+    await demo.stop();
+    throw err;
+  }
+}
+
+export interface ConsoleBrowser {
+  context: BrowserContext;
+  page: Page;
+  close(): Promise<void>;
+}
+
+/** Chromium with a fresh --user-data-dir (playwright's persistent context takes the profile directory). */
+export async function launchConsoleBrowser(viewport = { width: 1280, height: 900 }): Promise<ConsoleBrowser> {
+  const profile = await mkdtemp(join(tmpdir(), "aee-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Signs in through the sign-in page, as a person would. */
+export async function signIn(page: Page, baseUrl: string, token: string, name: string): Promise<void> {
+  await page.goto(`${baseUrl}/console`);
+  await page.getByLabel("API token").fill(token);
+  await page.getByLabel(/Your name/).fill(name);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Console pages" }).waitFor();
+}

@@ -1,0 +1,92 @@
+// The console's fold of a run's events into call cards (src/console/app/call-cards.ts).
+import { describe, expect, it } from "vitest";
+import type { EngineEvent } from "../../src/client/types";
+import { applyEvent, emptyRun, formatTimeLeft, secondsLeft } from "../../src/console/app/call-cards";
+
+let seq = 0;
+const env = () => ({ protocol_version: "v2" as const, sequence: ++seq, run_id: "run_1", channel_id: "C1", at: "2026-11-29T10:00:00.000Z" });
+const fold = (events: EngineEvent[]) => events.reduce(applyEvent, emptyRun("run_1"));
+
+describe("call cards", () => {
+  it("moves a human-approved mutation through announced, waiting, approved, executed", () => {
+    seq = 0;
+    const stages: string[] = [];
+    let view = emptyRun("run_1");
+    const events: EngineEvent[] = [
+      { ...env(), type: "run_started", user_id: "u" },
+      { ...env(), type: "tool_started", tool_name: "t", tool_call_id: "c1", approval_required: true },
+      {
+        ...env(),
+        type: "approval_requested",
+        tool_name: "t",
+        tool_call_id: "c1",
+        approval_id: "a1",
+        level: "confirm",
+        description: "d",
+        arguments: { api_key: "[redacted]" },
+        expires_at: "2026-11-29T10:05:00.000Z",
+      },
+      {
+        ...env(),
+        type: "approval_resolved",
+        tool_name: "t",
+        tool_call_id: "c1",
+        approval_id: "a1",
+        decision: "approved",
+        decided_by: "console:a",
+      },
+      { ...env(), type: "tool_execution_started", tool_name: "t", tool_call_id: "c1", approval_id: "a1" },
+      {
+        ...env(),
+        type: "tool_execution",
+        tool_name: "t",
+        tool_call_id: "c1",
+        approval_id: "a1",
+        execution_status: "executed",
+        result: { is_error: false, content_bytes: 2, summary: "ok" },
+        mutation_id: "mut_1",
+      },
+      { ...env(), type: "tool_completed", tool_name: "t", tool_call_id: "c1", approval_id: "a1", approved: true, duration_ms: 5 },
+      { ...env(), type: "run_completed", text: "done", tool_calls: 1 },
+    ];
+    for (const e of events) {
+      view = applyEvent(view, e);
+      if (view.cards[0]) stages.push(view.cards[0].stage);
+    }
+    expect(stages).toEqual(["announced", "waiting_for_approval", "approved", "approved", "executed", "executed", "executed"]);
+    expect(view.cards[0]).toMatchObject({ mutation_id: "mut_1", completed: true, decision: { decided_by: "console:a" } });
+    expect(view.cards[0]!.approval?.level).toBe("confirm");
+    expect(view).toMatchObject({ status: "completed", final_text: "done", last_sequence: 8 });
+  });
+
+  it("shows a denied call as not executed with its reason, and a question as waiting then answered", () => {
+    seq = 0;
+    const view = fold([
+      { ...env(), type: "tool_started", tool_name: "t", tool_call_id: "c1", approval_required: true },
+      { ...env(), type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "denied" },
+      { ...env(), type: "tool_execution", tool_name: "t", tool_call_id: "c1", execution_status: "not_executed", reason: "denied" },
+      { ...env(), type: "tool_started", tool_name: "human__ask", tool_call_id: "q1", approval_required: false },
+      { ...env(), type: "human_input_requested", tool_call_id: "q1", question: "Which?", expires_at: "2026-11-29T10:05:00.000Z" },
+    ]);
+    expect(view.cards.map((c) => [c.stage, c.reason])).toEqual([
+      ["not_executed", "denied"],
+      ["waiting_for_answer", undefined],
+    ]);
+    const answered = applyEvent(view, { ...env(), type: "human_input_received", tool_call_id: "q1", answered_by: "console:b" });
+    expect(answered.cards[1]).toMatchObject({ stage: "answered", answered_by: "console:b" });
+  });
+
+  it("ignores an event it has already folded (a replay after a resume)", () => {
+    seq = 0;
+    const first = { ...env(), type: "assistant_message" as const, text: "hi" };
+    const view = fold([first, first]);
+    expect(view.messages).toHaveLength(1);
+  });
+
+  it("counts the time left down to expired", () => {
+    const now = Date.parse("2026-11-29T10:00:00.000Z");
+    expect(formatTimeLeft(secondsLeft("2026-11-29T10:04:05.000Z", now))).toBe("4m 05s");
+    expect(formatTimeLeft(secondsLeft("2026-11-29T10:00:12.000Z", now))).toBe("12s");
+    expect(formatTimeLeft(secondsLeft("2026-11-29T09:59:00.000Z", now))).toBe("expired");
+  });
+});
