@@ -21,6 +21,9 @@ export const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 /** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
 export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
 export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
+/** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
+export const DEFAULT_SLACK_RETRY_BASE_MS = 1_000;
+export const DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS = 60_000;
 export const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -138,6 +141,9 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   SLACK_DELIVERY_MAX_MS: intVar(DEFAULT_SLACK_DELIVERY_MAX_MS, 1),
+  // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
+  SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
+  SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;
