@@ -29,6 +29,9 @@ import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/stream/events";
 import { RunStream } from "../src/stream/run-stream";
 
+/** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
+const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks"] as const;
+
 /** The parts of a live run the object itself talks to (beside the engine). */
 interface RunParts {
   engine: RunEngine;
@@ -186,8 +189,9 @@ export class RunObject extends DurableObject<Env> {
     RunStore.purge(this.ctx.storage.sql, engine.run);
     this.#engine = undefined;
     this.#parts = undefined;
-    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
     await this.ctx.storage.deleteAlarm();
+    await RunStore.scrub(this.ctx.storage.sql, this.ctx.storage, PURGE_KEEPS);
+    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
     // The index marks outlive the events: the run stays listed after retention.
     await this.#flushLeftovers(now);
   }
