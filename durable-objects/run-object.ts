@@ -4,14 +4,17 @@
 // alarm schedule in src/schedule, the agent loop and model source in
 // src/agent, the dispatch pipeline with the outcome ledger and the MCP sender
 // in src/execution and src/outcomes) and hands every RPC, SSE request and
-// alarm to them. Until `start`, it creates nothing: a request for a run that
-// never existed leaves no storage behind.
+// alarm to them; what the run sends beyond its stream (the D1 run index, the
+// Slack outbox) hangs off the append path through src/agent/run-outputs.ts.
+// Until `start`, it creates nothing: a request for a run that never existed
+// leaves no storage behind.
 import { DurableObject } from "cloudflare:workers";
 import { ProviderSource, ScriptedSource, type ModelSource } from "../src/agent/model-source";
 import { RunEngine } from "../src/agent/run-engine";
 import type { CancelResult, RunRecord, RunSummary, StartRunInput } from "../src/agent/run-record";
 import { RunStore } from "../src/agent/run-store";
-import { Conversation } from "../src/agent/conversation-log";
+import { Conversation, threadTurns } from "../src/agent/conversation-log";
+import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
 import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import { sendToMcp } from "../src/execution/mcp-send";
@@ -21,14 +24,26 @@ import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
 import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
-import { modelProviderFromConfig } from "../src/providers/model-provider";
+import { type ConversationItem, modelProviderFromConfig } from "../src/providers/model-provider";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/stream/events";
 import { RunStream } from "../src/stream/run-stream";
 
+/** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
+const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks"] as const;
+
+/** The parts of a live run the object itself talks to (beside the engine). */
+interface RunParts {
+  engine: RunEngine;
+  outputs: RunOutputs;
+  /** Set for a run on a real model: the conversation it sends. */
+  conversation: Conversation | undefined;
+}
+
 export class RunObject extends DurableObject<Env> {
   #config!: HostConfig;
   #engine: RunEngine | undefined;
+  #parts: RunParts | undefined;
   /** After retention: the stream's purge marker only, answering 410 replay_gap or 204. */
   #purged: RunStream | undefined;
   readonly #catalog: () => ToolCatalog;
@@ -54,7 +69,8 @@ export class RunObject extends DurableObject<Env> {
         return;
       }
       const { run, script, calls } = found.stored;
-      this.#engine = this.#build(found.store, run, script, calls, await ctx.storage.getAlarm(), "");
+      this.#parts = this.#build(found.store, run, script, calls, await ctx.storage.getAlarm(), "");
+      this.#engine = this.#parts.engine;
       this.#engine.resume();
     });
   }
@@ -71,7 +87,11 @@ export class RunObject extends DurableObject<Env> {
 
   /** Starts the run once; a second start (duplicate delivery) changes nothing. */
   async start(input: StartRunInput): Promise<{ created: boolean }> {
-    if (this.#engine) return { created: false };
+    if (this.#engine || this.#purged) return { created: false };
+    // A Slack thread follow-up: the thread's earlier turns, from the thread's latest run (contract section 14).
+    const previous = input.slack?.previous_run_id;
+    const earlier = previous !== undefined && modelProviderFromConfig(this.#config) ? await this.#threadTurnsOf(previous) : [];
+    if (this.#engine) return { created: false }; // a duplicate start got here while the earlier turns were read
     const now = Date.now();
     const scripted = new ScriptedSource(input.script, input.message);
     const script = [...scripted.script];
@@ -80,6 +100,8 @@ export class RunObject extends DurableObject<Env> {
       channel_id: input.channel_id,
       user_id: input.user_id,
       delivery_id: input.delivery_id,
+      source: input.source ?? "api",
+      ...(input.slack ? { slack: input.slack } : {}),
       max_tool_calls: input.max_tool_calls,
       created_at: new Date(now).toISOString(),
       ended_at: null,
@@ -91,9 +113,31 @@ export class RunObject extends DurableObject<Env> {
       cancel_requested: false,
     };
     const store = RunStore.create(this.ctx.storage.sql, run, script);
-    this.#engine = this.#build(store, run, script, [], null, input.message);
+    this.#parts = this.#build(store, run, script, [], null, input.message);
+    this.#engine = this.#parts.engine;
+    for (const item of earlier) this.#parts.conversation?.append(item);
     this.#engine.start(input.message);
     return { created: true };
+  }
+
+  /**
+   * The run's turns as a later run in the same Slack thread continues them:
+   * the people's messages and the app's answers, for as long as this run keeps
+   * its events (after retention, none). A run on the scripted provider has none.
+   */
+  async threadTurns(): Promise<ConversationItem[]> {
+    const conversation = this.#parts?.conversation;
+    return conversation ? threadTurns(conversation.items()) : [];
+  }
+
+  async #threadTurnsOf(runId: string): Promise<ConversationItem[]> {
+    try {
+      return await this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(runId)).threadTurns();
+    } catch (err) {
+      // The follow-up still runs, only without the thread's earlier turns.
+      console.error(`run object: the earlier turns of run ${runId} could not be read: ${(err as Error).message}`);
+      return [];
+    }
   }
 
   async summary(): Promise<RunSummary | null> {
@@ -125,14 +169,37 @@ export class RunObject extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
-    const engine = this.#engine;
-    if (!engine?.alarm(Date.now()).purge) return;
-    // Retention ended: the events, the real arguments, the script, the conversation and the record all go.
+    const now = Date.now();
+    const parts = this.#parts;
+    if (!parts) {
+      // After retention only index marks D1 has not taken yet may remain.
+      if (this.#purged) await this.#flushLeftovers(now);
+      return;
+    }
+    const { engine, outputs } = parts;
+    // The engine's step first (heartbeats never wait for D1 or Slack), then the index flush and the outbox.
+    const { purge } = engine.alarm(now);
+    if (!purge || !outputs.mayPurge(now)) {
+      outputs.afterAlarm(now);
+      return;
+    }
+    // Retention ended: the events, the real arguments, the script, the conversation, the outbox and the record all go.
     engine.closeStream();
+    outputs.purge();
     RunStore.purge(this.ctx.storage.sql, engine.run);
     this.#engine = undefined;
-    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
+    this.#parts = undefined;
     await this.ctx.storage.deleteAlarm();
+    await RunStore.scrub(this.ctx.storage.sql, this.ctx.storage, PURGE_KEEPS);
+    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
+    // The index marks outlive the events: the run stays listed after retention.
+    await this.#flushLeftovers(now);
+  }
+
+  async #flushLeftovers(now: number): Promise<void> {
+    const identity = RunStore.purged(this.ctx.storage.sql);
+    const again = await flushLeftoverMarks(this.ctx.storage.sql, this.env.DB, identity?.run_id ?? "(purged)", now);
+    if (again !== null) await this.ctx.storage.setAlarm(again);
   }
 
   /**
@@ -144,7 +211,7 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /** The run's parts over this object's storage; `message` only matters for a run without a script. */
-  #build(store: RunStore, run: RunRecord, script: ScriptTurn[], calls: ToolCall[], armedAt: number | null, message: string): RunEngine {
+  #build(store: RunStore, run: RunRecord, script: ScriptTurn[], calls: ToolCall[], armedAt: number | null, message: string): RunParts {
     const config = this.#config;
     const sql = this.ctx.storage.sql;
     const terminal = run.status !== "running";
@@ -153,15 +220,28 @@ export class RunObject extends DurableObject<Env> {
     const schedule = new AlarmSchedule(sql, this.ctx.storage, armedAt, () => engine?.heartbeatDueAt());
     const provider = modelProviderFromConfig(config);
     const catalog = this.#catalog();
-    const source: ModelSource = provider
-      ? new ProviderSource(provider, new Conversation(sql), catalog, config.SYSTEM_PROMPT)
-      : new ScriptedSource(script, message);
+    const conversation = provider ? new Conversation(sql) : undefined;
+    const source: ModelSource =
+      provider && conversation
+        ? new ProviderSource(provider, conversation, catalog, config.SYSTEM_PROMPT)
+        : new ScriptedSource(script, message);
+    const outputs = new RunOutputs(
+      {
+        sql,
+        config,
+        db: this.env.DB,
+        schedule,
+        waitUntil: (promise) => this.ctx.waitUntil(promise),
+        stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
+      },
+      run,
+    );
     const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
     engine = new RunEngine(
-      { config, store, stream, schedule, ledger, send: (call) => sendToMcp(config, call), source, catalog },
+      { config, store, stream, schedule, ledger, send: (call) => sendToMcp(config, call), source, catalog, observer: outputs },
       run,
       calls,
     );
-    return engine;
+    return { engine, outputs, conversation };
   }
 }

@@ -38,3 +38,26 @@ export function toolResultsItem(calls: readonly Done[]): ConversationItem {
       })),
   };
 }
+
+/**
+ * A Slack thread's earlier turns as a follow-up run's model sees them
+ * (contract section 14): the people's messages and the app's answers, in
+ * order, without the tool calls and results between them (their ids belong
+ * to the earlier run). Consecutive answers of one run merge into one turn, so
+ * user and assistant turns alternate as the providers expect.
+ */
+export function threadTurns(items: readonly ConversationItem[]): ConversationItem[] {
+  const turns: ConversationItem[] = [];
+  for (const item of items) {
+    if (item.role === "user") {
+      turns.push({ role: "user", text: item.text });
+      continue;
+    }
+    if (item.role !== "assistant" || item.text === undefined || item.text === "") continue;
+    const last = turns[turns.length - 1];
+    if (last?.role === "assistant")
+      turns[turns.length - 1] = { role: "assistant", text: `${last.text ?? ""}\n\n${item.text}`, tool_calls: [] };
+    else turns.push({ role: "assistant", text: item.text, tool_calls: [] });
+  }
+  return turns;
+}

@@ -9,7 +9,7 @@
 import type { HostConfig } from "../config/config";
 import { DispatchPipeline, type PipelineDecision, type PipelineLedger, type RowRef } from "../execution/dispatch-pipeline";
 import { argumentsDigest } from "../execution/arguments-digest";
-import { redactSecrets } from "../execution/redaction";
+import { redactSecrets, redactText } from "../execution/redaction";
 import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
@@ -56,6 +56,20 @@ export interface EngineDeps {
   send: (call: Dispatched) => Promise<DispatchOutcome>;
   source: ModelSource;
   catalog: ToolCatalog;
+  /** What the object does beside the stream on each append and in the summary (the run index, the Slack outbox). */
+  observer?: EngineObserver;
+}
+
+/**
+ * The object's hooks on the run's append path and summary. `appended` runs
+ * synchronously right after each stored append (same storage turn: a mark or
+ * an outbox item is never lost and never made for an event not stored); it
+ * must not touch the network. `deadline` is the alarm taking the object's own
+ * deadlines (index, slack), which the engine does not act on.
+ */
+export interface EngineObserver {
+  appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void;
+  summaryExtras(): Partial<RunSummary>;
 }
 
 export class RunEngine {
@@ -110,6 +124,7 @@ export class RunEngine {
     return {
       run_id: run.run_id,
       channel_id: run.channel_id,
+      user_id: run.user_id,
       status: run.status,
       last_sequence: stream.lastSequence,
       earliest_sequence: stream.earliestSequence,
@@ -118,6 +133,7 @@ export class RunEngine {
       pending_inputs: pendingInputs,
       created_at: run.created_at,
       ...(run.ended_at ? { ended_at: run.ended_at } : {}),
+      ...this.#deps.observer?.summaryExtras(),
     };
   }
 
@@ -166,10 +182,21 @@ export class RunEngine {
     const { schedule } = this.#deps;
     let purge = false;
     for (const name of schedule.fired(now)) {
-      if (name === "retention") purge = true;
-      else if (name === "calls") {
-        if (this.#run.phase.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, this.#run.phase.turn, now), true);
-      } else this.#driver.kick();
+      switch (name) {
+        case "retention":
+          purge = true;
+          break;
+        case "calls":
+          if (this.#run.phase.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, this.#run.phase.turn, now), true);
+          break;
+        case "turn":
+          this.#driver.kick();
+          break;
+        case "index":
+        case "slack":
+          // The object's own work (index flush, outbox drain), done by the object after this step.
+          break;
+      }
     }
     const heartbeatAt = this.heartbeatDueAt();
     if (heartbeatAt !== undefined && now >= heartbeatAt) this.append("heartbeat", {});
@@ -189,6 +216,7 @@ export class RunEngine {
    */
   append(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
+    if (event) this.#deps.observer?.appended(event, fields, now);
     if (event && this.#deps.stream.terminal && this.#run.status === "running")
       this.#ended(type === "run_completed" ? "completed" : "failed", now);
     return event;
@@ -222,8 +250,10 @@ export class RunEngine {
           return;
         }
         if (step.text !== undefined && step.text !== "") {
-          this.append("assistant_message", { text: step.text });
-          run.last_text = step.text;
+          // Redacted where it leaves the engine (contract section 17); the model's conversation keeps the raw text.
+          const text = redactText(step.text);
+          this.append("assistant_message", { text });
+          run.last_text = text;
         }
         if (step.tool_calls.length > 0) await this.#startToolTurn(phase.turn, step.tool_calls);
         else if (step.final) {

@@ -21,6 +21,10 @@ export interface RunRecord {
   channel_id: string;
   user_id: string;
   delivery_id: string | null;
+  /** Where the run came from (absent in records written before it was kept: "api"). */
+  source?: RunSource;
+  /** The Slack thread of a Slack-started run. */
+  slack?: SlackThreadRef;
   max_tool_calls: number | null;
   created_at: string;
   ended_at: string | null;
@@ -74,6 +78,11 @@ export interface SlackThreadRef {
   thread_ts: string;
   /** The triggering message itself (the working-indicator reaction goes on it). */
   message_ts: string;
+  /**
+   * The thread's latest earlier run, when the app already ran in this thread:
+   * the new run's conversation starts with that run's turns (contract section 14).
+   */
+  previous_run_id?: string;
 }
 
 export function isTerminalStatus(status: RunStatus): boolean {

@@ -60,6 +60,34 @@ export class RunStore {
     sql.exec(`INSERT OR REPLACE INTO purged_run (id, run_id, channel_id) VALUES (1, ?, ?)`, identity.run_id, identity.channel_id);
   }
 
+  /**
+   * After purge(): rebuilds the object's SQLite storage with only `keep`'s
+   * tables (the purge marker, the identity, the index marks not yet written).
+   * Dropped rows stay in SQLite's freed pages and write-ahead log until
+   * overwritten, so the tables are copied out, the whole storage is deleted
+   * (deleteAll discards the database file, log included) and the kept tables
+   * are written back: no byte of the run's input survives retention.
+   */
+  static async scrub(sql: SqlLike, storage: { deleteAll(): Promise<void> }, keep: readonly string[]): Promise<void> {
+    const saved = keep.flatMap((table) => {
+      const created = sql.exec<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).toArray()[0];
+      if (!created) return [];
+      const rows = sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM ${table}`).toArray();
+      return [{ table, create: created.sql, rows }];
+    });
+    await storage.deleteAll();
+    for (const { table, create, rows } of saved) {
+      sql.exec(create);
+      for (const row of rows) {
+        const columns = Object.keys(row);
+        sql.exec(
+          `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+          ...columns.map((c) => row[c]),
+        );
+      }
+    }
+  }
+
   /** The identity of a run whose retention ended, or null. */
   static purged(sql: SqlLike): { run_id: string; channel_id: string } | null {
     const exists = sql

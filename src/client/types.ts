@@ -54,6 +54,11 @@ export interface RunSummary {
   pending_inputs: { tool_call_id: string; question: string; expires_at: string }[];
   created_at: string;
   ended_at?: string;
+  /** The run's requester. */
+  user_id?: string;
+  /** While the Slack app is on: posts waiting in the run's outbox, and posts given up (contract section 14). */
+  slack_posts_pending?: number;
+  slack_posts_failed?: number;
 }
 
 // ---- events (section 4) -----------------------------------------------------

@@ -25,6 +25,9 @@ export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 export const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
 /** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
 export const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
+/** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
+export const DEFAULT_SLACK_RETRY_BASE_MS = 1_000;
+export const DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS = 60_000;
 export const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -150,6 +153,9 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   CONSOLE_SESSION_TTL_SECONDS: intVar(DEFAULT_CONSOLE_SESSION_TTL_SECONDS, 60),
+  // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
+  SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
+  SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

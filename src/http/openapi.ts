@@ -56,6 +56,9 @@ const runSummarySchema = z
     pending_inputs: z.array(pendingInput),
     created_at: z.string(),
     ended_at: z.string().optional(),
+    user_id: z.string().optional(),
+    slack_posts_pending: z.number().int().optional(),
+    slack_posts_failed: z.number().int().optional(),
   })
   .meta({ id: "RunSummary" });
 

@@ -4,7 +4,7 @@
 // single alarm. It only ever moves the alarm earlier: an alarm that
 // fires too soon (a heartbeat made unnecessary by newer events, say) finds
 // nothing due and re-arms, which keeps setAlarm off the append path.
-// Used by the RunObject (deadlines "turn", "calls", "retention" and the
+// Used by the RunObject (deadlines "turn", "calls", "retention", "index", "slack" and the
 // heartbeat); the StoragePool needs only the computed time (its leases).
 import type { SqlLike } from "../stream/event-log";
 import { Deadlines, type DeadlineName } from "./deadlines";
@@ -36,6 +36,12 @@ export class AlarmSchedule<Name extends string = DeadlineName> {
   /** Sets a deadline and moves the alarm earlier if it is due first. */
   set(name: Name, dueAt: number): void {
     this.#deadlines.set(name, dueAt);
+    this.rearm();
+  }
+
+  /** Sets a deadline unless it is already due earlier, and moves the alarm earlier if needed. */
+  setEarliest(name: Name, dueAt: number): void {
+    this.#deadlines.setEarliest(name, dueAt);
     this.rearm();
   }
 

@@ -3,8 +3,11 @@
 // earliest deadline; when the alarm fires it takes every deadline that is due.
 import type { SqlLike } from "../stream/event-log";
 
-/** turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events. */
-export type DeadlineName = "turn" | "calls" | "retention";
+/**
+ * turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events;
+ * index: write the run index's pending marks to D1; slack: the Slack outbox's head post is due.
+ */
+export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack";
 
 export class Deadlines<Name extends string = DeadlineName> {
   readonly #sql: SqlLike;
@@ -16,6 +19,15 @@ export class Deadlines<Name extends string = DeadlineName> {
 
   set(name: Name, dueAt: number): void {
     this.#sql.exec(`INSERT OR REPLACE INTO deadlines (name, due_at) VALUES (?, ?)`, name, dueAt);
+  }
+
+  /** Sets a deadline unless one of that name is already due earlier (a burst of marks does not keep pushing it later). */
+  setEarliest(name: Name, dueAt: number): void {
+    this.#sql.exec(
+      `INSERT INTO deadlines (name, due_at) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET due_at = MIN(due_at, excluded.due_at)`,
+      name,
+      dueAt,
+    );
   }
 
   clear(name: Name): void {

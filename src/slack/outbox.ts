@@ -10,6 +10,7 @@
 // chat.update needs; the external-channel guard; stopping after uninstall.
 // It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
 import type { SlackAPIClient } from "slack-web-api-client";
+import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import type { SqlLike } from "../stream/event-log";
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
@@ -25,11 +26,14 @@ export interface SlackRunTarget {
 export interface OutboxSettings {
   SLACK_DELIVERY_MAX_MS: number;
   SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
+  /** The first retry's wait and the cap of the doubling waits (default RETRY_BASE_MS / RETRY_MAX_INTERVAL_MS). */
+  SLACK_RETRY_BASE_MS?: number;
+  SLACK_RETRY_MAX_INTERVAL_MS?: number;
 }
 
 /** First retry after this long, doubling per attempt, capped: a flapping Slack is retried briskly, a down one once a minute. */
-export const RETRY_BASE_MS = 1_000;
-export const RETRY_MAX_INTERVAL_MS = 60_000;
+export const RETRY_BASE_MS = DEFAULT_SLACK_RETRY_BASE_MS;
+export const RETRY_MAX_INTERVAL_MS = DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS;
 /** One Web API call is abandoned after this long (treated as a lost answer, retried). */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
@@ -205,7 +209,9 @@ export class SlackOutbox {
       const failure = classifyFailure(err);
       if (failure.kind === "permanent") return this.#fail(head.id, failure.detail);
       const attempts = head.attempts + 1;
-      const backoff = Math.min(RETRY_MAX_INTERVAL_MS, RETRY_BASE_MS * 2 ** Math.min(attempts - 1, 16));
+      const base = this.#settings.SLACK_RETRY_BASE_MS ?? RETRY_BASE_MS;
+      const cap = this.#settings.SLACK_RETRY_MAX_INTERVAL_MS ?? RETRY_MAX_INTERVAL_MS;
+      const backoff = Math.min(cap, base * 2 ** Math.min(attempts - 1, 16));
       // A 429 says exactly when to come back (Retry-After); growing a backoff on top of it would
       // give up on a merely busy Slack. Other failures back off exponentially.
       const wait = failure.kind === "rate_limited" ? failure.retry_after_ms : backoff;

@@ -6,7 +6,7 @@
 // RunObject's RPC. Refusals are JSON, never slack-edge's plain text.
 import { type Authorize, SlackApp, type SlackEdgeAppEnv, verifySlackRequest } from "slack-edge";
 import type { SlackAPIClient } from "slack-web-api-client";
-import type { RunSummary } from "../agent/run-record";
+import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
 import { jsonResponse } from "../http/api-error";
@@ -38,6 +38,7 @@ import {
   STALE_TEXT,
 } from "./interactions";
 import { recordStop } from "./stop-posting";
+import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
@@ -156,7 +157,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       scripted: config.MODEL_PROVIDER === "scripted",
     });
     if (intake.kind === "ignore") return;
-    const started = startRun(env, { ...intake.input, run_id: newRunId() });
+    const started = startThreadRun(env, intake.input);
     starts.push(started);
     await started;
   };
@@ -266,6 +267,27 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   });
 
   return app;
+}
+
+/**
+ * Starts a Slack run in its thread: a thread where the app already ran hands
+ * the new run its latest run (whose turns the new conversation begins with),
+ * and the new run becomes the thread's latest.
+ */
+async function startThreadRun(env: Env, input: Omit<StartRunInput, "run_id">): Promise<void> {
+  const slack = input.slack;
+  if (!slack) {
+    await startRun(env, { ...input, run_id: newRunId() });
+    return;
+  }
+  const thread = { channel_id: input.channel_id, thread_ts: slack.thread_ts };
+  const previous = await latestRunInThread(env.DB, thread);
+  const started = await startRun(env, {
+    ...input,
+    run_id: newRunId(),
+    slack: previous === null ? slack : { ...slack, previous_run_id: previous },
+  });
+  if (!started.duplicate) await recordThreadRun(env.DB, thread, started.input.run_id, new Date());
 }
 
 function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: HostConfig): string | undefined {

@@ -146,6 +146,7 @@ describe("run routes", () => {
     expect(await res.json()).toEqual({
       run_id: json.run_id,
       channel_id: "C2",
+      user_id: "api",
       status: "completed",
       last_sequence: 3,
       earliest_sequence: 1,

@@ -1,0 +1,269 @@
+// What a Slack-started run posts (contract section 14), over real loopback
+// HTTP: wrangler dev serving the Worker with the Slack app on, the Slack Web
+// API stand-in receiving every call the run's outbox makes, the real demo MCP
+// server executing what a click approves, and (for thread follow-ups) the
+// Anthropic model stand-in. Retry intervals and the delivery bound are short
+// through config, so no test waits for a production default.
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
+import { eventEnvelope, postSlackEvent, postSlackInteraction } from "../support/slack-signing";
+import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
+import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { e2eVars } from "./global-setup";
+
+const SECRET = "test-signing-secret-posts";
+const BOT_TOKEN = "xoxb-test-bot-token-posts";
+const BOT = "UBOT0002";
+const REQUESTER = "UREQUESTER2";
+const APPROVER = "UAPPROVER2";
+const CHANNEL = "C0POSTS001";
+const DELIVERY_MAX_MS = 6_000;
+const demoBase = inject("demoMcpBaseUrl");
+
+let slack: SlackStandIn;
+let server: WorkerServer;
+let counter = 0;
+const eventId = () => `EvP${Date.now()}${++counter}`;
+const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
+
+const slackVars = () => ({
+  ...e2eVars(`${demoBase}/mcp`),
+  APPROVAL_TIMEOUT_MS: "60000",
+  ADMISSION_TIMEOUT_MS: "60000",
+  SLACK_SIGNING_SECRET: SECRET,
+  SLACK_BOT_TOKEN: BOT_TOKEN,
+  SLACK_API_BASE_URL: slack.apiBaseUrl,
+  SLACK_APPROVERS: JSON.stringify([APPROVER]),
+  SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
+  SLACK_RETRY_BASE_MS: "100",
+  SLACK_RETRY_MAX_INTERVAL_MS: "300",
+});
+
+beforeAll(async () => {
+  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
+  server = await startWorkerServer(slackVars());
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await slack?.stop();
+});
+
+beforeEach(async () => {
+  slack.reset();
+  await fetch(`${demoBase}/control/reset`, { method: "POST" });
+});
+
+function scriptMessage(script: unknown[]): string {
+  return `please run this\n\`\`\`json\n${JSON.stringify({ script })}\n\`\`\``;
+}
+
+async function startBySlack(target: WorkerServer, text: string, channel = CHANNEL, extra: Record<string, unknown> = {}): Promise<string> {
+  const id = eventId();
+  const event = { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel, ...extra };
+  const res = await postSlackEvent(`${target.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT));
+  expect(res.status).toBe(200);
+  const receipt = await target.api(`/api/deliveries/${encodeURIComponent(id)}`);
+  expect(receipt.status).toBe(200);
+  return ((await receipt.json()) as { run_id: string }).run_id;
+}
+
+async function summary(runId: string, target = server): Promise<Record<string, any>> {
+  return (await (await target.api(`/api/runs/${runId}`)).json()) as Record<string, any>;
+}
+
+/** Calls that reached the stand-in and were answered ok, in arrival order. */
+const delivered = (calls: RecordedCall[]) => calls.filter((c) => c.answered === "ok");
+const texts = (calls: RecordedCall[]) => delivered(calls).map((c) => `${c.method}:${String(c.params.text ?? c.params.name ?? "")}`);
+
+function click(actionId: string, user: string, value: unknown) {
+  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, {
+    type: "block_actions",
+    user: { id: user, username: user, name: user, team_id: "T0001" },
+    api_app_id: "A0001",
+    token: "legacy",
+    container: { type: "message", message_ts: "1.000001", channel_id: CHANNEL, is_ephemeral: false },
+    trigger_id: `trigger-${++counter}`,
+    team: { id: "T0001", domain: "test" },
+    channel: { id: CHANNEL, name: "ops" },
+    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: BOT, bot_id: "B0001" },
+    actions: [
+      {
+        type: "button",
+        action_id: actionId,
+        block_id: "b",
+        value: JSON.stringify(value),
+        text: { type: "plain_text", text: "x" },
+        action_ts: "1",
+      },
+    ],
+  });
+}
+
+const CREATE = "mcp__demo__create_dashboard";
+const writeScript = (title: string) => [
+  {
+    text: "I will create the dashboard.",
+    tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: { title, api_token: "s3cret-token" } }],
+  },
+  { text: "done" },
+];
+
+type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
+const buttonsOf = (call: RecordedCall | undefined) =>
+  ((call?.params.blocks ?? []) as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
+
+describe("what a Slack-started run posts", () => {
+  it("posts in event order (working indicator, assistant text, approval with buttons); the requester's approve click runs the call once and the approval loses its buttons", async () => {
+    const runId = await startBySlack(server, scriptMessage(writeScript("posts-order")));
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const before = delivered(slack.calls());
+    expect(before[0]).toMatchObject({ method: "reactions.add", params: { channel: CHANNEL } });
+    const posts = before.filter((c) => c.method === "chat.postMessage");
+    expect(String(posts[0]?.params.text)).toContain("I will create the dashboard.");
+    const approvalPost = posts[1]!;
+    expect(approvalPost.params.thread_ts).toBeDefined();
+    expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny"]);
+    // The redacted arguments only: the secret stays out of Slack.
+    expect(JSON.stringify(slack.calls())).not.toContain("s3cret-token");
+
+    // The requester (not in SLACK_APPROVERS) may decide.
+    const value = JSON.parse(buttonsOf(approvalPost)[0]!.value!) as Record<string, unknown>;
+    expect((await click("approval_approve", REQUESTER, value)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(demoCalls.by_tool.create_dashboard).toBe(1);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some((x) => String(x.params.text).includes("done")));
+    const update = slack.calls("chat.update")[0]!;
+    // The update names a posted message's ts (the stand-in's format) and leaves no buttons.
+    expect(String(update.params.ts)).toMatch(/^\d+\.\d{6}$/);
+    expect(buttonsOf(update)).toEqual([]);
+    expect(JSON.stringify(update.params.blocks)).toContain(REQUESTER);
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    expect((await summary(runId)).slack_posts_failed).toBe(0);
+  });
+
+  it("says an approved mutation's outcome is unknown, with its mutation_id", async () => {
+    await fetch(`${demoBase}/control/faults`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
+    });
+    const runId = await startBySlack(server, scriptMessage(writeScript("unknown-outcome")));
+    await slack.waitFor((c) => c.some((x) => buttonsOf(x).length > 0));
+    const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    await click("approval_approve", APPROVER, JSON.parse(buttonsOf(approvalPost)[0]!.value!));
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const events = await runEvents(runId);
+    const execution = events.find((e) => e.type === "tool_execution") as { mutation_id?: string } | undefined;
+    expect(execution?.mutation_id).toMatch(/^mut_/);
+    await slack.waitFor((c) => c.some((x) => String(x.params.text).includes(execution!.mutation_id!)));
+    const notice = slack.calls("chat.postMessage").find((x) => String(x.params.text).includes(execution!.mutation_id!))!;
+    expect(JSON.stringify(notice.params.blocks)).toMatch(/may or may not/i);
+  });
+
+  it("the stand-in answering 429 to the first 20 calls: every post arrives, in order, none lost", async () => {
+    slack.failNext(20, { kind: "429", retry_after_s: 0 });
+    const script = [{ text: "one" }, { text: "two" }, { text: "three" }];
+    const runId = await startBySlack(server, scriptMessage(script));
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("three")), 20_000);
+    expect(slack.calls().filter((c) => c.answered === "429")).toHaveLength(20);
+    const postTexts = delivered(slack.calls("chat.postMessage")).map((c) => String(c.params.text));
+    const order = ["one", "two", "three"].map((t) => postTexts.findIndex((p) => p.includes(t)));
+    expect(order.every((i) => i >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    // Each post once: the retries did not duplicate any.
+    expect(postTexts.filter((p) => p.includes("two"))).toHaveLength(1);
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    expect((await summary(runId)).slack_posts_failed).toBe(0);
+  });
+
+  it("Slack down (500) for a whole run: the run completes, the summary counts the waiting posts, and they arrive once Slack is back", async () => {
+    slack.failNext(10_000, { kind: "500" });
+    const runId = await startBySlack(server, scriptMessage([{ text: "while slack is down" }]));
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    const waiting = await summary(runId);
+    expect(waiting.slack_posts_pending).toBeGreaterThan(0);
+    expect(delivered(slack.calls())).toEqual([]);
+    slack.reset(); // Slack is back
+    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("while slack is down")), 15_000);
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    expect((await summary(runId)).slack_posts_failed).toBe(0);
+    expect(texts(slack.calls())[0]).toMatch(/^reactions\.add/);
+  });
+
+  it("a refused post (channel_not_found) is given up and counted; it does not hold back the posts behind it", async () => {
+    // Only the first call is refused for good (the working indicator); everything behind it goes on.
+    slack.failNext(1, { kind: "error", error: "channel_not_found" });
+    const runId = await startBySlack(server, scriptMessage([{ text: "after the refusal" }]));
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("after the refusal")));
+    expect(slack.calls()[0]?.answered).toBe("channel_not_found");
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    expect((await summary(runId)).slack_posts_failed).toBe(1);
+  });
+
+  it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {
+    const res = await server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "from the api" }) });
+    const { run_id } = (await res.json()) as { run_id: string };
+    await expect.poll(async () => (await summary(run_id)).status, { timeout: 10_000 }).toBe("completed");
+    expect(await summary(run_id)).toMatchObject({ user_id: "api", slack_posts_pending: 0, slack_posts_failed: 0 });
+    expect(slack.calls()).toEqual([]);
+  });
+});
+
+async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
+  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
+}
+
+describe("thread follow-ups (model stand-in)", () => {
+  let model: ModelStandIn;
+  let modelServer: WorkerServer;
+
+  beforeAll(async () => {
+    model = await startAnthropicStandIn({ apiKey: "model-key" });
+    modelServer = await startWorkerServer({
+      ...slackVars(),
+      MODEL_PROVIDER: "anthropic",
+      MODEL_BASE_URL: model.baseUrl,
+      MODEL_API_KEY: "model-key",
+      MODEL_NAME: "stand-in-model",
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await modelServer?.stop();
+    await model?.close();
+  });
+
+  it("a mention inside a thread where the app already ran continues the thread's earlier turns", async () => {
+    model.enqueue({ body: anthropicMessage({ text: "The errors dashboard is called Errors-42." }) });
+    const channel = "C0THREAD01";
+    const firstTs = ts();
+    const first = await startBySlackAt(modelServer, channel, "which dashboard shows errors?", firstTs);
+    await expect.poll(async () => (await summary(first, modelServer)).status, { timeout: 15_000 }).toBe("completed");
+
+    model.enqueue({ body: anthropicMessage({ text: "Yes, Errors-42." }) });
+    const second = await startBySlackAt(modelServer, channel, "is that the one you named?", ts(), firstTs);
+    await expect.poll(async () => (await summary(second, modelServer)).status, { timeout: 15_000 }).toBe("completed");
+
+    expect(model.requests).toHaveLength(2);
+    const messages = model.requests[1]!.body.messages as { role: string; content: unknown }[];
+    const flat = messages.map((m) => `${m.role}:${JSON.stringify(m.content)}`);
+    expect(flat[0]).toContain("which dashboard shows errors?");
+    expect(flat[1]).toMatch(/^assistant:.*Errors-42/);
+    expect(flat[2]).toContain("is that the one you named?");
+    expect(messages).toHaveLength(3);
+    // A mention in another thread starts fresh.
+    model.enqueue({ body: anthropicMessage({ text: "fresh" }) });
+    const other = await startBySlackAt(modelServer, channel, "a new topic", ts());
+    await expect.poll(async () => (await summary(other, modelServer)).status, { timeout: 15_000 }).toBe("completed");
+    expect(model.requests[2]!.body.messages).toHaveLength(1);
+  });
+});
+
+async function startBySlackAt(target: WorkerServer, channel: string, text: string, messageTs: string, threadTs?: string): Promise<string> {
+  return startBySlack(target, text, channel, { ts: messageTs, ...(threadTs ? { thread_ts: threadTs } : {}) });
+}
