@@ -602,7 +602,7 @@ describe("the storage pool", () => {
     const sampler = (async () => {
       while (sampling) {
         samples.push((await poolStats()).in_use);
-        await sleep(5);
+        await sleep(15);
       }
     })();
     await Promise.all(runs.map((r) => approve(r.runId, r.approvalId)));
