@@ -13,7 +13,19 @@
 //        enqueue per subscriber, no engine logic at all.
 //   GET  /bench/storage-pool
 //        GET /api/storage-pool's answer plus `high_water`: the most slots the
-//        pool has had in use at once (BenchStoragePool).
+//        pool has had in use at once, and `waits`: how long each granted
+//        acquire waited for its slot, ms (BenchStoragePool).
+//   GET  /bench/storage-pool/acquires
+//        every acquire the pool saw: holder and arrival time (epoch ms).
+//   GET  /bench/runs/{run_id}/storage
+//        every D1 statement of the run's mutation outcomes: kind and start
+//        time (epoch ms) (BenchRunObject).
+//
+// Bench-only storage seams, set by the bench's vars, never in production
+// code: BENCH_STORAGE_DELAY_MS adds a fixed delay before every pool acquire
+// (releases are off the critical path, see BenchStoragePool.release) and every D1 statement of the outcome ledger (a remote
+// pool and a remote D1 primary); BENCH_D1_STALL="1" makes every D1 statement
+// of the outcome ledger wait forever (a stalled backend).
 //
 // Both kinds of route take the same hops (client → Worker → Durable Object
 // RPC for appends; client → Worker → Durable Object fetch stream for SSE),
@@ -29,6 +41,7 @@ import type { Env } from "../src/config/env";
 import realWorker from "../src/index";
 
 import { StoragePool } from "../durable-objects/storage-pool";
+import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outcomes";
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 import { isRunId } from "../src/ids";
 
@@ -46,6 +59,33 @@ export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL"> {
   RAW_FLOOR: DurableObjectNamespace<RawFloorObject>;
   /** Bench routes answer only when this is "1" (wrangler.bench.toml sets it). */
   BENCH?: string;
+  /** Bench seam: ms added before every pool call and every outcome D1 statement ("0" or absent: none). */
+  BENCH_STORAGE_DELAY_MS?: string;
+  /** Bench seam: "1" stalls every outcome D1 statement forever. */
+  BENCH_D1_STALL?: string;
+}
+
+/** Entries kept in each bench log (a phase needs a few hundred); older ones are dropped. */
+const MAX_LOG_ENTRIES = 20_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function storageDelayMs(env: BenchEnv): number {
+  const ms = Number(env.BENCH_STORAGE_DELAY_MS ?? "0");
+  return Number.isFinite(ms) && ms > 0 ? ms : 0;
+}
+
+function pushBounded<T>(log: T[], entry: T): void {
+  log.push(entry);
+  if (log.length > MAX_LOG_ENTRIES) log.splice(0, log.length - MAX_LOG_ENTRIES);
+}
+
+/** One outcome D1 statement as the bench seam saw it. */
+export interface StorageLogEntry {
+  /** The statement's first words (e.g. "INSERT INTO mutation_outcomes", "UPDATE mutation_outcomes AS m"). */
+  kind: string;
+  /** When it was issued, epoch ms (before any seam delay). */
+  at: number;
 }
 
 export interface AppendResult {
@@ -65,6 +105,35 @@ function syntheticText(label: string, bytes: number): string {
  * one encoded frame fanned out to every live subscriber.
  */
 export class BenchRunObject extends RunObject {
+  readonly #storageLog: StorageLogEntry[] = [];
+
+  /** The outcome ledger's D1, behind the bench seams (logged always; delayed or stalled when the bench says so). */
+  protected override outcomeDb(): OutcomeDb {
+    const db = super.outcomeDb();
+    const env = this.env as unknown as BenchEnv;
+    const delayMs = storageDelayMs(env);
+    const stall = env.BENCH_D1_STALL === "1";
+    const log = this.#storageLog;
+    const statement = (query: string, values: unknown[]): OutcomeStatement => {
+      const run = async <R>(execute: (s: OutcomeStatement) => Promise<R>): Promise<R> => {
+        pushBounded(log, { kind: query.trim().split(/\s+/).slice(0, 3).join(" "), at: Date.now() });
+        if (stall) await new Promise<never>(() => {}); // a backend that never answers
+        if (delayMs > 0) await sleep(delayMs);
+        return execute(db.prepare(query).bind(...values));
+      };
+      return {
+        bind: (...bound: unknown[]) => statement(query, bound),
+        first: <T>() => run((s) => s.first<T>()),
+        all: <T>() => run((s) => s.all<T>()),
+      };
+    };
+    return { prepare: (query: string) => statement(query, []) };
+  }
+
+  async benchStorageLog(): Promise<StorageLogEntry[]> {
+    return [...this.#storageLog];
+  }
+
   async benchAppend(count: number, textBytes: number, label: string): Promise<AppendResult> {
     const text = syntheticText(label, textBytes);
     let appended = 0;
@@ -82,25 +151,70 @@ export class BenchRunObject extends RunObject {
 
 /**
  * The real storage pool plus a high-water mark of its slots in use, taken
- * right after every acquire, inside the object. Sampling GET /api/storage-pool
- * from outside cannot see it under `wrangler dev`: the Run objects, the pool
+ * inside the object right after every step that can grant a slot (an acquire
+ * answered at once, a release or an alarm handing freed slots to the line),
+ * and the wait of every granted acquire. Sampling GET /api/storage-pool from
+ * outside cannot see the mark under `wrangler dev`: the Run objects, the pool
  * and local D1 share one workerd event loop, so a slot's whole
  * acquire → D1 → release chain runs between two reads of the loop's sockets,
- * and an HTTP request only ever arrives when no slot is held. The mark lives
- * in memory: it starts at 0 with the instance.
+ * and an HTTP request only ever arrives when no slot is held. Everything
+ * lives in memory: it starts empty with the instance.
  */
 export class BenchStoragePool extends StoragePool {
   #highWater = 0;
+  /** Per granted acquire, ms from its arrival to its grant (0: at once). */
+  readonly #waits: number[] = [];
+  readonly #acquires: { holder: string; at: number }[] = [];
 
-  override acquire(holder: string): AcquireResult {
-    const result = super.acquire(holder);
-    // After rejections too, so a pool somehow past its capacity would show here.
-    this.#highWater = Math.max(this.#highWater, this.stats().in_use);
+  override acquire(holder: string): AcquireResult;
+  override acquire(holder: string, waitMs?: number): AcquireResult | Promise<AcquireResult>;
+  override acquire(holder: string, waitMs?: number): AcquireResult | Promise<AcquireResult> {
+    const arrived = Date.now();
+    pushBounded(this.#acquires, { holder, at: arrived });
+    const delayMs = storageDelayMs(this.env as unknown as BenchEnv);
+    if (delayMs === 0) return this.#acquire(holder, waitMs ?? 0, arrived);
+    // The seam's delay is part of the caller's time: it has that much less to wait in line.
+    return sleep(delayMs).then(() => this.#acquire(holder, Math.max(0, (waitMs ?? 0) - delayMs), arrived));
+  }
+
+  /**
+   * Not delayed by the seam: release is synchronous in the pool's signature,
+   * and it is off the caller's critical path (the guard never awaits it), so
+   * a delay here could only hold a slot longer, which the one-run-at-a-time
+   * delay phase never contends for.
+   */
+  override release(leaseId: string): { released: boolean } {
+    const result = super.release(leaseId);
+    this.#mark(); // the freed slot went to the head of the line, if anyone waited
     return result;
   }
 
-  benchStats(): StoragePoolStats & { high_water: number } {
-    return { ...this.stats(), high_water: this.#highWater };
+  override async alarm(): Promise<void> {
+    await super.alarm();
+    this.#mark(); // reclaimed slots were handed to the line
+  }
+
+  benchStats(): StoragePoolStats & { high_water: number; waits: number[] } {
+    return { ...this.stats(), high_water: this.#highWater, waits: [...this.#waits] };
+  }
+
+  benchAcquires(): { holder: string; at: number }[] {
+    return [...this.#acquires];
+  }
+
+  #acquire(holder: string, waitMs: number, arrived: number): AcquireResult | Promise<AcquireResult> {
+    const result = super.acquire(holder, waitMs);
+    // After rejections too, so a pool somehow past its capacity would show here.
+    this.#mark();
+    const granted = (r: AcquireResult): AcquireResult => {
+      if (r.ok) pushBounded(this.#waits, Date.now() - arrived);
+      return r;
+    };
+    return result instanceof Promise ? result.then(granted) : granted(result);
+  }
+
+  #mark(): void {
+    this.#highWater = Math.max(this.#highWater, this.stats().in_use);
   }
 }
 
@@ -189,6 +303,7 @@ function appendParams(url: URL): { count: number; bytes: number; label: string }
 }
 
 const RUN_APPEND = /^\/bench\/runs\/([^/]+)\/append$/;
+const RUN_STORAGE = /^\/bench\/runs\/([^/]+)\/storage$/;
 const RAW_EVENTS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/events$/;
 const RAW_APPEND = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/append$/;
 const RAW_STATS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/stats$/;
@@ -218,6 +333,14 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   }
   if (request.method === "GET" && (match = RAW_STATS.exec(path))) {
     return json(200, await env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).stats());
+  }
+  if (request.method === "GET" && (match = RUN_STORAGE.exec(path))) {
+    const runId = match[1] ?? "";
+    if (!isRunId(runId)) return json(404, { error: "not_found", message: `No run ${JSON.stringify(runId)}.` });
+    return json(200, { statements: await env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId)).benchStorageLog() });
+  }
+  if (request.method === "GET" && path === "/bench/storage-pool/acquires") {
+    return json(200, { acquires: await env.STORAGE_POOL.get(env.STORAGE_POOL.idFromName(STORAGE_POOL_NAME)).benchAcquires() });
   }
   if (request.method === "GET" && path === "/bench/storage-pool") {
     // The one global instance the engine uses (globalStoragePool's name).

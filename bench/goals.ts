@@ -3,7 +3,15 @@
 // approval path, or the run as a whole). The report prints them as one table.
 import { percentile, sortedCopy } from "./http-client";
 import { type BenchResults, type CpuSource, latencyKey, type PathResults, serverCpuRatio } from "./results";
-import { CREATE_DASHBOARD, POOL_CAPACITY, REPLAY_EVENTS } from "./settings";
+import {
+  CREATE_DASHBOARD,
+  GOAL_ROUND_TRIPS,
+  POOL_CAPACITY,
+  REPLAY_EVENTS,
+  STALL_REFUSAL_SLACK_MS,
+  STORAGE_DELAY_MS,
+  STORAGE_WAIT_MS,
+} from "./settings";
 import { engine, rawFloor } from "./targets";
 
 export const GOAL_APPROVAL_P99_MS = 10;
@@ -134,6 +142,91 @@ export const GOALS: Goal[] = [
     evaluate: ({ pool }) => [
       { where: "-", measured: `${pool.demoCreateCalls} = ${pool.executedCalls}`, met: pool.demoCreateCalls === pool.executedCalls },
     ],
+  },
+  {
+    figure: "under load, healthy storage: no approved mutation refused",
+    goal: "0 refused",
+    judged: "phase 6, tool_execution and the pool's rejected_total",
+    evaluate: ({ pool }) => {
+      const executed = pool.executions.get("executed") ?? 0;
+      const refused = pool.pool.rejected - pool.readerRejections;
+      return [
+        {
+          where: "-",
+          measured: `${executed} of ${pool.runs} executed, ${refused} acquires refused`,
+          met: executed === pool.runs && refused === 0,
+        },
+      ];
+    },
+  },
+  {
+    figure: "D1 stalled: every approval refused within the bound",
+    goal: `storage_unavailable <= ${STORAGE_WAIT_MS + STALL_REFUSAL_SLACK_MS} ms`,
+    judged: "phase 6b, approval_resolved → tool_execution (events' at); client-side shown",
+    evaluate: ({ line: { stalled } }) => {
+      const refused = stalled.executions.get("not_executed/storage_unavailable") ?? 0;
+      const slowest = stalled.serverToExecution.at(-1) ?? Number.NaN;
+      return [
+        {
+          where: "-",
+          measured:
+            `${refused} of ${stalled.runs} refused, slowest ${fmt(slowest, 0)} ms ` +
+            `(approval sent → frame at the client: ${fmt(stalled.toExecution.at(-1) ?? Number.NaN, 0)} ms)`,
+          met:
+            refused === stalled.runs &&
+            stalled.serverToExecution.length === stalled.runs &&
+            slowest <= STORAGE_WAIT_MS + STALL_REFUSAL_SLACK_MS,
+        },
+      ];
+    },
+  },
+  {
+    figure: "D1 stalled: nothing dispatched",
+    goal: "0 received",
+    judged: "phase 6b, the demo server's call log",
+    evaluate: ({ line: { stalled } }) => [{ where: "-", measured: `${stalled.received} received`, met: stalled.received === 0 }],
+  },
+  {
+    figure: "reads during approvals: no mutation refused",
+    goal: "0 refused",
+    judged: "phase 6c, tool_execution",
+    evaluate: ({ line: { reads } }) => {
+      const executed = reads.executions.get("executed") ?? 0;
+      return [
+        {
+          where: "-",
+          measured: `${executed} of ${reads.runs} executed (${reads.received} received); reads ${[...reads.readStatuses].map(([k, n]) => `${k} ${n}`).join(", ")}`,
+          met: executed === reads.runs && reads.received === reads.runs,
+        },
+      ];
+    },
+  },
+  {
+    figure: "sequential round trips, approval → tools/call",
+    goal: `<= ${GOAL_ROUND_TRIPS}`,
+    judged: "phase 6d, pool acquires + D1 statements of the row before the request arrived",
+    evaluate: ({ line: { trips } }) =>
+      trips.map((t) => {
+        const most = t.trips.at(-1) ?? Number.NaN;
+        return { where: `+${t.delayMs} ms`, measured: `${most} at most (${t.trips.length} runs)`, met: most <= GOAL_ROUND_TRIPS };
+      }),
+  },
+  {
+    figure: `approval → request at the MCP server, +${STORAGE_DELAY_MS} ms per storage call`,
+    goal: `p50 at most ${GOAL_ROUND_TRIPS} x ${STORAGE_DELAY_MS} ms above +0 ms`,
+    judged: "phase 6d, p50 difference (p99 difference shown)",
+    evaluate: ({ line: { trips } }) => {
+      const base = trips.find((t) => t.delayMs === 0);
+      const delayed = trips.find((t) => t.delayMs === STORAGE_DELAY_MS);
+      const diff = (pct: number) => percentile(delayed?.toRequest ?? [], pct) - percentile(base?.toRequest ?? [], pct);
+      return [
+        {
+          where: "-",
+          measured: `p50 +${fmt(diff(50), 1)} ms, p99 +${fmt(diff(99), 1)} ms`,
+          met: diff(50) <= GOAL_ROUND_TRIPS * STORAGE_DELAY_MS,
+        },
+      ];
+    },
   },
   {
     figure: "under load: storage pool in_use",

@@ -22,7 +22,9 @@ import {
   QUICK,
   REPLAY_EVENTS,
   REPLAY_REPEATS,
+  ROUND_TRIPS_BEFORE,
   SETTLE_TIMEOUT_MS,
+  STORAGE_WAIT_MS,
   TEXT_BYTES,
   THROUGHPUT_BATCH_EVENTS,
   THROUGHPUT_EVENTS,
@@ -52,7 +54,7 @@ function table(rows: string[][]): string {
     .replace(/^/gm, "   ");
 }
 
-export function report({ paths, memory, approvals, pool, load }: BenchResults): string {
+export function report({ paths, memory, approvals, pool, line, load }: BenchResults): string {
   const out: string[] = [];
   out.push("");
   out.push(
@@ -230,8 +232,13 @@ export function report({ paths, memory, approvals, pool, load }: BenchResults): 
       ],
       [
         "storage pool",
-        `high-water mark ${pl.highWater} of ${POOL_CAPACITY} slots (recorded in the pool at each acquire); ` +
+        `high-water mark ${pl.highWater} of ${POOL_CAPACITY} slots (recorded in the pool at every grant); ` +
           `highest in_use seen from outside ${pl.maxInUse} (${pl.poolSamples} samples of GET /api/storage-pool, ${pl.samplerPath} path, one in flight)`,
+      ],
+      [
+        "wait for a slot (ms, in the pool, every granted acquire)",
+        `p50 ${fmt(percentile(pl.slotWaits, 50))}, p99 ${fmt(percentile(pl.slotWaits, 99))}, max ${fmt(pl.slotWaits.at(-1) ?? Number.NaN)} ` +
+          `over ${pl.slotWaits.length} grants`,
       ],
       [
         "pool counters",
@@ -253,6 +260,37 @@ export function report({ paths, memory, approvals, pool, load }: BenchResults): 
         `tool_execution_started p50 ${fmt(percentile(pl.toStarted, 50))}, p99 ${fmt(percentile(pl.toStarted, 99))}; ` +
           `tool_execution p50 ${fmt(percentile(pl.toExecution, 50))}, p99 ${fmt(percentile(pl.toExecution, 99))}`,
       ],
+    ]),
+  );
+  out.push("");
+
+  const { stalled, reads, trips } = line;
+  out.push(
+    `6b-6d. The storage pool's waiting line and the round trips of a mutation (issue 11), each on a server of its own, ` +
+      `STORAGE_WAIT_MS ${STORAGE_WAIT_MS} ms`,
+  );
+  const tripRows: string[][] = trips.map((t) => [
+    `6d. approval → tools/call at the MCP server, +${t.delayMs} ms per pool acquire and D1 statement`,
+    `p50 ${fmt(percentile(t.toRequest, 50))} ms, p99 ${fmt(percentile(t.toRequest, 99))} ms over ${t.toRequest.length} runs; ` +
+      `round trips counted ${t.trips.length > 0 ? `${t.trips[0]}..${t.trips.at(-1)}` : "n/a"} (before issue 11: ${ROUND_TRIPS_BEFORE}); ` +
+      `tool_execution ${counts(t.executions)}`,
+  ]);
+  out.push(
+    table([
+      [
+        `6b. ${stalled.runs} approvals, D1 stalled`,
+        `tool_execution ${counts(stalled.executions)}; approval_resolved → tool_execution (engine clock) ` +
+          `p50 ${fmt(percentile(stalled.serverToExecution, 50))} ms, max ${fmt(stalled.serverToExecution.at(-1) ?? Number.NaN)} ms; ` +
+          `approval sent → tool_execution at the client p50 ${fmt(percentile(stalled.toExecution, 50))} ms, ` +
+          `p99 ${fmt(percentile(stalled.toExecution, 99))} ms, max ${fmt(stalled.toExecution.at(-1) ?? Number.NaN)} ms; ` +
+          `requests received by the MCP server ${stalled.received}; approval answers ${counts(stalled.approveStatuses)}`,
+      ],
+      [
+        `6c. ${reads.reads} reads during ${reads.runs} approvals`,
+        `reads ${counts(reads.readStatuses)} (p50 ${fmt(percentile(reads.readMs, 50))} ms, p99 ${fmt(percentile(reads.readMs, 99))} ms); ` +
+          `tool_execution ${counts(reads.executions)}; received ${reads.received}`,
+      ],
+      ...tripRows,
     ]),
   );
   out.push("");
@@ -282,7 +320,7 @@ export function report({ paths, memory, approvals, pool, load }: BenchResults): 
   out.push("8. Goals");
   const goalRows = [["figure", "goal", "judged on", "where", "measured", ""]];
   for (const goal of GOALS) {
-    for (const verdict of goal.evaluate({ paths, memory, approvals, pool, load })) {
+    for (const verdict of goal.evaluate({ paths, memory, approvals, pool, line, load })) {
       goalRows.push([goal.figure, goal.goal, goal.judged, verdict.where, verdict.measured, met(verdict.met)]);
     }
   }

@@ -5,6 +5,7 @@ import type { Latency } from "./phases/latency";
 import type { Memory } from "./phases/memory";
 import type { PoolLoad } from "./phases/pool-load";
 import type { Replay } from "./phases/replay";
+import type { StorageLine } from "./phases/storage-line";
 import type { Throughput } from "./phases/throughput";
 import { engine, rawFloor, type Target } from "./targets";
 
@@ -22,6 +23,7 @@ export interface BenchResults {
   memory: Map<Target, Memory>;
   approvals: ApprovalLatency[];
   pool: PoolLoad;
+  line: StorageLine;
   load: { before: string; after: string };
 }
 

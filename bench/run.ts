@@ -36,7 +36,13 @@
 //      create_dashboard each, all approved 50 requests at a time; every run's
 //      durable row, double dispatches (the demo server's call log), the
 //      pool's high-water mark and counters, mutations settled per second
-//      (see measurePoolLoad).
+//      (see measurePoolLoad), and the wait for a slot (p50/p99, from the pool).
+//   6b-6d. the waiting line and the round trips (issue 11, phases/storage-line.ts),
+//      each on a server of its own: 200 approvals against stalled D1 (all
+//      refused within STORAGE_WAIT_MS + 100 ms, none dispatched); 2,000 reads
+//      during 50 approvals (none refused); approval → tools/call at the MCP
+//      server one run at a time, without and with 50 ms added to every pool
+//      acquire and D1 statement (bench seams), and the counted round trips.
 //   7. server CPU time (both workerd processes) per 1,000 delivered events,
 //      engine beside raw floor, from phases 1 and 2 (goal: within 1.3x).
 //   8. the goals (bench/goals.ts: figure, goal, how it is judged), met or not.
@@ -62,6 +68,7 @@ import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
 import { prepareReplayRun, replayPhase } from "./phases/replay";
+import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
 import { report } from "./report";
 import { latencyKey, type PathResults } from "./results";
@@ -122,7 +129,8 @@ async function main(): Promise<void> {
   const approvalMcp = approvalVars(demo.url);
   const approvals = await approvalPhase(approvalMcp);
   const poolLoad = await poolPhase(approvalMcp, demo.baseUrl);
-  process.stdout.write(report({ paths, memory, approvals, pool: poolLoad, load: { before: loadBefore, after: loadAverage() } }));
+  const line = await storageLinePhase(approvalMcp, demo.baseUrl);
+  process.stdout.write(report({ paths, memory, approvals, pool: poolLoad, line, load: { before: loadBefore, after: loadAverage() } }));
 }
 
 /** The 1-minute load average: how busy the shared machine was, printed with the figures. */

@@ -69,7 +69,7 @@ export const LOAD_RUNS = count(200, 20);
 export const LOAD_APPROVE_CONCURRENCY = count(50, 10);
 /** Phase 6: pace of GET /api/storage-pool while the runs execute (one request in flight), ms. */
 export const POOL_SAMPLE_INTERVAL_MS = 5;
-/** Phase 6: concurrent GET /api/runs/{id}/mutations (each holds a pool slot itself), and the pause between rounds, ms. */
+/** Phase 6: concurrent GET /api/runs/{id}/mutations (reads take no pool slot), and the pause between rounds, ms. */
 export const ROW_READ_CONCURRENCY = 4;
 export const ROW_POLL_INTERVAL_MS = 500;
 /**
@@ -81,6 +81,24 @@ export const LOAD_TIMEOUT_MS = 120_000;
 export const SETTLE_TIMEOUT_MS = 40_000;
 /** Contract section 9. */
 export const POOL_CAPACITY = 16;
+/** The bound the bench's servers run with (they leave STORAGE_WAIT_MS at its default), ms. */
+export const STORAGE_WAIT_MS = 5_000;
+/** Phase 6b: concurrent approved mutations against stalled D1 (bench seam BENCH_D1_STALL). */
+export const STALL_RUNS = count(200, 20);
+/** Phase 6b goal: every one refused within STORAGE_WAIT_MS plus this, ms (issue 11). */
+export const STALL_REFUSAL_SLACK_MS = 100;
+/** Phase 6c: approvals, and the reads of GET /api/runs/{id}/mutations sent meanwhile, READ_CONCURRENCY at a time. */
+export const READ_RUNS = count(50, 10);
+export const READS = count(2_000, 200);
+export const READ_CONCURRENCY = 100;
+/** Phase 6d: the delay the bench seam adds to every pool acquire and outcome D1 statement, ms; timed and warm-up approvals per server. */
+export const STORAGE_DELAY_MS = 50;
+export const TRIP_SAMPLES = count(30, 5);
+export const TRIP_WARMUP = count(3, 1);
+/** Phase 6d goal (issue 11): sequential remote round trips between the approval and the tools/call, at most. */
+export const GOAL_ROUND_TRIPS = 4;
+/** Before issue 11: intent, prior-outcome check and checkpoint, each acquire + D1 + an awaited release (the issue's count). */
+export const ROUND_TRIPS_BEFORE = 9;
 /** Error messages in the report are cut to this length. */
 export const ERROR_TEXT_CHARS = 160;
 

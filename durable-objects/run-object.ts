@@ -17,7 +17,7 @@ import { Conversation, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
 import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
-import { sendToMcp } from "../src/execution/mcp-send";
+import { openMcpCall } from "../src/execution/mcp-send";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
 import type { ScriptTurn } from "../src/http/trigger-request";
@@ -238,7 +238,7 @@ export class RunObject extends DurableObject<Env> {
     );
     const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
     engine = new RunEngine(
-      { config, store, stream, schedule, ledger, send: (call) => sendToMcp(config, call), source, catalog, observer: outputs },
+      { config, store, stream, schedule, ledger, open: (call) => openMcpCall(config, call), source, catalog, observer: outputs },
       run,
       calls,
     );

@@ -36,6 +36,7 @@ import { DurableObject } from "cloudflare:workers";
 import { ulid } from "ulidx";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
+import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import { POOL_CAPACITY_SLOTS, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 
 /** setTimeout's largest delay (a signed 32-bit count of ms); a longer one would fire at once. */
@@ -57,8 +58,8 @@ export class StoragePool extends DurableObject<Env> {
   readonly #counters: Record<Counter, number> = { acquired_total: 0, waited_total: 0, rejected_total: 0, reclaimed_total: 0 };
   /** First come, first served; at most #maxWaiters long. */
   readonly #line: Waiter[] = [];
-  /** The alarm time as last set by this instance (null: none armed). */
-  #armedAt: number | null = null;
+  /** The reclaim alarm: armed for the earliest lease expiry, only ever moved earlier (no named deadlines). */
+  #schedule!: AlarmSchedule<never>;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -81,9 +82,9 @@ export class StoragePool extends DurableObject<Env> {
       for (const row of sql.exec<{ name: string; value: number }>(`SELECT name, value FROM counters`)) {
         if ((COUNTERS as readonly string[]).includes(row.name)) this.#counters[row.name as Counter] = row.value;
       }
-      this.#armedAt = await ctx.storage.getAlarm();
+      this.#schedule = new AlarmSchedule<never>(sql, ctx.storage, await ctx.storage.getAlarm(), () => this.#earliestExpiry());
       // Leases left by an earlier instance still need their reclaim alarm.
-      this.#armFor(this.#earliestExpiry());
+      this.#schedule.rearm();
     });
   }
 
@@ -149,14 +150,14 @@ export class StoragePool extends DurableObject<Env> {
 
   /** Reclaims every expired lease (its holder vanished), hands the freed slots to the line, then re-arms for the next expiry. */
   override async alarm(): Promise<void> {
-    this.#armedAt = null;
     const now = Date.now();
+    this.#schedule.fired(now);
     const cursor = this.ctx.storage.sql.exec(`DELETE FROM leases WHERE expires_at <= ?`, now);
     if (cursor.rowsWritten > 0) {
       this.#bump("reclaimed_total", cursor.rowsWritten);
       this.#grantWaiting();
     }
-    this.#armFor(this.#earliestExpiry());
+    this.#schedule.rearm();
   }
 
   // ---- internals -------------------------------------------------------------
@@ -174,7 +175,7 @@ export class StoragePool extends DurableObject<Env> {
       expiresAt,
     );
     this.#bump("acquired_total", 1);
-    this.#armFor(expiresAt);
+    this.#schedule.armAt(expiresAt);
     return { ok: true, lease_id: leaseId };
   }
 
@@ -203,13 +204,5 @@ export class StoragePool extends DurableObject<Env> {
       counter,
       this.#counters[counter],
     );
-  }
-
-  /** Arms the alarm for `at` unless one is already armed no later. */
-  #armFor(at: number | undefined): void {
-    if (at === undefined) return;
-    if (this.#armedAt !== null && this.#armedAt <= at) return;
-    this.#armedAt = at;
-    void this.ctx.storage.setAlarm(at);
   }
 }

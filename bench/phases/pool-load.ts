@@ -69,6 +69,8 @@ export interface PoolLoad {
   samplerPath: string;
   /** The most slots in use at once, as the pool itself recorded it (BenchStoragePool). */
   highWater: number;
+  /** Per granted acquire of the phase's server, ms from its arrival at the pool to its grant (0: at once), sorted. */
+  slotWaits: number[];
   /** Pool counters over the phase; `readerRejections` of them were this benchmark's own row reads. */
   pool: { acquired: number; rejected: number; reclaimed: number };
   readerRejections: number;
@@ -145,8 +147,8 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
     if (samplerError !== undefined) throw samplerError;
     const runsEndedMs = Math.max(...runs.map((r) => r.terminal?.at ?? NaN).filter(Number.isFinite)) - t0;
 
-    // Rows: each run's own, read until none is unresolved (bounded). Each read holds a pool slot, so
-    // the reads are few at a time, and a 503 storage_unavailable of theirs is counted apart.
+    // Rows: each run's own, read until none is unresolved (bounded). Reads take no pool slot (section 9);
+    // a 503 of theirs is counted apart all the same.
     const rows = new Map<WatchedRun, MutationRow[]>();
     let readerRejections = 0;
     const unsettled = (r: WatchedRun) => {
@@ -167,7 +169,7 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
       // A run without a row may never get one (its intent found no slot); stop once only such runs are left and nothing changes.
       if (runs.filter(unsettled).every((r) => rows.get(r)?.length === 0) && rows.size === runs.length) break;
     }
-    const poolAfter = await client.expect<PoolStats & { high_water: number }>(200, "GET", "/bench/storage-pool");
+    const poolAfter = await client.expect<PoolStats & { high_water: number; waits: number[] }>(200, "GET", "/bench/storage-pool");
 
     const rowStates = new Map<string, number>();
     let runsWithSettledRow = 0;
@@ -223,6 +225,7 @@ async function measurePoolLoad(client: Client, sampler: Client, demoBase: string
       foreignCalls: [...perTitle].filter(([title]) => !ours.has(title)).reduce((a, [, n]) => a + n, 0),
       maxInUse,
       highWater: poolAfter.high_water,
+      slotWaits: sortedCopy(poolAfter.waits),
       poolSamples,
       samplerPath: sampler.label,
       pool: {

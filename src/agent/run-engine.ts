@@ -7,7 +7,13 @@
 // the run's stream, starts dispatches and durable row work, saves what
 // changed and sets deadlines. The RunObject persists, schedules and delegates.
 import type { HostConfig } from "../config/config";
-import { DispatchPipeline, type PipelineDecision, type PipelineLedger, type RowRef } from "../execution/dispatch-pipeline";
+import {
+  DispatchPipeline,
+  type CallSession,
+  type PipelineDecision,
+  type PipelineLedger,
+  type RowRef,
+} from "../execution/dispatch-pipeline";
 import { argumentsDigest } from "../execution/arguments-digest";
 import { redactSecrets, redactText } from "../execution/redaction";
 import type { ToolCatalog } from "../execution/tool-catalog";
@@ -53,7 +59,8 @@ export interface EngineDeps {
   stream: RunStream;
   schedule: AlarmSchedule;
   ledger: PipelineLedger;
-  send: (call: Dispatched) => Promise<DispatchOutcome>;
+  /** Opens a call's MCP session before its checkpoint (contract section 7). */
+  open: (call: Dispatched) => Promise<CallSession>;
   source: ModelSource;
   catalog: ToolCatalog;
   /** What the object does beside the stream on each append and in the summary (the run index, the Slack outbox). */
@@ -89,7 +96,7 @@ export class RunEngine {
     this.#deps = deps;
     this.#run = run;
     this.#calls = calls;
-    this.#pipeline = new DispatchPipeline({ ledger: deps.ledger, send: deps.send, run: () => this.#run });
+    this.#pipeline = new DispatchPipeline({ ledger: deps.ledger, open: deps.open, run: () => this.#run });
   }
 
   get run(): Readonly<RunRecord> {
@@ -456,6 +463,8 @@ function rowRef(effect: Extract<Effect, { kind: "record_intent" | "settle_unsent
     arguments_digest: call.arguments_digest,
     mutation_id: effect.mutation_id,
     approval_id: effect.approval_id,
+    approved_by: effect.approved_by,
+    approved_at: effect.approved_at,
   };
 }
 

@@ -1,21 +1,42 @@
 // The write-ahead dispatch pipeline of one run (contract sections 7 and 8):
-// for an admitted mutation, its intent row, no earlier identical call with an
-// unknown outcome, the checkpoint acknowledged, and only then the request;
-// then the settlement. A read-only call is simply sent. Also the restart rule:
-// a call found "dispatched" that this instance is not running was in flight
-// when the object restarted. The ledger and the sender are injected, so the
-// pipeline is unit-tested with fakes (test/unit/dispatch-pipeline.test.ts).
+// for an admitted mutation, its intent row and its MCP session opened (connect
+// before checkpoint), then the checkpoint acknowledged with no earlier
+// identical call of an unknown outcome (one statement), and only then the
+// tools/call on the open session; then the settlement. A read-only call is
+// simply sent. Also the restart rule: a call found "dispatched" that this
+// instance is not running was in flight when the object restarted. The ledger
+// and the transport are injected, so the pipeline is unit-tested with fakes
+// (test/unit/dispatch-pipeline.test.ts).
+//
+// Sequential remote round trips between the approval and the tools/call
+// (issue 11: at most four): the intent (pool acquire, D1 insert) and the
+// checkpoint (pool acquire, D1 conditional update); slot releases are off the
+// critical path (storage-guard.ts). The session is opened while the intent is
+// awaited, so connecting adds no sequential step when the intent is the slower.
+// A session that could not be opened ends the call transport_unavailable
+// before any checkpoint: its row settles not_executed with dispatched: false.
 //
 // The pipeline decides; the caller applies the decision to the call state
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
 import type { MutationLedger } from "../outcomes/mutation-ledger";
-import type { Settlement } from "../outcomes/mutation-outcomes";
-import type { DispatchOutcome, DispatchRefusal, Dispatched } from "./tool-calls";
+import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
+import { approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched } from "./tool-calls";
 
 export type PipelineLedger = Pick<
   MutationLedger,
-  "intent" | "priorUnknown" | "checkpoint" | "settleDispatched" | "settleInBackground" | "recordUnsentInBackground" | "read"
+  "intent" | "checkpointUnlessPrior" | "settleDispatched" | "settleInBackground" | "recordUnsentInBackground" | "read"
 >;
+
+/**
+ * A call's MCP session, opened before its checkpoint (contract section 7).
+ * `open`: connected and initialized; `send` makes the one tools/call, `close`
+ * frees the session (never throws) and is called on every path.
+ * `unreachable`: the server could not be reached, refused the connection or
+ * failed the handshake (or no server is configured): nothing was sent.
+ */
+export type CallSession =
+  | { kind: "open"; send: () => Promise<DispatchOutcome>; close: () => Promise<void> }
+  | { kind: "unreachable"; message: string };
 
 /** What the pipeline needs to know about its run, read live (cancellation can arrive at any step). */
 export interface PipelineRun {
@@ -32,6 +53,10 @@ export interface RowRef {
   arguments_digest: string;
   mutation_id: string;
   approval_id: string | null;
+  /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
+  approved_by: string;
+  /** When the call became approved, epoch ms. */
+  approved_at: number;
 }
 
 export type PipelineDecision =
@@ -42,7 +67,8 @@ export type RecoveryDecision = PipelineDecision | { kind: "resume" } | { kind: "
 
 export interface PipelineDeps {
   ledger: PipelineLedger;
-  send: (call: Dispatched) => Promise<DispatchOutcome>;
+  /** Opens the call's MCP session (connect + initialize); never sends the tools/call itself. */
+  open: (call: Dispatched) => Promise<CallSession>;
   run: () => PipelineRun;
   now?: () => number;
 }
@@ -106,32 +132,62 @@ export class DispatchPipeline {
   /** The write-ahead steps for one call; the decision to apply. */
   async execute(call: Dispatched): Promise<PipelineDecision> {
     const { ledger } = this.#deps;
-    const run = this.#deps.run();
     const row = rowOf(call);
-    if (row === null) {
-      if (run.cancel_requested) return { kind: "refuse", reason: "cancelled" };
-      return { kind: "settle", outcome: await this.#deps.send(call), settlementLate: false };
-    }
+    if (row === null) return this.#executeReadOnly(call);
+    // Connect before checkpoint, started while the intent is awaited (not for a run already cancelled).
+    const opening = this.#deps.run().cancel_requested ? null : this.#open(call);
     const intent = await (this.#intents.get(call.tool_call_id) ?? ledger.intent(this.#intentInput(row)));
     this.#intents.delete(call.tool_call_id);
-    if (intent === "replay_blocked") return { kind: "refuse", reason: "replay_blocked" }; // not our row: never touched
-    if (intent === "unavailable") return this.#refuse(row, "storage_unavailable");
-    const prior = await ledger.priorUnknown({
-      channelId: run.channel_id,
-      toolName: call.tool_name,
-      argumentsDigest: call.arguments_digest,
-      excludeRunId: run.run_id,
-    });
-    if (prior === true) return this.#refuse(row, "prior_outcome_unknown");
-    if (prior === "unavailable") return this.#refuse(row, "storage_unavailable");
-    if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
-    const checkpoint = await ledger.checkpoint(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
-    if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
-    // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
-    if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
-    const outcome = await this.#deps.send(call);
-    const settled = await ledger.settleDispatched(row.mutation_id, this.#durableSettlement(outcome));
-    return { kind: "settle", outcome, settlementLate: settled === "late" };
+    if (intent !== "recorded") {
+      void opening?.then(closeQuietly);
+      if (intent === "replay_blocked") return { kind: "refuse", reason: "replay_blocked" }; // not our row: never touched
+      return this.#refuse(row, "storage_unavailable");
+    }
+    if (opening === null || this.#deps.run().cancel_requested) {
+      void opening?.then(closeQuietly);
+      return this.#refuse(row, "cancelled");
+    }
+    const session = await opening;
+    // Nothing reached the server: no checkpoint, the row settles not_executed with dispatched: false.
+    if (session.kind === "unreachable") return this.#refuse(row, "transport_unavailable");
+    try {
+      if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
+      const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
+      if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
+      if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
+      // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
+      if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
+      const outcome = await session.send();
+      // The tools/call provably never left (the checkpoint is on disk, but the row settles not_executed: allowed).
+      if (outcome.kind === "failed" && !outcome.sent) return this.#refuse(row, "transport_unavailable");
+      const settled = await ledger.settleDispatched(row.mutation_id, this.#durableSettlement(outcome));
+      return { kind: "settle", outcome, settlementLate: settled === "late" };
+    } finally {
+      void closeQuietly(session);
+    }
+  }
+
+  /** A read-only call: no row, simply sent; transport_unavailable when nothing was sent. */
+  async #executeReadOnly(call: Dispatched): Promise<PipelineDecision> {
+    if (this.#deps.run().cancel_requested) return { kind: "refuse", reason: "cancelled" };
+    const session = await this.#open(call);
+    if (session.kind === "unreachable") return { kind: "refuse", reason: "transport_unavailable" };
+    try {
+      const outcome = await session.send();
+      if (outcome.kind === "failed" && !outcome.sent) return { kind: "refuse", reason: "transport_unavailable" };
+      return { kind: "settle", outcome, settlementLate: false };
+    } finally {
+      void closeQuietly(session);
+    }
+  }
+
+  /** Opens the session; an opener that throws is an unreachable server (nothing was sent). */
+  async #open(call: Dispatched): Promise<CallSession> {
+    try {
+      return await this.#deps.open(call);
+    } catch (err) {
+      return { kind: "unreachable", message: (err as Error).message };
+    }
   }
 
   /**
@@ -166,7 +222,7 @@ export class DispatchPipeline {
     return { kind: "refuse", reason };
   }
 
-  #intentInput(row: RowRef) {
+  #intentInput(row: RowRef): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
     return {
       mutationId: row.mutation_id,
@@ -177,6 +233,8 @@ export class DispatchPipeline {
       approvalId: row.approval_id,
       toolName: row.tool_name,
       argumentsDigest: row.arguments_digest,
+      approvedBy: row.approved_by,
+      approvedAt: new Date(row.approved_at).toISOString(),
     };
   }
 
@@ -205,7 +263,14 @@ export function rowOf(call: Dispatched): RowRef | null {
     arguments_digest: call.arguments_digest,
     mutation_id: call.mutation_id,
     approval_id: call.grant === "automatic" ? null : call.grant.approval_id,
+    approved_by: approvedByOf(call.grant),
+    approved_at: call.approved_at,
   };
+}
+
+/** Closes an open session off the critical path; close never throws, but a fake or a bug must not reject unhandled. */
+async function closeQuietly(session: CallSession): Promise<void> {
+  if (session.kind === "open") await session.close().catch(() => undefined);
 }
 
 /**

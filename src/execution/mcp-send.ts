@@ -1,11 +1,16 @@
 // Sends one admitted call to its MCP server (contract section 7): the server
 // from the host config, the exact arguments that were approved (their digest
 // is checked again), and the transport's outcome, `sent` included, as the
-// call state machine reads it.
+// call state machine reads it. Connect before checkpoint: `openMcpCall`
+// opens the session (connection and initialize handshake) and hands back a
+// `send` for the one tools/call, so the dispatch pipeline can write its
+// checkpoint in between; a call whose session could not be opened provably
+// reached nothing.
 import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
-import { callMcpTool, type TransportCaps } from "./mcp-transport";
-import type { DispatchOutcome, Dispatched } from "./tool-calls";
+import type { CallSession } from "./dispatch-pipeline";
+import { openMcpSession, type TransportCaps } from "./mcp-transport";
+import type { Dispatched } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";
 
 export function transportCaps(config: HostConfig): TransportCaps {
@@ -16,29 +21,32 @@ export function transportCaps(config: HostConfig): TransportCaps {
   };
 }
 
-export async function sendToMcp(config: HostConfig, call: Dispatched): Promise<DispatchOutcome> {
+/** Opens the call's MCP session; `unreachable` (nothing sent) when there is no server, the arguments changed, or connect/initialize failed. Never throws. */
+export async function openMcpCall(config: HostConfig, call: Dispatched): Promise<CallSession> {
   const target = parseMcpToolName(call.tool_name);
   const server = target ? config.MCP_SERVERS[target.server] : undefined;
-  if (!target || !server) {
-    return { kind: "failed", code: "transport_error", message: `No MCP server is configured for ${call.tool_name}.`, sent: false };
-  }
+  if (!target || !server) return { kind: "unreachable", message: `No MCP server is configured for ${call.tool_name}.` };
   // The approval was for these exact arguments; refuse anything else.
   if ((await argumentsDigest(call.arguments)) !== call.arguments_digest) {
-    return {
-      kind: "failed",
-      code: "transport_error",
-      message: "The arguments changed after approval; the call was not sent.",
-      sent: false,
-    };
+    return { kind: "unreachable", message: "The arguments changed after approval; the call was not sent." };
   }
-  const outcome = await callMcpTool(server, target.tool, call.arguments, transportCaps(config));
-  if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
+  const opened = await openMcpSession(server, transportCaps(config));
+  if (opened.kind === "failed") return { kind: "unreachable", message: opened.message };
+  const { session } = opened;
   return {
-    kind: "result",
-    is_error: outcome.isError,
-    content_bytes: outcome.contentBytes,
-    summary: outcome.summary,
-    model_text: outcome.modelText,
-    sent: true,
+    kind: "open",
+    send: async () => {
+      const outcome = await session.call(target.tool, call.arguments);
+      if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
+      return {
+        kind: "result",
+        is_error: outcome.isError,
+        content_bytes: outcome.contentBytes,
+        summary: outcome.summary,
+        model_text: outcome.modelText,
+        sent: true,
+      };
+    },
+    close: () => session.close(),
   };
 }

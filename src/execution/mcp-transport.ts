@@ -170,38 +170,65 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
   }
 }
 
-/** Calls one tool exactly once. Never throws; never retries. */
+/**
+ * A session opened for one tools/call (connect before checkpoint, contract section 7): the
+ * connection and the initialize handshake are done, nothing has been called yet. The caller
+ * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
+ */
+export interface McpCallSession {
+  /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. */
+  call(toolName: string, args: Record<string, unknown>): Promise<McpCallOutcome>;
+  /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
+  close(): Promise<void>;
+}
+
+/** The session, or why it could not be opened: then the server provably received no tools/call. */
+export type McpOpenResult = { kind: "open"; session: McpCallSession } | { kind: "failed"; code: McpFailureCode; message: string };
+
+/**
+ * Connects to a server and completes the initialize handshake, bounded by `connectTimeoutMs`.
+ * Never throws: a server that cannot be reached, refuses the connection or fails the handshake
+ * (or a URL that does not parse) answers `failed`, with the session already closed.
+ */
+export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
+  let session: McpSession | undefined;
+  try {
+    session = new McpSession(server, caps);
+    await session.connect();
+  } catch (error) {
+    await session?.close();
+    const failure = toTransportError(error);
+    return { kind: "failed", code: failure.code, message: failure.message };
+  }
+  const open = session;
+  let called = false;
+  return {
+    kind: "open",
+    session: {
+      call: async (toolName, args) => {
+        if (called)
+          return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
+        called = true;
+        return open.callTool(toolName, args);
+      },
+      close: () => open.close(),
+    },
+  };
+}
+
+/** Calls one tool exactly once on a fresh session. Never throws; never retries. */
 export async function callMcpTool(
   server: McpServerConfig,
   toolName: string,
   args: Record<string, unknown>,
   caps: TransportCaps,
 ): Promise<McpCallOutcome> {
-  let session: McpSession | undefined;
+  const opened = await openMcpSession(server, caps);
+  if (opened.kind === "failed") return { ...opened, sent: false };
   try {
-    session = new McpSession(server, caps);
-    try {
-      await session.connect();
-    } catch (error) {
-      const failure = toTransportError(error);
-      return { kind: "failed", code: failure.code, message: failure.message, sent: session.toolCall.sent };
-    }
-    let result: CallToolResult;
-    try {
-      result = (await session.bounded(
-        session.client.callTool({ name: toolName, arguments: args }, undefined, requestOptions(caps.callTimeoutMs)),
-        caps.callTimeoutMs,
-        "tools/call",
-      )) as CallToolResult;
-    } catch (error) {
-      return session.callFailureOutcome(error);
-    }
-    return resultOutcome(result, caps);
-  } catch (error) {
-    // Defensive: nothing above should throw, but a caller relies on "never throws".
-    return { kind: "failed", code: "transport_error", message: errorText(error), sent: session?.toolCall.sent ?? false };
+    return await opened.session.call(toolName, args);
   } finally {
-    await session?.close();
+    await opened.session.close();
   }
 }
 
@@ -269,6 +296,27 @@ class McpSession {
     await this.bounded(this.client.connect(this.transport, requestOptions(connectTimeoutMs)), connectTimeoutMs, "connect");
   }
 
+  /** The one tools/call of this session, as an outcome. Never throws. */
+  async callTool(toolName: string, args: Record<string, unknown>): Promise<McpCallOutcome> {
+    const { callTimeoutMs } = this.caps;
+    try {
+      let result: CallToolResult;
+      try {
+        result = (await this.bounded(
+          this.client.callTool({ name: toolName, arguments: args }, undefined, requestOptions(callTimeoutMs)),
+          callTimeoutMs,
+          "tools/call",
+        )) as CallToolResult;
+      } catch (error) {
+        return this.callFailureOutcome(error);
+      }
+      return resultOutcome(result, this.caps);
+    } catch (error) {
+      // Defensive: nothing above should throw, but a caller relies on "never throws".
+      return { kind: "failed", code: "transport_error", message: errorText(error), sent: this.toolCall.sent };
+    }
+  }
+
   /**
    * Waits for `operation`, at most `timeoutMs`, and no longer once the fetch layer signalled a
    * failure. The SDK applies its own request timeout too; this is the hard bound on total time,
@@ -328,8 +376,9 @@ class McpSession {
     return { kind: "failed", code: failure.code, message: failure.message, sent };
   }
 
-  /** Frees the server's session (bounded, errors ignored), then closes the client. */
+  /** Frees the server's session (bounded, errors ignored), then closes the client. Once: a second close does nothing. */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();

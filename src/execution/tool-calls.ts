@@ -14,6 +14,7 @@
 // Transitions replace a call's slot in the run's `calls` array with its next
 // state (records are never edited in place), so a caller can tell which
 // calls changed by reference.
+import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets } from "./redaction";
 import type { EventType } from "../stream/events";
 
@@ -27,10 +28,15 @@ export type NotExecutedReason =
   | "budget_exhausted"
   | "storage_unavailable"
   | "replay_blocked"
-  | "prior_outcome_unknown";
+  | "prior_outcome_unknown"
+  | "transport_unavailable";
 export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
-/** Why an admitted call was stopped before it was sent. */
-export type DispatchRefusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "cancelled";
+/**
+ * Why an admitted call was stopped before it was sent. transport_unavailable:
+ * its MCP server could not be reached, refused the connection or failed the
+ * handshake, so it provably received nothing (contract section 7).
+ */
+export type DispatchRefusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "transport_unavailable" | "cancelled";
 
 export const HUMAN_ASK_TOOL = "human__ask";
 
@@ -61,7 +67,7 @@ export interface ResolvedApproval extends PendingApproval {
   decided_by?: string;
 }
 /** A person approved it, or (`"automatic"`) nobody needed to. */
-export type Grant = (ResolvedApproval & { decision: "approved" }) | "automatic";
+export type Grant = (ResolvedApproval & { decision: "approved"; decided_by: string }) | "automatic";
 
 export interface PendingQuestion {
   question: string;
@@ -85,15 +91,21 @@ export interface ResultFacts {
 
 export type AwaitingApproval = CallBase & { state: "awaiting_approval"; approval: PendingApproval };
 export type AwaitingInput = CallBase & { state: "awaiting_input"; input: PendingQuestion };
-/** `mutation_id`: the durable outcome row of an approved mutation (its intent is recorded at approval); null for a read-only call. */
+/**
+ * `mutation_id`: the durable outcome row of an approved mutation (its intent
+ * is recorded at approval); null for a read-only call. `approved_at`: when
+ * the call became approved (the person's decision, or the announce of an
+ * automatic one), epoch ms: the row's `approved_at` (contract section 8).
+ */
 export type AwaitingAdmission = CallBase & {
   state: "awaiting_admission";
   grant: Grant;
+  approved_at: number;
   admission_deadline: number;
   mutation_id: string | null;
 };
 export type Answered = CallBase & { state: "answered"; input: AnsweredQuestion };
-export type Dispatched = CallBase & { state: "dispatched"; grant: Grant; mutation_id: string | null };
+export type Dispatched = CallBase & { state: "dispatched"; grant: Grant; approved_at: number; mutation_id: string | null };
 export type Done = CallBase & {
   state: "done";
   approved: boolean;
@@ -132,8 +144,23 @@ export interface Limits {
 export type Effect =
   | { kind: "emit"; type: EventType; fields: Record<string, unknown> }
   | { kind: "dispatch"; call: Dispatched }
-  | { kind: "record_intent"; call: ToolCall; mutation_id: string; approval_id: string | null }
-  | { kind: "settle_unsent"; call: ToolCall; mutation_id: string; approval_id: string | null; reason: NotExecutedReason };
+  | ({ kind: "record_intent"; call: ToolCall } & RowApproval)
+  | ({ kind: "settle_unsent"; call: ToolCall; reason: NotExecutedReason } & RowApproval);
+
+/** Who approved an approved mutation and when: the audit fields of its row (contract section 8). */
+export interface RowApproval {
+  mutation_id: string;
+  approval_id: string | null;
+  /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
+  approved_by: string;
+  /** Epoch ms. */
+  approved_at: number;
+}
+
+/** The row's `approved_by` for a grant. */
+export function approvedByOf(grant: Grant): string {
+  return grant === "automatic" ? APPROVED_BY_AUTOMATIC : grant.decided_by;
+}
 
 export type DispatchOutcome =
   | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string; sent: true }
@@ -222,6 +249,7 @@ export function announce(
       ...base,
       state: "awaiting_admission",
       grant: "automatic",
+      approved_at: now,
       admission_deadline: now + limits.admissionTimeoutMs,
       mutation_id: call.mutating ? newIds.mutationId : null,
     };
@@ -319,6 +347,7 @@ export function decideApproval(
     ...base,
     state: "awaiting_admission",
     grant: { ...approval, decision: "approved", decided_by: input.decided_by },
+    approved_at: now,
     admission_deadline: now + limits.admissionTimeoutMs,
     mutation_id: call.mutating ? mutationId : null,
   };
@@ -484,6 +513,7 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
     replay_blocked: "an outcome is already recorded for this call",
     prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
+    transport_unavailable: "its MCP server could not be reached (nothing was sent)",
   }[reason];
   return finish(calls, call, now, true, { execution_status: "not_executed", reason }, `Not executed: ${why}.`);
 }
@@ -539,7 +569,17 @@ export function nextDeadline(calls: readonly ToolCall[], turn: number): number |
 
 /** The intent row of a call that just became an approved mutation. */
 function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] {
-  return call.mutation_id !== null ? [{ kind: "record_intent", call, mutation_id: call.mutation_id, approval_id: approvalId }] : [];
+  if (call.mutation_id === null) return [];
+  return [
+    {
+      kind: "record_intent",
+      call,
+      mutation_id: call.mutation_id,
+      approval_id: approvalId,
+      approved_by: approvedByOf(call.grant),
+      approved_at: call.approved_at,
+    },
+  ];
 }
 
 function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
@@ -609,8 +649,9 @@ function finish(
     started_at: call.started_at,
   };
   // An approved mutation has an intent row, and its id shows on the stream.
-  const rowId = call.state === "awaiting_admission" || call.state === "dispatched" ? call.mutation_id : null;
-  const grant = call.state === "awaiting_admission" || call.state === "dispatched" ? call.grant : undefined;
+  const granted = call.state === "awaiting_admission" || call.state === "dispatched" ? call : undefined;
+  const rowId = granted?.mutation_id ?? null;
+  const grant = granted?.grant;
   const endedApproval = approval ?? (grant !== undefined && grant !== "automatic" ? grant : undefined);
   const endedInput: EndedQuestion | undefined = input ?? (call.state === "answered" ? { ...call.input, status: "answered" } : undefined);
   const done: Done = {
@@ -629,12 +670,14 @@ function finish(
     emit("tool_execution", { ...withApproval(done), ...execution, ...(rowId !== null ? { mutation_id: rowId } : {}) }),
     emit("tool_completed", { ...withApproval(done), approved, duration_ms: Math.max(0, now - call.started_at) }),
   ];
-  if (rowId !== null && call.state !== "dispatched") {
+  if (rowId !== null && granted !== undefined && granted.state !== "dispatched") {
     effects.push({
       kind: "settle_unsent",
       call: done,
       mutation_id: rowId,
       approval_id: approvalIdOf(done),
+      approved_by: approvedByOf(granted.grant),
+      approved_at: granted.approved_at,
       reason: execution.reason ?? "cancelled",
     });
   }

@@ -20,11 +20,9 @@
 // Extra statements only on refusal paths (an intent that conflicted, a
 // checkpoint that was refused), never before a dispatch.
 import {
-  findPriorUnknown,
   markDispatchedUnlessPrior,
   getOutcome,
   insertIntent,
-  markDispatched,
   settle,
   type IntentInput,
   type MutationOutcomeRow,
@@ -39,7 +37,6 @@ const BACKGROUND_ATTEMPTS = 8;
 const BACKGROUND_FIRST_DELAY_MS = 50;
 
 export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
-export type CheckpointVerdict = "acknowledged" | "unavailable";
 export type GuardedCheckpointVerdict = "acknowledged" | "prior_outcome_unknown" | "unavailable";
 export type SettleVerdict = "settled" | "late";
 
@@ -67,34 +64,6 @@ export class MutationLedger {
     const { created, row } = answer.value;
     if (created) return "recorded";
     return row.mutation_id === input.mutationId && row.state === "unresolved" && row.dispatched === 0 ? "recorded" : "replay_blocked";
-  }
-
-  /**
-   * True when an earlier row (by sortable id, when `beforeMutationId` is
-   * given) of another run for the same tool and arguments in this channel
-   * has an unknown outcome. checkpointUnlessPrior does this check inside the
-   * checkpoint, one step fewer.
-   */
-  async priorUnknown(query: Parameters<typeof findPriorUnknown>[1]): Promise<boolean | "unavailable"> {
-    const answer = await this.#guard(`prior ${query.toolName}`, () => findPriorUnknown(this.#db(), query));
-    return answer.status === "ok" ? answer.value.length > 0 : "unavailable";
-  }
-
-  /**
-   * The checkpoint (dispatched: true). Only an acknowledged checkpoint allows
-   * the dispatch. One that lands after its wait settles the row not_executed,
-   * since the call it would have allowed was not sent.
-   */
-  async checkpoint(mutationId: string, notSent: Omit<Settlement, "state">): Promise<CheckpointVerdict> {
-    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatched(this.#db(), mutationId));
-    if (answer.status === "ok") return answer.value.ok ? "acknowledged" : "unavailable";
-    if (answer.status === "timeout") {
-      void answer.late.then(
-        () => this.settleInBackground(mutationId, { state: "not_executed", ...notSent }),
-        () => undefined,
-      );
-    }
-    return "unavailable";
   }
 
   /**

@@ -24,7 +24,11 @@ export const reconciliationSchema = z
   .strict();
 
 /** The projection's fields; `times` lets the fixture projection (section 12) swap its placeholders in. */
-export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType>(times: { created_at: C; settled_at: S }) {
+export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A extends z.ZodType>(times: {
+  created_at: C;
+  settled_at: S;
+  approved_at: A;
+}) {
   return {
     schema: z.literal(MUTATION_OUTCOME_SCHEMA),
     mutation_id: z.string(),
@@ -36,6 +40,10 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType>(t
     approval_id: z.string().nullable(),
     tool_name: z.string(),
     arguments_digest: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+    /** The decision's decided_by, or "automatic"; null only on rows written before the engine recorded it. */
+    approved_by: z.string().nullable(),
+    /** When the call was approved; null like approved_by. */
+    approved_at: times.approved_at.nullable(),
     state: mutationStateSchema,
     dispatched: z.boolean(),
     reason: z.string().optional(),
@@ -48,6 +56,6 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType>(t
 }
 
 export const mutationOutcomeSchema = z
-  .object(mutationOutcomeShape({ created_at: isoTime, settled_at: isoTime }))
+  .object(mutationOutcomeShape({ created_at: isoTime, settled_at: isoTime, approved_at: isoTime }))
   .strict()
   .meta({ id: "MutationOutcome", title: "mutation_outcome/v1", description: "A durable mutation outcome (contract section 8)." });

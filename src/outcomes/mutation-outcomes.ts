@@ -156,13 +156,12 @@ export interface IntentInput {
   /** `sha256:<hex>` from argumentsDigest(). */
   argumentsDigest: string;
   /**
-   * The audit fields of section 8, filled by the dispatch pipeline: the
-   * decision's `decided_by`, or APPROVED_BY_AUTOMATIC for an automatic
-   * approval. Stored as NULL when absent.
+   * The audit fields of section 8: the decision's `decided_by`, or
+   * APPROVED_BY_AUTOMATIC for an automatic approval.
    */
-  approvedBy?: string;
-  /** ISO 8601, when the call was approved; filled by the dispatch pipeline, NULL when absent. */
-  approvedAt?: string;
+  approvedBy: string;
+  /** ISO 8601, when the call was approved. */
+  approvedAt: string;
   /** ISO 8601; now when absent. */
   createdAt?: string;
 }
@@ -190,8 +189,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       approvalId,
       input.toolName,
       input.argumentsDigest,
-      input.approvedBy ?? null,
-      input.approvedAt ?? null,
+      input.approvedBy,
+      input.approvedAt,
       input.createdAt ?? new Date().toISOString(),
     )
     .first<MutationOutcomeRow>();

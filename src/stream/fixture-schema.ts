@@ -12,7 +12,11 @@ export const FIXTURE_DOCUMENT_SCHEMA = "approved_execution_v2_fixtures/v1";
 /** A mutation_outcome/v1 row as a fixture keeps it: times are placeholders, result and error reduced to their facts. */
 export const projectedMutationOutcomeSchema = z
   .object({
-    ...mutationOutcomeShape({ created_at: z.literal("<created_at>"), settled_at: z.literal("<settled_at>") }),
+    ...mutationOutcomeShape({
+      created_at: z.literal("<created_at>"),
+      settled_at: z.literal("<settled_at>"),
+      approved_at: z.literal("<approved_at>"),
+    }),
     result: z.object({ is_error: z.boolean() }).strict().optional(),
     error: z.object({ code: z.string() }).strict().optional(),
   })

@@ -309,6 +309,8 @@ describe("GET /api/mutations", () => {
         approvalId: i === 4 ? null : newApprovalId(),
         toolName: "mcp__demo__create_dashboard",
         argumentsDigest: DIGEST,
+        approvedBy: i === 4 ? "automatic" : "U-listing",
+        approvedAt: at(i),
         createdAt: at(i),
       });
       let state = "unresolved";

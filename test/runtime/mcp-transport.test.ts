@@ -14,6 +14,7 @@ import {
   listMcpTools,
   McpTransportError,
   MODEL_TEXT_MAX_BYTES,
+  openMcpSession,
   SUMMARY_MAX_BYTES,
   truncateUtf8,
   type McpCallOutcome,
@@ -138,6 +139,23 @@ describe.each([
     });
     // Listing is not calling.
     expect((await demo().calls()).total).toBe(0);
+  });
+
+  it("opens a session first (connect before checkpoint): nothing is called until `call`, which calls exactly once", async () => {
+    const opened = await openMcpSession(server(), CAPS);
+    if (opened.kind !== "open") throw new Error(`expected an open session, got ${JSON.stringify(opened)}`);
+    try {
+      // Connected and initialized, and the server has received no tools/call.
+      expect((await demo().calls()).total).toBe(0);
+      expectResult(await opened.session.call("create_dashboard", { title: "Opened first" }));
+      // One call per session: a second is refused without leaving.
+      expect(await opened.session.call("create_dashboard", { title: "Twice" })).toMatchObject({ kind: "failed", sent: false });
+    } finally {
+      await opened.session.close();
+      await opened.session.close(); // idempotent
+    }
+    await sleep(RETRY_WINDOW_MS);
+    expect((await demo().calls()).calls.map((c) => c.arguments)).toEqual([{ title: "Opened first" }]);
   });
 
   it("calls create_dashboard exactly once and reports the result's facts", async () => {
@@ -310,6 +328,12 @@ describe("MCP transport against an unreachable server", () => {
     const outcome = expectFailed(await callMcpTool({ url: CLOSED_PORT_URL }, "create_dashboard", { title: "x" }, CAPS));
     expect(outcome).toMatchObject({ code: "transport_error", sent: false });
     expect(outcome.message).not.toBe("");
+    expect((await control(env.DEMO_MCP_URL).calls()).total).toBe(0);
+  });
+
+  it("cannot open a session: answers failed (never throws), and nothing is received", async () => {
+    expect(await openMcpSession({ url: CLOSED_PORT_URL }, CAPS)).toMatchObject({ kind: "failed", code: "transport_error" });
+    expect(await openMcpSession({ url: "not a url" }, CAPS)).toMatchObject({ kind: "failed", code: "transport_error" });
     expect((await control(env.DEMO_MCP_URL).calls()).total).toBe(0);
   });
 

@@ -184,6 +184,9 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     approval_id: approvalId,
     tool_name: TOOL,
     arguments_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    // The audit fields (section 8): every approval here is decided by "U".
+    approved_by: "U",
+    approved_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
   };
 }
 
@@ -406,7 +409,9 @@ const pool = () => globalStoragePool(env.STORAGE_POOL);
 async function poolStats(): Promise<{
   capacity: number;
   in_use: number;
+  waiting: number;
   acquired_total: number;
+  waited_total: number;
   rejected_total: number;
   reclaimed_total: number;
 }> {
@@ -421,7 +426,7 @@ async function poolIdle(): Promise<void> {
 }
 
 describe("the storage pool", () => {
-  it("full: an approved mutation fails closed with not_executed(storage_unavailable), counted as rejected, nothing sent", async () => {
+  it("full: an approved mutation waits in line its storage bound, then fails closed with not_executed(storage_unavailable), counted as waited and rejected, nothing sent; reads still answer", async () => {
     await poolIdle();
     const { title, channel } = fresh("pool-full");
     const runId = await startRun(title, channel);
@@ -453,12 +458,16 @@ describe("the storage pool", () => {
       });
       const after = await poolStats();
       expect(after.in_use).toBe(16);
+      // It waited in line (not refused at once), and its guard passed before any slot freed.
+      expect(after.waited_total).toBeGreaterThan(full.waited_total);
       expect(after.rejected_total).toBeGreaterThan(full.rejected_total);
       expect(after.acquired_total).toBe(full.acquired_total); // the run got no slot at all
-      // Reading the outcomes needs a slot too: 503, never a hung request.
+      // The read routes take no slot (section 9): they answer while every slot is held. No row yet:
+      // its intent never got a slot, and its background write waits for one.
       const listing = await api(`/api/runs/${runId}/mutations`);
-      expect(listing.status).toBe(503);
-      expect(await listing.json()).toMatchObject({ error: "storage_unavailable" });
+      expect(listing.status).toBe(200);
+      expect(await listing.json()).toEqual({ run_id: runId, mutations: [] });
+      expect((await poolStats()).acquired_total).toBe(full.acquired_total);
       expect(await demo.count(title)).toBe(0);
     } finally {
       for (const lease of leases) await pool().release(lease);
@@ -483,7 +492,7 @@ describe("the storage pool", () => {
     expect(await demo.count(title)).toBe(0);
   });
 
-  it("20 runs against stalled checkpoints: 16 hold every slot, the 4 others get none and are refused; nothing is sent; every run ends with its row", async () => {
+  it("20 runs against stalled checkpoints: 16 hold every slot, the 4 others wait in line, get none within their bound and are refused; in_use never above 16; nothing is sent; every run ends with its row", async () => {
     await poolIdle();
     const RUNS = 20;
     // One seam for all 20 runs: it holds every checkpoint that got as far as D1, i.e. that holds a slot.
@@ -513,12 +522,13 @@ describe("the storage pool", () => {
     const runOfMutation = (mutationId: unknown) => seam.seen("intent").find((e) => e.values[0] === mutationId)?.values[1];
     const checkpointRuns = () => new Set(seam.seen("checkpoint").map((e) => runOfMutation(e.values[0])));
 
-    // Sixteen at once: each one's intent and prior check find a free slot (at most fifteen are held while it
-    // needs one), and its checkpoint then holds a slot: every slot is held.
+    // Sixteen at once: each one's intent finds a slot (at most fifteen are held while it needs one, and a
+    // momentarily full pool only queues it), and its checkpoint then holds a slot: every slot is held.
     await Promise.all(holders.map((r) => approve(r.runId, r.approvalId)));
     await seam.waitUntilHeld("checkpoint", POOL_CAPACITY_SLOTS, 10_000);
     expect((await poolStats()).in_use).toBe(POOL_CAPACITY_SLOTS);
-    // Four more: no slot frees while the checkpoints are held, so each waits its storage bound and is refused.
+    // Four more: no slot frees while the checkpoints are held, so each waits in line its storage bound and is refused.
+    const queued = await poolStats();
     await Promise.all(latecomers.map((r) => approve(r.runId, r.approvalId)));
     // Every run ends while the stall lasts: the latecomers without a slot, the holders because their
     // checkpoints were not acknowledged within the bound. Held statements keep their slots meanwhile.
@@ -532,12 +542,20 @@ describe("the storage pool", () => {
     const during = await poolStats();
     expect(during.in_use).toBe(POOL_CAPACITY_SLOTS);
     expect(during.rejected_total - before.rejected_total).toBeGreaterThanOrEqual(latecomers.length);
+    // Each latecomer waited in line rather than being refused at once; none got a slot: no statement of theirs
+    // reached D1 while every slot was held (their rows are written by background retries once slots free).
+    expect(during.waited_total - queued.waited_total).toBeGreaterThanOrEqual(latecomers.length);
+    const latecomerIds = new Set(latecomers.map((r) => r.runId));
+    expect(seam.seen("intent").filter((e) => latecomerIds.has(e.values[1] as string))).toEqual([]);
     expect(checkpointRuns()).toEqual(new Set(holders.map((r) => r.runId)));
+    // The prior-outcome check is folded into the checkpoint statement: no separate statement.
+    expect(seam.seen("prior")).toEqual([]);
 
     // Different rows: nothing orders them, they all go at once.
     await seam.release("checkpoint", { together: true });
     sampling = false;
     await sampler;
+    expect(samples.length).toBeGreaterThan(0);
     expect(Math.max(...samples)).toBe(POOL_CAPACITY_SLOTS);
 
     for (const r of runs) {
@@ -565,6 +583,57 @@ describe("the storage pool", () => {
       if (latecomers.includes(r)) expect(rows[0].dispatched).toBe(false);
       expectSettledAfterCreated(rows[0]);
     }
+    await poolIdle();
+  }, 60_000);
+
+  it("40 approvals at once against healthy storage: every call executes exactly once, none is refused, in_use never above 16", async () => {
+    await poolIdle();
+    const RUNS = 40;
+    const runs = await Promise.all(
+      Array.from({ length: RUNS }, async (_, i) => {
+        const { title, channel } = fresh(`healthy-${i}`);
+        const runId = await startRun(title, channel);
+        return { title, channel, runId, approvalId: await pendingApproval(runId) };
+      }),
+    );
+    const before = await poolStats();
+    const samples: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        samples.push((await poolStats()).in_use);
+        await sleep(15);
+      }
+    })();
+    await Promise.all(runs.map((r) => approve(r.runId, r.approvalId)));
+    for (const r of runs) {
+      const events = await finishedRun(r.runId);
+      expect(typesOf(events)).toEqual(["run_started", ...APPROVED_CALL, "run_completed"]);
+      const exec = execution(events);
+      expect(exec, `${r.title}: ${JSON.stringify(exec)}`).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+      expect(await demo.count(r.title), r.title).toBe(1);
+      expect(await runMutations(r.runId)).toStrictEqual([
+        {
+          ...rowOf(r.runId, r.channel, r.approvalId, exec.mutation_id),
+          state: "completed",
+          dispatched: true,
+          result: expect.objectContaining({ is_error: false }),
+          created_at: expect.any(String),
+          settled_at: expect.any(String),
+        },
+      ]);
+    }
+    sampling = false;
+    await sampler;
+    expect(samples.length).toBeGreaterThan(0);
+    expect(
+      samples.every((n) => n <= POOL_CAPACITY_SLOTS),
+      `in_use samples: ${samples.join(",")}`,
+    ).toBe(true);
+    const after = await poolStats();
+    expect(after.rejected_total - before.rejected_total).toBe(0);
+    // Intent, checkpoint and settlement: three slots per call, every one granted.
+    expect(after.acquired_total - before.acquired_total).toBe(3 * RUNS);
     await poolIdle();
   }, 60_000);
 });

@@ -26,6 +26,7 @@ import {
   settle,
   toProjection,
   type IntentInput,
+  type MutationOutcomeRow,
 } from "../../src/outcomes/mutation-outcomes";
 import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
 import { api, trigger } from "./helpers";
@@ -131,10 +132,25 @@ describe("projection", () => {
     expect(stored).toMatchObject({ approved_by: "U-ops-lead", approved_at: T0 });
     expect(toProjection(stored)).toMatchObject({ approved_by: "U-ops-lead", approved_at: T0, state: "completed" });
 
-    const { approvedBy: _by, approvedAt: _at, ...withoutAudit } = intent();
-    const inserted = await insertIntent(env.DB, withoutAudit);
-    expect(inserted.created).toBe(true);
-    const bare = inserted.row;
+    // A row written before migrations/0003 (the engine always gives both now): inserted by hand without them.
+    const old = intent();
+    const bare = (await env.DB.prepare(
+      `INSERT INTO mutation_outcomes
+         (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest, state, dispatched, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?) RETURNING *`,
+    )
+      .bind(
+        newMutationId(),
+        old.runId,
+        old.channelId,
+        old.deliveryId,
+        old.toolCallId,
+        old.approvalId,
+        old.toolName,
+        old.argumentsDigest,
+        T0,
+      )
+      .first<MutationOutcomeRow>())!;
     expect(bare).toMatchObject({ approved_by: null, approved_at: null });
     const projection = toProjection(bare);
     // Present as null, not absent: the contract lists both as keys of every row.

@@ -85,6 +85,8 @@ async function newIntent() {
     approvalId: newApprovalId(),
     toolName: "mcp__last9__create_dashboard",
     argumentsDigest: `sha256:${"00".repeat(32)}`,
+    approvedBy: "U-guard",
+    approvedAt: new Date().toISOString(),
   });
   return row;
 }

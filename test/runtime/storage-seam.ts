@@ -34,9 +34,9 @@ const pause = () => new Promise<void>((r) => setTimeout(r, POLL_MS));
 export const STATEMENTS = {
   /** insertIntent: the intent row, written at approval. */
   intent: /^\s*INSERT INTO mutation_outcomes/,
-  /** findPriorUnknown: another run's identical call with an unknown outcome. */
+  /** findPriorUnknown: another run's identical call with an unknown outcome (a separate statement no longer on the execution path: the check is folded into the checkpoint). */
   prior: /state IN \('outcome_unknown', 'unresolved'\)/,
-  /** markDispatched: the write-ahead checkpoint. */
+  /** markDispatchedUnlessPrior: the write-ahead checkpoint, with the prior-outcome check folded into the same statement. */
   checkpoint: /SET dispatched = 1/,
   /** settle: every settlement (not_executed, completed, outcome_unknown). */
   settlement: /SET state = \?, reason = \?/,

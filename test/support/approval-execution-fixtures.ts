@@ -98,6 +98,7 @@ export function normaliseExample(events: Json[], mutations: Json[]): { events: J
     out.run_id = ids.name("run", row.run_id);
     out.approval_id = ids.name("approval", row.approval_id);
     out.created_at = "<created_at>";
+    if (out.approved_at !== null) out.approved_at = "<approved_at>";
     if ("settled_at" in out) out.settled_at = "<settled_at>";
     if (out.result) out.result = pick(out.result, ["is_error"]);
     if (out.error) out.error = pick(out.error, ["code"]);

@@ -3,47 +3,44 @@
 // sent, which rows are settled, and what the call is told, for every way the
 // steps can go (contract section 8), plus the restart rule.
 import { describe, expect, it } from "vitest";
-import { DispatchPipeline, type PipelineLedger, type PipelineRun } from "../../src/execution/dispatch-pipeline";
+import { DispatchPipeline, type CallSession, type PipelineLedger, type PipelineRun } from "../../src/execution/dispatch-pipeline";
 import type { DispatchOutcome, Dispatched } from "../../src/execution/tool-calls";
-import type { MutationOutcomeRow, Settlement } from "../../src/outcomes/mutation-outcomes";
+import type { IntentInput, MutationOutcomeRow, Settlement } from "../../src/outcomes/mutation-outcomes";
 
-type Step = "intent" | "prior" | "checkpoint" | "send" | "settle" | "settle_background" | "unsent" | "read";
+type Step = "open" | "intent" | "checkpoint" | "send" | "close" | "settle" | "settle_background" | "unsent" | "read";
 
 interface FakeOptions {
   intent?: "recorded" | "replay_blocked" | "unavailable";
-  prior?: boolean | "unavailable";
-  checkpoint?: "acknowledged" | "unavailable";
+  checkpoint?: "acknowledged" | "prior_outcome_unknown" | "unavailable";
   settle?: "settled" | "late";
   read?: Partial<MutationOutcomeRow> | null | "unavailable";
+  /** What opening the MCP session gives: open (default), unreachable, or the opener throws. */
+  session?: "open" | "unreachable" | "throws";
   outcome?: DispatchOutcome;
   /** Runs during the checkpoint, before it answers (e.g. a cancel arriving meanwhile). */
   duringCheckpoint?: () => void;
+  /** Runs while the session is being opened. */
+  duringOpen?: () => void;
 }
 
 const OK: DispatchOutcome = { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok", sent: true };
+const APPROVED_AT = Date.parse("2026-11-20T10:00:00.000Z");
 
 function fakes(options: FakeOptions = {}) {
   const steps: Step[] = [];
-  const unsent: { mutationId: string; reason: string; approvalId: string | null }[] = [];
+  const unsent: { mutationId: string; reason: string; approvalId: string | null; approvedBy: string; approvedAt: string }[] = [];
+  const intents: IntentInput[] = [];
   const settled: { mutationId: string; settlement: Settlement }[] = [];
   const sent: Dispatched[] = [];
   const ledger: PipelineLedger = {
-    intent: async () => {
+    intent: async (input) => {
       steps.push("intent");
+      intents.push(input);
       return options.intent ?? "recorded";
     },
-    priorUnknown: async (query) => {
-      steps.push("prior");
-      expect(query).toEqual({
-        channelId: "C1",
-        toolName: "mcp__demo__create_dashboard",
-        argumentsDigest: "sha256:d",
-        excludeRunId: "run-1",
-      });
-      return options.prior ?? false;
-    },
-    checkpoint: async () => {
+    checkpointUnlessPrior: async (_mutationId, notSent) => {
       steps.push("checkpoint");
+      expect(notSent.reason).toBe("storage_unavailable");
       options.duringCheckpoint?.();
       return options.checkpoint ?? "acknowledged";
     },
@@ -58,7 +55,13 @@ function fakes(options: FakeOptions = {}) {
     },
     recordUnsentInBackground: (input, settlement) => {
       steps.push("unsent");
-      unsent.push({ mutationId: input.mutationId, reason: settlement.reason ?? "", approvalId: input.approvalId });
+      unsent.push({
+        mutationId: input.mutationId,
+        reason: settlement.reason ?? "",
+        approvalId: input.approvalId,
+        approvedBy: input.approvedBy,
+        approvedAt: input.approvedAt,
+      });
     },
     read: async () => {
       steps.push("read");
@@ -67,17 +70,29 @@ function fakes(options: FakeOptions = {}) {
     },
   };
   const run: PipelineRun = { run_id: "run-1", channel_id: "C1", delivery_id: null, cancel_requested: false };
-  const pipeline = new DispatchPipeline({
-    ledger,
-    run: () => run,
-    send: async (call) => {
-      steps.push("send");
-      sent.push(call);
-      return options.outcome ?? OK;
-    },
-  });
-  return { pipeline, steps, unsent, settled, sent, run };
+  const open = async (call: Dispatched): Promise<CallSession> => {
+    steps.push("open");
+    options.duringOpen?.();
+    if (options.session === "throws") throw new Error("opener broke");
+    if (options.session === "unreachable") return { kind: "unreachable", message: "connect ECONNREFUSED" };
+    return {
+      kind: "open",
+      send: async () => {
+        steps.push("send");
+        sent.push(call);
+        return options.outcome ?? OK;
+      },
+      close: async () => {
+        steps.push("close");
+      },
+    };
+  };
+  const pipeline = new DispatchPipeline({ ledger, run: () => run, open });
+  return { pipeline, steps, unsent, intents, settled, sent, run };
 }
+
+/** Lets the closes fired off the critical path run. */
+const settleBackground = () => new Promise((r) => setTimeout(r, 0));
 
 function mutation(over: Partial<Dispatched> = {}): Dispatched {
   return {
@@ -94,16 +109,26 @@ function mutation(over: Partial<Dispatched> = {}): Dispatched {
     started_at: 0,
     state: "dispatched",
     grant: { approval_id: "approval-1", level: "approve", expires_at: 1, decision: "approved", decided_by: "U1" },
+    approved_at: APPROVED_AT,
     mutation_id: "mut-1",
     ...over,
   };
 }
 
+const UNSENT = (reason: string) => ({
+  mutationId: "mut-1",
+  reason,
+  approvalId: "approval-1",
+  approvedBy: "U1",
+  approvedAt: "2026-11-20T10:00:00.000Z",
+});
+
 describe("the write-ahead steps", () => {
-  it("records the intent, checks prior outcomes, checkpoints, sends, then settles completed", async () => {
+  it("opens the session while the intent is awaited, checkpoints (prior check folded in), sends, closes, then settles completed", async () => {
     const f = fakes();
     const decision = await f.pipeline.execute(mutation());
-    expect(f.steps).toEqual(["intent", "prior", "checkpoint", "send", "settle"]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "send", "settle", "close"]);
     expect(decision).toEqual({ kind: "settle", outcome: OK, settlementLate: false });
     expect(f.sent.map((c) => c.arguments)).toEqual([{ title: "t" }]);
     expect(f.settled).toEqual([
@@ -115,6 +140,15 @@ describe("the write-ahead steps", () => {
     expect(f.unsent).toEqual([]);
   });
 
+  it("writes approved_by and approved_at into the intent: the decider, or automatic", async () => {
+    const human = fakes();
+    await human.pipeline.execute(mutation());
+    expect(human.intents[0]).toMatchObject({ approvedBy: "U1", approvedAt: "2026-11-20T10:00:00.000Z", approvalId: "approval-1" });
+    const auto = fakes();
+    await auto.pipeline.execute(mutation({ grant: "automatic", approved_at: APPROVED_AT + 1_000 }));
+    expect(auto.intents[0]).toMatchObject({ approvedBy: "automatic", approvedAt: "2026-11-20T10:00:01.000Z", approvalId: null });
+  });
+
   it("awaits the intent started at approval instead of writing another", async () => {
     const f = fakes();
     f.pipeline.recordIntent({
@@ -123,53 +157,83 @@ describe("the write-ahead steps", () => {
       arguments_digest: "d",
       mutation_id: "mut-1",
       approval_id: "approval-1",
+      approved_by: "U1",
+      approved_at: APPROVED_AT,
     });
     await f.pipeline.execute(mutation());
     expect(f.steps.filter((s) => s === "intent")).toHaveLength(1);
+    expect(f.intents[0]).toMatchObject({ approvedBy: "U1", approvedAt: "2026-11-20T10:00:00.000Z" });
   });
 
-  it("refuses without sending when the intent could not be recorded, and settles its row unsent", async () => {
+  it("refuses without sending when the intent could not be recorded, settles its row unsent and closes the session", async () => {
     const f = fakes({ intent: "unavailable" });
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "storage_unavailable" });
-    expect(f.steps).toEqual(["intent", "unsent"]);
-    expect(f.unsent).toEqual([{ mutationId: "mut-1", reason: "storage_unavailable", approvalId: "approval-1" }]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("storage_unavailable")]);
   });
 
   it("refuses replay_blocked and leaves the row that is not its own untouched", async () => {
     const f = fakes({ intent: "replay_blocked" });
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "replay_blocked" });
-    expect(f.steps).toEqual(["intent"]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "close"]);
+  });
+
+  it.each([["unreachable"], ["throws"]] as const)(
+    "a session that cannot be opened (%s) ends transport_unavailable before any checkpoint: row unsent, nothing sent",
+    async (session) => {
+      const f = fakes({ session });
+      expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "transport_unavailable" });
+      await settleBackground();
+      expect(f.steps).toEqual(["open", "intent", "unsent"]);
+      expect(f.unsent).toEqual([UNSENT("transport_unavailable")]);
+      expect(f.sent).toEqual([]);
+    },
+  );
+
+  it("a tools/call that provably never left (sent: false) after the checkpoint is transport_unavailable, settled unsent", async () => {
+    const f = fakes({ outcome: { kind: "failed", code: "transport_error", message: "no", sent: false } });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "transport_unavailable" });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "send", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("transport_unavailable")]);
+    expect(f.settled).toEqual([]);
   });
 
   it.each([
-    [true, "prior_outcome_unknown"],
+    ["prior_outcome_unknown", "prior_outcome_unknown"],
     ["unavailable", "storage_unavailable"],
-  ] as const)("refuses when the prior-outcome check answers %s", async (prior, reason) => {
-    const f = fakes({ prior });
+  ] as const)("refuses when the folded checkpoint answers %s: nothing is sent, the session is closed", async (checkpoint, reason) => {
+    const f = fakes({ checkpoint });
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason });
-    expect(f.steps).toEqual(["intent", "prior", "unsent"]);
-    expect(f.unsent).toEqual([{ mutationId: "mut-1", reason, approvalId: "approval-1" }]);
-  });
-
-  it("refuses when the checkpoint fails or is late: nothing is sent", async () => {
-    const f = fakes({ checkpoint: "unavailable" });
-    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "storage_unavailable" });
-    expect(f.steps).toEqual(["intent", "prior", "checkpoint", "unsent"]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT(reason)]);
     expect(f.sent).toEqual([]);
   });
 
   it("lets a cancel that arrives during the checkpoint win: nothing is sent", async () => {
     const f = fakes({ duringCheckpoint: () => (f.run.cancel_requested = true) });
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "cancelled" });
-    expect(f.steps).toEqual(["intent", "prior", "checkpoint", "unsent"]);
-    expect(f.unsent).toEqual([{ mutationId: "mut-1", reason: "cancelled", approvalId: "approval-1" }]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("cancelled")]);
   });
 
-  it("refuses a cancelled run before the checkpoint", async () => {
+  it("a cancel that arrives while the session opens is checked before the checkpoint", async () => {
+    const f = fakes({ duringOpen: () => (f.run.cancel_requested = true) });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "cancelled" });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "unsent", "close"]);
+    expect(f.sent).toEqual([]);
+  });
+
+  it("refuses a run already cancelled without connecting or checkpointing", async () => {
     const f = fakes();
     f.run.cancel_requested = true;
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "cancelled" });
-    expect(f.steps).toEqual(["intent", "prior", "unsent"]);
+    expect(f.steps).toEqual(["intent", "unsent"]);
   });
 
   it("settles a failed send outcome_unknown and carries `sent` through", async () => {
@@ -193,10 +257,23 @@ describe("the write-ahead steps", () => {
     const f = fakes();
     const read = mutation({ mutating: false, mutation_id: null, grant: "automatic" });
     expect(await f.pipeline.execute(read)).toEqual({ kind: "settle", outcome: OK, settlementLate: false });
-    expect(f.steps).toEqual(["send"]);
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "send", "close"]);
     f.run.cancel_requested = true;
     expect(await f.pipeline.execute(read)).toEqual({ kind: "refuse", reason: "cancelled" });
-    expect(f.steps).toEqual(["send"]);
+    expect(f.steps).toEqual(["open", "send", "close"]);
+  });
+
+  it("a read-only call that reached nothing is transport_unavailable; one that may have left stays an executed failure", async () => {
+    const read = mutation({ mutating: false, mutation_id: null, grant: "automatic" });
+    const unreachable = fakes({ session: "unreachable" });
+    expect(await unreachable.pipeline.execute(read)).toEqual({ kind: "refuse", reason: "transport_unavailable" });
+    const unsentCall = fakes({ outcome: { kind: "failed", code: "transport_error", message: "no", sent: false } });
+    expect(await unsentCall.pipeline.execute(read)).toEqual({ kind: "refuse", reason: "transport_unavailable" });
+    const ambiguous: DispatchOutcome = { kind: "failed", code: "transport_error", message: "broke", sent: true };
+    const mayHaveLeft = fakes({ outcome: ambiguous });
+    expect(await mayHaveLeft.pipeline.execute(read)).toEqual({ kind: "settle", outcome: ambiguous, settlementLate: false });
+    for (const f of [unreachable, unsentCall, mayHaveLeft]) expect(f.unsent).toEqual([]);
   });
 
   it("start() hands the decision over once and tracks the call in flight meanwhile", async () => {

@@ -49,7 +49,7 @@ const TOOL_OF: Record<CallKind, string> = {
 };
 
 type DispatchResult = "ok" | "tool_error" | "timeout" | "lost" | "late_settlement";
-type Refusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "cancelled";
+type Refusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "transport_unavailable" | "cancelled";
 
 type Action =
   | { t: "approve"; i: number; confirmation: "right" | "wrong" | "none" }
@@ -87,7 +87,13 @@ const action = (calls: number): fc.Arbitrary<Action> => {
       weight: 1,
       arbitrary: fc.record({
         t: fc.constant("refuse" as const),
-        reason: fc.constantFrom<Refusal>("storage_unavailable", "replay_blocked", "prior_outcome_unknown", "cancelled"),
+        reason: fc.constantFrom<Refusal>(
+          "storage_unavailable",
+          "replay_blocked",
+          "prior_outcome_unknown",
+          "transport_unavailable",
+          "cancelled",
+        ),
       }),
     },
     { weight: 1, arbitrary: fc.constant({ t: "cancel" as const }) },

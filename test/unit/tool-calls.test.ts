@@ -141,7 +141,8 @@ describe("announce", () => {
     const effects = announce(calls, auto, {}, limits, T0, ids("a"));
     expect(events(effects)).toEqual(["tool_started"]);
     expect(rows(effects)).toEqual(["intent:mut-a"]);
-    expect(effects.find((e) => e.kind === "record_intent")).toMatchObject({ approval_id: null });
+    // The audit fields of the row: nobody decided, approved the moment it was announced.
+    expect(effects.find((e) => e.kind === "record_intent")).toMatchObject({ approval_id: null, approved_by: "automatic", approved_at: T0 });
   });
 });
 
@@ -159,6 +160,7 @@ describe("decideApproval", () => {
     expect(first.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "approved" });
     expect(events(first.effects)).toEqual(["approval_resolved", "tool_execution_started"]);
     expect(rows(first.effects)).toEqual(["intent:mut-approval-1"]);
+    expect(first.effects.find((e) => e.kind === "record_intent")).toMatchObject({ approved_by: "U1", approved_at: T0 + 10 });
     expect(fields(first.effects, "tool_execution_started")).toEqual({
       tool_name: "mcp__demo__create_dashboard",
       tool_call_id: "call-0",
@@ -279,6 +281,8 @@ describe("ordered admission", () => {
     expect(fields(effects, "tool_execution")).toMatchObject({ tool_call_id: "call-1", reason: "expired", mutation_id: "mut-a1" });
     expect(fields(effects, "tool_completed")).toMatchObject({ approved: true });
     expect(rows(effects)).toEqual(["unsent:mut-a1:expired"]);
+    // The unsent row carries who approved it and when (the decision, not the expiry).
+    expect(effects.find((e) => e.kind === "settle_unsent")).toMatchObject({ approved_at: T0, approved_by: "U" });
   });
 
   it("applies the call ceiling to waiting calls and the budget at admission", () => {
