@@ -31,7 +31,6 @@ import {
   turnCalls,
   turnDone,
   type Decision,
-  type DispatchOutcome,
   type Dispatched,
   type Done,
   type Effect,

@@ -234,7 +234,8 @@ export class DispatchPipeline {
       toolName: row.tool_name,
       argumentsDigest: row.arguments_digest,
       approvedBy: row.approved_by,
-      approvedAt: new Date(row.approved_at).toISOString(),
+      // A call persisted before approved_at existed (an object that restarted across the deploy) is dated now.
+      approvedAt: Number.isFinite(row.approved_at) ? new Date(row.approved_at).toISOString() : this.#iso(),
     };
   }
 
