@@ -209,7 +209,7 @@ describe("approved-exec against the engine", () => {
     try {
       const firstPrompt = await term.waitFor("approve? [y/N]", RUN_TIMEOUT_MS);
       // The approval line above the prompt shows the arguments, redacted by the engine.
-      expect(term.screen()).toContain('args={"title":"Latency","api_key":"[REDACTED]"}');
+      expect(term.screen()).toContain('args={"title":"Latency","api_key":"[redacted]"}');
       expect(term.screen()).not.toContain("sk-live-0123456789abcdef");
       term.type("y\n");
       const secondPrompt = await term.waitFor("approve? [y/N]", RUN_TIMEOUT_MS, firstPrompt + 1);
