@@ -18,7 +18,7 @@ import {
   repairConversation,
   UnusableAnswer,
 } from "./conversation";
-import { causeText, classifyHttpError, classifyOtherError } from "./failures";
+import { classifySdkError } from "./failures";
 import { errorBodyText, ModelError, scrubDetail } from "./model-error";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
 import { DEFAULT_RETRY_POLICY, withRetries, type AttemptFailure } from "./retry";
@@ -157,24 +157,13 @@ export function createAnthropicProvider(settings: ProviderSettings): ModelProvid
         });
       }
       const body = buildAnthropicRequest(request, { model, maxTokens });
-      return withRetries({ provider: PROVIDER, policy, signal, classify: (error) => classifyAnthropicError(error, apiKey) }, async () => {
-        const message: unknown = await client.messages.create(body, signal ? { signal } : undefined);
-        return parseAnthropicMessage(message);
-      });
+      return withRetries(
+        { provider: PROVIDER, policy, signal, classify: (error) => classifySdkError(PROVIDER, Anthropic, error, apiKey) },
+        async () => {
+          const message: unknown = await client.messages.create(body, signal ? { signal } : undefined);
+          return parseAnthropicMessage(message);
+        },
+      );
     },
   };
-}
-
-function classifyAnthropicError(error: unknown, apiKey: string | undefined): AttemptFailure {
-  if (error instanceof Anthropic.APIUserAbortError) {
-    return { retryable: false, code: "aborted", message: "The model call (anthropic) was aborted before it finished." };
-  }
-  if (error instanceof Anthropic.APIConnectionTimeoutError) return { retryable: true, what: "a timeout" };
-  if (error instanceof Anthropic.APIConnectionError) {
-    return { retryable: true, what: "a network error", detail: scrubDetail(causeText(error), apiKey) };
-  }
-  if (error instanceof Anthropic.APIError && typeof error.status === "number") {
-    return classifyHttpError(PROVIDER, error.status, error.headers, errorBodyText(error.error) ?? error.message, apiKey);
-  }
-  return classifyOtherError(PROVIDER, error, apiKey);
 }

@@ -2,7 +2,7 @@
 // connection problem or an unusable answer becomes a retry decision and, when
 // final, a message for a person (never quoting the API key).
 import { UnusableAnswer } from "./conversation";
-import { scrubDetail } from "./model-error";
+import { errorBodyText, scrubDetail } from "./model-error";
 import { isRetryableStatus, parseRetryAfter, type AttemptFailure } from "./retry";
 
 /** What the failed fetch itself said (the SDK's own message is just "Connection error."). */
@@ -79,4 +79,35 @@ export function classifyOtherError(provider: "anthropic" | "openai", error: unkn
     code: "bad_response",
     message: `The model provider (${provider}) call failed: ${scrubDetail(text, apiKey)}`,
   };
+}
+
+/**
+ * The error classes both official SDKs export (both are generated from the
+ * same template, so their hierarchies match): what a failed attempt of either
+ * provider means is decided here once, from the SDK's own classes.
+ */
+export interface SdkErrorClasses {
+  APIUserAbortError: abstract new (...args: never[]) => Error;
+  APIConnectionTimeoutError: abstract new (...args: never[]) => Error;
+  APIConnectionError: abstract new (...args: never[]) => Error;
+  APIError: abstract new (...args: never[]) => Error & { status: unknown; headers: Headers | undefined; error: unknown };
+}
+
+export function classifySdkError(
+  provider: "anthropic" | "openai",
+  sdk: SdkErrorClasses,
+  error: unknown,
+  apiKey: string | undefined,
+): AttemptFailure {
+  if (error instanceof sdk.APIUserAbortError) {
+    return { retryable: false, code: "aborted", message: `The model call (${provider}) was aborted before it finished.` };
+  }
+  if (error instanceof sdk.APIConnectionTimeoutError) return { retryable: true, what: "a timeout" };
+  if (error instanceof sdk.APIConnectionError) {
+    return { retryable: true, what: "a network error", detail: scrubDetail(causeText(error), apiKey) };
+  }
+  if (error instanceof sdk.APIError && typeof error.status === "number") {
+    return classifyHttpError(provider, error.status, error.headers, errorBodyText(error.error) ?? error.message, apiKey);
+  }
+  return classifyOtherError(provider, error, apiKey);
 }

@@ -32,7 +32,7 @@ import {
   syntheticToolCallId,
   UnusableAnswer,
 } from "./conversation";
-import { causeText, classifyHttpError, classifyOtherError } from "./failures";
+import { classifySdkError } from "./failures";
 import { errorBodyText, scrubDetail } from "./model-error";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
 import { DEFAULT_RETRY_POLICY, withRetries, type AttemptFailure } from "./retry";
@@ -193,24 +193,13 @@ export function createOpenAiProvider(settings: ProviderSettings): ModelProvider 
     name: PROVIDER,
     async next(request, signal) {
       const body = buildOpenAiRequest(request, { model, maxTokens, baseUrl });
-      return withRetries({ provider: PROVIDER, policy, signal, classify: (error) => classifyOpenAiError(error, apiKey) }, async () => {
-        const completion: unknown = await client.chat.completions.create(body, signal ? { signal } : undefined);
-        return parseOpenAiCompletion(completion);
-      });
+      return withRetries(
+        { provider: PROVIDER, policy, signal, classify: (error) => classifySdkError(PROVIDER, OpenAI, error, apiKey) },
+        async () => {
+          const completion: unknown = await client.chat.completions.create(body, signal ? { signal } : undefined);
+          return parseOpenAiCompletion(completion);
+        },
+      );
     },
   };
-}
-
-function classifyOpenAiError(error: unknown, apiKey: string | undefined): AttemptFailure {
-  if (error instanceof OpenAI.APIUserAbortError) {
-    return { retryable: false, code: "aborted", message: "The model call (openai) was aborted before it finished." };
-  }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, what: "a timeout" };
-  if (error instanceof OpenAI.APIConnectionError) {
-    return { retryable: true, what: "a network error", detail: scrubDetail(causeText(error), apiKey) };
-  }
-  if (error instanceof OpenAI.APIError && typeof error.status === "number") {
-    return classifyHttpError(PROVIDER, error.status, error.headers, errorBodyText(error.error) ?? error.message, apiKey);
-  }
-  return classifyOtherError(PROVIDER, error, apiKey);
 }
