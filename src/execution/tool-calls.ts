@@ -19,17 +19,9 @@ import { redactSecrets } from "./redaction";
 import type { EventType } from "../stream/events";
 
 export type ApprovalLevel = "approve" | "confirm";
-export type NotExecutedReason =
-  | "denied"
-  | "expired"
-  | "cancelled"
-  | "call_ceiling"
-  | "not_in_budget"
-  | "budget_exhausted"
-  | "storage_unavailable"
-  | "replay_blocked"
-  | "prior_outcome_unknown"
-  | "transport_unavailable";
+// The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
+import type { NotExecutedReason } from "../client/types";
+export type { NotExecutedReason };
 export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
 /**
  * Why an admitted call was stopped before it was sent. transport_unavailable:

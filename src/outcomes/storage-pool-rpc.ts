@@ -11,19 +11,8 @@ export const STORAGE_POOL_NAME = "global";
 
 export type AcquireResult = { ok: true; lease_id: string } | { ok: false };
 
-/** GET /api/storage-pool, keys in the contract's order (section 9). */
-export interface StoragePoolStats {
-  capacity: number;
-  in_use: number;
-  /** Callers in line for a slot right now. */
-  waiting: number;
-  acquired_total: number;
-  /** Acquires that had to wait in line (whether or not they got a slot). */
-  waited_total: number;
-  /** Acquires refused: the line was full, or the caller's time passed before a slot freed. */
-  rejected_total: number;
-  reclaimed_total: number;
-}
+/** GET /api/storage-pool, keys in the contract's order (section 9): declared once, in the client's wire types. */
+export type { StoragePoolStats } from "../client/types";
 
 /** The global pool's stub: every caller (Worker or Run object) shares this one instance. */
 export function globalStoragePool(ns: DurableObjectNamespace<StoragePool>): DurableObjectStub<StoragePool> {

@@ -172,6 +172,19 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   app.event("tokens_revoked", stop("tokens_revoked"));
 
   // ---- interactivity ------------------------------------------------------
+  /** The run's summary when `userId` may decide in it; otherwise the refusal is sent and null returned. */
+  const deciderSummary = async (runId: string, userId: string, reply: (text: string) => Promise<unknown>) => {
+    const summary = await summaryOf(env, runId);
+    if (!summary) {
+      await reply(GONE_TEXT);
+      return null;
+    }
+    if (!mayDecide(userId, summary.user_id, config.SLACK_APPROVERS)) {
+      await reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+      return null;
+    }
+    return summary;
+  };
   const clickAck = async () => "";
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
@@ -181,10 +194,8 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       const where = clickPlace(payload);
       if (!value || !where) return;
       const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
-      const summary = await summaryOf(env, value.run_id);
-      if (!summary) return reply(GONE_TEXT);
-      if (!mayDecide(payload.user.id, summary.user_id, config.SLACK_APPROVERS))
-        return reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+      const summary = await deciderSummary(value.run_id, payload.user.id, reply);
+      if (!summary) return;
       const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
       if (!pending) return reply(STALE_TEXT);
       if (decision === "approve" && value.level === "confirm") {
@@ -208,10 +219,8 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const where = clickPlace(payload);
     if (!value || !where) return;
     const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
-    const summary = await summaryOf(env, value.run_id);
-    if (!summary) return reply(GONE_TEXT);
-    if (!mayDecide(payload.user.id, summary.user_id, config.SLACK_APPROVERS))
-      return reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    const summary = await deciderSummary(value.run_id, payload.user.id, reply);
+    if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
     if (!pending) return reply(STALE_TEXT);
     const metadata = encodeModalMetadata({ kind: "input", run_id: value.run_id, tool_call_id: value.tool_call_id, ...where });
