@@ -19,9 +19,9 @@ import {
   UnusableAnswer,
 } from "./conversation";
 import { classifySdkError } from "./failures";
-import { errorBodyText, ModelError, scrubDetail } from "./model-error";
+import { ModelError } from "./model-error";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
-import { DEFAULT_RETRY_POLICY, withRetries, type AttemptFailure } from "./retry";
+import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
 export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";
 export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5";

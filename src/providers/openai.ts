@@ -33,9 +33,8 @@ import {
   UnusableAnswer,
 } from "./conversation";
 import { classifySdkError } from "./failures";
-import { errorBodyText, scrubDetail } from "./model-error";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
-import { DEFAULT_RETRY_POLICY, withRetries, type AttemptFailure } from "./retry";
+import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-5-mini";

@@ -173,7 +173,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
 
   // ---- interactivity ------------------------------------------------------
   /** The run's summary when `userId` may decide in it; otherwise the refusal is sent and null returned. */
-  const deciderSummary = async (runId: string, userId: string, reply: (text: string) => Promise<unknown>) => {
+  const deciderSummary = async (runId: string, userId: string, reply: (text: string) => unknown) => {
     const summary = await summaryOf(env, runId);
     if (!summary) {
       await reply(GONE_TEXT);
@@ -237,9 +237,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    const summary = await summaryOf(env, metadata.run_id);
-    if (!summary) return later(GONE_TEXT);
-    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    if (!(await deciderSummary(metadata.run_id, user, later))) return "";
     const typed = modalText(payload.view.state.values);
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
@@ -262,9 +260,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    const summary = await summaryOf(env, metadata.run_id);
-    if (!summary) return later(GONE_TEXT);
-    if (!mayDecide(user, summary.user_id, config.SLACK_APPROVERS)) return later(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    if (!(await deciderSummary(metadata.run_id, user, later))) return "";
     const answer = await runStubFor(env, metadata.run_id).answerInput(
       metadata.tool_call_id,
       modalText(payload.view.state.values),
