@@ -237,3 +237,36 @@ export const GOALS: Goal[] = [
     ],
   },
 ];
+
+/** A figure the benchmark reports for which no issue sets a goal: printed beside the goals, with no verdict. */
+export interface Figure {
+  figure: string;
+  judged: string;
+  evaluate(results: BenchResults): { where: string; measured: string }[];
+}
+
+const pcts = (sorted: readonly number[]) =>
+  `p50 ${fmt(percentile(sorted, 50))} ms, p99 ${fmt(percentile(sorted, 99))} ms (${sorted.length} samples)`;
+
+export const FIGURES: Figure[] = [
+  {
+    figure: "Slack: request → acknowledgement (app_mention)",
+    judged: "phase 8, signed request sent → its response",
+    evaluate: ({ slack }) => [{ where: "wrangler dev", measured: pcts(slack.ack) }],
+  },
+  {
+    figure: "Slack: event → first Slack Web API call",
+    judged: "phase 8, signed request sent → the call's arrival at the stand-in",
+    evaluate: ({ slack }) => [{ where: "wrangler dev", measured: pcts(slack.firstCall) }],
+  },
+  {
+    figure: "Slack: click → chat.update of the approval",
+    judged: "phase 8, signed approve click sent → the update's arrival at the stand-in",
+    evaluate: ({ slack }) => [{ where: "wrangler dev", measured: pcts(slack.clickToUpdate) }],
+  },
+  {
+    figure: "console: event appended → visible in the page",
+    judged: "phase 9, append request sent → its <li> in the timeline's DOM",
+    evaluate: ({ console: c }) => [{ where: "wrangler dev", measured: c.kind === "measured" ? pcts(c.visible) : `skipped: ${c.reason}` }],
+  },
+];

@@ -1,7 +1,7 @@
 // The benchmark's report: every phase's figures as tables, the server CPU per
 // 1,000 delivered events beside the raw floor's, and the goals (goals.ts).
 import { cpus } from "node:os";
-import { GOAL_SERVER_CPU_RATIO, GOALS } from "./goals";
+import { FIGURES, GOAL_SERVER_CPU_RATIO, GOALS } from "./goals";
 import { percentile, sortedCopy } from "./http-client";
 import type { ProcessMemory } from "./phases/memory";
 import { type BenchResults, type CpuSource, cpuSourceLabel, latencyKey, serverCpuMsPer1000Delivered, serverCpuRatio } from "./results";
@@ -20,6 +20,11 @@ import {
   MS_PER_SECOND,
   POOL_CAPACITY,
   QUICK,
+  SLACK_SAMPLES,
+  SLACK_WARMUP,
+  CONSOLE_INTERVAL_MS,
+  CONSOLE_SAMPLES,
+  CONSOLE_WARMUP,
   REPLAY_EVENTS,
   REPLAY_REPEATS,
   ROUND_TRIPS_BEFORE,
@@ -54,7 +59,8 @@ function table(rows: string[][]): string {
     .replace(/^/gm, "   ");
 }
 
-export function report({ paths, memory, approvals, pool, line, load }: BenchResults): string {
+export function report(results: BenchResults): string {
+  const { paths, memory, approvals, pool, line, load } = results;
   const out: string[] = [];
   out.push("");
   out.push(
@@ -317,12 +323,18 @@ export function report({ paths, memory, approvals, pool, line, load }: BenchResu
   out.push(table(cpuRows));
   out.push("");
 
-  out.push("8. Goals");
+  out.push(...slackAndConsole(results));
+
+  out.push('10. Goals (and, marked "no goal", the figures no issue sets a goal for)');
   const goalRows = [["figure", "goal", "judged on", "where", "measured", ""]];
   for (const goal of GOALS) {
-    for (const verdict of goal.evaluate({ paths, memory, approvals, pool, line, load })) {
+    for (const verdict of goal.evaluate(results)) {
       goalRows.push([goal.figure, goal.goal, goal.judged, verdict.where, verdict.measured, met(verdict.met)]);
     }
+  }
+  for (const figure of FIGURES) {
+    for (const { where, measured } of figure.evaluate(results))
+      goalRows.push([figure.figure, "no goal", figure.judged, where, measured, "-"]);
   }
   out.push(table(goalRows));
   out.push(
@@ -330,4 +342,40 @@ export function report({ paths, memory, approvals, pool, line, load }: BenchResu
       `${pl.executions.get("not_executed/storage_unavailable") ?? 0} of ${pl.runs} calls here.)`,
   );
   return `${out.join("\n")}\n`;
+}
+
+/** "p50 1.2, p99 3.4, max 5.6" over sorted samples, ms. */
+const spread = (sorted: readonly number[]) =>
+  `${fmt(percentile(sorted, 50), 2)}  ${fmt(percentile(sorted, 99), 2)}  ${fmt(sorted.at(-1) ?? Number.NaN, 2)}  ${sorted.length}`;
+
+/** Sections 8 (Slack, issue 10) and 9 (console, issue 13). */
+function slackAndConsole({ slack, console: c }: BenchResults): string[] {
+  const out: string[] = [];
+  out.push(
+    `8. Slack (issue 10): ${SLACK_SAMPLES} signed app_mention runs after ${SLACK_WARMUP} warm-up, one at a time, each with one ` +
+      `${CREATE_DASHBOARD} approved by a signed click; Slack Web API stand-in in this process; wrangler dev's port (ms)`,
+  );
+  const rows = [["figure", "p50", "p99", "max", "samples"]];
+  const row = (figure: string, sorted: readonly number[]) => rows.push([figure, ...spread(sorted).split("  ")]);
+  row("request → acknowledgement (app_mention)", slack.ack);
+  row(`event → first Web API call at the stand-in (${counts(slack.firstMethods)})`, slack.firstCall);
+  row("click (approval_approve) → its response", slack.clickAck);
+  row("click (approval_approve) → chat.update of the approval at the stand-in", slack.clickToUpdate);
+  out.push(table(rows));
+  out.push("");
+  if (c.kind === "skipped") {
+    out.push(`9. Console (issue 13): skipped: ${c.reason}`);
+  } else {
+    out.push(
+      `9. Console (issue 13): ${CONSOLE_SAMPLES} assistant_message events after ${CONSOLE_WARMUP} warm-up, one at a time (then ` +
+        `${CONSOLE_INTERVAL_MS} ms), appended to a running run whose timeline page is open in headless Chromium; append request sent → ` +
+        `the event's <li> in the page's DOM (MutationObserver, page clock shifted by the measured offset, ±${fmt(c.clockUncertaintyMs, 2)} ms) (ms)`,
+    );
+    const consoleRows = [["figure", "p50", "p99", "max", "samples"]];
+    consoleRows.push(["event appended → visible in the page", ...spread(c.visible).split("  ")]);
+    consoleRows.push(["append request round trip", ...spread(c.appendRtt).split("  ")]);
+    out.push(table(consoleRows));
+  }
+  out.push("");
+  return out;
 }

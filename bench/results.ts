@@ -1,10 +1,12 @@
 // What one benchmark run measured, as the report and the goals read it, and
 // the figures derived from it (ratios, CPU per 1,000 delivered events).
 import type { ApprovalLatency } from "./phases/approvals";
+import type { ConsoleLatency } from "./phases/console";
 import type { Latency } from "./phases/latency";
 import type { Memory } from "./phases/memory";
 import type { PoolLoad } from "./phases/pool-load";
 import type { Replay } from "./phases/replay";
+import type { SlackLatency } from "./phases/slack";
 import type { StorageLine } from "./phases/storage-line";
 import type { Throughput } from "./phases/throughput";
 import { engine, rawFloor, type Target } from "./targets";
@@ -24,6 +26,8 @@ export interface BenchResults {
   approvals: ApprovalLatency[];
   pool: PoolLoad;
   line: StorageLine;
+  slack: SlackLatency;
+  console: ConsoleLatency;
   load: { before: string; after: string };
 }
 

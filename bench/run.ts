@@ -45,7 +45,15 @@
 //      acquire and D1 statement (bench seams), and the counted round trips.
 //   7. server CPU time (both workerd processes) per 1,000 delivered events,
 //      engine beside raw floor, from phases 1 and 2 (goal: within 1.3x).
-//   8. the goals (bench/goals.ts: figure, goal, how it is judged), met or not.
+//   8. Slack (issue 10, phases/slack.ts): signed app_mention runs, one at a
+//      time, each approved by a signed click, against the Slack Web API
+//      stand-in; p50/p99 of request → acknowledgement, event → first Web API
+//      call at the stand-in, and click → that approval message's chat.update.
+//   9. console (issue 13, phases/console.ts): headless Chromium on a run's
+//      timeline page; p50/p99 from just before an append request to the
+//      event's entry in the page's DOM (skipped without /usr/bin/chromium).
+//   10. the goals (bench/goals.ts: figure, goal, how it is judged), met or not,
+//      and the figures no issue sets a goal for.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -64,10 +72,12 @@
 import { readFileSync } from "node:fs";
 import { type Client, log } from "./http-client";
 import { approvalPhase } from "./phases/approvals";
+import { consolePhase } from "./phases/console";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
 import { prepareReplayRun, replayPhase } from "./phases/replay";
+import { slackPhase } from "./phases/slack";
 import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
 import { report } from "./report";
@@ -130,7 +140,20 @@ async function main(): Promise<void> {
   const approvals = await approvalPhase(approvalMcp);
   const poolLoad = await poolPhase(approvalMcp, demo.baseUrl);
   const line = await storageLinePhase(approvalMcp, demo.baseUrl);
-  process.stdout.write(report({ paths, memory, approvals, pool: poolLoad, line, load: { before: loadBefore, after: loadAverage() } }));
+  const slack = await slackPhase(demo.url);
+  const consoleLatency = await consolePhase();
+  process.stdout.write(
+    report({
+      paths,
+      memory,
+      approvals,
+      pool: poolLoad,
+      line,
+      slack,
+      console: consoleLatency,
+      load: { before: loadBefore, after: loadAverage() },
+    }),
+  );
 }
 
 /** The 1-minute load average: how busy the shared machine was, printed with the figures. */

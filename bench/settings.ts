@@ -99,6 +99,15 @@ export const TRIP_WARMUP = count(3, 1);
 export const GOAL_ROUND_TRIPS = 4;
 /** Before issue 11: intent, prior-outcome check and checkpoint, each acquire + D1 + an awaited release (the issue's count). */
 export const ROUND_TRIPS_BEFORE = 9;
+/** Phase 8 (Slack, issue 10): timed Slack-started runs, one at a time, and discarded warm-up runs before them. */
+export const SLACK_SAMPLES = count(100, 5);
+export const SLACK_WARMUP = count(5, 1);
+/** Phase 9 (console, issue 13): timed events, discarded warm-up events, and the pause after each is shown, ms. */
+export const CONSOLE_SAMPLES = count(200, 10);
+export const CONSOLE_WARMUP = count(10, 2);
+export const CONSOLE_INTERVAL_MS = 20;
+/** Phase 9: round trips to the page to measure its clock's offset from this process's; the shortest is used. */
+export const CONSOLE_CLOCK_PROBES = 20;
 /** Error messages in the report are cut to this length. */
 export const ERROR_TEXT_CHARS = 160;
 

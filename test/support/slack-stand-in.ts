@@ -40,7 +40,15 @@ export interface SlackStandIn {
 const JSON_FIELDS = new Set(["blocks", "view", "attachments", "metadata"]);
 const WAIT_POLL_MS = 20;
 
-export async function startSlackStandIn(options: { botToken?: string; port?: number; quiet?: boolean } = {}): Promise<SlackStandIn> {
+export interface SlackStandInOptions {
+  botToken?: string;
+  port?: number;
+  quiet?: boolean;
+  /** Called as each Web API call is recorded, before it is answered (the benchmark times arrivals here). */
+  onCall?: (call: RecordedCall) => void;
+}
+
+export async function startSlackStandIn(options: SlackStandInOptions = {}): Promise<SlackStandIn> {
   const calls: RecordedCall[] = [];
   const faults: Fault[] = [];
   const refused = new Map<string, string>();
@@ -135,6 +143,7 @@ export async function startSlackStandIn(options: { botToken?: string; port?: num
     const params = parseForm(body, req.headers["content-type"]);
     const record: RecordedCall = { seq: ++seq, method, params, at: Date.now(), answered: "ok" };
     calls.push(record);
+    options.onCall?.(record);
     const fault = faults.shift();
     if (fault?.kind === "hang") {
       record.answered = "hang";
