@@ -406,14 +406,7 @@ export function advanceAdmission(calls: ToolCall[], turn: number, counters: RunC
     if (call.state !== "awaiting_admission") break; // an earlier call is still waiting or in flight
     if (call.mutating && (counters.used[call.tool_name] ?? 0) >= (limits.budget[call.tool_name] ?? 0)) {
       effects.push(
-        ...finish(
-          calls,
-          call,
-          now,
-          true,
-          { execution_status: "not_executed", reason: "budget_exhausted" },
-          "Not executed: this tool's mutation budget for the run is used up.",
-        ),
+        ...endApprovedUnsent(calls, call, now, "budget_exhausted", "Not executed: this tool's mutation budget for the run is used up."),
       );
       continue;
     }
@@ -436,27 +429,9 @@ function sweepWaiting(calls: ToolCall[], turn: number, counters: RunCounters, li
   for (const call of turnCalls(calls, turn)) {
     if (call.state !== "awaiting_admission") continue;
     if (counters.admitted >= limits.ceiling) {
-      effects.push(
-        ...finish(
-          calls,
-          call,
-          now,
-          true,
-          { execution_status: "not_executed", reason: "call_ceiling" },
-          "Not executed: the run reached its tool call ceiling.",
-        ),
-      );
+      effects.push(...endApprovedUnsent(calls, call, now, "call_ceiling", "Not executed: the run reached its tool call ceiling."));
     } else if (now >= call.admission_deadline) {
-      effects.push(
-        ...finish(
-          calls,
-          call,
-          now,
-          true,
-          { execution_status: "not_executed", reason: "expired" },
-          "Not executed: it waited too long for its turn to run.",
-        ),
-      );
+      effects.push(...endApprovedUnsent(calls, call, now, "expired", "Not executed: it waited too long for its turn to run."));
     }
   }
   return effects;
@@ -617,6 +592,17 @@ interface ExecutionFields {
  * approved mutation that ends here without having been sent settles its row
  * not_executed; a dispatched one's row belongs to the dispatch pipeline.
  */
+/** An approved call that ends without being sent (budget, ceiling, admission deadline): not_executed, approved true. */
+function endApprovedUnsent(
+  calls: ToolCall[],
+  call: Exclude<ToolCall, Done>,
+  now: number,
+  reason: NotExecutedReason,
+  message: string,
+): Effect[] {
+  return finish(calls, call, now, true, { execution_status: "not_executed", reason }, message);
+}
+
 function finish(
   calls: ToolCall[],
   call: Exclude<ToolCall, Done>,

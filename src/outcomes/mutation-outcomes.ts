@@ -226,10 +226,17 @@ export async function markDispatched(db: OutcomeDb, mutationId: string): Promise
     )
     .bind(mutationId)
     .first<MutationOutcomeRow>();
-  if (row) return { ok: true, row };
+  const refused = row ? null : await refusedCheckpoint(db, mutationId);
+  return row ? { ok: true, row } : (refused ?? { ok: false, error: "not_found" });
+}
+
+/** Why a checkpoint statement changed nothing: the row is missing (null) or not unresolved & undispatched. */
+async function refusedCheckpoint(
+  db: OutcomeDb,
+  mutationId: string,
+): Promise<{ ok: false; error: "not_checkpointable"; row: MutationOutcomeRow } | null> {
   const current = await getOutcome(db, mutationId);
-  if (!current) return { ok: false, error: "not_found" };
-  return { ok: false, error: "not_checkpointable", row: current };
+  return current ? { ok: false, error: "not_checkpointable", row: current } : null;
 }
 
 export type GuardedCheckpointResult =
@@ -272,9 +279,10 @@ export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: strin
     .bind(mutationId)
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
-  const current = await getOutcome(db, mutationId);
-  if (!current) return { ok: false, error: "not_found" };
-  if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
+  const refused = await refusedCheckpoint(db, mutationId);
+  if (!refused) return { ok: false, error: "not_found" };
+  const current = refused.row;
+  if (current.state !== "unresolved" || current.dispatched !== 0) return refused;
   return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 
