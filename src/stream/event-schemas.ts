@@ -138,8 +138,7 @@ export type RunEvent = z.output<typeof runEventSchema>;
 
 /**
  * The lifecycle events a fixture keeps, and the fields it keeps of them
- * (test/support/approval-execution-fixtures.ts makes them; the fixture test
- * holds the two to each other). Times, texts, questions and arguments are left out.
+ * (test/support/approval-execution-fixtures.ts selects with these same lists). Times, texts, questions and arguments are left out.
  */
 export const PROJECTION_EVENT_TYPES = [
   "tool_started",

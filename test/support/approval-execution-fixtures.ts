@@ -6,44 +6,16 @@
 // fields selected; gaps left where other events were omitted) and the
 // generator that runs the examples against a served Worker.
 import { EngineClient, type ScriptTurn } from "../../src/client";
+import { PROJECTION_EVENT_TYPES, PROJECTION_FIELDS } from "../../src/stream/event-schemas";
 
 export const FIXTURE_SCHEMA = "approved_execution_v2_fixtures/v1";
 
-/** Events a consumer of the approval lifecycle reads; the others leave sequence gaps. */
-const LIFECYCLE_TYPES = new Set([
-  "tool_started",
-  "approval_requested",
-  "approval_resolved",
-  "tool_execution_started",
-  "human_input_requested",
-  "human_input_received",
-  "tool_execution",
-  "tool_completed",
-  "run_completed",
-  "run_failed",
-]);
-
-/** Fields kept on each event, in this order; times, texts and arguments are left out. */
-const LIFECYCLE_FIELDS = [
-  "protocol_version",
-  "sequence",
-  "run_id",
-  "channel_id",
-  "type",
-  "tool_name",
-  "tool_call_id",
-  "approval_id",
-  "approval_required",
-  "level",
-  "decision",
-  "execution_status",
-  "reason",
-  "result",
-  "error",
-  "mutation_id",
-  "approved",
-  "tool_calls",
-] as const;
+/**
+ * The events a consumer of the approval lifecycle reads (the others leave sequence gaps) and the
+ * fields kept of them, in this order: declared once, beside the projection's schema.
+ */
+const LIFECYCLE_TYPES: ReadonlySet<string> = new Set(PROJECTION_EVENT_TYPES);
+const LIFECYCLE_FIELDS = PROJECTION_FIELDS;
 
 type Json = Record<string, any>;
 

@@ -155,6 +155,22 @@ describe("event → posts", () => {
     ]);
     expect(JSON.stringify(failed)).toContain("tool_error");
   });
+
+  it("a human__ask question is posted with its input_answer button and updated in place to say who answered", () => {
+    const items = play([
+      { type: "tool_started", tool_name: "human__ask", tool_call_id: "q1", approval_required: false },
+      { type: "human_input_requested", tool_call_id: "q1", question: "Which channel?", expires_at: "2026-01-01T00:00:00Z" },
+      { type: "human_input_received", tool_call_id: "q1", answered_by: "slack:U7" },
+    ]);
+    expect(items.map((i) => i.kind)).toEqual(["post", "update"]);
+    const [asked, answered] = items;
+    if (asked?.kind !== "post" || answered?.kind !== "update") throw new Error("expected a post, then its update");
+    expect(JSON.stringify(asked)).toContain("Which channel?");
+    expect(JSON.stringify(asked)).toContain('"action_id":"input_answer"');
+    expect(answered.ref).toBe(asked.key);
+    expect(JSON.stringify(answered)).toContain("<@U7>");
+    expect(JSON.stringify(answered)).not.toContain("input_answer");
+  });
 });
 
 describe("which events start runs", () => {
