@@ -6,7 +6,7 @@
 // a signed request once the approval is pending. Ctrl-C stops everything.
 import { randomBytes } from "node:crypto";
 import { startDemoMcpProcess } from "../test/support/demo-mcp-process";
-import { eventEnvelope, postSlackEvent, postSlackInteraction } from "../test/support/slack-signing";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction } from "../test/support/slack-signing";
 import { startSlackStandIn } from "../test/support/slack-stand-in";
 import { startWorkerServer } from "../test/support/worker-server";
 
@@ -63,25 +63,16 @@ while (!approval) {
   if (!approval) await new Promise((r) => setTimeout(r, POLL_MS));
 }
 console.log(`Approval ${approval.approval_id} is pending; clicking "Approve" as <@${PERSON}> with a signed block_actions request…`);
-await postSlackInteraction(`${worker.url}/slack/interactivity`, SECRET, {
-  type: "block_actions",
-  user: { id: PERSON, username: "demo", name: "demo", team_id: "T0001" },
-  api_app_id: "A0001",
-  token: "legacy",
-  trigger_id: "demo-trigger",
-  team: { id: "T0001", domain: "demo" },
-  channel: { id: CHANNEL, name: "demo" },
-  message: { type: "message", ts, thread_ts: ts, text: "approval" },
-  actions: [
-    {
-      type: "button",
-      action_id: "approval_approve",
-      block_id: "b",
-      value: JSON.stringify({ run_id: receipt.run_id, approval_id: approval.approval_id, level: "approve" }),
-      text: { type: "plain_text", text: "Approve" },
-      action_ts: "1",
-    },
-  ],
-});
+await postSlackInteraction(
+  `${worker.url}/slack/interactivity`,
+  SECRET,
+  blockActionsPayload({
+    actionId: "approval_approve",
+    user: PERSON,
+    channel: CHANNEL,
+    value: JSON.stringify({ run_id: receipt.run_id, approval_id: approval.approval_id, level: "approve" }),
+    triggerId: "demo-trigger",
+  }),
+);
 console.log(`Done. Events: curl -N -H 'authorization: Bearer ${worker.token}' ${worker.url}/api/runs/${receipt.run_id}/events`);
 console.log(`Slack calls so far: ${slack.url}/_calls  (Ctrl-C to stop)`);

@@ -5,7 +5,7 @@
 // SLACK_API_BASE_URL pointing at the stand-in (test/support/slack-stand-in.ts,
 // in this process), the demo MCP server executing what a click approves.
 import { performance } from "node:perf_hooks";
-import { eventEnvelope, postSlackEvent, postSlackInteraction } from "../../test/support/slack-signing";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction } from "../../test/support/slack-signing";
 import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../../test/support/slack-stand-in";
 import { type Client, log, range, sleep, sortedCopy, Waiter } from "../http-client";
 import { withServer } from "../servers";
@@ -50,27 +50,14 @@ const mentionText = (title: string) =>
   })}\n\`\`\``;
 
 function clickPayload(channel: string, value: string, n: number): Record<string, unknown> {
-  return {
-    type: "block_actions",
-    user: { id: APPROVER, username: APPROVER, name: APPROVER, team_id: "T0001" },
-    api_app_id: "A0001",
-    token: "legacy",
-    container: { type: "message", message_ts: "1.000001", channel_id: channel, is_ephemeral: false },
-    trigger_id: `bench-trigger-${n}`,
-    team: { id: "T0001", domain: "bench" },
-    channel: { id: channel, name: "bench" },
-    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: BOT, bot_id: "B0001" },
-    actions: [
-      {
-        type: "button",
-        action_id: "approval_approve",
-        block_id: "b",
-        value,
-        text: { type: "plain_text", text: "Approve" },
-        action_ts: "1",
-      },
-    ],
-  };
+  return blockActionsPayload({
+    actionId: "approval_approve",
+    user: APPROVER,
+    channel,
+    value,
+    triggerId: `bench-trigger-${n}`,
+    botUserId: BOT,
+  });
 }
 
 /**

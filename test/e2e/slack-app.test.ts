@@ -5,7 +5,7 @@
 // What the run posts (the outbox) is wired into the RunObject separately.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { e2eVars } from "./global-setup";
-import { eventEnvelope, postSlackEvent, postSlackInteraction, signedPost } from "../support/slack-signing";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, signedPost } from "../support/slack-signing";
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 
@@ -93,27 +93,15 @@ async function pendingApproval(runId: string) {
 }
 
 function click(actionId: string, user: string, value: unknown) {
-  return postSlackInteraction(interactivityUrl(), SECRET, {
-    type: "block_actions",
-    user: { id: user, username: user, name: user, team_id: "T0001" },
-    api_app_id: "A0001",
-    token: "legacy",
-    container: { type: "message", message_ts: "1.000001", channel_id: CHANNEL, is_ephemeral: false },
-    trigger_id: `trigger-${++counter}`,
-    team: { id: "T0001", domain: "test" },
-    channel: { id: CHANNEL, name: "ops" },
-    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: BOT, bot_id: "B0001" },
-    actions: [
-      {
-        type: "button",
-        action_id: actionId,
-        block_id: "b",
-        value: JSON.stringify(value),
-        text: { type: "plain_text", text: "x" },
-        action_ts: "1",
-      },
-    ],
+  const payload = blockActionsPayload({
+    actionId,
+    user,
+    channel: CHANNEL,
+    value: JSON.stringify(value),
+    triggerId: `trigger-${++counter}`,
+    botUserId: BOT,
   });
+  return postSlackInteraction(interactivityUrl(), SECRET, payload);
 }
 
 function submit(callbackId: string, user: string, privateMetadata: string, text: string) {

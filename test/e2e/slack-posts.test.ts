@@ -6,7 +6,7 @@
 // through config, so no test waits for a production default.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
-import { eventEnvelope, postSlackEvent, postSlackInteraction } from "../support/slack-signing";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction } from "../support/slack-signing";
 import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
@@ -77,27 +77,15 @@ const delivered = (calls: RecordedCall[]) => calls.filter((c) => c.answered === 
 const texts = (calls: RecordedCall[]) => delivered(calls).map((c) => `${c.method}:${String(c.params.text ?? c.params.name ?? "")}`);
 
 function click(actionId: string, user: string, value: unknown) {
-  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, {
-    type: "block_actions",
-    user: { id: user, username: user, name: user, team_id: "T0001" },
-    api_app_id: "A0001",
-    token: "legacy",
-    container: { type: "message", message_ts: "1.000001", channel_id: CHANNEL, is_ephemeral: false },
-    trigger_id: `trigger-${++counter}`,
-    team: { id: "T0001", domain: "test" },
-    channel: { id: CHANNEL, name: "ops" },
-    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: BOT, bot_id: "B0001" },
-    actions: [
-      {
-        type: "button",
-        action_id: actionId,
-        block_id: "b",
-        value: JSON.stringify(value),
-        text: { type: "plain_text", text: "x" },
-        action_ts: "1",
-      },
-    ],
+  const payload = blockActionsPayload({
+    actionId,
+    user,
+    channel: CHANNEL,
+    value: JSON.stringify(value),
+    triggerId: `trigger-${++counter}`,
+    botUserId: BOT,
   });
+  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
 }
 
 const CREATE = "mcp__demo__create_dashboard";

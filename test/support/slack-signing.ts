@@ -66,3 +66,30 @@ export function eventEnvelope(event: Record<string, unknown>, eventId: string, b
     is_ext_shared_channel: false,
   };
 }
+
+export interface ButtonClick {
+  actionId: string;
+  user: string;
+  channel: string;
+  /** The button's value as the app rendered it (a string, read back by the app). */
+  value: string;
+  triggerId: string;
+  botUserId?: string;
+}
+
+/** A block_actions interaction payload as Slack sends it for one button click on a message in a thread. */
+export function blockActionsPayload(click: ButtonClick): Record<string, unknown> {
+  const { actionId, user, channel, value, triggerId, botUserId = "UBOT0001" } = click;
+  return {
+    type: "block_actions",
+    user: { id: user, username: user, name: user, team_id: "T0001" },
+    api_app_id: "A0001",
+    token: "legacy",
+    container: { type: "message", message_ts: "1.000001", channel_id: channel, is_ephemeral: false },
+    trigger_id: triggerId,
+    team: { id: "T0001", domain: "test" },
+    channel: { id: channel, name: "ops" },
+    message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: botUserId, bot_id: "B0001" },
+    actions: [{ type: "button", action_id: actionId, block_id: "b", value, text: { type: "plain_text", text: "x" }, action_ts: "1" }],
+  };
+}
