@@ -7,7 +7,8 @@
 // bound, until the test releases it. `release` then lets the held statements
 // run one after another in arrival order (the lock passing from one waiter to
 // the next), or all at once (`together`: different rows, no shared lock), and
-// resolves once the last one has finished in D1. `fail` makes a statement
+// resolves once the last one has finished in D1; a statement that arrives while
+// that queue drains waits at its end (the lock is still being passed on). `fail` makes a statement
 // throw as a D1 error would; `discard` ends held statements with an error.
 //
 // `installIn(stub)` puts it in front of a run's D1 with
@@ -92,6 +93,8 @@ export class StorageSeam implements OutcomeDb {
   readonly #db: OutcomeDb;
   #rules: Rule[] = [];
   readonly #held: Held[] = [];
+  /** The last statement of a serial release still draining (the session lock passed on), if any. */
+  #lockTail: SeamEntry | undefined;
   /** Every statement that went through the seam, in arrival order. */
   readonly log: SeamEntry[] = [];
 
@@ -157,6 +160,8 @@ export class StorageSeam implements OutcomeDb {
       previous = h.entry;
       releasing.push(h.entry);
     }
+    // One lock passed on: a statement arriving while the queue drains waits behind its last one.
+    if (!options.together && previous) this.#lockTail = previous;
     return (async () => {
       while (releasing.some((e) => e.status === "held" || e.status === "running")) await pause();
     })();
@@ -199,6 +204,12 @@ export class StorageSeam implements OutcomeDb {
     if (rule) rule.remaining -= 1;
     const entry: SeamEntry = { kind, query, values, action: rule?.action ?? "pass", status: "running", at: Date.now() };
     this.log.push(entry);
+    const tail = this.#lockTail;
+    if (!rule && kind !== "other" && tail && (tail.status === "held" || tail.status === "running")) {
+      // The backend's lock is still being passed along the released queue: this statement joins its end.
+      this.#lockTail = entry;
+      while (tail.status === "held" || tail.status === "running") await pause();
+    }
     if (rule?.action === "fail") {
       entry.status = "failed";
       throw new StorageSeamError(`injected failure of the ${kind} statement`);
