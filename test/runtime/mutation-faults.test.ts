@@ -589,9 +589,12 @@ describe("the storage pool", () => {
     await poolIdle();
   }, 60_000);
 
-  it("40 approvals at once against healthy storage: every call executes exactly once, none is refused, in_use never above 16", async () => {
+  it("24 approvals at once against healthy storage (more than the 16 slots): every call executes exactly once, none is refused, in_use never above 16", async () => {
     await poolIdle();
-    const RUNS = 40;
+    // Past the 16 slots, so callers wait in line; not so many that local D1, which runs one statement at a
+    // time on two loaded cores, needs longer than this project's short 300 ms bound to serve them all (the
+    // bench's phase 6 runs 200 against the production bound).
+    const RUNS = 24;
     const runs = await Promise.all(
       Array.from({ length: RUNS }, async (_, i) => {
         const { title, channel } = fresh(`healthy-${i}`);
