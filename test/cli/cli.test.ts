@@ -43,6 +43,14 @@ function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessE
   return env;
 }
 
+/**
+ * The environment of a person's terminal: ora (through is-interactive) draws no spinner when `CI` is
+ * set or `TERM` is `dumb`, as it should in a CI log, so the pty tests take both out of the picture.
+ */
+function terminalEnv(): NodeJS.ProcessEnv {
+  return cliEnv({ CI: undefined, TERM: "xterm-256color" });
+}
+
 interface Finished {
   code: number | null;
   stdout: string;
@@ -205,7 +213,7 @@ describe("approved-exec against the engine", () => {
       { tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-1", chart: "p99", threshold: 250 } }] },
       { text: "Both done." },
     ]);
-    const term = spawnInPty(process.execPath, [BIN, "trigger", "set it up", "--watch", "--script", script], cliEnv(), PROJECT_ROOT);
+    const term = spawnInPty(process.execPath, [BIN, "trigger", "set it up", "--watch", "--script", script], terminalEnv(), PROJECT_ROOT);
     try {
       const firstPrompt = await term.waitFor("approve? [y/N]", RUN_TIMEOUT_MS);
       // The approval line above the prompt shows the arguments, redacted by the engine.
@@ -302,7 +310,7 @@ describe("approved-exec against the engine", () => {
     expect(mistyped.code).toBe(1);
     expect(mistyped.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
 
-    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId, "--as", "ops:dana"], cliEnv(), PROJECT_ROOT);
+    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId, "--as", "ops:dana"], terminalEnv(), PROJECT_ROOT);
     try {
       await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS);
       term.type(`${ALERT}\n`);
