@@ -267,6 +267,36 @@ describe("the write-ahead checkpoint", () => {
     expect(await demo.count(title)).toBe(0);
   });
 
+  it("held: the attached stream keeps getting sequenced heartbeats while the run is blocked on storage", async () => {
+    const { title, channel } = fresh("heartbeat-checkpoint");
+    const runId = await startRun(title, channel);
+    const seam = newSeam().stall("checkpoint").stall("settlement");
+    await installSeam(runId, seam);
+    // Attached before the approval, so the run has someone to keep alive while it waits on D1.
+    const live = new SseReader(await openEvents(runId));
+    const approvalId = await pendingApproval(runId);
+    await approve(runId, approvalId);
+
+    const events = (await live.readToEnd()).map((e: EventSourceMessage) => JSON.parse(e.data));
+    const started = events.findIndex((e) => e.type === "tool_execution_started");
+    const ended = events.findIndex((e) => e.type === "tool_execution");
+    expect(started).toBeGreaterThan(0);
+    expect(ended).toBeGreaterThan(started);
+    // Blocked on the held checkpoint for STORAGE_WAIT_MS (300 ms) at a 100 ms heartbeat interval:
+    // only heartbeats, at least one, in between; the sequence stays contiguous through them.
+    const blocked = events.slice(started + 1, ended);
+    expect(blocked.length).toBeGreaterThanOrEqual(1);
+    expect(blocked.every((e) => e.type === "heartbeat")).toBe(true);
+    expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));
+    expect(seam.held("checkpoint")).toHaveLength(1);
+    const exec = execution(events);
+    expect(exec).toMatchObject({ execution_status: "not_executed", reason: "storage_unavailable" });
+    expect(await demo.count(title)).toBe(0);
+    // The hold lifts: the late statements land and give their pool slots back before the next test.
+    await seam.release();
+    await expect.poll(async () => (await mutation(exec.mutation_id)).state, { timeout: 3_000, interval: 25 }).toBe("not_executed");
+  });
+
   it("failing (D1 error): not_executed(storage_unavailable) at once, nothing sent, row not_executed", async () => {
     const { title, channel } = fresh("failed-checkpoint");
     const runId = await startRun(title, channel);

@@ -168,11 +168,14 @@ export class StorageSeam implements OutcomeDb {
   }
 
   /**
-   * Ends every held statement with an error, without running it: for a run
-   * object that went away (aborted) while they were held, so nothing keeps
-   * polling on its behalf.
+   * Ends every held statement with an error, without running it, and drops
+   * every rule: for a run object that went away (aborted) while they were
+   * held, and after each test, so nothing keeps polling on its behalf and a
+   * retry of a discarded statement (the ledger re-settles a row) reaches D1
+   * instead of being held again with its pool slot.
    */
   discard(): void {
+    this.#rules = [];
     for (const h of this.#held.splice(0)) h.discarded = true;
   }
 
@@ -220,7 +223,10 @@ export class StorageSeam implements OutcomeDb {
       this.#held.push(held);
       // Polled here, in the caller's own context (see the top of the file).
       while (!held.released || held.after?.status === "held" || held.after?.status === "running") {
-        if (held.discarded) throw new StorageSeamError(`the held ${kind} statement was discarded`);
+        if (held.discarded) {
+          entry.status = "failed";
+          throw new StorageSeamError(`the held ${kind} statement was discarded`);
+        }
         await pause();
       }
       this.#held.splice(this.#held.indexOf(held), 1);
