@@ -3,7 +3,7 @@
 // page, which read GET /api/runs, /api/approvals and /api/inputs. They need
 // the run index filled by each run's object (src/listings/run-index.ts).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Page } from "playwright-core";
+import type { Page, Response as PageResponse } from "playwright-core";
 import { EngineClient, type ScriptTurn } from "../../src/client";
 import { type ConsoleBrowser, type ConsoleStack, launchConsoleBrowser, signIn, startConsoleStack } from "../support/console-browser";
 
@@ -28,6 +28,9 @@ async function dashboards(): Promise<string[]> {
   const state = (await (await fetch(`${stack.demo.baseUrl}/control/state`)).json()) as { dashboards: { title: string }[] };
   return state.dashboards.map((d) => d.title);
 }
+
+/** A response of the approvals inbox's listing poll. */
+const listing = (res: PageResponse) => res.url().includes("/api/approvals?");
 
 async function approvalIdOf(runId: string): Promise<string> {
   const end = Date.now() + UI_TIMEOUT_MS;
@@ -83,7 +86,7 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     expect(await dashboards()).toContain(title);
   });
 
-  it("denies from the inbox; the approval leaves it and nothing runs", async () => {
+  it("denies from the inbox; the decided item stays in this view, a fresh inbox no longer lists it, and nothing runs", async () => {
     const runId = await trigger([
       { tool_calls: [{ tool_name: CREATE, tool_call_id: "inbox-2", arguments: { title: "inbox-denied" } }] },
       { text: "ok" },
@@ -92,8 +95,25 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     await page.goto(consoleUrl("#/approvals"));
     const item = page.locator(`li[data-approval-id="${approvalId}"]`);
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    // A listing poll of this page that no longer lists the approval (the index caught up with the decision).
+    const dropped = page.waitForResponse(async (res) => listing(res) && !(await res.text()).includes(approvalId), {
+      timeout: UI_TIMEOUT_MS,
+    });
     await item.getByRole("button", { name: "Deny" }).click();
-    await item.waitFor({ state: "detached", timeout: UI_TIMEOUT_MS });
+    await item.getByText("Decision sent: denied").waitFor({ timeout: UI_TIMEOUT_MS });
+    // The decided item stays in this view with its confirmation after the listing dropped it...
+    await dropped;
+    // The page's next poll (every 2 s): the listing that dropped it has been rendered by then.
+    await page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
+    expect(await item.getByText("Decision sent: denied").isVisible()).toBe(true);
+    // ...and a fresh view of the inbox does not show it.
+    await page.goto(consoleUrl("#/runs"));
+    const fresh = page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
+    await page.goto(consoleUrl("#/approvals"));
+    expect(await (await fresh).text()).not.toContain(approvalId);
+    await page.getByRole("heading", { name: "Approvals waiting" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await expect.poll(() => item.count(), { timeout: UI_TIMEOUT_MS }).toBe(0);
+    expect((await engine.summary(runId)).pending_approvals).toEqual([]);
     expect(await dashboards()).not.toContain("inbox-denied");
   });
 

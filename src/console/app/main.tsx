@@ -86,6 +86,19 @@ function usePolled<T>(path: string): { data?: T; error?: string; reload: () => v
   return { ...state, reload: useCallback(() => setTick((t) => t + 1), []) };
 }
 
+/**
+ * The inboxes' items a person has acted on in this view. The listing drops an
+ * item once its decision reaches the index, which may be before or after the
+ * person has read "Decision sent" and followed the run's link; kept here, the
+ * item stays (with its own confirmation) until the page is left.
+ */
+function useActedOn<T>(listed: T[], keyOf: (item: T) => string): { shown: T[]; actedOn: (item: T) => void } {
+  const [kept, setKept] = useState<T[]>([]);
+  const actedOn = useCallback((item: T) => setKept((k) => (k.some((i) => keyOf(i) === keyOf(item)) ? k : [...k, item])), [keyOf]);
+  const listedKeys = new Set(listed.map(keyOf));
+  return { shown: [...listed, ...kept.filter((i) => !listedKeys.has(keyOf(i)))], actedOn };
+}
+
 // ---- pieces --------------------------------------------------------------------
 
 function ErrorLine({ message }: { message?: string }) {
@@ -483,20 +496,23 @@ interface ApprovalListing {
   }[];
 }
 
+const approvalKey = (a: { approval_id: string }) => a.approval_id;
+
 function ApprovalsPage({ now }: { now: number }) {
   const { data, error, reload } = usePolled<ApprovalListing>("/api/approvals?status=pending&limit=100");
   const pending = (data?.approvals ?? []).filter((a) => secondsLeft(a.expires_at, now) > 0);
+  const { shown, actedOn } = useActedOn(pending, approvalKey);
   return (
     <section aria-labelledby="approvals-title">
       <h2 id="approvals-title">Approvals waiting</h2>
       <ErrorLine message={error} />
-      {data && pending.length === 0 ? (
+      {data && shown.length === 0 ? (
         <p class="empty">
           Nothing waits for approval (the index may lag a moment behind a new request; a run's own page shows it at once).
         </p>
       ) : null}
       <ul class="inbox">
-        {pending.map((a) => (
+        {shown.map((a) => (
           <li key={a.approval_id} class="card" data-approval-id={a.approval_id}>
             <h3>
               <code>{a.tool_name}</code> <span class="level">{a.level === "confirm" ? "confirm by typing the tool name" : "approve"}</span>
@@ -504,7 +520,16 @@ function ApprovalsPage({ now }: { now: number }) {
             <p class="meta">
               <a href={runHref(a.run_id)}>{a.run_id}</a> · channel {a.channel_id} · call {a.tool_call_id}
             </p>
-            <ApprovalForm runId={a.run_id} toolName={a.tool_name} approval={a} now={now} onDone={reload} />
+            <ApprovalForm
+              runId={a.run_id}
+              toolName={a.tool_name}
+              approval={a}
+              now={now}
+              onDone={() => {
+                actedOn(a);
+                reload();
+              }}
+            />
           </li>
         ))}
       </ul>
@@ -516,17 +541,20 @@ interface InputListing {
   inputs: { tool_call_id: string; run_id: string; channel_id: string; question: string; requested_at: string; expires_at: string }[];
 }
 
+const questionKey = (q: { run_id: string; tool_call_id: string }) => `${q.run_id}/${q.tool_call_id}`;
+
 function QuestionsPage({ now }: { now: number }) {
   const { data, error, reload } = usePolled<InputListing>("/api/inputs?status=pending&limit=100");
   const pending = (data?.inputs ?? []).filter((q) => secondsLeft(q.expires_at, now) > 0);
+  const { shown, actedOn } = useActedOn(pending, questionKey);
   return (
     <section aria-labelledby="questions-title">
       <h2 id="questions-title">Questions waiting</h2>
       <ErrorLine message={error} />
-      {data && pending.length === 0 ? <p class="empty">No question waits for an answer.</p> : null}
+      {data && shown.length === 0 ? <p class="empty">No question waits for an answer.</p> : null}
       <ul class="inbox">
-        {pending.map((q) => (
-          <li key={`${q.run_id}/${q.tool_call_id}`} class="card" data-tool-call-id={q.tool_call_id}>
+        {shown.map((q) => (
+          <li key={questionKey(q)} class="card" data-tool-call-id={q.tool_call_id}>
             <p class="meta">
               <a href={runHref(q.run_id)}>{q.run_id}</a> · channel {q.channel_id}
             </p>
@@ -536,7 +564,10 @@ function QuestionsPage({ now }: { now: number }) {
               question={q.question}
               expiresAt={q.expires_at}
               now={now}
-              onDone={reload}
+              onDone={() => {
+                actedOn(q);
+                reload();
+              }}
             />
           </li>
         ))}
