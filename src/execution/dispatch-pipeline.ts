@@ -90,11 +90,15 @@ export class DispatchPipeline {
     return this.#inFlight.has(toolCallId);
   }
 
-  /** The intent row, from the moment the mutation is approved (written a turn later, so frames leave first). */
+  /**
+   * The intent row, from the moment the mutation is approved (written a turn
+   * later, so frames leave first; its storage bound counts from now).
+   */
   recordIntent(row: RowRef): void {
+    const since = Date.now();
     this.#intents.set(
       row.tool_call_id,
-      afterThisTurn().then(() => this.#deps.ledger.intent(this.#intentInput(row))),
+      afterThisTurn().then(() => this.#deps.ledger.intent(this.#intentInput(row), { since })),
     );
   }
 

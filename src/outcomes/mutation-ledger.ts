@@ -58,8 +58,11 @@ export class MutationLedger {
    * unresolved and never dispatched (re-recorded after a restart); anything
    * else blocks the call (replay_blocked).
    */
-  async intent(input: IntentInput & { mutationId: string }): Promise<IntentVerdict> {
-    const answer = await this.#guard(`intent ${input.mutationId}`, () => insertIntent(this.#db(), input));
+  async intent(input: IntentInput & { mutationId: string }, options: { since?: number } = {}): Promise<IntentVerdict> {
+    // Written a turn after the approval's frames, the intent's bound still counts from the approval (`since`,
+    // epoch ms), so a busy object's scheduling delay never pushes the refusal past STORAGE_WAIT_MS.
+    const spent = options.since === undefined ? 0 : Math.max(0, Date.now() - options.since);
+    const answer = await this.#guard(`intent ${input.mutationId}`, () => insertIntent(this.#db(), input), this.#waitMs - spent);
     if (answer.status !== "ok") return "unavailable";
     const { created, row } = answer.value;
     if (created) return "recorded";
@@ -149,9 +152,11 @@ export class MutationLedger {
   }
 
   /** A D1 error inside the bound counts as the storage being unavailable: the caller fails closed. */
-  async #guard<T>(holder: string, work: () => Promise<T>) {
+  async #guard<T>(holder: string, work: () => Promise<T>, waitMs = this.#waitMs) {
+    // No time left: fail closed without asking the pool or D1 for anything.
+    if (waitMs <= 0) return { status: "unavailable" as const };
     try {
-      return await guardedStorage(this.#pool, this.#waitMs, holder, work);
+      return await guardedStorage(this.#pool, waitMs, holder, work);
     } catch (err) {
       console.error(`mutation storage (${holder}) failed: ${(err as Error).message}`);
       return { status: "unavailable" as const };

@@ -205,39 +205,12 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
 
 // ---- transitions -----------------------------------------------------------
 
-export type TransitionError = "not_found" | "not_checkpointable" | "already_settled" | "not_dispatched" | "dispatched";
+export type TransitionError = "not_found" | "already_settled" | "not_dispatched" | "dispatched";
 
 export type TransitionResult =
   | { ok: true; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
   | { ok: false; error: Exclude<TransitionError, "not_found">; row: MutationOutcomeRow };
-
-/**
- * The write-ahead checkpoint: unresolved & dispatched=0 → dispatched=1. Any
- * other row (already checkpointed, settled) is not_checkpointable, and the
- * caller must not dispatch.
- */
-export async function markDispatched(db: OutcomeDb, mutationId: string): Promise<TransitionResult> {
-  const row = await db
-    .prepare(
-      `UPDATE mutation_outcomes SET dispatched = 1
-       WHERE mutation_id = ? AND state = 'unresolved' AND dispatched = 0
-       RETURNING *`,
-    )
-    .bind(mutationId)
-    .first<MutationOutcomeRow>();
-  const refused = row ? null : await refusedCheckpoint(db, mutationId);
-  return row ? { ok: true, row } : (refused ?? { ok: false, error: "not_found" });
-}
-
-/** Why a checkpoint statement changed nothing: the row is missing (null) or not unresolved & undispatched. */
-async function refusedCheckpoint(
-  db: OutcomeDb,
-  mutationId: string,
-): Promise<{ ok: false; error: "not_checkpointable"; row: MutationOutcomeRow } | null> {
-  const current = await getOutcome(db, mutationId);
-  return current ? { ok: false, error: "not_checkpointable", row: current } : null;
-}
 
 export type GuardedCheckpointResult =
   | { ok: true; row: MutationOutcomeRow }
@@ -279,10 +252,9 @@ export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: strin
     .bind(mutationId)
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
-  const refused = await refusedCheckpoint(db, mutationId);
-  if (!refused) return { ok: false, error: "not_found" };
-  const current = refused.row;
-  if (current.state !== "unresolved" || current.dispatched !== 0) return refused;
+  const current = await getOutcome(db, mutationId);
+  if (!current) return { ok: false, error: "not_found" };
+  if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
   return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 

@@ -12,8 +12,9 @@ import { newApprovalId, newRunId } from "../../src/ids";
 import { encodeCursor } from "../../src/listings/cursor";
 import type { ListingDb } from "../../src/listings/listing-reads";
 import { RunIndex } from "../../src/listings/run-index";
-import { insertIntent, markDispatched, settle, toProjection } from "../../src/outcomes/mutation-outcomes";
+import { insertIntent, settle, toProjection } from "../../src/outcomes/mutation-outcomes";
 import { api } from "./helpers";
+import { checkpointRow } from "./outcome-rows";
 
 /** Marks through a RunIndex in a fresh object's SQLite, then flushes them into D1, as a run object does. */
 async function indexed(mark: (index: RunIndex) => void): Promise<void> {
@@ -315,7 +316,7 @@ describe("GET /api/mutations", () => {
       });
       let state = "unresolved";
       if (i % 2 === 1) {
-        await markDispatched(env.DB, row.mutation_id);
+        await checkpointRow(env.DB, row.mutation_id);
         await settle(env.DB, row.mutation_id, { state: "outcome_unknown", error: { code: "transport_timeout" }, settledAt: at(i + 1) });
         state = "outcome_unknown";
       }

@@ -20,7 +20,6 @@ import {
   insertIntent,
   isMutationId,
   listRunOutcomes,
-  markDispatched,
   newMutationId,
   reconcile,
   settle,
@@ -30,9 +29,12 @@ import {
 } from "../../src/outcomes/mutation-outcomes";
 import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
 import { api, trigger } from "./helpers";
+import { checkpointRow } from "./outcome-rows";
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
 const OTHER_DIGEST = `sha256:${"cd".repeat(32)}`;
+/** A digest no other row has, so the cross-run check finds nothing. */
+const uniqueDigest = () => `sha256:${crypto.randomUUID().replaceAll("-", "").repeat(2)}`;
 const T0 = "2026-11-20T10:00:00.000Z";
 const T1 = "2026-11-20T10:00:05.000Z";
 const T2 = "2026-11-20T10:07:00.000Z";
@@ -62,7 +64,7 @@ async function created(overrides: Partial<IntentInput> = {}) {
 /** An intent checkpointed and settled outcome_unknown, as after a dispatched transport timeout. */
 async function unknownOutcome(overrides: Partial<IntentInput> = {}) {
   const row = await created(overrides);
-  expect((await markDispatched(env.DB, row.mutation_id)).ok).toBe(true);
+  await checkpointRow(env.DB, row.mutation_id);
   const settled = await settle(env.DB, row.mutation_id, {
     state: "outcome_unknown",
     reason: "transport_timeout",
@@ -125,7 +127,7 @@ describe("projection", () => {
 
   it("keeps approved_by and approved_at through every transition, and shows them null when they were never given", async () => {
     const row = await created(intent({ approvedBy: "U-ops-lead", approvedAt: T0 }));
-    await markDispatched(env.DB, row.mutation_id);
+    await checkpointRow(env.DB, row.mutation_id);
     await settle(env.DB, row.mutation_id, { state: "outcome_unknown", settledAt: T1 });
     await reconcile(env.DB, row.mutation_id, { outcome: "completed", evidence: "seen", reconciled_by: "ops", at: T2 });
     const stored = (await getOutcome(env.DB, row.mutation_id))!;
@@ -160,7 +162,7 @@ describe("projection", () => {
 
   it("carries reason, result, error, settled_at and reconciliation once they exist, in order", async () => {
     const done = await created();
-    await markDispatched(env.DB, done.mutation_id);
+    await checkpointRow(env.DB, done.mutation_id);
     const completed = await settle(env.DB, done.mutation_id, {
       state: "completed",
       result: { is_error: false, content_bytes: 42, summary: "dashboard d-1 created" },
@@ -268,24 +270,24 @@ describe("the intent's unique key (run_id, tool_call_id, approval_id)", () => {
   });
 });
 
-describe("the checkpoint (markDispatched)", () => {
+describe("the checkpoint (markDispatchedUnlessPrior), with no identical row of another run", () => {
   it("moves unresolved & undispatched to dispatched, once", async () => {
-    const row = await created();
-    const first = await markDispatched(env.DB, row.mutation_id);
+    const row = await created({ argumentsDigest: uniqueDigest() });
+    const first = await markDispatchedUnlessPrior(env.DB, row.mutation_id);
     expect(first).toMatchObject({ ok: true, row: { state: "unresolved", dispatched: 1 } });
-    const second = await markDispatched(env.DB, row.mutation_id);
+    const second = await markDispatchedUnlessPrior(env.DB, row.mutation_id);
     expect(second).toMatchObject({ ok: false, error: "not_checkpointable", row: { dispatched: 1 } });
   });
 
   it("refuses a settled row and an unknown id", async () => {
-    const row = await created();
+    const row = await created({ argumentsDigest: uniqueDigest() });
     await settle(env.DB, row.mutation_id, { state: "not_executed", reason: "cancelled", settledAt: T1 });
-    expect(await markDispatched(env.DB, row.mutation_id)).toMatchObject({
+    expect(await markDispatchedUnlessPrior(env.DB, row.mutation_id)).toMatchObject({
       ok: false,
       error: "not_checkpointable",
       row: { state: "not_executed", dispatched: 0 },
     });
-    expect(await markDispatched(env.DB, newMutationId())).toEqual({ ok: false, error: "not_found" });
+    expect(await markDispatchedUnlessPrior(env.DB, newMutationId())).toEqual({ ok: false, error: "not_found" });
   });
 });
 
@@ -309,7 +311,7 @@ describe("settlement", () => {
       ok: false,
       error: "not_dispatched",
     });
-    await markDispatched(env.DB, row.mutation_id);
+    await checkpointRow(env.DB, row.mutation_id);
     const done = await settle(env.DB, row.mutation_id, { state: "completed", result: { ok: 1 }, settledAt: T1 });
     expect(done).toMatchObject({ ok: true, row: { state: "completed", dispatched: 1, result_json: '{"ok":1}', settled_at: T1 } });
     // A late "abandoned" settlement cannot turn a completed call into not_executed, nor into unknown.
@@ -337,7 +339,7 @@ describe("settlement", () => {
 
   it("allows not_executed after a checkpoint that was acknowledged too late to dispatch", async () => {
     const row = await created();
-    await markDispatched(env.DB, row.mutation_id);
+    await checkpointRow(env.DB, row.mutation_id);
     const settled = await settle(env.DB, row.mutation_id, { state: "not_executed", reason: "storage_unavailable", settledAt: T1 });
     expect(settled).toMatchObject({ ok: true, row: { state: "not_executed", dispatched: 1 } });
   });
@@ -365,7 +367,7 @@ describe("prior unknown outcomes across runs", () => {
     const unknown = await unknownOutcome({ channelId });
     const pending = await created({ channelId, createdAt: T1 });
     const completed = await created({ channelId });
-    await markDispatched(env.DB, completed.mutation_id);
+    await checkpointRow(env.DB, completed.mutation_id);
     await settle(env.DB, completed.mutation_id, { state: "completed", result: {}, settledAt: T1 });
     const notExecuted = await created({ channelId });
     await settle(env.DB, notExecuted.mutation_id, { state: "not_executed", settledAt: T1 });
@@ -458,7 +460,7 @@ describe("the checkpoint with the prior-outcome check folded in (markDispatchedU
     await unknownOutcome({ channelId, toolName: "mcp__last9__create_alert" });
     await unknownOutcome({ channelId: `${channelId}-elsewhere` });
     const done = await created({ channelId });
-    await markDispatched(env.DB, done.mutation_id);
+    await checkpointRow(env.DB, done.mutation_id);
     await settle(env.DB, done.mutation_id, { state: "completed", result: {}, settledAt: T1 });
     const mine = await created({ channelId, runId });
     await unknownOutcome({ channelId }); // later than mine
@@ -488,7 +490,7 @@ describe("the checkpoint with the prior-outcome check folded in (markDispatchedU
 
   it("tells a row not in the expected state (or missing) from one blocked by a prior row", async () => {
     const dispatched = await created();
-    await markDispatched(env.DB, dispatched.mutation_id);
+    await checkpointRow(env.DB, dispatched.mutation_id);
     expect(await markDispatchedUnlessPrior(env.DB, dispatched.mutation_id)).toMatchObject({
       ok: false,
       error: "not_checkpointable",
@@ -540,6 +542,20 @@ describe("the ledger's path from approval to dispatch", () => {
     expect(await ledger.checkpointUnlessPrior(mutationId, { reason: "storage_unavailable", settledAt: T1 })).toBe("acknowledged");
     expect(trips).toEqual(["pool:acquire", "d1:INSERT", "pool:acquire", "d1:UPDATE"]);
     expect(await getOutcome(env.DB, mutationId)).toMatchObject({ dispatched: 1, approved_by: "U-approver", approved_at: T0 });
+  });
+
+  it("bounds an intent from its `since`: with the whole bound already spent it fails closed and asks neither the pool nor D1", async () => {
+    const pool = freshPool();
+    const { trips, db, slots } = counted(pool);
+    const ledger = new MutationLedger(() => db, slots, 1_000);
+    const spent = { ...intent({ channelId: `C-since-${newToolCallId()}` }), mutationId: newMutationId() };
+    expect(await ledger.intent(spent, { since: Date.now() - 1_000 })).toBe("unavailable");
+    expect(trips).toEqual([]);
+    expect(await getOutcome(env.DB, spent.mutationId)).toBeNull();
+    // With time left it is written as usual.
+    const fresh = { ...intent({ channelId: `C-since-${newToolCallId()}` }), mutationId: newMutationId() };
+    expect(await ledger.intent(fresh, { since: Date.now() - 500 })).toBe("recorded");
+    expect(trips).toEqual(["pool:acquire", "d1:INSERT"]);
   });
 
   it("answers prior_outcome_unknown for the later identical call of another run, unavailable otherwise", async () => {

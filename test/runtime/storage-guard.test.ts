@@ -11,7 +11,7 @@ import type { StoragePool } from "../../durable-objects/storage-pool";
 import {
   getOutcome,
   insertIntent,
-  markDispatched,
+  markDispatchedUnlessPrior,
   settle,
   type OutcomeDb,
   type OutcomeStatement,
@@ -84,7 +84,8 @@ async function newIntent() {
     toolCallId: newToolCallId(),
     approvalId: newApprovalId(),
     toolName: "mcp__last9__create_dashboard",
-    argumentsDigest: `sha256:${"00".repeat(32)}`,
+    // A digest of its own: the checkpoint's cross-run check finds no identical row.
+    argumentsDigest: `sha256:${crypto.randomUUID().replaceAll("-", "").repeat(2)}`,
     approvedBy: "U-guard",
     approvedAt: new Date().toISOString(),
   });
@@ -123,7 +124,7 @@ describe("storage guard", () => {
     let inUseDuring = -1;
     const result = await guardedStorage(pool, 1_000, "test:checkpoint", async () => {
       inUseDuring = (await pool.stats()).in_use;
-      return markDispatched(env.DB, row.mutation_id);
+      return markDispatchedUnlessPrior(env.DB, row.mutation_id);
     });
     expect(result).toMatchObject({ status: "ok", value: { ok: true, row: { dispatched: 1 } } });
     expect(inUseDuring).toBe(1);
@@ -136,10 +137,10 @@ describe("storage guard", () => {
     const row = await newIntent();
     const landed = gate();
     const answer = gate();
-    const db = holdingDb(/^\s*UPDATE mutation_outcomes SET dispatched = 1/, landed, answer);
+    const db = holdingDb(/SET dispatched = 1/, landed, answer);
 
     const started = Date.now();
-    const result = await guardedStorage(pool, WAIT_MS, "test:checkpoint", () => markDispatched(db, row.mutation_id));
+    const result = await guardedStorage(pool, WAIT_MS, "test:checkpoint", () => markDispatchedUnlessPrior(db, row.mutation_id));
     const waited = Date.now() - started;
     expect(result.status).toBe("timeout");
     expect(waited).toBeGreaterThanOrEqual(WAIT_MS - 5);

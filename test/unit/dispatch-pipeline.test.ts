@@ -30,12 +30,15 @@ function fakes(options: FakeOptions = {}) {
   const steps: Step[] = [];
   const unsent: { mutationId: string; reason: string; approvalId: string | null; approvedBy: string; approvedAt: string }[] = [];
   const intents: IntentInput[] = [];
+  /** The `since` each intent write was given: when its storage bound starts. */
+  const intentSince: (number | undefined)[] = [];
   const settled: { mutationId: string; settlement: Settlement }[] = [];
   const sent: Dispatched[] = [];
   const ledger: PipelineLedger = {
-    intent: async (input) => {
+    intent: async (input, intentOptions) => {
       steps.push("intent");
       intents.push(input);
+      intentSince.push(intentOptions?.since);
       return options.intent ?? "recorded";
     },
     checkpointUnlessPrior: async (_mutationId, notSent) => {
@@ -88,7 +91,7 @@ function fakes(options: FakeOptions = {}) {
     };
   };
   const pipeline = new DispatchPipeline({ ledger, run: () => run, open });
-  return { pipeline, steps, unsent, intents, settled, sent, run };
+  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run };
 }
 
 /** Lets the closes fired off the critical path run. */
@@ -163,6 +166,29 @@ describe("the write-ahead steps", () => {
     await f.pipeline.execute(mutation());
     expect(f.steps.filter((s) => s === "intent")).toHaveLength(1);
     expect(f.intents[0]).toMatchObject({ approvedBy: "U1", approvedAt: "2026-11-20T10:00:00.000Z" });
+  });
+
+  it("counts the intent's storage bound from the approval, not from the later turn that writes it", async () => {
+    const f = fakes();
+    const approvedAt = Date.now();
+    f.pipeline.recordIntent({
+      tool_call_id: "call-1",
+      tool_name: "t",
+      arguments_digest: "d",
+      mutation_id: "mut-1",
+      approval_id: "approval-1",
+      approved_by: "U1",
+      approved_at: APPROVED_AT,
+    });
+    // The object is busy for a while before the write's turn comes.
+    const busyUntil = Date.now() + 20;
+    while (Date.now() < busyUntil) {
+      // a synchronous stretch of other work
+    }
+    await f.pipeline.execute(mutation());
+    expect(f.intentSince).toHaveLength(1);
+    expect(f.intentSince[0]).toBeGreaterThanOrEqual(approvedAt);
+    expect(f.intentSince[0]).toBeLessThan(busyUntil);
   });
 
   it("refuses without sending when the intent could not be recorded, settles its row unsent and closes the session", async () => {
