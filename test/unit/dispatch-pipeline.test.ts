@@ -3,7 +3,13 @@
 // sent, which rows are settled, and what the call is told, for every way the
 // steps can go (contract section 8), plus the restart rule.
 import { describe, expect, it } from "vitest";
-import { DispatchPipeline, type CallSession, type PipelineLedger, type PipelineRun } from "../../src/execution/dispatch-pipeline";
+import {
+  DispatchPipeline,
+  type CallSession,
+  type PipelineLedger,
+  type PipelineRun,
+  type RowRef,
+} from "../../src/execution/dispatch-pipeline";
 import type { DispatchOutcome, Dispatched } from "../../src/execution/tool-calls";
 import type { IntentInput, MutationOutcomeRow, Settlement } from "../../src/outcomes/mutation-outcomes";
 
@@ -25,6 +31,16 @@ interface FakeOptions {
 
 const OK: DispatchOutcome = { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok", sent: true };
 const APPROVED_AT = Date.parse("2026-11-20T10:00:00.000Z");
+/** The row of the call `mutation()` makes, as recordIntent gets it at approval. */
+const APPROVED_ROW: RowRef = {
+  tool_call_id: "call-1",
+  tool_name: "t",
+  arguments_digest: "d",
+  mutation_id: "mut-1",
+  approval_id: "approval-1",
+  approved_by: "U1",
+  approved_at: APPROVED_AT,
+};
 
 function fakes(options: FakeOptions = {}) {
   const steps: Step[] = [];
@@ -154,15 +170,7 @@ describe("the write-ahead steps", () => {
 
   it("awaits the intent started at approval instead of writing another", async () => {
     const f = fakes();
-    f.pipeline.recordIntent({
-      tool_call_id: "call-1",
-      tool_name: "t",
-      arguments_digest: "d",
-      mutation_id: "mut-1",
-      approval_id: "approval-1",
-      approved_by: "U1",
-      approved_at: APPROVED_AT,
-    });
+    f.pipeline.recordIntent(APPROVED_ROW);
     await f.pipeline.execute(mutation());
     expect(f.steps.filter((s) => s === "intent")).toHaveLength(1);
     expect(f.intents[0]).toMatchObject({ approvedBy: "U1", approvedAt: "2026-11-20T10:00:00.000Z" });
@@ -171,15 +179,7 @@ describe("the write-ahead steps", () => {
   it("counts the intent's storage bound from the approval, not from the later turn that writes it", async () => {
     const f = fakes();
     const approvedAt = Date.now();
-    f.pipeline.recordIntent({
-      tool_call_id: "call-1",
-      tool_name: "t",
-      arguments_digest: "d",
-      mutation_id: "mut-1",
-      approval_id: "approval-1",
-      approved_by: "U1",
-      approved_at: APPROVED_AT,
-    });
+    f.pipeline.recordIntent(APPROVED_ROW);
     // The object is busy for a while before the write's turn comes.
     const busyUntil = Date.now() + 20;
     while (Date.now() < busyUntil) {
