@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page, Response as PageResponse } from "playwright-core";
 import { EngineClient, type ScriptTurn } from "../../src/client";
-import { type ConsoleBrowser, type ConsoleStack, launchConsoleBrowser, signIn, startConsoleStack } from "../support/console-browser";
+import {
+  type ConsoleBrowser,
+  type ConsoleStack,
+  launchConsoleBrowser,
+  signIn,
+  startConsoleStack,
+  waitForSummary,
+} from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const NAME = "grace";
@@ -33,13 +40,7 @@ async function dashboards(): Promise<string[]> {
 const listing = (res: PageResponse) => res.url().includes("/api/approvals?");
 
 async function approvalIdOf(runId: string): Promise<string> {
-  const end = Date.now() + UI_TIMEOUT_MS;
-  for (;;) {
-    const [pending] = (await engine.summary(runId)).pending_approvals;
-    if (pending) return pending.approval_id;
-    if (Date.now() > end) throw new Error(`no approval in ${runId}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return (await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS)).approval_id;
 }
 
 beforeAll(async () => {

@@ -7,7 +7,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
 import { EngineClient, type ScriptTurn } from "../../src/client";
-import { type ConsoleBrowser, type ConsoleStack, launchConsoleBrowser, signIn, startConsoleStack } from "../support/console-browser";
+import {
+  type ConsoleBrowser,
+  type ConsoleStack,
+  launchConsoleBrowser,
+  signIn,
+  startConsoleStack,
+  waitForSummary,
+} from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
@@ -32,17 +39,6 @@ async function demoState(): Promise<{ dashboards: { id: string; title: string }[
 
 async function trigger(script: ScriptTurn[]): Promise<string> {
   return (await engine.trigger({ message: "from the browser test", channel_id: "C-console", script })).run_id;
-}
-
-/** Polls the run summary until `pick` finds something. */
-async function waitForSummary<T>(runId: string, pick: (s: Awaited<ReturnType<EngineClient["summary"]>>) => T | undefined): Promise<T> {
-  const end = Date.now() + UI_TIMEOUT_MS;
-  for (;;) {
-    const found = pick(await engine.summary(runId));
-    if (found !== undefined) return found;
-    if (Date.now() > end) throw new Error(`timed out waiting on the summary of ${runId}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const card = (toolCallId: string) => page.locator(`li.card[data-tool-call-id="${toolCallId}"]`);
@@ -209,7 +205,7 @@ describe.sequential("the console in Chromium", () => {
       { tool_calls: [{ tool_name: CREATE, tool_call_id: "lost-1", arguments: { title: "lost", token: CANARY } }] },
       { text: "ok" },
     ]);
-    const approval = await waitForSummary(runId, (s) => s.pending_approvals[0]);
+    const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
     await engine.decideApproval(runId, approval.approval_id, { decision: "approve", decided_by: "test" });
     for await (const _ of engine.events(runId)) {
       // to the terminal event

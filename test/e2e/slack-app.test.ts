@@ -5,7 +5,14 @@
 // What the run posts (the outbox) is wired into the RunObject separately.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { e2eVars } from "./global-setup";
-import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, signedPost } from "../support/slack-signing";
+import {
+  blockActionsPayload,
+  eventEnvelope,
+  postSlackEvent,
+  postSlackInteraction,
+  scriptMessage,
+  signedPost,
+} from "../support/slack-signing";
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 
@@ -52,10 +59,6 @@ const interactivityUrl = () => `${server.url}/slack/interactivity`;
 
 function mention(text: string, extra: Record<string, unknown> = {}) {
   return { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel: CHANNEL, event_ts: ts(), ...extra };
-}
-
-function scriptMessage(script: unknown[]): string {
-  return `please run this\n\`\`\`json\n${JSON.stringify({ script })}\n\`\`\``;
 }
 
 async function receipt(deliveryId: string) {

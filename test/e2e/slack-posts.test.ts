@@ -6,7 +6,7 @@
 // through config, so no test waits for a production default.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
-import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction } from "../support/slack-signing";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, scriptMessage } from "../support/slack-signing";
 import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
@@ -53,10 +53,6 @@ beforeEach(async () => {
   slack.reset();
   await fetch(`${demoBase}/control/reset`, { method: "POST" });
 });
-
-function scriptMessage(script: unknown[]): string {
-  return `please run this\n\`\`\`json\n${JSON.stringify({ script })}\n\`\`\``;
-}
 
 async function startBySlack(target: WorkerServer, text: string, channel = CHANNEL, extra: Record<string, unknown> = {}): Promise<string> {
   const id = eventId();

@@ -18,7 +18,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { EventSourceMessage } from "eventsource-parser";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../src/outcomes/storage-pool-rpc";
+import { globalStoragePool, POOL_CAPACITY_SLOTS, type StoragePoolStats } from "../../src/outcomes/storage-pool-rpc";
 import { api, openEvents, runStub, sleep, SseReader, trigger } from "./helpers";
 import { StorageSeam } from "./storage-seam";
 
@@ -436,18 +436,29 @@ describe("the settlement of a dispatched call", () => {
 
 const pool = () => globalStoragePool(env.STORAGE_POOL);
 
-async function poolStats(): Promise<{
-  capacity: number;
-  in_use: number;
-  waiting: number;
-  acquired_total: number;
-  waited_total: number;
-  rejected_total: number;
-  reclaimed_total: number;
-}> {
+async function poolStats(): Promise<StoragePoolStats> {
   const res = await api("/api/storage-pool");
   expect(res.status).toBe(200);
   return res.json();
+}
+
+/** Samples the pool's in_use (GET /api/storage-pool, one request at a time) until `stop`, which answers the samples. */
+function sampleInUse(): { stop: () => Promise<number[]> } {
+  const samples: number[] = [];
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      samples.push((await poolStats()).in_use);
+      await sleep(15);
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await sampler;
+      return samples;
+    },
+  };
 }
 
 /** No test starts with slots still held by an earlier one's late work. */
@@ -539,14 +550,7 @@ describe("the storage pool", () => {
     const latecomers = runs.slice(POOL_CAPACITY_SLOTS);
     const before = await poolStats();
 
-    const samples: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        samples.push((await poolStats()).in_use);
-        await sleep(15);
-      }
-    })();
+    const inUse = sampleInUse();
 
     // Which run a checkpoint belongs to: its mutation id was bound in the run's intent.
     const runOfMutation = (mutationId: unknown) => seam.seen("intent").find((e) => e.values[0] === mutationId)?.values[1];
@@ -586,8 +590,7 @@ describe("the storage pool", () => {
 
     // Different rows: nothing orders them, they all go at once.
     await seam.release("checkpoint", { together: true });
-    sampling = false;
-    await sampler;
+    const samples = await inUse.stop();
     expect(samples.length).toBeGreaterThan(0);
     expect(Math.max(...samples)).toBe(POOL_CAPACITY_SLOTS);
 
@@ -633,14 +636,7 @@ describe("the storage pool", () => {
       }),
     );
     const before = await poolStats();
-    const samples: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        samples.push((await poolStats()).in_use);
-        await sleep(15);
-      }
-    })();
+    const inUse = sampleInUse();
     await Promise.all(runs.map((r) => approve(r.runId, r.approvalId)));
     for (const r of runs) {
       const events = await finishedRun(r.runId);
@@ -659,8 +655,7 @@ describe("the storage pool", () => {
         },
       ]);
     }
-    sampling = false;
-    await sampler;
+    const samples = await inUse.stop();
     expect(samples.length).toBeGreaterThan(0);
     expect(
       samples.every((n) => n <= POOL_CAPACITY_SLOTS),

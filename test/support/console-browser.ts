@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { EngineClient, RunSummary } from "../../src/client";
 import { e2eVars } from "../e2e/global-setup";
 import { type DemoMcpProcess, startDemoMcpProcess } from "./demo-mcp-process";
 import { startWorkerServer, type WorkerServer } from "./worker-server";
@@ -93,4 +94,20 @@ export async function signIn(page: Page, baseUrl: string, token: string, name: s
   await page.getByLabel(/Your name/).fill(name);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Console pages" }).waitFor();
+}
+
+/** Polls a run's summary (every 50 ms, up to `timeoutMs`) until `pick` finds something in it. */
+export async function waitForSummary<T>(
+  engine: EngineClient,
+  runId: string,
+  pick: (summary: RunSummary) => T | undefined,
+  timeoutMs: number,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const found = pick(await engine.summary(runId));
+    if (found !== undefined) return found;
+    if (Date.now() > end) throw new Error(`timed out waiting on the summary of ${runId}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -93,3 +93,8 @@ export function blockActionsPayload(click: ButtonClick): Record<string, unknown>
     actions: [{ type: "button", action_id: actionId, block_id: "b", value, text: { type: "plain_text", text: "x" }, action_ts: "1" }],
   };
 }
+
+/** A Slack message carrying a fenced JSON script, which the scripted provider plays (contract section 14). */
+export function scriptMessage(script: unknown[]): string {
+  return `please run this\n\`\`\`json\n${JSON.stringify({ script })}\n\`\`\``;
+}

@@ -10,7 +10,8 @@ export interface PendingApproval {
   approval_id: string;
   level: "approve" | "confirm";
   description: string;
-  arguments: Record<string, unknown>;
+  /** Redacted by the engine; only shown. The listing types them as any JSON value. */
+  arguments: unknown;
   expires_at: string;
 }
 

@@ -7,7 +7,14 @@
 // as the engine sent it (arguments already redacted); Preact escapes all text.
 import { render } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import type { MutationOutcome, RunSummary, StoragePoolStats } from "../../client/types";
+import type {
+  ApprovalsPage as ApprovalListing,
+  InputsPage as InputListing,
+  MutationOutcome,
+  RunSummary,
+  RunsPage as RunListing,
+  StoragePoolStats,
+} from "../../client/types";
 import { api, type ConsoleApiError, enc, engine } from "./api";
 import {
   applyEvent,
@@ -346,10 +353,6 @@ function Card({ card, runId, now, running }: { card: CallCard; runId: string; no
 
 // ---- pages ---------------------------------------------------------------------
 
-interface RunListing {
-  runs: { run_id: string; channel_id: string; user_id: string; source: string; status: string; created_at: string; ended_at?: string }[];
-}
-
 function OpenRunForm() {
   const [runId, setRunId] = useState("");
   return (
@@ -481,21 +484,6 @@ function RunPage({ runId, now }: { runId: string; now: number }) {
   );
 }
 
-interface ApprovalListing {
-  approvals: {
-    approval_id: string;
-    run_id: string;
-    channel_id: string;
-    tool_call_id: string;
-    tool_name: string;
-    level: "approve" | "confirm";
-    description: string;
-    arguments: Record<string, unknown>;
-    requested_at: string;
-    expires_at: string;
-  }[];
-}
-
 const approvalKey = (a: { approval_id: string }) => a.approval_id;
 
 function ApprovalsPage({ now }: { now: number }) {
@@ -535,10 +523,6 @@ function ApprovalsPage({ now }: { now: number }) {
       </ul>
     </section>
   );
-}
-
-interface InputListing {
-  inputs: { tool_call_id: string; run_id: string; channel_id: string; question: string; requested_at: string; expires_at: string }[];
 }
 
 const questionKey = (q: { run_id: string; tool_call_id: string }) => `${q.run_id}/${q.tool_call_id}`;
