@@ -14,14 +14,14 @@ import {
 } from "./settings";
 import { engine, rawFloor } from "./targets";
 
-export const GOAL_APPROVAL_P99_MS = 10;
-export const GOAL_P99_100_SUBS_MS = 5;
-export const GOAL_REPLAY_MS = 200;
-export const GOAL_RAW_RATIO = 1.5;
+const GOAL_APPROVAL_P99_MS = 10;
+const GOAL_P99_100_SUBS_MS = 5;
+const GOAL_REPLAY_MS = 200;
+const GOAL_RAW_RATIO = 1.5;
 /** Issue 8: the engine's server CPU per delivered event within this factor of the raw floor's. */
 export const GOAL_SERVER_CPU_RATIO = 1.3;
 
-export interface Verdict {
+interface Verdict {
   /** Where it was measured: a path label, or "-" for the run as a whole. */
   where: string;
   measured: string;

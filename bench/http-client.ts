@@ -159,7 +159,7 @@ export class Client {
   }
 }
 
-export function parseFrame(block: string): Frame {
+function parseFrame(block: string): Frame {
   const frame: Frame = { id: 0, event: "message", data: "" };
   for (const line of block.split("\n")) {
     if (line.startsWith("id: ")) frame.id = Number(line.slice(4));

@@ -22,7 +22,7 @@ export interface ProcessInfo {
 }
 
 /** Every descendant of `rootPid` (not the root), found from /proc/<pid>/stat parent ids. */
-export async function descendants(rootPid: number): Promise<ProcessInfo[]> {
+async function descendants(rootPid: number): Promise<ProcessInfo[]> {
   const parents = new Map<number, number>();
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

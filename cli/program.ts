@@ -47,7 +47,7 @@ const asOption = () => new Option("--as <name>", "who is recorded as deciding (d
 /** Wraps an action so that the exit code it resolves to is kept (commander discards action results). */
 type Act = <A extends unknown[]>(action: (...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
 
-export function buildProgram(act: Act): Command {
+function buildProgram(act: Act): Command {
   const program = new Command("approved-exec")
     .description("Trigger, watch and decide the runs of an approved-execution engine.")
     .option("--json", "machine-readable output: one JSON object per line")

@@ -21,7 +21,7 @@ import {
 } from "../settings";
 import { approve, watchRun, type WatchedRun } from "../watched-run";
 
-export interface PoolStats {
+interface PoolStats {
   capacity: number;
   in_use: number;
   acquired_total: number;
@@ -29,7 +29,7 @@ export interface PoolStats {
   reclaimed_total: number;
 }
 
-export interface MutationRow {
+interface MutationRow {
   state: string;
   dispatched: boolean;
   reason?: string;

@@ -32,7 +32,7 @@ import {
 import { approve, watchRun, type WatchedRun } from "../watched-run";
 import type { DemoCalls } from "./pool-load";
 
-export interface StalledLoad {
+interface StalledLoad {
   runs: number;
   approveStatuses: Map<string, number>;
   executions: Map<string, number>;
@@ -47,7 +47,7 @@ export interface StalledLoad {
   received: number;
 }
 
-export interface ReadsDuringApprovals {
+interface ReadsDuringApprovals {
   runs: number;
   reads: number;
   readStatuses: Map<string, number>;
@@ -57,7 +57,7 @@ export interface ReadsDuringApprovals {
   received: number;
 }
 
-export interface TripSeries {
+interface TripSeries {
   delayMs: number;
   /** Per timed run, approval sent → tools/call at the demo server, ms, sorted. */
   toRequest: number[];

@@ -12,7 +12,7 @@ import { defaultScript, scriptedTurn } from "../providers/scripted";
 import { type Conversation, toolResultsItem } from "./conversation-log";
 
 /** Model turns per run before the run is stopped: a loop guard, far above any real agent turn. */
-export const MAX_MODEL_TURNS = 50;
+const MAX_MODEL_TURNS = 50;
 
 export interface ProposedCall {
   tool_name: string;

@@ -23,7 +23,7 @@ import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
-export const INDEX_FLUSH_DELAY_MS = 50;
+const INDEX_FLUSH_DELAY_MS = 50;
 /** A drain cut off (eviction) is retried by the alarm after one call's bound plus this margin. */
 const DRAIN_WATCHDOG_MARGIN_MS = 5_000;
 /** While posts still wait at retention, the purge is looked at again this much later (at the latest). */
@@ -114,11 +114,6 @@ export class RunOutputs implements EngineObserver {
   /** Retention: the outbox goes with the events. The index's marks stay until written (the object flushes them). */
   purge(): void {
     this.#slack?.outbox.purge();
-  }
-
-  /** Marks not yet written to D1. */
-  get indexPending(): number {
-    return this.#index.pending;
   }
 
   // ---- the network steps ----------------------------------------------------------

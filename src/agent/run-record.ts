@@ -14,7 +14,7 @@ export type RunStatus = "running" | "completed" | "failed";
  *  - tools: the calls of turn `turn` are being approved, admitted and run;
  *  - ended: the terminal event was appended.
  */
-export type RunPhase = { kind: "thinking"; turn: number; ready_at: number } | { kind: "tools"; turn: number } | { kind: "ended" };
+type RunPhase = { kind: "thinking"; turn: number; ready_at: number } | { kind: "tools"; turn: number } | { kind: "ended" };
 
 export interface RunRecord {
   run_id: string;
@@ -38,14 +38,14 @@ export interface RunRecord {
   cancel_requested: boolean;
 }
 
-export interface PendingApproval {
+interface PendingApproval {
   approval_id: string;
   tool_call_id: string;
   tool_name: string;
   expires_at: string;
 }
 
-export interface PendingInput {
+interface PendingInput {
   tool_call_id: string;
   question: string;
   expires_at: string;
@@ -70,10 +70,10 @@ export interface RunSummary {
 }
 
 /** Where a run came from: only `slack` runs post to Slack (contract section 14). */
-export type RunSource = "api" | "slack";
+type RunSource = "api" | "slack";
 
 /** The Slack thread a Slack-started run answers in. */
-export interface SlackThreadRef {
+interface SlackThreadRef {
   /** The thread every post goes to: the event's thread_ts, else its ts. */
   thread_ts: string;
   /** The triggering message itself (the working-indicator reaction goes on it). */

@@ -12,3 +12,4 @@ export { ApiError, type ApiErrorBody, ReplayGapError, StreamRetriesExhaustedErro
 export { type EventStreamOptions, MalformedEventError } from "./event-stream.js";
 export { CursorLoopError, type PageFetcher, type WalkOptions, walkPages } from "./pages.js";
 export * from "./types.js";
+export { type AdapterHooks, createHookDispatcher } from "./adapter-hooks.js";

@@ -5,30 +5,30 @@
 import { z } from "zod";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
-export const DEFAULT_MAX_TOOL_CALLS = 25;
-export const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
-export const DEFAULT_ADMISSION_TIMEOUT_MS = 300_000;
-export const DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000;
-export const DEFAULT_STORAGE_WAIT_MS = 5_000;
-export const DEFAULT_STORAGE_LEASE_MS = 120_000;
-export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
-export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
-export const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
-export const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
-export const DEFAULT_RUN_MAX_EVENTS = 10_000;
+const DEFAULT_MAX_TOOL_CALLS = 25;
+const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
+const DEFAULT_ADMISSION_TIMEOUT_MS = 300_000;
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000;
+const DEFAULT_STORAGE_WAIT_MS = 5_000;
+const DEFAULT_STORAGE_LEASE_MS = 120_000;
+const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
+const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
+const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
+const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
+const DEFAULT_RUN_MAX_EVENTS = 10_000;
 /** Most callers waiting in line for a storage-pool slot (section 9); past it an acquire is refused at once. */
-export const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
+const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 /** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
-export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
-export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
+const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
+const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
-export const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
+const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
 /** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
-export const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
+const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
 /** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
 export const DEFAULT_SLACK_RETRY_BASE_MS = 1_000;
 export const DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS = 60_000;
-export const DEFAULT_SYSTEM_PROMPT =
+const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
 
@@ -105,7 +105,7 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v === "" ? undefined : v));
 
-export const hostConfigSchema = z.object({
+const hostConfigSchema = z.object({
   API_TOKEN: optionalText,
   MODEL_PROVIDER: z
     .string()

@@ -35,7 +35,7 @@ const ACTOR_FIELDS: { path: RegExp; field: "decided_by" | "answered_by" | "recon
   { path: /^\/api\/mutations\/[^/]+\/reconcile$/, field: "reconciled_by" },
 ];
 
-export const CONSOLE_ACTOR_PREFIX = "console:";
+const CONSOLE_ACTOR_PREFIX = "console:";
 
 /** The live console session a request's cookie names, or null (no cookie, console off, bad MAC, unknown, revoked, expired). */
 export async function sessionOf(request: Request, env: Env, now = new Date()): Promise<ConsoleSession | null> {

@@ -5,7 +5,7 @@
 // reference, never the API token; a forged or altered one fails the MAC
 // before any database read.
 
-export const SESSION_COOKIE = "console_session";
+const SESSION_COOKIE = "console_session";
 /** 128 random bits: session ids are unguessable even without the MAC. */
 const SESSION_ID_BYTES = 16;
 const SESSION_ID_PATTERN = /^[0-9a-f]{32}$/;

@@ -260,7 +260,7 @@ export class DispatchPipeline {
 }
 
 /** The durable row of a dispatched call, or null for a read-only one. */
-export function rowOf(call: Dispatched): RowRef | null {
+function rowOf(call: Dispatched): RowRef | null {
   if (call.mutation_id === null) return null;
   return {
     tool_call_id: call.tool_call_id,
@@ -285,6 +285,6 @@ async function closeQuietly(session: CallSession): Promise<void> {
  * approval POST p50 52 → 10 ms, approval → tool_execution_started at the
  * subscriber p50 58 → 20 ms for a mutation).
  */
-export function afterThisTurn(): Promise<void> {
+function afterThisTurn(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }

@@ -175,7 +175,7 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
  * connection and the initialize handshake are done, nothing has been called yet. The caller
  * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
  */
-export interface McpCallSession {
+interface McpCallSession {
   /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. */
   call(toolName: string, args: Record<string, unknown>): Promise<McpCallOutcome>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
@@ -214,22 +214,6 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
       close: () => open.close(),
     },
   };
-}
-
-/** Calls one tool exactly once on a fresh session. Never throws; never retries. */
-export async function callMcpTool(
-  server: McpServerConfig,
-  toolName: string,
-  args: Record<string, unknown>,
-  caps: TransportCaps,
-): Promise<McpCallOutcome> {
-  const opened = await openMcpSession(server, caps);
-  if (opened.kind === "failed") return { ...opened, sent: false };
-  try {
-    return await opened.session.call(toolName, args);
-  } finally {
-    await opened.session.close();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,8 +21,7 @@ import type { EventType } from "../stream/events";
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
 import type { NotExecutedReason } from "../client/types";
-export type { NotExecutedReason };
-export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
+type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
 /**
  * Why an admitted call was stopped before it was sent. transport_unavailable:
  * its MCP server could not be reached, refused the connection or failed the
@@ -33,7 +32,7 @@ export type DispatchRefusal = "storage_unavailable" | "replay_blocked" | "prior_
 export const HUMAN_ASK_TOOL = "human__ask";
 
 /** What every call carries from its proposal to its end. */
-export interface CallBase {
+interface CallBase {
   /** The model turn that proposed it, and its place in that turn's order. */
   turn: number;
   index: number;
@@ -49,54 +48,54 @@ export interface CallBase {
   started_at: number;
 }
 
-export interface PendingApproval {
+interface PendingApproval {
   approval_id: string;
   level: ApprovalLevel;
   expires_at: number;
 }
-export interface ResolvedApproval extends PendingApproval {
+interface ResolvedApproval extends PendingApproval {
   decision: "approved" | "denied" | "expired" | "cancelled";
   decided_by?: string;
 }
 /** A person approved it, or (`"automatic"`) nobody needed to. */
 export type Grant = (ResolvedApproval & { decision: "approved"; decided_by: string }) | "automatic";
 
-export interface PendingQuestion {
+interface PendingQuestion {
   question: string;
   expires_at: number;
 }
-export interface AnsweredQuestion extends PendingQuestion {
+interface AnsweredQuestion extends PendingQuestion {
   answer: string;
   answered_by: string;
 }
-export interface EndedQuestion extends PendingQuestion {
+interface EndedQuestion extends PendingQuestion {
   status: "answered" | "expired" | "cancelled";
   answer?: string;
   answered_by?: string;
 }
 
-export interface ResultFacts {
+interface ResultFacts {
   is_error: boolean;
   content_bytes: number;
   summary?: string;
 }
 
-export type AwaitingApproval = CallBase & { state: "awaiting_approval"; approval: PendingApproval };
-export type AwaitingInput = CallBase & { state: "awaiting_input"; input: PendingQuestion };
+type AwaitingApproval = CallBase & { state: "awaiting_approval"; approval: PendingApproval };
+type AwaitingInput = CallBase & { state: "awaiting_input"; input: PendingQuestion };
 /**
  * `mutation_id`: the durable outcome row of an approved mutation (its intent
  * is recorded at approval); null for a read-only call. `approved_at`: when
  * the call became approved (the person's decision, or the announce of an
  * automatic one), epoch ms: the row's `approved_at` (contract section 8).
  */
-export type AwaitingAdmission = CallBase & {
+type AwaitingAdmission = CallBase & {
   state: "awaiting_admission";
   grant: Grant;
   approved_at: number;
   admission_deadline: number;
   mutation_id: string | null;
 };
-export type Answered = CallBase & { state: "answered"; input: AnsweredQuestion };
+type Answered = CallBase & { state: "answered"; input: AnsweredQuestion };
 export type Dispatched = CallBase & { state: "dispatched"; grant: Grant; approved_at: number; mutation_id: string | null };
 export type Done = CallBase & {
   state: "done";
@@ -113,7 +112,6 @@ export type Done = CallBase & {
 export type Proposed = CallBase & { state: "proposed" };
 
 export type ToolCall = Proposed | AwaitingApproval | AwaitingInput | AwaitingAdmission | Answered | Dispatched | Done;
-export type CallState = ToolCall["state"];
 
 /** Per-run counters behind the call ceiling and the ApprovedMutationBudget. */
 export interface RunCounters {
@@ -140,7 +138,7 @@ export type Effect =
   | ({ kind: "settle_unsent"; call: ToolCall; reason: NotExecutedReason } & RowApproval);
 
 /** Who approved an approved mutation and when: the audit fields of its row (contract section 8). */
-export interface RowApproval {
+interface RowApproval {
   mutation_id: string;
   approval_id: string | null;
   /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
@@ -163,7 +161,7 @@ const emit = (type: EventType, fields: Record<string, unknown>): Effect => ({ ki
 const ids = (call: CallBase) => ({ tool_name: call.tool_name, tool_call_id: call.tool_call_id });
 
 /** The approval id of a call, whatever its state (null when nobody approves it). */
-export function approvalIdOf(call: ToolCall): string | null {
+function approvalIdOf(call: ToolCall): string | null {
   switch (call.state) {
     case "awaiting_approval":
       return call.approval.approval_id;
@@ -185,7 +183,7 @@ const withApproval = (call: ToolCall) => {
 };
 
 /** The question human__ask shows: its `question` if it is text, else its arguments with secrets redacted. */
-export function questionOf(args: Record<string, unknown>): string {
+function questionOf(args: Record<string, unknown>): string {
   return typeof args.question === "string" ? args.question : JSON.stringify(redactSecrets(args));
 }
 

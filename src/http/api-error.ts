@@ -4,7 +4,7 @@
 import { StatusError } from "itty-router";
 import { redactText } from "../execution/redaction";
 
-export type ErrorCode =
+type ErrorCode =
   | "unauthorized"
   | "not_configured"
   | "bad_config"

@@ -6,10 +6,10 @@
 import { apiError } from "./api-error";
 
 /** Contract section 17: nesting deeper than 64 levels is a 400. `{}` is one level. */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /** The first place where `text` (JSON) nests deeper than `maxDepth`, or undefined. */
-export function excessNesting(text: string, maxDepth = MAX_JSON_DEPTH): { offset: number } | undefined {
+function excessNesting(text: string, maxDepth = MAX_JSON_DEPTH): { offset: number } | undefined {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -53,7 +53,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * The path of the first key or string in `value` that holds a lone surrogate, or undefined.
  * Iterative; `value` has passed assertNesting, so the stack stays small anyway.
  */
-export function findUnstorableText(value: unknown): string | undefined {
+function findUnstorableText(value: unknown): string | undefined {
   const stack: Array<{ value: unknown; path: string }> = [{ value, path: "" }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { value: v, path } = item;

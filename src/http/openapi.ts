@@ -23,7 +23,7 @@ import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
 import { triggerBodySchema } from "./trigger-request";
 
-export const OPENAPI_VERSION = "3.1.0";
+const OPENAPI_VERSION = "3.1.0";
 const API_VERSION = "0.1.0";
 
 // ---- what the routes answer ------------------------------------------------------

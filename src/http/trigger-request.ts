@@ -5,9 +5,9 @@ import { z } from "zod";
 import { MAX_IDENTIFIER_CHARS } from "../ids";
 
 /** Upper bound on one scripted "model" delay: a test run can take seconds, not hours. */
-export const MAX_SCRIPT_DELAY_MS = 600_000;
+const MAX_SCRIPT_DELAY_MS = 600_000;
 
-export const scriptedToolCallSchema = z
+const scriptedToolCallSchema = z
   .object({
     tool_name: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
     arguments: z.record(z.string(), z.unknown()).default({}),
@@ -34,5 +34,4 @@ export const triggerBodySchema = z
   })
   .strict();
 
-export type TriggerBody = z.output<typeof triggerBodySchema>;
 export type ScriptTurn = z.output<typeof scriptTurnSchema>;

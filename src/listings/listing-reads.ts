@@ -19,7 +19,7 @@ import type {
 export interface ListingDb {
   prepare(query: string): ListingStatement;
 }
-export interface ListingStatement {
+interface ListingStatement {
   bind(...values: unknown[]): ListingStatement;
   all<T = Record<string, unknown>>(): Promise<{ results: T[] }>;
 }

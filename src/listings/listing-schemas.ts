@@ -5,10 +5,10 @@ import { z } from "zod";
 import { mutationOutcomeSchema, mutationStateSchema } from "../outcomes/mutation-outcome-schema";
 
 /** Contract section 15: `limit` is 1..200, default 50. */
-export const LISTING_LIMIT_MAX = 200;
-export const LISTING_LIMIT_DEFAULT = 50;
+const LISTING_LIMIT_MAX = 200;
+const LISTING_LIMIT_DEFAULT = 50;
 /** Longest cursor accepted; ours are a few dozen characters, so anything longer was not made here. */
-export const CURSOR_MAX_CHARS = 1_024;
+const CURSOR_MAX_CHARS = 1_024;
 
 const isoTime = z.iso.datetime();
 
@@ -30,8 +30,8 @@ const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` f
 
 // ---- runs --------------------------------------------------------------------
 
-export const runStatusSchema = z.enum(["running", "completed", "failed"]);
-export const runSourceSchema = z.enum(["api", "slack"]);
+const runStatusSchema = z.enum(["running", "completed", "failed"]);
+const runSourceSchema = z.enum(["api", "slack"]);
 
 export const runListItemSchema = z
   .object({

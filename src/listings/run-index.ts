@@ -83,7 +83,7 @@ export interface IndexStatement {
 }
 
 /** Marks written per flush; the object's alarm re-arms while more remain. */
-export const FLUSH_BATCH_MARKS = 100;
+const FLUSH_BATCH_MARKS = 100;
 
 export type FlushResult =
   /** Every mark read was written (`remaining` > 0 only when more than a batch was pending). */
@@ -94,7 +94,7 @@ export type FlushResult =
 /** After a failed flush, the object's alarm tries again this much later (D1 is down or slow; don't spin). */
 export const FLUSH_RETRY_AFTER_FAILURE_MS = 1_000;
 /** Failed flushes in a row back off up to this long between tries. */
-export const FLUSH_RETRY_MAX_MS = 60_000;
+const FLUSH_RETRY_MAX_MS = 60_000;
 
 /**
  * When the object should flush again after `result`, in ms from now: 0 when a

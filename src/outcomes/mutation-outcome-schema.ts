@@ -8,13 +8,13 @@ import { MUTATION_OUTCOME_SCHEMA } from "./mutation-outcomes";
 const isoTime = z.iso.datetime();
 
 /** Any JSON value (the stored result and error facts). */
-export const jsonValueSchema: z.ZodType = z
+const jsonValueSchema: z.ZodType = z
   .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]))
   .meta({ id: "JsonValue" });
 
 export const mutationStateSchema = z.enum(["unresolved", "not_executed", "completed", "outcome_unknown"]);
 
-export const reconciliationSchema = z
+const reconciliationSchema = z
   .object({
     outcome: z.enum(["completed", "not_executed"]),
     reconciled_by: z.string(),

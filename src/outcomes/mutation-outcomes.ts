@@ -48,11 +48,11 @@ export function isMutationId(value: string): boolean {
   return MUTATION_ID_PATTERN.test(value);
 }
 
-export type MutationState = "unresolved" | "not_executed" | "completed" | "outcome_unknown";
-export type SettledState = Exclude<MutationState, "unresolved">;
-export type ReconcileOutcome = "completed" | "not_executed";
+type MutationState = "unresolved" | "not_executed" | "completed" | "outcome_unknown";
+type SettledState = Exclude<MutationState, "unresolved">;
+type ReconcileOutcome = "completed" | "not_executed";
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 // ---- rows and projection ---------------------------------------------------
 
@@ -81,7 +81,7 @@ export interface MutationOutcomeRow {
   reconciliation_json: string | null;
 }
 
-export interface Reconciliation {
+interface Reconciliation {
   outcome: ReconcileOutcome;
   reconciled_by: string;
   evidence: string;
@@ -205,7 +205,7 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
 
 // ---- transitions -----------------------------------------------------------
 
-export type TransitionError = "not_found" | "already_settled" | "not_dispatched" | "dispatched";
+type TransitionError = "not_found" | "already_settled" | "not_dispatched" | "dispatched";
 
 export type TransitionResult =
   | { ok: true; row: MutationOutcomeRow }
@@ -352,45 +352,6 @@ export async function listRunOutcomes(db: OutcomeDb, runId: string): Promise<Mut
   const { results } = await db
     .prepare(`SELECT * FROM mutation_outcomes WHERE run_id = ? ORDER BY created_at, mutation_id`)
     .bind(runId)
-    .all<MutationOutcomeRow>();
-  return results;
-}
-
-export interface PriorUnknownQuery {
-  channelId: string;
-  toolName: string;
-  argumentsDigest: string;
-  /** The asking run: its own rows are replay (replay_blocked), not a prior outcome. */
-  excludeRunId: string;
-  /**
-   * The asking row's mutation id: only rows recorded before it (smaller
-   * sortable id) count, so two identical calls approved at the same moment
-   * never refuse each other. Absent: every such row counts (the older
-   * caller that asks before its own row's id is known).
-   */
-  beforeMutationId?: string;
-}
-
-/** At most this many rows come back; one is enough to block, the rest are for the message. */
-export const PRIOR_UNKNOWN_LIMIT = 10;
-
-/**
- * Rows of other runs, same channel, tool and arguments digest, in state
- * outcome_unknown or unresolved, recorded before `beforeMutationId`, oldest
- * first. Non-empty means the call is not dispatched (`prior_outcome_unknown`).
- */
-export async function findPriorUnknown(db: OutcomeDb, query: PriorUnknownQuery): Promise<MutationOutcomeRow[]> {
-  const before = query.beforeMutationId ?? null;
-  const { results } = await db
-    .prepare(
-      `SELECT * FROM mutation_outcomes
-       WHERE channel_id = ? AND tool_name = ? AND arguments_digest = ?
-         AND state IN ('outcome_unknown', 'unresolved') AND run_id <> ?
-         AND (? IS NULL OR mutation_id < ?)
-       ORDER BY mutation_id
-       LIMIT ?`,
-    )
-    .bind(query.channelId, query.toolName, query.argumentsDigest, query.excludeRunId, before, before, PRIOR_UNKNOWN_LIMIT)
     .all<MutationOutcomeRow>();
   return results;
 }

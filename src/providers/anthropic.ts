@@ -23,8 +23,8 @@ import { ModelError } from "./model-error";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
 import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
-export const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";
-export const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5";
+const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";
+const DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5";
 
 const PROVIDER = "anthropic";
 
@@ -88,7 +88,7 @@ export function buildAnthropicRequest(
 }
 
 /** A Messages API response as a model turn; throws UnusableAnswer when it is not one. */
-export function parseAnthropicMessage(body: unknown): ModelTurn {
+function parseAnthropicMessage(body: unknown): ModelTurn {
   if (!isPlainObject(body) || !Array.isArray(body.content)) {
     throw new UnusableAnswer("the response is not a Messages API message (no content list)", false);
   }

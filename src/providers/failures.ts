@@ -6,7 +6,7 @@ import { errorBodyText, scrubDetail } from "./model-error";
 import { isRetryableStatus, parseRetryAfter, type AttemptFailure } from "./retry";
 
 /** What the failed fetch itself said (the SDK's own message is just "Connection error."). */
-export function causeText(error: Error): string {
+function causeText(error: Error): string {
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof Error) {
     const inner = (cause as { cause?: unknown }).cause;
@@ -16,7 +16,7 @@ export function causeText(error: Error): string {
 }
 
 /** Shared by both providers: an HTTP error status as a retry decision and a message. */
-export function classifyHttpError(
+function classifyHttpError(
   provider: "anthropic" | "openai",
   status: number,
   headers: Headers | undefined,
@@ -55,7 +55,7 @@ export function classifyHttpError(
 }
 
 /** Shared by both providers: a failure that is neither an HTTP status nor a connection problem. */
-export function classifyOtherError(provider: "anthropic" | "openai", error: unknown, apiKey: string | undefined): AttemptFailure {
+function classifyOtherError(provider: "anthropic" | "openai", error: unknown, apiKey: string | undefined): AttemptFailure {
   if (error instanceof UnusableAnswer) {
     return error.retryable
       ? { retryable: true, what: "unusable answers", detail: error.message, code: "bad_response" }

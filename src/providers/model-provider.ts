@@ -23,11 +23,9 @@ import { createAnthropicProvider } from "./anthropic";
 import { ModelError } from "./model-error";
 import { createOpenAiProvider } from "./openai";
 
-export { ModelError, type ModelErrorCode, type ModelProviderName } from "./model-error";
+export { ModelError } from "./model-error";
 export { DEFAULT_RETRY_POLICY } from "./retry";
-export { DEFAULT_MAX_TOKENS, DEFAULT_MODEL_TIMEOUT_MS, UNANSWERED_TOOL_CALL_RESULT } from "./conversation";
-export { DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL } from "./anthropic";
-export { DEFAULT_OPENAI_BASE_URL, DEFAULT_OPENAI_MODEL } from "./openai";
+export { UNANSWERED_TOOL_CALL_RESULT } from "./conversation";
 
 export interface ModelToolSpec {
   name: string;

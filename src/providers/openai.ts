@@ -36,8 +36,8 @@ import { classifySdkError } from "./failures";
 import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
 import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
-export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
-export const DEFAULT_OPENAI_MODEL = "gpt-5-mini";
+const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
+const DEFAULT_OPENAI_MODEL = "gpt-5-mini";
 
 const PROVIDER = "openai";
 
@@ -114,7 +114,7 @@ function isOpenAiHost(baseUrl: string): boolean {
 }
 
 /** A chat-completions response as a model turn; throws UnusableAnswer when it is not one. */
-export function parseOpenAiCompletion(body: unknown): ModelTurn {
+function parseOpenAiCompletion(body: unknown): ModelTurn {
   if (!isPlainObject(body) || !Array.isArray(body.choices)) {
     throw new UnusableAnswer("the response is not a chat completion (no choices list)", false);
   }

@@ -69,7 +69,7 @@ export function isRetryableStatus(status: number): boolean {
 }
 
 /** Waits `ms`, or rejects as soon as the signal fires. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = () => {
@@ -84,7 +84,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export function abortedError(provider: ModelProviderName, attempts: number): ModelError {
+function abortedError(provider: ModelProviderName, attempts: number): ModelError {
   return new ModelError(`The model call (${provider}) was aborted before it finished.`, {
     provider,
     code: "aborted",

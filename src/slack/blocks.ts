@@ -20,15 +20,15 @@ export const SECTION_TEXT_MAX_CHARS = 3_000;
 /** The arguments' code block: under the section limit with room for the fence and the truncation note. */
 export const ARGUMENTS_PREVIEW_MAX_CHARS = 2_800;
 /** Slack truncates a message's `text` past 40 000 characters; stay under it with room for a note. */
-export const MESSAGE_TEXT_MAX_CHARS = 39_000;
+const MESSAGE_TEXT_MAX_CHARS = 39_000;
 /** A modal's title is at most 24 characters; a plain_text_input at most 3000. */
 const MODAL_TITLE_MAX_CHARS = 24;
 const MODAL_INPUT_MAX_CHARS = 3_000;
 /** Slack caps private_metadata and a button's value at 3000 and 2000 characters. */
-export const PRIVATE_METADATA_MAX_CHARS = 3_000;
-export const BUTTON_VALUE_MAX_CHARS = 2_000;
+const PRIVATE_METADATA_MAX_CHARS = 3_000;
+const BUTTON_VALUE_MAX_CHARS = 2_000;
 
-export type ApprovalLevel = "approve" | "confirm";
+type ApprovalLevel = "approve" | "confirm";
 export type ApprovalDecision = "approved" | "denied" | "expired" | "cancelled";
 
 /** One message as chat.postMessage / chat.update take it: fallback text plus blocks. */
@@ -60,7 +60,7 @@ export interface InputButtonValue {
   tool_call_id: string;
 }
 
-export function truncate(text: string, max: number, note = "… (truncated)"): string {
+function truncate(text: string, max: number, note = "… (truncated)"): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - note.length))}${note}`;
 }
 
@@ -70,7 +70,7 @@ export function escapeMrkdwn(text: string): string {
 }
 
 /** `slack:U123` → a mention; anything else (an API caller's name) as plain text. */
-export function renderPerson(decidedBy: string | undefined): string {
+function renderPerson(decidedBy: string | undefined): string {
   if (decidedBy === undefined) return "someone";
   const slack = /^slack:([UW][A-Z0-9]+)$/.exec(decidedBy);
   return slack ? `<@${slack[1]}>` : `\`${escapeMrkdwn(decidedBy).replace(/`/g, "'")}\``;
@@ -95,7 +95,7 @@ function context(text: string): AnyMessageBlock {
 }
 
 /** `<!date^…>` shows the time in each reader's own time zone; the ISO text is the fallback. */
-export function slackDate(iso: string): string {
+function slackDate(iso: string): string {
   const seconds = Math.floor(Date.parse(iso) / 1000);
   return Number.isFinite(seconds) ? `<!date^${seconds}^{date_short_pretty} {time_secs}|${iso}>` : escapeMrkdwn(iso);
 }

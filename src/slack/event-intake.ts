@@ -8,12 +8,12 @@ import { isKnownToolNameShape } from "../execution/tool-policy";
 import { type ScriptTurn, scriptTurnSchema } from "../http/trigger-request";
 
 /** The trigger's own bound on a message (contract section 3). */
-export const MESSAGE_MAX_CHARS = 32_768;
+const MESSAGE_MAX_CHARS = 32_768;
 
 export type Intake = { kind: "start"; input: Omit<StartRunInput, "run_id"> } | { kind: "ignore"; reason: string };
 
 /** The fields of app_mention / message events this app reads; Slack sends many more. */
-export const slackMessageEventSchema = z
+const slackMessageEventSchema = z
   .object({
     type: z.enum(["app_mention", "message"]),
     subtype: z.string().optional(),
@@ -26,7 +26,6 @@ export const slackMessageEventSchema = z
     thread_ts: z.string().optional(),
   })
   .loose();
-export type SlackMessageEvent = z.output<typeof slackMessageEventSchema>;
 
 export interface IntakeContext {
   event_id: string;

@@ -42,9 +42,9 @@ export interface PostsMemory {
 export const emptyMemory = (): PostsMemory => ({ approvals: {}, questions: {}, approved_calls: [], last_assistant_text: null });
 
 /** The reaction put on the triggering message as soon as the run starts, and the ones at its end. */
-export const WORKING_REACTION = "eyes";
-export const DONE_REACTION = "white_check_mark";
-export const FAILED_REACTION = "x";
+const WORKING_REACTION = "eyes";
+const DONE_REACTION = "white_check_mark";
+const FAILED_REACTION = "x";
 /** Transport errors after dispatch: the durable outcome is outcome_unknown (contract sections 7 and 8). */
 const OUTCOME_UNKNOWN_ERROR_CODES = new Set(["transport_timeout", "transport_error"]);
 /** Reasons already shown by the approval message's own update: no second post. */
@@ -198,5 +198,5 @@ function executionItems(event: ExecutionEvent, memory: PostsMemory): OutboxItem[
   return event.mutation_id !== undefined ? [{ kind: "post", message: mutationSucceeded(event.tool_name) }] : [];
 }
 
-export const approvalKey = (approvalId: string) => `approval:${approvalId}`;
-export const inputKey = (toolCallId: string) => `input:${toolCallId}`;
+const approvalKey = (approvalId: string) => `approval:${approvalId}`;
+const inputKey = (toolCallId: string) => `input:${toolCallId}`;

@@ -32,13 +32,13 @@ export interface OutboxSettings {
 }
 
 /** First retry after this long, doubling per attempt, capped: a flapping Slack is retried briskly, a down one once a minute. */
-export const RETRY_BASE_MS = DEFAULT_SLACK_RETRY_BASE_MS;
-export const RETRY_MAX_INTERVAL_MS = DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS;
+const RETRY_BASE_MS = DEFAULT_SLACK_RETRY_BASE_MS;
+const RETRY_MAX_INTERVAL_MS = DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS;
 /** One Web API call is abandoned after this long (treated as a lost answer, retried). */
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
 /** Why an item was given up (slack_outbox.error), besides Slack's own error codes. */
-export const GIVE_UP = {
+const GIVE_UP = {
   deadline: "delivery_deadline_passed",
   external: "external_channel",
   stopped: "app_uninstalled",

@@ -42,11 +42,11 @@ import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
-export const SIGNATURE_MAX_AGE_SECONDS = 300;
+const SIGNATURE_MAX_AGE_SECONDS = 300;
 /** Slack waits 3 s for an answer; the run's start (a D1 insert and one RPC) is awaited at most this long before acking anyway. */
-export const START_ACK_BUDGET_MS = 2_000;
+const START_ACK_BUDGET_MS = 2_000;
 /** Slack's payloads are small; anything larger is not from Slack. */
-export const SLACK_BODY_MAX_BYTES = 64 * 1024;
+const SLACK_BODY_MAX_BYTES = 64 * 1024;
 /** Event types this app acts on; every other verified event is acknowledged and ignored. */
 const HANDLED_EVENTS = new Set(["app_mention", "message", "app_uninstalled", "tokens_revoked"]);
 

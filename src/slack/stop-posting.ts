@@ -4,7 +4,7 @@
 // installation's token posts again, and the token itself is never stored.
 export type StopReason = "app_uninstalled" | "tokens_revoked";
 
-export async function tokenDigest(botToken: string): Promise<string> {
+async function tokenDigest(botToken: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(botToken));
   return `sha256:${[...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

@@ -24,7 +24,7 @@ export type CallFailure =
   | { kind: "permanent"; detail: string };
 
 /** Without a Retry-After header Slack's 429 still means "not now"; wait this long at least. */
-export const DEFAULT_RETRY_AFTER_MS = 1_000;
+const DEFAULT_RETRY_AFTER_MS = 1_000;
 /** `ok: false` codes Slack documents as temporary (the call may succeed if repeated). */
 const TRANSIENT_ERROR_CODES = new Set([
   "ratelimited",
@@ -36,7 +36,7 @@ const TRANSIENT_ERROR_CODES = new Set([
 ]);
 
 /** Thrown by withTimeout when Slack did not answer in time; the call may still have happened. */
-export class SlackCallTimeout extends Error {
+class SlackCallTimeout extends Error {
   constructor(
     readonly apiName: string,
     readonly timeoutMs: number,

@@ -5,7 +5,7 @@
 // and purging by retention. It knows nothing about subscribers or HTTP.
 import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "./events";
 
-export interface SqlCursorLike<T> {
+interface SqlCursorLike<T> {
   toArray(): T[];
 }
 export interface SqlLike {
@@ -13,7 +13,7 @@ export interface SqlLike {
 }
 
 /** Rows read per replay batch: large enough to amortise the query, small enough to keep a slow client's queue short. */
-export const REPLAY_BATCH_EVENTS = 256;
+const REPLAY_BATCH_EVENTS = 256;
 /**
  * Past the cap, the oldest events are deleted this many at a time (at most a
  * tenth of the cap), so a run at its cap pays for a DELETE once per batch,

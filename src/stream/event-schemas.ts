@@ -19,7 +19,7 @@ const envelope = <T extends EventType>(type: T) => ({
   at: isoTime,
 });
 
-export const notExecutedReasonSchema = z.enum([
+const notExecutedReasonSchema = z.enum([
   "denied",
   "expired",
   "cancelled",
@@ -31,16 +31,10 @@ export const notExecutedReasonSchema = z.enum([
   "prior_outcome_unknown",
   "transport_unavailable",
 ]);
-export const executedErrorCodeSchema = z.enum([
-  "transport_timeout",
-  "transport_error",
-  "tool_error",
-  "response_too_large",
-  "settlement_timeout",
-]);
+const executedErrorCodeSchema = z.enum(["transport_timeout", "transport_error", "tool_error", "response_too_large", "settlement_timeout"]);
 
 /** Facts about a tool's answer, never credentials; the summary is at most 2 KiB. */
-export const resultFactsSchema = z
+const resultFactsSchema = z
   .object({ is_error: z.boolean(), content_bytes: z.number().int().min(0), summary: z.string().max(2_048).optional() })
   .strict();
 
@@ -92,7 +86,7 @@ function eventSchema<T extends EventType>(type: T) {
     .meta({ id: eventSchemaId(type), title: type });
 }
 
-export function eventSchemaId(type: EventType): string {
+function eventSchemaId(type: EventType): string {
   return `Event_${type}`;
 }
 
@@ -131,8 +125,6 @@ export const runEventSchema = z
     eventSchemas.run_failed,
   ])
   .meta({ id: "RunEvent", title: "approval-v2 run event", description: "One event of a run's stream (contract section 4)." });
-
-export type RunEvent = z.output<typeof runEventSchema>;
 
 // ---- the fixture projection (section 12) -----------------------------------------
 
@@ -191,7 +183,7 @@ function projectionSchema<T extends ProjectionType>(type: T) {
     .meta({ id: `ProjectedEvent_${type}`, title: `${type} (fixture projection)` });
 }
 
-export const projectedEventSchemas = {
+const projectedEventSchemas = {
   tool_started: projectionSchema("tool_started"),
   approval_requested: projectionSchema("approval_requested"),
   approval_resolved: projectionSchema("approval_resolved"),

@@ -1,7 +1,7 @@
 // The run's event types and the envelope every event carries (contract section 4).
 export const PROTOCOL_VERSION = "v2";
 
-export const TERMINAL_EVENT_TYPES = ["run_completed", "run_failed"] as const;
+const TERMINAL_EVENT_TYPES = ["run_completed", "run_failed"] as const;
 
 export type EventType =
   | "run_started"

@@ -7,7 +7,7 @@ import { mutationOutcomeShape } from "../outcomes/mutation-outcome-schema";
 import { PROTOCOL_VERSION } from "./events";
 import { projectedEventSchema } from "./event-schemas";
 
-export const FIXTURE_DOCUMENT_SCHEMA = "approved_execution_v2_fixtures/v1";
+const FIXTURE_DOCUMENT_SCHEMA = "approved_execution_v2_fixtures/v1";
 
 /** A mutation_outcome/v1 row as a fixture keeps it: times are placeholders, result and error reduced to their facts. */
 export const projectedMutationOutcomeSchema = z

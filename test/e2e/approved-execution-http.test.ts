@@ -11,7 +11,7 @@
 import { readFile } from "node:fs/promises";
 import { EventSource } from "eventsource";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createHookDispatcher } from "../../src/adapters/adapter-hooks";
+import { createHookDispatcher } from "../../src/client/adapter-hooks";
 import { ApiError } from "../../src/client";
 import { argumentsDigest } from "../../src/execution/arguments-digest";
 import { generateFixtures, serialiseFixtures } from "../support/approval-execution-fixtures";

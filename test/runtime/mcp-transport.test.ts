@@ -10,7 +10,6 @@
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import {
-  callMcpTool,
   listMcpTools,
   McpTransportError,
   MODEL_TEXT_MAX_BYTES,
@@ -18,6 +17,7 @@ import {
   SUMMARY_MAX_BYTES,
   truncateUtf8,
   type McpCallOutcome,
+  type McpServerConfig,
   type TransportCaps,
 } from "../../src/execution/mcp-transport";
 
@@ -30,6 +30,22 @@ const FAULT_DELAY_MS = 1_500;
 const RETRY_WINDOW_MS = 700;
 /** Nothing listens on port 1 (tcpmux) on a test machine: connecting is refused at once. */
 const CLOSED_PORT_URL = "http://127.0.0.1:1/mcp";
+
+/** One tool call on a fresh session, the way the dispatch pipeline uses the transport (src/execution/mcp-send.ts): open, call once, close. */
+async function callMcpTool(
+  server: McpServerConfig,
+  toolName: string,
+  args: Record<string, unknown>,
+  caps: TransportCaps,
+): Promise<McpCallOutcome> {
+  const opened = await openMcpSession(server, caps);
+  if (opened.kind === "failed") return { ...opened, sent: false };
+  try {
+    return await opened.session.call(toolName, args);
+  } finally {
+    await opened.session.close();
+  }
+}
 
 const encoder = new TextEncoder();
 const utf8Bytes = (text: string) => encoder.encode(text).byteLength;

@@ -14,7 +14,6 @@ import { globalStoragePool } from "../../src/outcomes/storage-pool-rpc";
 import {
   APPROVED_BY_AUTOMATIC,
   AUTOMATIC_APPROVAL_ID,
-  findPriorUnknown,
   markDispatchedUnlessPrior,
   getOutcome,
   insertIntent,
@@ -358,64 +357,6 @@ describe("settlement", () => {
     await expect(
       env.DB.prepare(`UPDATE mutation_outcomes SET state = 'not_executed' WHERE mutation_id = ?`).bind(row.mutation_id).run(),
     ).rejects.toThrow(/CHECK/i);
-  });
-});
-
-describe("prior unknown outcomes across runs", () => {
-  it("finds other runs' outcome_unknown and unresolved rows for the same channel, tool and digest", async () => {
-    const channelId = `C-prior-${newToolCallId()}`;
-    const unknown = await unknownOutcome({ channelId });
-    const pending = await created({ channelId, createdAt: T1 });
-    const completed = await created({ channelId });
-    await checkpointRow(env.DB, completed.mutation_id);
-    await settle(env.DB, completed.mutation_id, { state: "completed", result: {}, settledAt: T1 });
-    const notExecuted = await created({ channelId });
-    await settle(env.DB, notExecuted.mutation_id, { state: "not_executed", settledAt: T1 });
-    await created({ channelId, argumentsDigest: OTHER_DIGEST });
-    await created({ channelId, toolName: "mcp__last9__create_alert" });
-    await unknownOutcome({ channelId: `${channelId}-elsewhere` });
-
-    const asking = newRunId();
-    const found = await findPriorUnknown(env.DB, {
-      channelId,
-      toolName: "mcp__last9__create_dashboard",
-      argumentsDigest: DIGEST,
-      excludeRunId: asking,
-    });
-    expect(found.map((r) => r.mutation_id)).toEqual([unknown.mutation_id, pending.mutation_id]);
-
-    // The asking run's own rows are replay, not a prior outcome.
-    const own = await findPriorUnknown(env.DB, {
-      channelId,
-      toolName: "mcp__last9__create_dashboard",
-      argumentsDigest: DIGEST,
-      excludeRunId: unknown.run_id,
-    });
-    expect(own.map((r) => r.mutation_id)).toEqual([pending.mutation_id]);
-
-    // Reconciled, it no longer blocks.
-    await reconcile(env.DB, unknown.mutation_id, { outcome: "not_executed", evidence: "no dashboard", reconciled_by: "ops", at: T2 });
-    await settle(env.DB, pending.mutation_id, { state: "not_executed", settledAt: T2 });
-    expect(
-      await findPriorUnknown(env.DB, {
-        channelId,
-        toolName: "mcp__last9__create_dashboard",
-        argumentsDigest: DIGEST,
-        excludeRunId: asking,
-      }),
-    ).toEqual([]);
-  });
-
-  it("counts only rows recorded before the asking row (by its sortable id) when given one", async () => {
-    const channelId = `C-prior-before-${newToolCallId()}`;
-    const [earlier, later] = sameMomentIds();
-    const a = await created({ channelId, mutationId: earlier });
-    const b = await created({ channelId, mutationId: later });
-    const query = { channelId, toolName: "mcp__last9__create_dashboard", argumentsDigest: DIGEST };
-    expect(await findPriorUnknown(env.DB, { ...query, excludeRunId: a.run_id, beforeMutationId: a.mutation_id })).toEqual([]);
-    expect(
-      (await findPriorUnknown(env.DB, { ...query, excludeRunId: b.run_id, beforeMutationId: b.mutation_id })).map((r) => r.mutation_id),
-    ).toEqual([a.mutation_id]);
   });
 });
 

@@ -32,10 +32,10 @@ const POLL_MS = 4;
 const pause = () => new Promise<void>((r) => setTimeout(r, POLL_MS));
 
 /** The statements of src/outcomes/mutation-outcomes.ts, by the step of the write-ahead protocol they implement. */
-export const STATEMENTS = {
+const STATEMENTS = {
   /** insertIntent: the intent row, written at approval. */
   intent: /^\s*INSERT INTO mutation_outcomes/,
-  /** findPriorUnknown: another run's identical call with an unknown outcome (a separate statement no longer on the execution path: the check is folded into the checkpoint). */
+  /** A separate prior-outcome query (gone from the execution path: the check is folded into the checkpoint; tests assert it never runs). */
   prior: /state IN \('outcome_unknown', 'unresolved'\)/,
   /** markDispatchedUnlessPrior: the write-ahead checkpoint, with the prior-outcome check folded into the same statement. */
   checkpoint: /SET dispatched = 1/,
@@ -47,7 +47,7 @@ export const STATEMENTS = {
 
 export type StatementKind = keyof typeof STATEMENTS;
 
-export type SeamAction = "pass" | "stall" | "fail";
+type SeamAction = "pass" | "stall" | "fail";
 
 export interface RuleOptions {
   /** Only statements whose bound values pass this filter (e.g. a settlement to `completed`). */
@@ -85,7 +85,7 @@ interface Held {
   after?: SeamEntry;
 }
 
-export class StorageSeamError extends Error {
+class StorageSeamError extends Error {
   override readonly name = "StorageSeamError";
 }
 

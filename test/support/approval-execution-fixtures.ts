@@ -8,7 +8,7 @@
 import { EngineClient, type ScriptTurn } from "../../src/client";
 import { PROJECTION_EVENT_TYPES, PROJECTION_FIELDS } from "../../src/stream/event-schemas";
 
-export const FIXTURE_SCHEMA = "approved_execution_v2_fixtures/v1";
+const FIXTURE_SCHEMA = "approved_execution_v2_fixtures/v1";
 
 /**
  * The events a consumer of the approval lifecycle reads (the others leave sequence gaps) and the
@@ -44,7 +44,7 @@ function pick(source: Json, keys: readonly string[]): Json {
 }
 
 /** Normalises one example's events and durable rows. */
-export function normaliseExample(events: Json[], mutations: Json[]): { events: Json[]; mutation_outcomes: Json[] } {
+function normaliseExample(events: Json[], mutations: Json[]): { events: Json[]; mutation_outcomes: Json[] } {
   const ids = new IdentityMap();
   let heartbeats = 0;
   const projected: Json[] = [];

@@ -13,7 +13,7 @@ import { type DemoMcpProcess, startDemoMcpProcess } from "./demo-mcp-process";
 import { startWorkerServer, type WorkerServer } from "./worker-server";
 
 export const CHROMIUM = "/usr/bin/chromium";
-export const CHROMIUM_FLAGS = [
+const CHROMIUM_FLAGS = [
   "--headless",
   "--no-sandbox",
   "--disable-gpu",
@@ -24,7 +24,7 @@ export const CHROMIUM_FLAGS = [
   "--disable-sync",
 ];
 /** 32+ characters, as the config requires; test-only. */
-export const CONSOLE_SECRET = "browser-test-console-secret-0123456789abcdef";
+const CONSOLE_SECRET = "browser-test-console-secret-0123456789abcdef";
 
 export interface ConsoleStack {
   demo: DemoMcpProcess;

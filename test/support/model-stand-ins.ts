@@ -20,7 +20,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { Socket } from "node:net";
 
 /** One scripted answer. A body that is not a string is sent as JSON. */
-export interface ScriptedResponse {
+interface ScriptedResponse {
   status?: number;
   body?: unknown;
   headers?: Record<string, string>;
@@ -31,9 +31,9 @@ export interface ScriptedResponse {
 }
 
 /** A scripted response, or one made from the request it answers. */
-export type Scripted = ScriptedResponse | ((request: RecordedRequest) => ScriptedResponse);
+type Scripted = ScriptedResponse | ((request: RecordedRequest) => ScriptedResponse);
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   /** Path and query, relative to the server root (so it includes the base URL's path). */
   path: string;

@@ -4,7 +4,7 @@
 // the server verifies with slack-edge.
 import { createHmac } from "node:crypto";
 
-export function slackSignature(secret: string, timestamp: number, rawBody: string): string {
+function slackSignature(secret: string, timestamp: number, rawBody: string): string {
   return `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${rawBody}`).digest("hex")}`;
 }
 

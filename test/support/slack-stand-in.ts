@@ -18,7 +18,7 @@ export interface RecordedCall {
   answered: string;
 }
 
-export type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" } | { kind: "error"; error: string };
+type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" } | { kind: "error"; error: string };
 
 export interface SlackStandIn {
   /** Base URL to use as SLACK_API_BASE_URL (ends with /api/). */

@@ -13,7 +13,7 @@ export function wantsEventStream(request: Request): boolean {
 }
 
 /** `after` wins over Last-Event-ID; neither means from the start. */
-export function resumePoint(url: URL, lastEventId: string | null): number {
+function resumePoint(url: URL, lastEventId: string | null): number {
   const after = url.searchParams.get("after");
   if (after !== null) {
     if (!NON_NEGATIVE_INTEGER.test(after)) {

@@ -19,7 +19,7 @@ const STORAGE_RETRY_AFTER_SECONDS = 1;
  * array, which no listing schema accepts (so `?status=a&status=b` is a 400,
  * not a silent pick of one).
  */
-export function queryObject(url: URL): Record<string, string | string[]> {
+function queryObject(url: URL): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [key, value] of url.searchParams) {
     const seen = out[key];
