@@ -1,9 +1,6 @@
-// The Worker's bindings. Vars and secrets are read through loadConfig(), never directly.
-import type { RunObject } from "../../durable-objects/run-object";
-import type { StoragePool } from "../../durable-objects/storage-pool";
-
-export interface Env {
-  RUN_OBJECT: DurableObjectNamespace<RunObject>;
-  STORAGE_POOL: DurableObjectNamespace<StoragePool>;
-  DB: D1Database;
-}
+// The Worker's bindings, as `wrangler types` generates them from wrangler.toml
+// (src/config/worker-env.d.ts; `npm run types` regenerates it, and `npm test`
+// fails through `npm run types:check` when it no longer matches wrangler.toml).
+// Vars and secrets are read through loadConfig() (src/config/config.ts), never directly.
+/// <reference path="./worker-env.d.ts" />
+export type Env = Cloudflare.Env;
