@@ -27,6 +27,7 @@ import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
 import { type ConversationItem, modelProviderFromConfig } from "../src/providers/model-provider";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/stream/events";
+import type { EventFields } from "../src/stream/event-schemas";
 import { RunStream } from "../src/stream/run-stream";
 
 /** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
@@ -206,7 +207,7 @@ export class RunObject extends DurableObject<Env> {
    * The append path for subclasses (the benchmark's object appends synthetic
    * events through exactly the code path real events take).
    */
-  protected appendEvent(type: EventType, fields: Record<string, unknown>): StoredEvent | null {
+  protected appendEvent<T extends EventType>(type: T, fields: EventFields<T>): StoredEvent | null {
     return this.#engine?.append(type, fields) ?? null;
   }
 

@@ -44,6 +44,7 @@ import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../stream/events";
+import type { EventFields } from "../stream/event-schemas";
 import type { RunStream } from "../stream/run-stream";
 import type { ModelSource, ProposedCall } from "./model-source";
 import { isTerminalStatus, type CancelResult, type RunRecord, type RunSummary } from "./run-record";
@@ -220,7 +221,12 @@ export class RunEngine {
    * and, for the terminal one, ends the run. The one append path, also for
    * the benchmark's synthetic events.
    */
-  append(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
+  append<T extends EventType>(type: T, fields: EventFields<T>, now = Date.now()): StoredEvent | null {
+    return this.#appendChecked(type, fields, now);
+  }
+
+  /** The effects' path: their fields were checked against the schema where the effect was made (tool-calls.ts's `emit`). */
+  #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
     if (event) this.#deps.observer?.appended(event, fields, now);
     if (event && this.#deps.stream.terminal && this.#run.status === "running")
@@ -340,7 +346,7 @@ export class RunEngine {
     for (const effect of effects) {
       switch (effect.kind) {
         case "emit":
-          this.append(effect.type, effect.fields, at);
+          this.#appendChecked(effect.type, effect.fields, at);
           break;
         case "dispatch":
           this.#dispatch(effect.call);

@@ -75,13 +75,17 @@ interface Envelope<T extends string> {
 export interface ExecutionResult {
   is_error: boolean;
   content_bytes: number;
-  summary: string;
+  /** A text summary of the tool's answer (at most 2 KiB); absent when the answer had no text. */
+  summary?: string;
 }
 
 export interface ErrorFacts {
   code: string;
   message: string;
 }
+
+/** `error.code` of an executed call (contract section 4). */
+export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
 
 export type NotExecutedReason =
   | "denied"
@@ -105,7 +109,8 @@ export type EngineEvent =
       approval_id: string;
       level: "approve" | "confirm";
       description: string;
-      arguments: Record<string, unknown>;
+      /** The call's arguments (a JSON object), secret-looking values redacted. */
+      arguments: unknown;
       expires_at: string;
     })
   | (Envelope<"approval_resolved"> & {
@@ -125,7 +130,7 @@ export type EngineEvent =
       execution_status: "executed" | "not_executed";
       reason?: NotExecutedReason;
       result?: ExecutionResult;
-      error?: ErrorFacts;
+      error?: { code: ExecutedErrorCode; message: string };
       mutation_id?: string;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
@@ -181,9 +186,9 @@ export interface MutationOutcome {
   approval_id: string | null;
   tool_name: string;
   arguments_digest: string;
-  /** The decision's `decided_by`, or "automatic" (contract section 8); null on rows written without it, absent from older servers. */
-  approved_by?: string | null;
-  approved_at?: string | null;
+  /** The decision's `decided_by`, or "automatic" (contract section 8); null on rows written before the engine recorded it. */
+  approved_by: string | null;
+  approved_at: string | null;
   state: MutationState;
   dispatched: boolean;
   reason?: string;

@@ -17,6 +17,7 @@
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets } from "./redaction";
 import type { EventType } from "../stream/events";
+import type { EventFields } from "../stream/event-schemas";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -156,7 +157,8 @@ export type DispatchOutcome =
   | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string; sent: true }
   | { kind: "failed"; code: Exclude<ExecutedErrorCode, "tool_error" | "settlement_timeout">; message: string; sent: boolean };
 
-const emit = (type: EventType, fields: Record<string, unknown>): Effect => ({ kind: "emit", type, fields });
+/** The one way an emit effect is made: its fields are checked against the event's schema (src/stream/event-schemas.ts). */
+const emit = <T extends EventType>(type: T, fields: EventFields<T>): Effect => ({ kind: "emit", type, fields });
 
 const ids = (call: CallBase) => ({ tool_name: call.tool_name, tool_call_id: call.tool_call_id });
 
@@ -313,7 +315,7 @@ export function decideApproval(
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
   const { state: _awaiting, approval, ...base } = call;
-  const resolved = emit("approval_resolved", { ...withApproval(call), decision: wanted, decided_by: input.decided_by });
+  const resolved = emit("approval_resolved", { ...ids(call), approval_id: approvalId, decision: wanted, decided_by: input.decided_by });
   const verdict: Verdict = { kind: "resolved", approval_id: approvalId, decision: wanted };
   if (wanted === "denied") {
     const ended: ResolvedApproval = { ...approval, decision: "denied", decided_by: input.decided_by };
@@ -342,7 +344,10 @@ export function decideApproval(
     mutation_id: call.mutating ? mutationId : null,
   };
   place(calls, call, next);
-  return { verdict, effects: [resolved, emit("tool_execution_started", withApproval(next)), ...intentOf(next, approvalId)] };
+  return {
+    verdict,
+    effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next, approvalId)],
+  };
 }
 
 /** A person's answer to human__ask, with the same idempotency and expiry rules as approvals. */
@@ -461,12 +466,12 @@ export function settleDispatch(
   const error = settlementLate
     ? {
         error: {
-          code: "settlement_timeout",
+          code: "settlement_timeout" as const,
           message: "The response arrived but recording its outcome did not finish in time; query the mutation later.",
         },
       }
     : outcome.is_error
-      ? { error: { code: "tool_error", message: outcome.summary || "The tool reported an error." } }
+      ? { error: { code: "tool_error" as const, message: outcome.summary || "The tool reported an error." } }
       : {};
   return finish(calls, call, now, true, { execution_status: "executed", result, ...error }, outcome.model_text);
 }
@@ -495,7 +500,7 @@ export function cancelPending(calls: ToolCall[], turn: number, now: number): Eff
       case "proposed":
         continue;
       case "awaiting_approval":
-        effects.push(emit("approval_resolved", { ...withApproval(call), decision: "cancelled" }));
+        effects.push(emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "cancelled" }));
         effects.push(...finish(calls, call, now, false, cancelled, message, { ...call.approval, decision: "cancelled" }));
         continue;
       case "awaiting_input":
@@ -549,7 +554,7 @@ function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] 
 
 function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
   return [
-    emit("approval_resolved", { ...withApproval(call), decision: "expired" }),
+    emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "expired" }),
     ...finish(
       calls,
       call,
@@ -582,7 +587,7 @@ interface ExecutionFields {
   execution_status: "executed" | "not_executed";
   reason?: NotExecutedReason;
   result?: ResultFacts;
-  error?: { code: string; message: string };
+  error?: { code: ExecutedErrorCode; message: string };
 }
 
 /**

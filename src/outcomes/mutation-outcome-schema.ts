@@ -3,14 +3,10 @@
 // and the source of schemas/mutation_outcome.v1.json. Strict: a key the
 // contract does not name is a failure, and optional keys are absent, never null.
 import { z } from "zod";
+import { resultFactsSchema } from "../stream/event-schemas";
 import { MUTATION_OUTCOME_SCHEMA } from "./mutation-outcomes";
 
 const isoTime = z.iso.datetime();
-
-/** Any JSON value (the stored result and error facts). */
-const jsonValueSchema: z.ZodType = z
-  .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValueSchema), z.record(z.string(), jsonValueSchema)]))
-  .meta({ id: "JsonValue" });
 
 export const mutationStateSchema = z.enum(["unresolved", "not_executed", "completed", "outcome_unknown"]);
 
@@ -47,8 +43,10 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
     state: mutationStateSchema,
     dispatched: z.boolean(),
     reason: z.string().optional(),
-    result: jsonValueSchema.optional(),
-    error: jsonValueSchema.optional(),
+    /** The tool's answer as facts (the same as tool_execution's `result`). */
+    result: resultFactsSchema.optional(),
+    /** Why an executed call failed (tool_execution's `error`), or the reconciled row's. */
+    error: z.object({ code: z.string(), message: z.string() }).strict().optional(),
     created_at: times.created_at,
     settled_at: times.settled_at.optional(),
     reconciliation: reconciliationSchema.optional(),

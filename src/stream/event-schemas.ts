@@ -34,7 +34,7 @@ const notExecutedReasonSchema = z.enum([
 const executedErrorCodeSchema = z.enum(["transport_timeout", "transport_error", "tool_error", "response_too_large", "settlement_timeout"]);
 
 /** Facts about a tool's answer, never credentials; the summary is at most 2 KiB. */
-const resultFactsSchema = z
+export const resultFactsSchema = z
   .object({ is_error: z.boolean(), content_bytes: z.number().int().min(0), summary: z.string().max(2_048).optional() })
   .strict();
 
@@ -106,6 +106,16 @@ export const eventSchemas = {
   run_completed: eventSchema("run_completed"),
   run_failed: eventSchema("run_failed"),
 } satisfies { [T in EventType]: z.ZodType };
+
+/** The envelope's keys: the event log writes them, never an emitter. */
+type EnvelopeKey = keyof ReturnType<typeof envelope>;
+
+/**
+ * The own fields of an event of type `T` as an emitter passes them: every
+ * emitter is typed by the same schema that validates the stream, so a missing,
+ * misspelt or mistyped field is a compile error, not a drift found later.
+ */
+export type EventFields<T extends EventType> = Omit<z.input<(typeof eventSchemas)[T]>, EnvelopeKey>;
 
 /** Any event of a run's stream (the `data:` of one SSE frame). */
 export const runEventSchema = z
