@@ -166,15 +166,8 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
 
 // ---- inputs ------------------------------------------------------------------------------
 
-interface InputRow extends Record<string, unknown> {
-  tool_call_id: string;
-  run_id: string;
-  channel_id: string;
-  question: string;
-  requested_at: string;
-  expires_at: string;
-  status: InputListItem["status"];
-}
+/** A row of the inputs query: the listing item itself. */
+type InputRow = InputListItem & Record<string, unknown>;
 
 const INPUTS_KEY = ["requested_at", "run_id", "tool_call_id"];
 

@@ -7,6 +7,8 @@
 // callers cannot both win a transition, and a settled row is never
 // overwritten. Callers run these under a storage-pool slot (storage-guard.ts);
 // nothing here dispatches anything.
+import type { z } from "zod";
+import type { mutationOutcomeSchema } from "./mutation-outcome-schema";
 import { ulid } from "ulidx";
 
 // ---- the D1 seam -----------------------------------------------------------
@@ -88,28 +90,8 @@ interface Reconciliation {
   at: string;
 }
 
-/** The wire projection of contract section 8. Optional keys are absent, never null. */
-export interface MutationOutcomeProjection {
-  schema: typeof MUTATION_OUTCOME_SCHEMA;
-  mutation_id: string;
-  run_id: string;
-  channel_id: string;
-  delivery_id: string | null;
-  tool_call_id: string;
-  approval_id: string | null;
-  tool_name: string;
-  arguments_digest: string;
-  approved_by: string | null;
-  approved_at: string | null;
-  state: MutationState;
-  dispatched: boolean;
-  reason?: string;
-  result?: JsonValue;
-  error?: JsonValue;
-  created_at: string;
-  settled_at?: string;
-  reconciliation?: Reconciliation;
-}
+/** The wire projection of contract section 8, as its zod schema declares it. Optional keys are absent, never null. */
+export type MutationOutcomeProjection = z.output<typeof mutationOutcomeSchema>;
 
 export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection {
   // Keys in the contract's order; optional ones only when they have a value.
@@ -128,8 +110,8 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     state: row.state,
     dispatched: row.dispatched === 1,
     ...(row.reason !== null ? { reason: row.reason } : {}),
-    ...(row.result_json !== null ? { result: JSON.parse(row.result_json) as JsonValue } : {}),
-    ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as JsonValue } : {}),
+    ...(row.result_json !== null ? { result: JSON.parse(row.result_json) as NonNullable<MutationOutcomeProjection["result"]> } : {}),
+    ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as NonNullable<MutationOutcomeProjection["error"]> } : {}),
     created_at: row.created_at,
     ...(row.settled_at !== null ? { settled_at: row.settled_at } : {}),
     ...(row.reconciliation_json !== null ? { reconciliation: reconciliationOf(row.reconciliation_json) } : {}),
