@@ -8,6 +8,7 @@ import { admitConsoleCookie } from "./console/console-auth";
 import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
+import { countRefusal } from "./operate/refusal-counters";
 import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
@@ -17,22 +18,27 @@ const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/event
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const { pathname } = new URL(request.url);
-    if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
-    if (pathname.startsWith("/api/")) {
-      const admitted = await admitConsoleCookie(request, env);
-      if (admitted instanceof Response) return admitted;
-      return router.fetch(admitted, env, ctx);
-    }
-    if (pathname.startsWith("/slack/")) {
-      const route = SLACK_ROUTES[pathname];
-      if (route === undefined)
-        return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
-      if (request.method !== "POST") {
-        return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
-      }
-      return handleSlackRequest(request, env, ctx, route);
-    }
-    return router.fetch(request, env, ctx);
+    // Every 401 and 429 counts in the metrics (contract section 22), whoever refused.
+    return countRefusal(await routeRequest(request, env, ctx), env.DB, (p) => ctx.waitUntil(p));
   },
 } satisfies ExportedHandler<Env>;
+
+async function routeRequest(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const { pathname } = new URL(request.url);
+  if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
+  if (pathname.startsWith("/api/")) {
+    const admitted = await admitConsoleCookie(request, env);
+    if (admitted instanceof Response) return admitted;
+    return router.fetch(admitted, env, ctx);
+  }
+  if (pathname.startsWith("/slack/")) {
+    const route = SLACK_ROUTES[pathname];
+    if (route === undefined)
+      return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
+    if (request.method !== "POST") {
+      return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
+    }
+    return handleSlackRequest(request, env, ctx, route);
+  }
+  return router.fetch(request, env, ctx);
+}

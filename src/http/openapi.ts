@@ -267,6 +267,18 @@ function buildDocument() {
   });
   registry.registerPath({
     method: "get",
+    path: "/api/metrics",
+    summary: "Prometheus metrics, text format 0.0.4 (contract section 22)",
+    responses: {
+      200: {
+        description: "The series of section 22, from pre-aggregated D1 counters and the storage pool",
+        content: { "text/plain; version=0.0.4": { schema: z.string() } },
+      },
+      ...errors(...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
     path: "/api/openapi.json",
     summary: "This document",
     responses: { 200: { description: "OpenAPI 3.1", content: json(z.looseObject({ openapi: z.string() })) }, ...errors(...API_ERRORS) },

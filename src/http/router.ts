@@ -18,6 +18,7 @@ import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
 import { openApiDocument } from "./openapi";
+import { handleMetrics } from "../operate/metrics-route";
 
 type ApiRequest = IRequest & { config: HostConfig };
 type Args = [Env, ExecutionContext];
@@ -131,4 +132,5 @@ router
   .get("/api/approvals", (request, env) => handleListApprovals(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/inputs", (request, env) => handleListInputs(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
-  .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()));
+  .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()))
+  .get("/api/metrics", (request, env) => handleMetrics(env, request.config));
