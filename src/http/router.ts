@@ -19,6 +19,7 @@ import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
 import { openApiDocument } from "./openapi";
 import { handleMetrics } from "../operate/metrics-route";
+import { handleHealth } from "../operate/health-route";
 
 type ApiRequest = IRequest & { config: HostConfig };
 type Args = [Env, ExecutionContext];
@@ -86,6 +87,7 @@ export const router = Router<ApiRequest, Args>({
 router
   .get("/healthz", () => jsonResponse(200, { status: "ok" }))
   .head("/healthz", () => new Response(null, { status: 200, headers: { "content-type": "application/json; charset=utf-8" } }))
+  .get("/api/health", (request, env) => handleHealth(request, env))
   .all("/api/*", guardApi)
   .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config))
   .get("/api/runs/:runId", async ({ params }, env) => {
