@@ -3,12 +3,15 @@
 // verified by Slack's signature instead of the API token; /console is the
 // operator console (contract section 16), whose session cookie is admitted on
 // /api/* before the API router runs; everything else goes through the router.
+// Every 401/429 is counted for the metrics, and the Cron Trigger runs
+// retention (contract section 22).
 import type { Env } from "./config/env";
 import { admitConsoleCookie } from "./console/console-auth";
 import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
 import { countRefusal } from "./operate/refusal-counters";
+import { scheduledRetention } from "./operate/retention-job";
 import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
@@ -20,6 +23,10 @@ export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     // Every 401 and 429 counts in the metrics (contract section 22), whoever refused.
     return countRefusal(await routeRequest(request, env, ctx), env.DB, (p) => ctx.waitUntil(p));
+  },
+  /** The Cron Trigger (wrangler.toml [triggers]): retention in bounded batches (contract section 22). */
+  async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
+    ctx.waitUntil(scheduledRetention(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env>;
 
