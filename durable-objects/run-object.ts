@@ -29,6 +29,7 @@ import { type ConversationItem, modelProviderFromConfig } from "../src/providers
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/stream/events";
 import { RunStream } from "../src/stream/run-stream";
+import { logger } from "../src/operate/logger";
 
 /** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
 const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks", ...RUN_METRICS_TABLES] as const;
@@ -136,7 +137,10 @@ export class RunObject extends DurableObject<Env> {
       return await this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(runId)).threadTurns();
     } catch (err) {
       // The follow-up still runs, only without the thread's earlier turns.
-      console.error(`run object: the earlier turns of run ${runId} could not be read: ${(err as Error).message}`);
+      logger.error("run object: the earlier turns of a thread's run could not be read", {
+        previous_run_id: runId,
+        error: (err as Error).message,
+      });
       return [];
     }
   }

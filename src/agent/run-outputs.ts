@@ -11,7 +11,6 @@
 // that might never settle.
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
-import { redactText } from "../execution/redaction";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
 import { RunMetrics } from "../operate/run-metrics";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
@@ -22,6 +21,7 @@ import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType, type StoredEvent } from "../stream/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
+import { logger } from "../operate/logger";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 export const INDEX_FLUSH_DELAY_MS = 50;
@@ -147,9 +147,11 @@ export class RunOutputs implements EngineObserver {
     const error = result.status === "failed" ? result.error : metrics.status === "failed" ? metrics.error : null;
     if (error !== null) {
       this.#flushFailures += 1;
-      console.error(
-        `run ${this.#run.run_id}: the run index could not be written to D1 (${this.#flushFailures} in a row; retried): ${redactText(error)}`,
-      );
+      logger.error("run index: could not be written to D1; retried", {
+        run_id: this.#run.run_id,
+        failures_in_a_row: this.#flushFailures,
+        error,
+      });
     } else this.#flushFailures = 0;
     const remaining = this.#index.pending + (this.#metrics.pending ? 1 : 0);
     const delay = nextFlushDelayMs(
@@ -169,13 +171,13 @@ export class RunOutputs implements EngineObserver {
     this.#deps.schedule.setEarliest("slack", now + DEFAULT_CALL_TIMEOUT_MS + DRAIN_WATCHDOG_MARGIN_MS);
     const isStopped = () =>
       isPostingStopped(this.#deps.db, slack.botToken).catch((err: unknown) => {
-        console.warn(`run ${this.#run.run_id}: the Slack stop state could not be read; posting goes on: ${redactText(String(err))}`);
+        logger.warn("slack: the stop state could not be read; posting goes on", { run_id: this.#run.run_id, error: String(err) });
         return false;
       });
     const drained = slack.outbox
       .drain(slack.client, () => Date.now(), isStopped)
       .catch((err: unknown) => {
-        console.error(`run ${this.#run.run_id}: the Slack outbox stopped on an unexpected error: ${redactText(String(err))}`);
+        logger.error("slack: the outbox stopped on an unexpected error", { run_id: this.#run.run_id, error: String(err) });
       })
       .then(() => {
         if (this.#syncSlackCounts()) this.#deps.schedule.setEarliest("index", Date.now() + INDEX_FLUSH_DELAY_MS);
@@ -231,8 +233,7 @@ export async function flushLeftoverMarks(sql: SqlLike, db: D1Database, runId: st
   const result = await index.flush(db as IndexDb);
   const sent = await metrics.flush(db, now);
   const error = result.status === "failed" ? result.error : sent.status === "failed" ? sent.error : null;
-  if (error !== null)
-    console.error(`run ${runId}: the run index could not be written to D1 after retention (retried): ${redactText(error)}`);
+  if (error !== null) logger.error("run index: could not be written to D1 after retention; retried", { run_id: runId, error });
   const remaining = index.pending + (metrics.pending ? 1 : 0);
   const delay = nextFlushDelayMs(
     error === null ? { status: "ok", written: result.written, remaining } : { status: "failed", written: result.written, remaining, error },

@@ -7,6 +7,7 @@
 import type { StoragePoolStats } from "../outcomes/storage-pool-rpc";
 import { type Family, renderFamilies, type Sample } from "./prometheus-text";
 import { STORED_SERIES } from "./metric-series";
+import { logger } from "./logger";
 
 /** The part of D1Database the scrape uses; the real `env.DB` satisfies it. */
 export interface ScrapeDb {
@@ -39,7 +40,7 @@ const STATEMENTS = [
 
 export async function readMetrics(db: ScrapeDb, pool: () => Promise<StoragePoolStats>): Promise<MetricsSnapshot> {
   const poolStats = pool().catch((err: unknown) => {
-    console.warn(`metrics: the storage pool did not answer; its series are left out: ${String(err)}`);
+    logger.warn("metrics: the storage pool did not answer; its series are left out", { error: String(err) });
     return null;
   });
   const results = await db.batch(STATEMENTS.map((q) => db.prepare(q)));
