@@ -9,6 +9,8 @@
  *    evicting sessions that are deleted or sit idle so per-call clients do not leak memory.
  *  - Expose a JSON control API under /control so tests can count tools/call requests, inspect
  *    state, reset, and arm per-call faults (delay, error, commit_then_drop).
+ *  - Serve the same tools at /mcp-protected only with `Authorization: Bearer demo-mcp-token`
+ *    (401 with WWW-Authenticate otherwise), for the health probe's authorization_required.
  *
  * Run as a separate process: `npx tsx demo/mcp-server.ts` (port from DEMO_MCP_PORT, default
  * 3001, 0 = any free port; DEMO_MCP_JSON_RESPONSE=1 answers with JSON instead of SSE). On start
@@ -34,6 +36,9 @@ import { z } from "zod";
 const HOST = "127.0.0.1";
 const DEFAULT_PORT = 3001;
 const MCP_PATH = "/mcp";
+/** The same MCP endpoint behind a bearer token (contract section 22's authorization_required). */
+const PROTECTED_MCP_PATH = "/mcp-protected";
+const PROTECTED_MCP_TOKEN = "demo-mcp-token";
 const MAX_BODY_BYTES = 1024 * 1024;
 // Long enough for a client that pauses between calls, short enough that clients which close
 // without DELETE (the SDK client's close() never sends one) do not pile up.
@@ -383,6 +388,12 @@ function toolCallsIn(body: unknown): ToolCall[] {
 // ---------------------------------------------------------------------------------------------
 // HTTP plumbing
 
+/** 401 for /mcp-protected without the demo token, as an OAuth-protected MCP server answers (RFC 6750). */
+function refuseUnauthorized(res: ServerResponse): void {
+  res.writeHead(401, { "content-type": "application/json", "www-authenticate": 'Bearer realm="demo-mcp"' });
+  res.end(JSON.stringify({ error: "unauthorized", message: "Send Authorization: Bearer demo-mcp-token." }));
+}
+
 function writeJson(res: ServerResponse, status: number, body: unknown): void {
   if (res.headersSent) {
     res.destroy();
@@ -556,9 +567,13 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
     const handled =
       path === MCP_PATH
         ? handleMcp(req, res)
-        : path.startsWith("/control/")
-          ? handleControl(req, res, path)
-          : Promise.resolve(writeJson(res, 404, { error: "not_found", message: `Nothing at ${path}` }));
+        : path === PROTECTED_MCP_PATH
+          ? req.headers.authorization === `Bearer ${PROTECTED_MCP_TOKEN}`
+            ? handleMcp(req, res)
+            : Promise.resolve(refuseUnauthorized(res))
+          : path.startsWith("/control/")
+            ? handleControl(req, res, path)
+            : Promise.resolve(writeJson(res, 404, { error: "not_found", message: `Nothing at ${path}` }));
     handled.catch((error: unknown) => {
       process.stderr.write(`demo-mcp-server: request failed: ${String(error)}\n`);
       writeJson(res, 500, { error: "internal_error", message: String(error) });

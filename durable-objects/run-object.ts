@@ -23,15 +23,17 @@ import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
+import { observeSends, RUN_METRICS_TABLES } from "../src/operate/run-metrics";
 import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
 import { type ConversationItem, modelProviderFromConfig } from "../src/providers/model-provider";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/stream/events";
 import type { EventFields } from "../src/stream/event-schemas";
 import { RunStream } from "../src/stream/run-stream";
+import { logger } from "../src/operate/logger";
 
 /** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
-const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks"] as const;
+const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks", ...RUN_METRICS_TABLES] as const;
 
 /** The parts of a live run the object itself talks to (beside the engine). */
 interface RunParts {
@@ -136,7 +138,10 @@ export class RunObject extends DurableObject<Env> {
       return await this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(runId)).threadTurns();
     } catch (err) {
       // The follow-up still runs, only without the thread's earlier turns.
-      console.error(`run object: the earlier turns of run ${runId} could not be read: ${(err as Error).message}`);
+      logger.error("run object: the earlier turns of a thread's run could not be read", {
+        previous_run_id: runId,
+        error: (err as Error).message,
+      });
       return [];
     }
   }
@@ -239,7 +244,20 @@ export class RunObject extends DurableObject<Env> {
     );
     const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
     engine = new RunEngine(
-      { config, store, stream, schedule, ledger, open: (call) => openMcpCall(config, call), source, catalog, observer: outputs },
+      {
+        config,
+        store,
+        stream,
+        schedule,
+        ledger,
+        open: observeSends(
+          (call) => openMcpCall(config, call),
+          (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),
+        ),
+        source,
+        catalog,
+        observer: outputs,
+      },
       run,
       calls,
     );

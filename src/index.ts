@@ -3,11 +3,15 @@
 // verified by Slack's signature instead of the API token; /console is the
 // operator console (contract section 16), whose session cookie is admitted on
 // /api/* before the API router runs; everything else goes through the router.
+// Every 401/429 is counted for the metrics, and the Cron Trigger runs
+// retention (contract section 22).
 import type { Env } from "./config/env";
 import { admitConsoleCookie } from "./console/console-auth";
 import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
+import { countRefusal } from "./operate/refusal-counters";
+import { scheduledRetention } from "./operate/retention-job";
 import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
@@ -17,22 +21,31 @@ const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/event
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const { pathname } = new URL(request.url);
-    if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
-    if (pathname.startsWith("/api/")) {
-      const admitted = await admitConsoleCookie(request, env);
-      if (admitted instanceof Response) return admitted;
-      return router.fetch(admitted, env, ctx);
-    }
-    if (pathname.startsWith("/slack/")) {
-      const route = SLACK_ROUTES[pathname];
-      if (route === undefined)
-        return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
-      if (request.method !== "POST") {
-        return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
-      }
-      return handleSlackRequest(request, env, ctx, route);
-    }
-    return router.fetch(request, env, ctx);
+    // Every 401 and 429 counts in the metrics (contract section 22), whoever refused.
+    return countRefusal(await routeRequest(request, env, ctx), env.DB, (p) => ctx.waitUntil(p));
+  },
+  /** The Cron Trigger (wrangler.toml [triggers]): retention in bounded batches (contract section 22). */
+  async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
+    ctx.waitUntil(scheduledRetention(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env>;
+
+async function routeRequest(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
+  const { pathname } = new URL(request.url);
+  if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
+  if (pathname.startsWith("/api/")) {
+    const admitted = await admitConsoleCookie(request, env);
+    if (admitted instanceof Response) return admitted;
+    return router.fetch(admitted, env, ctx);
+  }
+  if (pathname.startsWith("/slack/")) {
+    const route = SLACK_ROUTES[pathname];
+    if (route === undefined)
+      return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
+    if (request.method !== "POST") {
+      return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
+    }
+    return handleSlackRequest(request, env, ctx, route);
+  }
+  return router.fetch(request, env, ctx);
+}

@@ -50,6 +50,7 @@ import type { ModelSource, ProposedCall } from "./model-source";
 import { isTerminalStatus, type CancelResult, type RunRecord, type RunSummary } from "./run-record";
 import type { RunStore } from "./run-store";
 import { TurnDriver } from "./turn-driver";
+import { logger } from "../operate/logger";
 
 const MS_PER_SECOND = 1_000;
 
@@ -439,7 +440,7 @@ export class RunEngine {
   }
 
   #fail(code: "model_error" | "internal_error", message: string, log = false): void {
-    if (log) console.error(`run ${this.#run.run_id}: ${message}`);
+    if (log) logger.error("run failed", { run_id: this.#run.run_id, code, error: message });
     this.append("run_failed", { error: { code, message } });
   }
 

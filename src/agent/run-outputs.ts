@@ -11,8 +11,8 @@
 // that might never settle.
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
-import { redactText } from "../execution/redaction";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
+import { RunMetrics } from "../operate/run-metrics";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
 import { isPostingStopped } from "../slack/stop-posting";
@@ -21,6 +21,7 @@ import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType, type StoredEvent } from "../stream/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
+import { logger } from "../operate/logger";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
@@ -50,6 +51,8 @@ export class RunOutputs implements EngineObserver {
   readonly #deps: RunOutputsDeps;
   readonly #run: RunRecord;
   readonly #index: RunIndex;
+  /** The run's counter deltas for GET /api/metrics (contract section 22), flushed with the index. */
+  readonly #metrics: RunMetrics;
   /** Set when the Slack app is on and the run was started from Slack. */
   readonly #slack: SlackSide | undefined;
   readonly #slackOn: boolean;
@@ -59,6 +62,7 @@ export class RunOutputs implements EngineObserver {
     this.#deps = deps;
     this.#run = run;
     this.#index = new RunIndex(deps.sql);
+    this.#metrics = new RunMetrics(deps.sql, run.run_id);
     const { config } = deps;
     const token = config.SLACK_BOT_TOKEN;
     this.#slackOn = config.SLACK_SIGNING_SECRET !== undefined && token !== undefined;
@@ -79,8 +83,17 @@ export class RunOutputs implements EngineObserver {
     const at = new Date(now).toISOString();
     let marked = this.#index.markEvent(this.#context(), event.type, fields, at);
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
+    marked = this.#metrics.observeEvent(event.type, fields, now) || marked;
+    if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) {
+      marked = this.#syncSlackCounts() || marked;
+      this.#startDrain(now);
+    }
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
-    if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) this.#startDrain(now);
+  }
+
+  /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds); storage only. */
+  toolCallSent(toolCallId: string, now: number): void {
+    if (this.#metrics.toolCallSent(toolCallId, now)) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   summaryExtras(): Partial<RunSummary> {
@@ -93,7 +106,7 @@ export class RunOutputs implements EngineObserver {
 
   /** The alarm ran the engine's step (heartbeat included): now the index flush and the outbox, neither awaited. */
   afterAlarm(now: number): void {
-    if (this.#index.pending > 0) this.#deps.waitUntil(this.#flush());
+    if (this.#index.pending > 0 || this.#metrics.pending) this.#deps.waitUntil(this.#flush());
     if (this.#slack && this.#slack.outbox.nextAttemptAt() !== null) this.#startDrain(now);
   }
 
@@ -114,6 +127,8 @@ export class RunOutputs implements EngineObserver {
   /** Retention: the outbox goes with the events. The index's marks stay until written (the object flushes them). */
   purge(): void {
     this.#slack?.outbox.purge();
+    // Posts dropped with the outbox no longer wait: the gauge falls (its delta outlives the purge, like the marks).
+    this.#syncSlackCounts();
   }
 
   // ---- the network steps ----------------------------------------------------------
@@ -123,13 +138,23 @@ export class RunOutputs implements EngineObserver {
     // If this flush is cut off, the alarm tries again.
     schedule.set("index", Date.now() + FLUSH_RETRY_AFTER_FAILURE_MS);
     const result = await this.#index.flush(db as IndexDb);
-    if (result.status === "failed") {
+    const metrics = await this.#metrics.flush(db, Date.now());
+    const error = result.status === "failed" ? result.error : metrics.status === "failed" ? metrics.error : null;
+    if (error !== null) {
       this.#flushFailures += 1;
-      console.error(
-        `run ${this.#run.run_id}: the run index could not be written to D1 (${this.#flushFailures} in a row; retried): ${redactText(result.error)}`,
-      );
+      logger.error("run index: could not be written to D1; retried", {
+        run_id: this.#run.run_id,
+        failures_in_a_row: this.#flushFailures,
+        error,
+      });
     } else this.#flushFailures = 0;
-    const delay = nextFlushDelayMs({ ...result, remaining: this.#index.pending }, this.#flushFailures);
+    const remaining = this.#index.pending + (this.#metrics.pending ? 1 : 0);
+    const delay = nextFlushDelayMs(
+      error === null
+        ? { status: "ok", written: result.written, remaining }
+        : { status: "failed", written: result.written, remaining, error },
+      this.#flushFailures,
+    );
     if (delay === null) schedule.clear("index");
     else schedule.set("index", Date.now() + delay);
   }
@@ -141,15 +166,16 @@ export class RunOutputs implements EngineObserver {
     this.#deps.schedule.setEarliest("slack", now + DEFAULT_CALL_TIMEOUT_MS + DRAIN_WATCHDOG_MARGIN_MS);
     const isStopped = () =>
       isPostingStopped(this.#deps.db, slack.botToken).catch((err: unknown) => {
-        console.warn(`run ${this.#run.run_id}: the Slack stop state could not be read; posting goes on: ${redactText(String(err))}`);
+        logger.warn("slack: the stop state could not be read; posting goes on", { run_id: this.#run.run_id, error: String(err) });
         return false;
       });
     const drained = slack.outbox
       .drain(slack.client, () => Date.now(), isStopped)
       .catch((err: unknown) => {
-        console.error(`run ${this.#run.run_id}: the Slack outbox stopped on an unexpected error: ${redactText(String(err))}`);
+        logger.error("slack: the outbox stopped on an unexpected error", { run_id: this.#run.run_id, error: String(err) });
       })
       .then(() => {
+        if (this.#syncSlackCounts()) this.#deps.schedule.setEarliest("index", Date.now() + INDEX_FLUSH_DELAY_MS);
         const next = slack.outbox.nextAttemptAt();
         if (next === null) this.#deps.schedule.clear("slack");
         else this.#deps.schedule.set("slack", next);
@@ -158,6 +184,11 @@ export class RunOutputs implements EngineObserver {
   }
 
   // ---- helpers ----------------------------------------------------------------------
+
+  /** Reports the outbox's counts to the metrics (a no-op without an outbox). */
+  #syncSlackCounts(): boolean {
+    return this.#slack ? this.#metrics.slackCounts(this.#slack.outbox.counts()) : false;
+  }
 
   #context(): RunIndexContext {
     const run = this.#run;
@@ -192,10 +223,15 @@ export class RunOutputs implements EngineObserver {
  */
 export async function flushLeftoverMarks(sql: SqlLike, db: D1Database, runId: string, now: number): Promise<number | null> {
   const index = new RunIndex(sql);
-  if (index.pending === 0) return null;
+  const metrics = new RunMetrics(sql, runId);
+  if (index.pending === 0 && !metrics.pending) return null;
   const result = await index.flush(db as IndexDb);
-  if (result.status === "failed")
-    console.error(`run ${runId}: the run index could not be written to D1 after retention (retried): ${redactText(result.error)}`);
-  const delay = nextFlushDelayMs({ ...result, remaining: index.pending });
+  const sent = await metrics.flush(db, now);
+  const error = result.status === "failed" ? result.error : sent.status === "failed" ? sent.error : null;
+  if (error !== null) logger.error("run index: could not be written to D1 after retention; retried", { run_id: runId, error });
+  const remaining = index.pending + (metrics.pending ? 1 : 0);
+  const delay = nextFlushDelayMs(
+    error === null ? { status: "ok", written: result.written, remaining } : { status: "failed", written: result.written, remaining, error },
+  );
   return delay === null ? null : now + delay;
 }

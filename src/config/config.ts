@@ -9,9 +9,9 @@ const DEFAULT_MAX_TOOL_CALLS = 25;
 const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
 const DEFAULT_ADMISSION_TIMEOUT_MS = 300_000;
 const DEFAULT_HEARTBEAT_INTERVAL_MS = 15_000;
-const DEFAULT_STORAGE_WAIT_MS = 5_000;
+export const DEFAULT_STORAGE_WAIT_MS = 5_000;
 const DEFAULT_STORAGE_LEASE_MS = 120_000;
-const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
 const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
 const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
@@ -28,6 +28,10 @@ const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
 /** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
 export const DEFAULT_SLACK_RETRY_BASE_MS = 1_000;
 export const DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS = 60_000;
+/** Contract section 22: how long retention keeps each kind of row, in (decimal) days. */
+const DEFAULT_RECEIPT_RETENTION_DAYS = 30;
+const DEFAULT_INDEX_RETENTION_DAYS = 90;
+const DEFAULT_AUDIT_RETENTION_DAYS = 400;
 const DEFAULT_SYSTEM_PROMPT =
   "You are an operations assistant. Use the tools to inspect and change dashboards, KPIs and alerts. " +
   "Changes need a person's approval; say clearly what you are about to change and why.";
@@ -42,6 +46,21 @@ const intVar = (fallback: number, min = 0) =>
       const n = typeof v === "number" ? v : Number(v.trim());
       if (!Number.isInteger(n) || n < min) {
         ctx.addIssue({ code: "custom", message: `expected an integer >= ${min}, got ${JSON.stringify(v)}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+/** Decimal days (contract section 22: "the settings take decimal days"), > 0; `fallback` undefined keeps the setting off when unset. */
+const daysVar = <F extends number | undefined>(fallback: F) =>
+  z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx): number | F => {
+      if (v === undefined || v === "") return fallback;
+      const n = typeof v === "number" ? v : Number(v.trim());
+      if (!Number.isFinite(n) || n <= 0) {
+        ctx.addIssue({ code: "custom", message: `expected a number of days > 0 (decimals allowed), got ${JSON.stringify(v)}` });
         return z.NEVER;
       }
       return n;
@@ -156,6 +175,12 @@ const hostConfigSchema = z.object({
   // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
   SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
   SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),
+  // Retention by the Cron Trigger (contract section 22, src/operate/retention.ts).
+  RECEIPT_RETENTION_DAYS: daysVar(DEFAULT_RECEIPT_RETENTION_DAYS),
+  INDEX_RETENTION_DAYS: daysVar(DEFAULT_INDEX_RETENTION_DAYS),
+  AUDIT_RETENTION_DAYS: daysVar(DEFAULT_AUDIT_RETENTION_DAYS),
+  // Unset: mutation outcome rows are kept for ever (they are the audit record of section 8).
+  MUTATION_RETENTION_DAYS: daysVar(undefined),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

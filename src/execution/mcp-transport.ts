@@ -20,7 +20,11 @@
  * Durable Object decides those from the outcome returned here), nor for reading host config.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport, type StreamableHTTPReconnectionOptions } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+  type StreamableHTTPReconnectionOptions,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   ErrorCode,
@@ -92,6 +96,8 @@ export class McpTransportError extends Error {
   constructor(
     readonly code: McpFailureCode,
     message: string,
+    /** The HTTP status the server refused with, when it did (401/403: GET /api/health says authorization_required). */
+    readonly httpStatus?: number,
   ) {
     super(message);
   }
@@ -336,7 +342,7 @@ class McpSession {
     if (error instanceof McpError && error.code === ErrorCode.RequestTimeout && !this.rpcErrorSeen) {
       return new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
     }
-    return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`);
+    return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
   }
 
   /** The outcome of a tools/call that did not resolve with a result. */
@@ -581,7 +587,12 @@ export function truncateUtf8(text: string, maxBytes: number): string {
 
 /** Anything thrown, as an McpTransportError (bounded() already classified what it saw). */
 function toTransportError(error: unknown): McpTransportError {
-  return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error));
+  return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
+}
+
+/** The HTTP status of a refusal: the SDK's StreamableHTTPError carries it as its numeric `code`. */
+function httpStatusOf(error: unknown): number | undefined {
+  return error instanceof StreamableHTTPError && typeof error.code === "number" && error.code >= 400 ? error.code : undefined;
 }
 
 /** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */

@@ -2,7 +2,7 @@
 // Built on itty-router's StatusError so a handler can `throw apiError(...)`
 // anywhere and the router's single `catch` turns it into a response.
 import { StatusError } from "itty-router";
-import { redactText } from "../execution/redaction";
+import { logger } from "../operate/logger";
 
 type ErrorCode =
   | "unauthorized"
@@ -44,6 +44,6 @@ export function errorResponse(err: unknown): Response {
     return jsonResponse(status, body);
   }
   // A bug, not bad input: say nothing internal to the caller, keep the stack in the log.
-  console.error("unhandled error", redactText(err instanceof Error ? (err.stack ?? String(err)) : String(err)));
+  logger.error("unhandled error", { error: err instanceof Error ? (err.stack ?? String(err)) : String(err) });
   return jsonResponse(500, { error: "internal_error", message: "The server hit an unexpected error; it has been logged." });
 }

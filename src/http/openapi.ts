@@ -21,6 +21,7 @@ import {
 } from "../listings/listing-schemas";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
+import { healthSchema } from "../operate/health";
 import { triggerBodySchema } from "./trigger-request";
 
 const OPENAPI_VERSION = "3.1.0";
@@ -264,6 +265,31 @@ function buildDocument() {
     summary: "The receipt of a delivery identity (contract section 3)",
     request: { params: z.object({ deliveryId: z.string() }) },
     responses: { 200: { description: "The receipt", content: json(deliveryReceiptSchema) }, ...errors(404, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/health",
+    summary: "Each dependency's state (contract section 22); answers even with a bad configuration",
+    responses: {
+      200: { description: "Every component ok (or off)", content: json(healthSchema) },
+      503: {
+        description: "Degraded: a component is degraded, an MCP server is not ok, or the configuration is bad",
+        content: json(healthSchema),
+      },
+      ...errors(401),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/metrics",
+    summary: "Prometheus metrics, text format 0.0.4 (contract section 22)",
+    responses: {
+      200: {
+        description: "The series of section 22, from pre-aggregated D1 counters and the storage pool",
+        content: { "text/plain; version=0.0.4": { schema: z.string() } },
+      },
+      ...errors(...API_ERRORS),
+    },
   });
   registry.registerPath({
     method: "get",

@@ -18,6 +18,8 @@ import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
 import { openApiDocument } from "./openapi";
+import { handleMetrics } from "../operate/metrics-route";
+import { handleHealth } from "../operate/health-route";
 
 type ApiRequest = IRequest & { config: HostConfig };
 type Args = [Env, ExecutionContext];
@@ -85,6 +87,7 @@ export const router = Router<ApiRequest, Args>({
 router
   .get("/healthz", () => jsonResponse(200, { status: "ok" }))
   .head("/healthz", () => new Response(null, { status: 200, headers: { "content-type": "application/json; charset=utf-8" } }))
+  .get("/api/health", (request, env) => handleHealth(request, env))
   .all("/api/*", guardApi)
   .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config))
   .get("/api/runs/:runId", async ({ params }, env) => {
@@ -131,4 +134,5 @@ router
   .get("/api/approvals", (request, env) => handleListApprovals(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/inputs", (request, env) => handleListInputs(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
-  .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()));
+  .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()))
+  .get("/api/metrics", (request, env) => handleMetrics(env, request.config));

@@ -24,6 +24,7 @@ import {
   type InputListItem,
   type RunListItem,
 } from "./listing-schemas";
+import { logger } from "../operate/logger";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -255,7 +256,7 @@ export class RunIndex {
       } catch (err) {
         if (err instanceof z.ZodError) {
           // Not a D1 failure: the mark itself is malformed (a bug), and retrying it would re-arm for ever.
-          console.error(`run index: dropping malformed ${mark.kind} mark ${mark.key}: ${err.message}`);
+          logger.error("run index: dropping a malformed mark", { kind: mark.kind, key: mark.key, error: err.message });
           this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
           continue;
         }
@@ -390,5 +391,5 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
  * existed). Either way there is nothing more to write.
  */
 function orphanNote(what: string, id: string): void {
-  console.debug(`run index: resolution of ${what} ${id} changed no row (already settled, or asked before the index existed)`);
+  logger.debug("run index: a resolution changed no row (already settled, or asked before the index existed)", { what, id });
 }

@@ -30,6 +30,7 @@ import {
   type Settlement,
 } from "./mutation-outcomes";
 import { guardedStorage, type SlotPool } from "./storage-guard";
+import { logger } from "../operate/logger";
 
 /** Attempts for background storage work that found no free slot. */
 const BACKGROUND_ATTEMPTS = 8;
@@ -139,9 +140,10 @@ export class MutationLedger {
       await new Promise((r) => setTimeout(r, delay));
       delay *= 2;
     }
-    console.error(
-      `mutation storage (${holder}) found no free slot after ${BACKGROUND_ATTEMPTS} attempts; the row is left to the restart rule or reconciliation`,
-    );
+    logger.error("mutation storage: no free slot; the row is left to the restart rule or reconciliation", {
+      holder,
+      attempts: BACKGROUND_ATTEMPTS,
+    });
     return false;
   }
 
@@ -158,7 +160,7 @@ export class MutationLedger {
     try {
       return await guardedStorage(this.#pool, waitMs, holder, work);
     } catch (err) {
-      console.error(`mutation storage (${holder}) failed: ${(err as Error).message}`);
+      logger.error("mutation storage failed", { holder, error: (err as Error).message });
       return { status: "unavailable" as const };
     }
   }

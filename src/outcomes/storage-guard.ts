@@ -25,6 +25,7 @@
 // Storage work never dispatches anything: `work` is a D1 call, nothing else.
 // No Cloudflare imports: the pool is any object with acquire/release (the
 // StoragePool stub in production and in-runtime tests).
+import { logger } from "../operate/logger";
 
 /** What the guard needs of the pool; a DurableObjectStub<StoragePool> fits. */
 export interface SlotPool {
@@ -90,7 +91,11 @@ export async function guardedStorage<T>(
         .then(() => pool.release(leaseId))
         .catch((err: unknown) => {
           // The lease expires and the pool's alarm reclaims it; nothing else to do.
-          console.error(`storage slot ${leaseId} (${holder}) was not released`, err);
+          logger.error("storage pool: a slot was not released (its lease expires and is reclaimed)", {
+            lease_id: leaseId,
+            holder,
+            error: String(err),
+          });
         });
     const running = Promise.resolve().then(work);
     // Settles like `work`, once the slot has been given back (late cleanup).

@@ -1,0 +1,71 @@
+// GET /api/health (contract section 22, viewer; exempt from bad_config): the
+// real probes behind src/operate/health.ts. Registered ahead of the router's
+// API guard, so it checks the credential itself: with a bad configuration
+// the API_TOKEN var is read raw (as the guard does for bad_config's
+// details), and the answer says `config: "bad"` instead of refusing.
+import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
+import type { Env } from "../config/env";
+import { isConsoleRequest } from "../console/console-auth";
+import { apiError, jsonResponse } from "../http/api-error";
+import { isAuthorized } from "../http/auth";
+import { listMcpTools, McpTransportError } from "../execution/mcp-transport";
+import { globalStoragePool } from "../outcomes/storage-pool-rpc";
+import { isPostingStopped } from "../slack/stop-posting";
+import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
+
+/** One cache per isolate: the contract's 30 s is per server, not per request. */
+const mcpProbes = new McpProbeCache();
+
+export async function handleHealth(request: Request, env: Env, cache: McpProbeCache = mcpProbes): Promise<Response> {
+  const loaded = loadConfig(env);
+  if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
+  const raw = (env as unknown as Record<string, unknown>).API_TOKEN;
+  const token = loaded.state === "ready" ? loaded.config.API_TOKEN : typeof raw === "string" ? raw : "";
+  if (!isConsoleRequest(request) && !(token !== "" && (await isAuthorized(request.headers.get("authorization"), token)))) {
+    throw apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
+  }
+  const config = loaded.state === "ready" ? loaded.config : null;
+  const waitMs = config?.STORAGE_WAIT_MS ?? DEFAULT_STORAGE_WAIT_MS;
+  const connectMs = config?.MCP_CONNECT_TIMEOUT_MS ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS;
+  const ok = (): Component => "ok";
+  const health = await checkHealth({
+    configOk: config !== null,
+    d1: () => within(waitMs, env.DB.prepare(`SELECT 1 AS ok`).first().then(ok), "degraded"),
+    // The pool refuses to start on a bad configuration: nothing to ask.
+    storagePool: async () => (config ? within(waitMs, globalStoragePool(env.STORAGE_POOL).stats().then(ok), "degraded") : "degraded"),
+    slack: async () => {
+      const botToken = config?.SLACK_BOT_TOKEN;
+      if (!config) return "degraded";
+      if (config.SLACK_SIGNING_SECRET === undefined || botToken === undefined) return "off";
+      // Uninstalled or revoked: every post is stopped until the app is installed again.
+      return within(
+        waitMs,
+        isPostingStopped(env.DB, botToken).then((stopped): Component => (stopped ? "degraded" : "ok")),
+        "degraded",
+      );
+    },
+    mcp: Object.fromEntries(
+      Object.entries(config?.MCP_SERVERS ?? {}).map(([name, server]) => [
+        name,
+        () => cache.get(name, probeKey(server), Date.now(), () => probeMcp(server, connectMs, config?.MCP_MAX_RESPONSE_BYTES)),
+      ]),
+    ),
+  });
+  return jsonResponse(health.status === "ok" ? 200 : 503, health);
+}
+
+/** A server's cache key: its URL and which headers it sends (never their values). */
+function probeKey(server: { url: string; headers?: Record<string, string> }): string {
+  return JSON.stringify([server.url, Object.keys(server.headers ?? {}).sort()]);
+}
+
+/** tools/list over the engine's own transport, the whole probe within MCP_CONNECT_TIMEOUT_MS. */
+function probeMcp(server: { url: string; headers?: Record<string, string> }, connectMs: number, maxBytes = 1_048_576): Promise<McpState> {
+  const listed = listMcpTools(server, { connectTimeoutMs: connectMs, callTimeoutMs: connectMs, maxResponseBytes: maxBytes })
+    .then((): McpState => "ok")
+    .catch((err: unknown): McpState => {
+      const status = err instanceof McpTransportError ? err.httpStatus : undefined;
+      return status === 401 || status === 403 ? "authorization_required" : "unreachable";
+    });
+  return within(connectMs, listed, "unreachable");
+}

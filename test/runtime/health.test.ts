@@ -1,0 +1,65 @@
+// GET /api/health (contract section 22) over SELF.fetch and, for other host
+// configurations, the route's handler with a changed env (the same real D1,
+// pool and demo MCP server processes): every component ok, the credential
+// required, an unreachable MCP server and one that wants authorization
+// (the demo's /mcp-protected), and a bad configuration answered (503,
+// config "bad") instead of refused.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { McpProbeCache } from "../../src/operate/health";
+import { handleHealth } from "../../src/operate/health-route";
+import { api, TOKEN } from "./helpers";
+
+const request = (token = TOKEN) => new Request("https://engine.test/api/health", { headers: { authorization: `Bearer ${token}` } });
+const protectedUrl = () => env.DEMO_MCP_URL.replace(/\/mcp$/, "/mcp-protected");
+
+async function healthWith(vars: Record<string, unknown>): Promise<{ status: number; body: any }> {
+  // A fresh env object is a fresh configuration (loadConfig caches per object), and a fresh cache probes afresh.
+  const res = await handleHealth(request(), { ...env, ...vars } as typeof env, new McpProbeCache());
+  return { status: res.status, body: await res.json() };
+}
+
+describe("GET /api/health", () => {
+  it("answers 200 with every dependency's state", async () => {
+    const res = await api("/api/health");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: "ok", d1: "ok", storage_pool: "ok", config: "ok", slack: "off", mcp: { demo: "ok" } });
+  });
+
+  it("needs a credential", async () => {
+    const res = await api("/api/health", { headers: { authorization: "Bearer not-the-token" } });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: "unauthorized" });
+  });
+
+  it("is 503 degraded with an unreachable MCP server, naming it", async () => {
+    const { status, body } = await healthWith({
+      MCP_SERVERS: JSON.stringify({ demo: { url: env.DEMO_MCP_URL }, gone: { url: "http://127.0.0.1:9/mcp" } }),
+      MCP_CONNECT_TIMEOUT_MS: "1000",
+    });
+    expect(status).toBe(503);
+    expect(body).toMatchObject({ status: "degraded", d1: "ok", config: "ok", mcp: { demo: "ok", gone: "unreachable" } });
+  });
+
+  it("says authorization_required for a server that refuses without its credential, ok with it", async () => {
+    const refused = await healthWith({ MCP_SERVERS: JSON.stringify({ locked: { url: protectedUrl() } }) });
+    expect(refused.status).toBe(503);
+    expect(refused.body.mcp).toEqual({ locked: "authorization_required" });
+    const admitted = await healthWith({
+      MCP_SERVERS: JSON.stringify({ locked: { url: protectedUrl(), headers: { authorization: "Bearer demo-mcp-token" } } }),
+    });
+    expect(admitted.status).toBe(200);
+    expect(admitted.body.mcp).toEqual({ locked: "ok" });
+  });
+
+  it("answers with a bad configuration (exempt from bad_config): 503, config bad, D1 still probed", async () => {
+    const { status, body } = await healthWith({ MAX_TOOL_CALLS: "not-a-number" });
+    expect(status).toBe(503);
+    expect(body).toMatchObject({ status: "degraded", config: "bad", d1: "ok", mcp: {} });
+    // Other routes refuse with bad_config on the same configuration: health is the exception.
+    const wrongToken = await handleHealth(request("wrong"), { ...env, MAX_TOOL_CALLS: "x" } as typeof env, new McpProbeCache()).catch(
+      (err: { status?: number }) => err,
+    );
+    expect((wrongToken as { status?: number }).status).toBe(401);
+  });
+});
