@@ -167,7 +167,9 @@ export function buildProgram(act: Act): Command {
             ask.close();
           }
         }
-        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}`, result);
+        // The reason as sent; the engine keeps it redacted (the event, the approvals listing and `watch` show that form).
+        const why = opts.reason === undefined ? "" : ` reason=${JSON.stringify(opts.reason)}`;
+        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}${why}`, result);
         return EXIT_OK;
       }),
     );

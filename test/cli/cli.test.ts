@@ -281,7 +281,11 @@ describe("approved-exec against the engine", () => {
     for await (const event of engine.events(runId)) all.push(event);
     expect(lines).toEqual(all);
     expect(lines.map((e) => e.sequence)).toEqual(lines.map((_, i) => i + 1));
-    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied", decided_by: "ops:bob" });
+    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "denied",
+      decided_by: "ops:bob",
+      reason: "not today",
+    });
     expect(lines.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
     expect((await demoCalls()).total).toBe(0);
 
