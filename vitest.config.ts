@@ -6,6 +6,17 @@
 //    and real helper processes (the demo MCP server).
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { hostConfigSchema } from "./src/config/config";
+
+/**
+ * Every host setting, empty (each one's default). The workers plugin reads
+ * wrangler.toml the way `wrangler dev` does, and with it the developer's
+ * `.dev.vars` (or `.env`) from the project root, with no option to leave them
+ * out; these bindings are laid over whatever it read, so a local
+ * MODEL_PROVIDER=anthropic or a bad TOOL_POLICY never reaches a test. The
+ * runtime project's own values follow and win.
+ */
+const NO_LOCAL_SETTINGS = Object.fromEntries(Object.keys(hostConfigSchema.shape).map((name) => [name, ""]));
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
@@ -21,6 +32,9 @@ export default defineConfig(async () => {
               main: "./test/runtime/test-worker.ts",
               miniflare: {
                 bindings: {
+                  ...NO_LOCAL_SETTINGS,
+                  // wrangler.toml's one [vars] entry, restated: the tests run the scripted provider whatever is local.
+                  MODEL_PROVIDER: "scripted",
                   API_TOKEN: "test-token",
                   // The operator console is on (contract section 16); its tests sign in with the token above.
                   CONSOLE_SESSION_SECRET: "runtime-test-console-secret-0123456789",

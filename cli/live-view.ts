@@ -12,6 +12,8 @@ export interface LiveViewOptions {
   out: Output;
   /** Ask the person at the terminal; undefined when nobody can be asked. */
   prompter: Prompter | undefined;
+  /** No prompter although prompts were wanted (stdin or stdout not a terminal): print how to decide elsewhere. */
+  hintWhenUnasked?: boolean;
   /** Recorded as decided_by / answered_by. */
   identity: string;
   showHeartbeats: boolean;
@@ -37,7 +39,10 @@ export async function liveView(
       if (out.json) out.object(event);
       else if (event.type !== "heartbeat" || options.showHeartbeats) spin.print(eventLine(event));
       if (event.type === "run_completed" || event.type === "run_failed") terminal = event;
-      if (!options.prompter) continue;
+      if (!options.prompter) {
+        if (options.hintWhenUnasked) hintElsewhere(out, event);
+        continue;
+      }
       if (event.type === "approval_requested") {
         spin.pause();
         await askApproval(client, event, options.prompter, options);
@@ -52,6 +57,24 @@ export async function liveView(
     spin.stop();
   }
   return terminal;
+}
+
+/** Not at a terminal: the commands that decide what this run waits for, on stderr (stdout keeps the event lines). */
+function hintElsewhere(out: Output, event: EngineEvent): void {
+  if (event.type === "approval_requested") {
+    out.note(
+      `cannot ask here (stdin or stdout is not a terminal): decide from another shell with\n` +
+        `  approved-exec approve ${event.run_id} ${event.approval_id}${event.level === "confirm" ? ` --confirm ${event.tool_name}` : ""}\n` +
+        `  approved-exec deny ${event.run_id} ${event.approval_id} --reason "..."\n` +
+        `waiting for the decision until ${event.expires_at} (--no-prompt silences this).`,
+    );
+  } else if (event.type === "human_input_requested") {
+    out.note(
+      `cannot ask here (stdin or stdout is not a terminal): answer from another shell with\n` +
+        `  approved-exec answer ${event.run_id} ${event.tool_call_id} "<answer>"\n` +
+        `waiting for the answer until ${event.expires_at} (--no-prompt silences this).`,
+    );
+  }
 }
 
 function waitingText(event: EngineEvent): string {

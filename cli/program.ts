@@ -167,7 +167,9 @@ function buildProgram(act: Act): Command {
             ask.close();
           }
         }
-        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}`, result);
+        // The reason as sent; the engine keeps it redacted (the event, the approvals listing and `watch` show that form).
+        const why = opts.reason === undefined ? "" : ` reason=${JSON.stringify(opts.reason)}`;
+        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}${why}`, result);
         return EXIT_OK;
       }),
     );
@@ -280,6 +282,8 @@ async function watchTo(
     const terminal = await liveView(client, runId, events, {
       out,
       prompter: ask,
+      // Asked for prompts (no --no-prompt), but nobody can be asked: say so at each wait instead of waiting silently.
+      hintWhenUnasked: opts.prompt && !out.json && ask === undefined,
       identity: opts.as ?? defaultIdentity(),
       showHeartbeats: opts.heartbeats === true,
     });
@@ -356,7 +360,9 @@ function exitCodeFor(err: unknown, json: boolean): ExitCode {
   const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
   if (err instanceof TypeError && cause !== undefined) {
     const why = typeof cause.code === "string" ? cause.code : String(cause.message ?? cause);
-    process.stderr.write(`error: cannot reach the engine (${why}); is it running, and is ENGINE_URL right?\n`);
+    // The settings were read before any request was sent, so they read the same here.
+    const url = process.env.ENGINE_URL?.trim() || DEFAULT_ENGINE_URL;
+    process.stderr.write(`error: cannot reach the engine at ${url} (${why}); is it running, and is ENGINE_URL right?\n`);
     return EXIT_REFUSED;
   }
   throw err;

@@ -42,6 +42,7 @@ function eventDetails(event: EngineEvent): string {
         `approval=${event.approval_id}`,
         `decision=${event.decision}`,
         ...(event.decided_by === undefined ? [] : [`by=${event.decided_by}`]),
+        ...(event.reason === undefined ? [] : [`reason=${quote(event.reason)}`]),
       ].join(" ");
     case "tool_execution_started":
       return `${event.tool_name} call=${event.tool_call_id} approval=${event.approval_id}`;
@@ -75,7 +76,12 @@ function eventDetails(event: EngineEvent): string {
 }
 
 export function approvalLine(a: ApprovalListItem): string {
-  return `approval ${a.approval_id} run=${a.run_id} ${a.tool_name} call=${a.tool_call_id} level=${a.level} expires=${a.expires_at} args=${compact(a.arguments)}`;
+  return [
+    `approval ${a.approval_id} run=${a.run_id} ${a.tool_name} call=${a.tool_call_id} level=${a.level} expires=${a.expires_at} args=${compact(a.arguments)}`,
+    ...(a.status === "pending" ? [] : [`status=${a.status}`]),
+    ...(a.decided_by === undefined ? [] : [`by=${a.decided_by}`]),
+    ...(a.reason === undefined ? [] : [`reason=${quote(a.reason)}`]),
+  ].join(" ");
 }
 
 export function inputLine(i: InputListItem): string {

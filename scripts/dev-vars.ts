@@ -14,7 +14,9 @@ export function newDevVars(token: string, demoPort: number): string {
     "# Local settings for `npm start` (wrangler dev). Not committed.",
     `API_TOKEN=${token}`,
     `MCP_SERVERS='${JSON.stringify({ demo: { url: demoMcpUrl(demoPort) } })}'`,
-    `MUTATION_BUDGET='{"mcp__demo__create_dashboard":2,"mcp__demo__update_dashboard":2}'`,
+    // The README's confirm example: an alert needs the tool's name typed to approve, once per run.
+    `TOOL_POLICY='${JSON.stringify({ mcp__demo__create_alert_from_chart: { level: "confirm" } })}'`,
+    `MUTATION_BUDGET='${JSON.stringify({ mcp__demo__create_dashboard: 2, mcp__demo__update_dashboard: 2, mcp__demo__create_alert_from_chart: 1 })}'`,
     "",
   ].join("\n");
 }

@@ -2,21 +2,40 @@
 // and no network. Checks first that its ports (PORT, default 8787, and
 // DEMO_MCP_PORT, default 3001) are free, and stops with a message naming the
 // busy one when not. Creates .dev.vars with a fresh local API token the first
-// time, applies the D1 migrations to the local database, starts the demo MCP
-// server beside the Worker, and serves the Worker with wrangler dev. The demo
-// server's URL in .dev.vars follows DEMO_MCP_PORT on every start.
+// time (DEV_VARS_FILE names another settings file), validates the settings
+// the Worker will get with the Worker's own config loader and stops with one
+// paragraph naming a bad one, applies the D1 migrations to the local database
+// (one summary line), starts the demo MCP server beside the Worker, and serves
+// the Worker with wrangler dev. The demo server's URL in the settings file
+// follows DEMO_MCP_PORT on every start.
+//
+// Quiet by default: no wrangler banner (nor its npm update check and Node
+// version notice), no telemetry, no cf.json fetch, wrangler's own logs at
+// warn. VERBOSE=1 npm start shows wrangler's full output. Its children
+// (wrangler with workerd and esbuild, the demo server) run in their own
+// process groups and are stopped as groups on Ctrl-C, SIGTERM or exit.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { newDevVars, withDemoPort } from "./dev-vars";
+import { configProblem, startVars } from "./start-config";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const WRANGLER_CLI = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
-const DEV_VARS = join(ROOT, ".dev.vars");
+const DEV_VARS = process.env.DEV_VARS_FILE ? resolve(process.env.DEV_VARS_FILE) : join(ROOT, ".dev.vars");
+const DEV_VARS_NAME = relative(process.cwd(), DEV_VARS).startsWith("..") ? DEV_VARS : relative(process.cwd(), DEV_VARS);
 const HOST = "127.0.0.1";
-const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+const VERBOSE = process.env.VERBOSE === "1" || process.env.VERBOSE === "true";
+/** No network beyond loopback: no telemetry or error reports, no banner (its npm update check), no cf.json download. */
+const env = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_SEND_ERROR_REPORTS: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+};
 
 function portSetting(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -70,46 +89,130 @@ function ensureDevVars(): string {
   if (!existsSync(DEV_VARS)) {
     const token = `local-${randomBytes(18).toString("base64url")}`;
     writeFileSync(DEV_VARS, newDevVars(token, DEMO_MCP_PORT));
-    console.log(`Created .dev.vars with a new local API token.`);
+    console.log(`Created ${DEV_VARS_NAME} with a new local API token.`);
   }
   const current = readFileSync(DEV_VARS, "utf8");
   const updated = withDemoPort(current, DEMO_MCP_PORT);
   if (updated !== current) {
     writeFileSync(DEV_VARS, updated);
-    console.log(`Pointed the demo server's URL in .dev.vars (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
+    console.log(`Pointed the demo server's URL in ${DEV_VARS_NAME} (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
   }
   const token = /^API_TOKEN=(.+)$/m.exec(updated)?.[1]?.trim();
-  if (!token) throw new Error(".dev.vars has no API_TOKEN line; add `API_TOKEN=<something>` or delete the file to get a new one.");
+  if (!token) {
+    console.error(
+      `npm start cannot start: ${DEV_VARS_NAME} has no API_TOKEN line; add \`API_TOKEN=<something>\` or delete the file to get a new one.`,
+    );
+    process.exit(1);
+  }
   return token.replace(/^['"]|['"]$/g, "");
 }
 
 const children: ChildProcess[] = [];
-function stopAll(code = 0): never {
-  for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+/** After SIGTERM, how long a child's group gets before SIGKILL. */
+const STOP_GRACE_MS = 5_000;
+
+/** Signals a child's whole process group (wrangler's includes workerd and esbuild). */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    child.kill(signal);
+  }
+}
+
+let stopping = false;
+/** Stops every child group (SIGTERM, SIGKILL after STOP_GRACE_MS), then exits with `code`. */
+async function stopAll(code = 0): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
+    const exited = running.map((c) => new Promise<void>((r) => c.once("exit", () => r())));
+    for (const child of running) signalGroup(child, "SIGTERM");
+    const grace = new Promise<void>((r) => setTimeout(r, STOP_GRACE_MS).unref());
+    await Promise.race([Promise.all(exited), grace]);
+    for (const child of running) signalGroup(child, "SIGKILL");
+  }
   process.exit(code);
 }
-process.once("SIGINT", () => stopAll(0));
-process.once("SIGTERM", () => stopAll(0));
+process.once("SIGINT", () => void stopAll(0));
+process.once("SIGTERM", () => void stopAll(0));
+process.once("SIGHUP", () => void stopAll(0));
+// Orphaned (whatever started it went away without a signal reaching here): stop too, rather than hold the ports.
+const PARENT_PID = process.ppid;
+const PARENT_POLL_MS = 1_000;
+setInterval(() => {
+  if (process.ppid !== PARENT_PID) void stopAll(1);
+}, PARENT_POLL_MS).unref();
+// Whatever else ends this process, its children's groups do not outlive it.
+process.once("exit", () => {
+  for (const child of children) signalGroup(child, "SIGKILL");
+});
 
 await checkPorts();
 const token = ensureDevVars();
-console.log("Applying D1 migrations to the local database...");
-execFileSync(process.execPath, [WRANGLER_CLI, "d1", "migrations", "apply", "DB", "--local"], { cwd: ROOT, env, stdio: "inherit" });
+const problem = configProblem(startVars(join(ROOT, "wrangler.toml"), DEV_VARS), DEV_VARS_NAME);
+if (problem !== undefined) {
+  console.error(problem);
+  process.exit(1);
+}
+
+/** Applies the D1 migrations to the local database; prints one line, or wrangler's output when it fails. */
+function applyMigrations(): void {
+  const all = readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql"));
+  let output: string;
+  try {
+    output = execFileSync(process.execPath, [WRANGLER_CLI, "d1", "migrations", "apply", "DB", "--local"], {
+      cwd: ROOT,
+      env: { ...env, CI: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+    });
+  } catch (err) {
+    const failed = err as { stdout?: string; stderr?: string };
+    console.error(`npm start cannot start: applying the D1 migrations failed:\n${failed.stdout ?? ""}${failed.stderr ?? ""}`);
+    process.exit(1);
+  }
+  if (VERBOSE) console.log(output);
+  const applied = /About to apply (\d+) migration/.exec(output)?.[1];
+  console.log(
+    applied === undefined
+      ? `D1 (local): up to date, ${all.length} migrations.`
+      : `D1 (local): applied ${applied} of ${all.length} migrations (${all
+          .slice(-Number(applied))
+          .join(", ")
+          .replace(/, .*, /, " … ")}).`,
+  );
+}
+applyMigrations();
 
 const demo = spawn(process.execPath, [join(ROOT, "node_modules/tsx/dist/cli.mjs"), join(ROOT, "demo/mcp-server.ts")], {
   cwd: ROOT,
   env: { ...env, DEMO_MCP_PORT: String(DEMO_MCP_PORT) },
   stdio: ["ignore", "inherit", "inherit"],
+  detached: true,
 });
 children.push(demo);
 
 const worker = spawn(
   process.execPath,
-  [WRANGLER_CLI, "dev", "--ip", "127.0.0.1", "--port", String(WORKER_PORT), "--show-interactive-dev-session=false"],
-  { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"] },
+  [
+    WRANGLER_CLI,
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(WORKER_PORT),
+    "--env-file",
+    DEV_VARS,
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    VERBOSE ? "log" : "warn",
+  ],
+  { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"], detached: true },
 );
 children.push(worker);
-for (const child of children) child.once("exit", (code) => stopAll(code ?? 1));
+for (const child of children) child.once("exit", (code) => void stopAll(code ?? 1));
 
 const base = `http://${HOST}:${WORKER_PORT}`;
 const started = Date.now();
@@ -118,7 +221,15 @@ let ready = false;
 while (!ready && Date.now() - started < STARTUP_TIMEOUT_MS) {
   try {
     // Ready means this engine with this token: another server on the port would answer 401.
-    ready = (await fetch(`${base}/api/storage-pool`, { headers: { authorization: `Bearer ${token}` } })).ok;
+    const res = await fetch(`${base}/api/storage-pool`, { headers: { authorization: `Bearer ${token}` } });
+    ready = res.ok;
+    // The settings were checked above; a 503 naming the config (say, a setting changed since) is final, not "not yet".
+    const body =
+      res.status === 503 ? ((await res.json().catch(() => ({}))) as { error?: string; message?: string; details?: unknown }) : {};
+    if (body.error === "bad_config" || body.error === "not_configured") {
+      console.error(`npm start: the Worker refuses its settings: ${body.message} ${JSON.stringify(body.details ?? [])}`);
+      await stopAll(1);
+    }
   } catch {
     // not yet listening
   }
@@ -126,14 +237,14 @@ while (!ready && Date.now() - started < STARTUP_TIMEOUT_MS) {
 }
 if (!ready) {
   console.error(
-    `The Worker did not answer on ${base} with the token from .dev.vars within ${STARTUP_TIMEOUT_MS / 1000} s; see the output above.`,
+    `The Worker did not answer on ${base} with the token from ${DEV_VARS_NAME} within ${STARTUP_TIMEOUT_MS / 1000} s; see the output above${VERBOSE ? "" : " (VERBOSE=1 npm start shows all of wrangler's)"}.`,
   );
-  stopAll(1);
+  await stopAll(1);
 }
 console.log(`
 The engine is serving on ${base} (local D1, local Durable Objects, demo MCP server on :${DEMO_MCP_PORT}).
 Other ports: PORT=<worker port> DEMO_MCP_PORT=<demo server port> npm start
-API token (from .dev.vars): ${token}
+API token (from ${DEV_VARS_NAME}): ${token}
 
 Try:
   export TOKEN=${token}

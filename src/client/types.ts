@@ -119,6 +119,8 @@ export type EngineEvent =
       approval_id: string;
       decision: "approved" | "denied" | "expired" | "cancelled";
       decided_by?: string;
+      /** The decider's reason, redacted. */
+      reason?: string;
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & { tool_call_id: string; question: string; expires_at: string })
@@ -251,6 +253,8 @@ export interface ApprovalListItem {
   expires_at: string;
   status: ApprovalStatus;
   decided_by?: string;
+  /** The decider's reason, redacted (absent when none was given, and from older servers). */
+  reason?: string;
 }
 
 export type InputStatus = "pending" | "answered" | "expired" | "cancelled";

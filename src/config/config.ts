@@ -124,7 +124,7 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v === "" ? undefined : v));
 
-const hostConfigSchema = z.object({
+export const hostConfigSchema = z.object({
   API_TOKEN: optionalText,
   MODEL_PROVIDER: z
     .string()

@@ -15,7 +15,7 @@
 // state (records are never edited in place), so a caller can tell which
 // calls changed by reference.
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
-import { redactSecrets } from "./redaction";
+import { redactSecrets, redactText } from "./redaction";
 import type { EventType } from "../stream/events";
 import type { EventFields } from "../stream/event-schemas";
 
@@ -57,6 +57,8 @@ interface PendingApproval {
 interface ResolvedApproval extends PendingApproval {
   decision: "approved" | "denied" | "expired" | "cancelled";
   decided_by?: string;
+  /** The decider's reason, redacted (contract section 6). */
+  reason?: string;
 }
 /** A person approved it, or (`"automatic"`) nobody needed to. */
 export type Grant = (ResolvedApproval & { decision: "approved"; decided_by: string }) | "automatic";
@@ -263,9 +265,18 @@ export function announce(
   return effects;
 }
 
+/**
+ * A decision's reason (contract section 6): a longer one is refused at the
+ * route (400), never cut there; redaction may lengthen a short secret into
+ * "[redacted]", so the kept text is bounded again after it.
+ */
+export const MAX_DECISION_REASON_CHARS = 1_000;
+
 export interface Decision {
   decision: "approve" | "deny";
   decided_by: string;
+  /** Why, as the person wrote it; kept redacted on the event, the listing and the Slack update. */
+  reason?: string;
   confirmation?: string;
 }
 
@@ -315,10 +326,18 @@ export function decideApproval(
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
   const { state: _awaiting, approval, ...base } = call;
-  const resolved = emit("approval_resolved", { ...ids(call), approval_id: approvalId, decision: wanted, decided_by: input.decided_by });
+  const reason =
+    input.reason === undefined || input.reason === "" ? {} : { reason: redactText(input.reason).slice(0, MAX_DECISION_REASON_CHARS) };
+  const resolved = emit("approval_resolved", {
+    ...ids(call),
+    approval_id: approvalId,
+    decision: wanted,
+    decided_by: input.decided_by,
+    ...reason,
+  });
   const verdict: Verdict = { kind: "resolved", approval_id: approvalId, decision: wanted };
   if (wanted === "denied") {
-    const ended: ResolvedApproval = { ...approval, decision: "denied", decided_by: input.decided_by };
+    const ended: ResolvedApproval = { ...approval, decision: "denied", decided_by: input.decided_by, ...reason };
     return {
       verdict,
       effects: [
@@ -338,7 +357,7 @@ export function decideApproval(
   const next: AwaitingAdmission = {
     ...base,
     state: "awaiting_admission",
-    grant: { ...approval, decision: "approved", decided_by: input.decided_by },
+    grant: { ...approval, decision: "approved", decided_by: input.decided_by, ...reason },
     approved_at: now,
     admission_deadline: now + limits.admissionTimeoutMs,
     mutation_id: call.mutating ? mutationId : null,

@@ -1,12 +1,13 @@
 // Inputs of the decision routes (contract section 6), validated with zod.
 import { z } from "zod";
+import { MAX_DECISION_REASON_CHARS } from "../execution/tool-calls";
 import { MAX_IDENTIFIER_CHARS } from "../ids";
 
 export const approvalDecisionSchema = z
   .object({
     decision: z.enum(["approve", "deny"]),
     decided_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
-    reason: z.string().max(2_000).optional(),
+    reason: z.string().max(MAX_DECISION_REASON_CHARS).optional(),
     confirmation: z.string().max(MAX_IDENTIFIER_CHARS).optional(),
   })
   .strict();

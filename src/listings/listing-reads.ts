@@ -128,6 +128,7 @@ interface ApprovalRow extends Record<string, unknown> {
   expires_at: string;
   status: ApprovalListItem["status"];
   decided_by: string | null;
+  reason: string | null;
 }
 
 const APPROVALS_KEY = ["requested_at", "approval_id"];
@@ -159,6 +160,7 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
       expires_at: r.expires_at,
       status: r.status,
       ...(r.decided_by !== null ? { decided_by: r.decided_by } : {}),
+      ...(r.reason !== null ? { reason: r.reason } : {}),
     })),
     next_cursor,
   };

@@ -74,6 +74,7 @@ export const approvalListItemSchema = z
     expires_at: isoTime,
     status: approvalStatusSchema,
     decided_by: z.string().optional(),
+    reason: z.string().optional().meta({ description: "The decider's reason, redacted, at most 1,000 characters." }),
   })
   .strict()
   .meta({ id: "ApprovalListItem" });

@@ -36,6 +36,7 @@ export interface ApprovalResolution {
   run_id: string;
   status: Exclude<ApprovalListItem["status"], "pending">;
   decided_by?: string;
+  reason?: string;
 }
 
 /** The end of a question asked earlier. */
@@ -62,6 +63,7 @@ const approvalResolutionSchema = z
     run_id: z.string(),
     status: approvalStatusSchema.exclude(["pending"]),
     decided_by: z.string().optional(),
+    reason: z.string().optional(),
   })
   .strip();
 const inputResolutionSchema = z
@@ -198,6 +200,7 @@ export class RunIndex {
           run_id: context.run_id,
           status: decision.data,
           ...(typeof fields.decided_by === "string" ? { decided_by: fields.decided_by } : {}),
+          ...(typeof fields.reason === "string" ? { reason: fields.reason } : {}),
         });
         return true;
       }
@@ -329,9 +332,9 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
         await db
           .prepare(
             `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json,
-                                    requested_at, expires_at, status, decided_by)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by
+                                    requested_at, expires_at, status, decided_by, reason)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by, reason = excluded.reason
              WHERE approvals.status = 'pending' AND excluded.status <> 'pending'`,
           )
           .bind(
@@ -347,14 +350,15 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
             a.expires_at,
             a.status,
             a.decided_by ?? null,
+            a.reason ?? null,
           )
           .run();
         return;
       }
       const r = approvalResolutionSchema.parse(fields);
       const updated = await db
-        .prepare(`UPDATE approvals SET status = ?, decided_by = ? WHERE approval_id = ? AND status = 'pending'`)
-        .bind(r.status, r.decided_by ?? null, r.approval_id)
+        .prepare(`UPDATE approvals SET status = ?, decided_by = ?, reason = ? WHERE approval_id = ? AND status = 'pending'`)
+        .bind(r.status, r.decided_by ?? null, r.reason ?? null, r.approval_id)
         .run();
       if (updated.meta.changes === 0) orphanNote("approval", r.approval_id);
       return;

@@ -141,7 +141,13 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
   };
 }
 
-export function approvalResolved(view: ApprovalView, decision: ApprovalDecision, decidedBy: string | undefined): RenderedMessage {
+/** The decided form of an approval message: who decided, and why when they said (the engine already redacted `reason`). */
+export function approvalResolved(
+  view: ApprovalView,
+  decision: ApprovalDecision,
+  decidedBy: string | undefined,
+  reason?: string,
+): RenderedMessage {
   const outcome = ((): string => {
     switch (decision) {
       case "approved":
@@ -160,6 +166,7 @@ export function approvalResolved(view: ApprovalView, decision: ApprovalDecision,
       section(`*\`${view.tool_name}\`* (${view.level})`),
       argumentsBlock(view),
       section(outcome),
+      ...(reason === undefined || reason === "" ? [] : [section(`*Reason:* ${escapeMrkdwn(reason)}`)]),
       context(`approval \`${view.approval_id}\``),
     ],
   };

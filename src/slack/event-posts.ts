@@ -72,6 +72,7 @@ const eventSchema = z.discriminatedUnion("type", [
     approval_id: z.string(),
     decision: z.enum(["approved", "denied", "expired", "cancelled"]),
     decided_by: z.string().optional(),
+    reason: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("human_input_requested"), tool_call_id: z.string(), question: z.string(), expires_at: z.string() }),
   z.object({ ...base, type: z.literal("human_input_received"), tool_call_id: z.string(), answered_by: z.string() }),
@@ -134,7 +135,13 @@ export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForE
       const view = next.approvals[event.approval_id];
       if (!view) return { items: [], memory: next };
       return {
-        items: [{ kind: "update", ref: approvalKey(event.approval_id), message: approvalResolved(view, event.decision, event.decided_by) }],
+        items: [
+          {
+            kind: "update",
+            ref: approvalKey(event.approval_id),
+            message: approvalResolved(view, event.decision, event.decided_by, event.reason),
+          },
+        ],
         memory: next,
       };
     }

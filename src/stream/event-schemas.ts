@@ -58,6 +58,11 @@ const ownFields = {
     approval_id: z.string(),
     decision: z.enum(["approved", "denied", "expired", "cancelled"]),
     decided_by: z.string().optional(),
+    reason: z
+      .string()
+      .max(1_000)
+      .optional()
+      .meta({ description: "The decider's reason, redacted, at most 1,000 characters (contract section 6)." }),
   },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
   human_input_requested: { tool_call_id: z.string(), question: z.string(), expires_at: isoTime },

@@ -6,7 +6,7 @@
 // so these tests do not depend on the D1 indexes being filled. The file serves
 // its own Worker (longer approval timeout) beside the shared demo MCP server.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -281,7 +281,11 @@ describe("approved-exec against the engine", () => {
     for await (const event of engine.events(runId)) all.push(event);
     expect(lines).toEqual(all);
     expect(lines.map((e) => e.sequence)).toEqual(lines.map((_, i) => i + 1));
-    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied", decided_by: "ops:bob" });
+    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "denied",
+      decided_by: "ops:bob",
+      reason: "not today",
+    });
     expect(lines.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
     expect((await demoCalls()).total).toBe(0);
 
@@ -291,6 +295,33 @@ describe("approved-exec against the engine", () => {
     expect(late.code).toBe(1);
     expect(late.stdout).toBe("");
     expect(JSON.parse(late.stderr)).toMatchObject({ status: 409, error: "already_resolved", decision: "denied" });
+  });
+
+  it("trigger --watch on pipes says it cannot ask and how to decide elsewhere; a deny with a reason shows the reason", async () => {
+    const script = await scriptFile([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "no" } }] }]);
+    const child = spawn(process.execPath, [BIN, "trigger", "make one", "--watch", "--channel", channel("hint"), "--script", script], {
+      cwd: PROJECT_ROOT,
+      env: cliEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += String(d)));
+    child.stderr.on("data", (d) => (stderr += String(d)));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      await expect.poll(() => stderr, { timeout: RUN_TIMEOUT_MS }).toContain("cannot ask here");
+      const [, runId, approvalId] = /approved-exec approve (run_\w+) (approval_\w+)/.exec(stderr) ?? [];
+      expect(stderr).toContain(`approved-exec deny ${runId} ${approvalId} --reason`);
+      const denied = await cli(["deny", runId!, approvalId!, "--reason", "wrong title", "--as", "ops:eve"]);
+      expect(denied).toEqual({ code: 0, stdout: `denied ${approvalId} as ops:eve reason="wrong title"\n`, stderr: "" });
+      expect(await exited).toBe(0);
+      expect(stdout).toMatch(
+        new RegExp(`approval_resolved +${CREATE} call=write-1 approval=${approvalId} decision=denied by=ops:eve reason="wrong title"`),
+      );
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("approve of a confirm tool needs the typed tool name: refused without it on a pipe, asked for at a terminal", async () => {
@@ -408,6 +439,42 @@ describe("approved-exec against the engine", () => {
   });
 });
 
+describe("npm run cli", () => {
+  const RUNNER = join(PROJECT_ROOT, "scripts/cli.mjs");
+  const runner = (args: string[]): Promise<Finished> =>
+    new Promise((resolve) => {
+      const child = spawn(process.execPath, [RUNNER, ...args], { cwd: PROJECT_ROOT, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += String(d)));
+      child.stderr.on("data", (d) => (stderr += String(d)));
+      child.once("exit", (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it(
+    "runs the built CLI without building when dist is fresh, and builds once when a source is newer",
+    async () => {
+      // The global setup has just built dist: nothing to build.
+      const fresh = await runner(["--help"]);
+      expect(fresh.code).toBe(0);
+      expect(fresh.stdout).toContain("Usage: approved-exec");
+      expect(fresh.stderr).toBe("");
+
+      // A source saved after the build: built once, then fresh again.
+      const later = new Date(Date.now() + 2_000);
+      await utimes(join(PROJECT_ROOT, "cli/render.ts"), later, later);
+      const rebuilt = await runner(["--help"]);
+      expect(rebuilt.code).toBe(0);
+      expect(rebuilt.stderr).toContain("building the CLI");
+      expect(rebuilt.stdout).toContain("Usage: approved-exec");
+      await new Promise((r) => setTimeout(r, Math.max(0, later.getTime() - Date.now() + 50)));
+      const again = await runner(["--help"]);
+      expect(again.stderr).toBe("");
+    },
+    RUN_TIMEOUT_MS * 2,
+  );
+});
+
 describe("approved-exec exit codes", () => {
   it("exits 2 on bad usage, before sending anything", async () => {
     const noToken = cliEnv({ ENGINE_TOKEN: undefined });
@@ -454,6 +521,6 @@ describe("approved-exec exit codes", () => {
 
     const unreachable = await cli(["pending"], cliEnv({ ENGINE_URL: "http://127.0.0.1:9" }));
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(/^error: cannot reach the engine/);
+    expect(unreachable.stderr).toMatch(/^error: cannot reach the engine at http:\/\/127\.0\.0\.1:9 \(/);
   });
 });

@@ -209,6 +209,7 @@ describe("decisions that stop a call", () => {
       "tool_completed:write-1",
       "run_completed",
     ]);
+    expect(s.one("approval_resolved", "write-1")).toMatchObject({ decision: "denied", reason: "not now" });
     expect(s.one("tool_execution", "write-1")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
     expect(s.one("tool_completed", "write-1")).toMatchObject({ approved: false });
     expect((await demoCalls()).total).toBe(0);

@@ -127,6 +127,22 @@ describe("what a Slack-started run posts", () => {
     expect((await summary(runId)).slack_posts_failed).toBe(0);
   });
 
+  it("a deny with a reason: the approval's update says who denied it and why, redacted", async () => {
+    const runId = await startBySlack(server, scriptMessage(writeScript("posts-deny")));
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+    const denied = await server.api(`/api/runs/${runId}/approvals/${approvalId}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "deny", decided_by: "oncall@example", reason: "not this quarter; password=hunter2-secret" }),
+    });
+    expect(denied.status).toBe(200);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
+    const update = JSON.stringify(slack.calls("chat.update")[0]!.params.blocks);
+    expect(update).toContain("Denied by");
+    expect(update).toContain("not this quarter; password=[redacted]");
+    expect(JSON.stringify(slack.calls())).not.toContain("hunter2-secret");
+  });
+
   it("says an approved mutation's outcome is unknown, with its mutation_id", async () => {
     await fetch(`${demoBase}/control/faults`, {
       method: "POST",

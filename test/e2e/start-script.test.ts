@@ -1,9 +1,13 @@
 // `npm start` with a busy port (issue 9, finding 5): it must stop before
 // starting anything, exit non-zero, name the busy port and how to choose
-// others, and print no token. The script runs as a real process
-// (tsx scripts/start.ts); a real socket holds the port.
+// others, and print no token. With a bad setting (issue 20, finding 2) it
+// must stop before serving, within seconds, with one paragraph naming the
+// setting. The script runs as a real process (tsx scripts/start.ts); a real
+// socket holds the port; the settings file is the test's own (DEV_VARS_FILE).
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,6 +17,12 @@ import { freePort, PROJECT_ROOT } from "../support/worker-server";
 const TSX_CLI = join(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs");
 /** The script exits within a second or two when a port is busy; this only bounds a hang. */
 const EXIT_TIMEOUT_MS = 30_000;
+/**
+ * "Within seconds" for a bad setting: the check runs before migrations and
+ * wrangler, so the time is a node start plus tsx; generous for a loaded
+ * two-core machine, far below the 60 s the old start spent polling a 503.
+ */
+const BAD_CONFIG_EXIT_MS = 15_000;
 
 const held: Server[] = [];
 afterEach(async () => {
@@ -31,7 +41,7 @@ async function holdPort(): Promise<number> {
   });
 }
 
-function runStart(vars: Record<string, string>): Promise<{ code: number | null; output: string }> {
+function runStart(vars: Record<string, string>, timeoutMs = EXIT_TIMEOUT_MS): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TSX_CLI, join(PROJECT_ROOT, "scripts/start.ts")], {
       cwd: PROJECT_ROOT,
@@ -43,8 +53,8 @@ function runStart(vars: Record<string, string>): Promise<{ code: number | null; 
     child.stderr.on("data", (d) => (output += String(d)));
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`npm start did not exit within ${EXIT_TIMEOUT_MS} ms:\n${output}`));
-    }, EXIT_TIMEOUT_MS);
+      reject(new Error(`npm start did not exit within ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
     child.once("exit", (code) => {
       clearTimeout(timer);
       resolve({ code, output });
@@ -77,6 +87,28 @@ describe("npm start with a busy port", () => {
     expect(code).not.toBe(0);
     expect(output).toContain(`127.0.0.1:${busy} for DEMO_MCP_PORT`);
     expectNoToken(output);
+  });
+});
+
+describe("npm start with a bad setting", () => {
+  it("exits non-zero within seconds, in one paragraph naming the setting, before serving anything", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
+    try {
+      const settings = join(dir, "bad.vars");
+      await writeFile(settings, `API_TOKEN=local-test-token\nTOOL_POLICY='{"mcp__demo__create_dashboard":{"level":"sometimes"}}'\n`);
+      const { code, output } = await runStart(
+        { DEV_VARS_FILE: settings, PORT: String(await freePort()), DEMO_MCP_PORT: String(await freePort()) },
+        BAD_CONFIG_EXIT_MS,
+      );
+      expect(code).not.toBe(0);
+      expect(output).toContain("TOOL_POLICY.mcp__demo__create_dashboard.level");
+      expect(output).toContain(`Fix TOOL_POLICY in ${settings}`);
+      // One paragraph: no migration table, no wrangler output, nothing served.
+      expect(output.trim().split("\n")).toHaveLength(1);
+      expect(output).not.toMatch(/serving|migrations|storage-pool/i);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

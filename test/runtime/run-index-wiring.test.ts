@@ -9,7 +9,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { RunObject } from "../../durable-objects/run-object";
-import { api, runStub, sleep, trigger } from "./helpers";
+import { api, openEvents, runStub, SseReader, sleep, trigger } from "./helpers";
 
 /** Polling bound: the flush runs right after the alarm; this many rounds of ALARM_POLL_MS is far more than it needs. */
 const ROUNDS = 40;
@@ -111,6 +111,41 @@ describe("the run index, written by the run's object", () => {
     expect(answeredList.inputs.find((i: any) => i.run_id === runId)).toMatchObject({ status: "answered" });
     const ended = await pollListed(runId, `/api/runs?channel_id=${channel}&status=completed`, (b) => b.runs.length === 1);
     expect(ended.runs[0]).toMatchObject({ run_id: runId, status: "completed", ended_at: expect.any(String) });
+  });
+
+  it("a deny's reason is kept redacted on approval_resolved and in the approvals listing; a longer one is 400", async () => {
+    const { json } = await trigger({
+      message: "deny me",
+      channel_id: CHANNEL(),
+      script: [
+        { tool_calls: [{ tool_name: "mcp__demo__create_dashboard", tool_call_id: "w1", arguments: { title: "no" } }] },
+        { text: "ok" },
+      ],
+    });
+    const runId: string = json.run_id;
+    await expect.poll(async () => (await summary(runId)).pending_approvals.length).toBe(1);
+    const approvalId: string = (await summary(runId)).pending_approvals[0].approval_id;
+    const decide = (reason: string) =>
+      api(`/api/runs/${runId}/approvals/${approvalId}`, {
+        method: "POST",
+        body: JSON.stringify({ decision: "deny", decided_by: "ops@example", reason }),
+      });
+
+    const tooLong = await decide("x".repeat(1_001));
+    expect(tooLong.status).toBe(400);
+    expect(JSON.stringify(await tooLong.json())).toContain("reason");
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+
+    expect((await decide("wrong dashboard; api_key=sk-live-0123456789abcdef")).status).toBe(200);
+    const kept = "wrong dashboard; api_key=[redacted]";
+    const frames = await new SseReader(await openEvents(runId)).readToEnd();
+    const resolved = frames.map((f) => JSON.parse(f.data)).find((e) => e.type === "approval_resolved");
+    expect(resolved).toMatchObject({ decision: "denied", decided_by: "ops@example", reason: kept });
+
+    const listed = await pollListed(runId, "/api/approvals?status=resolved&limit=200", (b) =>
+      b.approvals.some((a: any) => a.approval_id === approvalId),
+    );
+    expect(listed.approvals.find((a: any) => a.approval_id === approvalId)).toMatchObject({ status: "denied", reason: kept });
   });
 
   it("a cancelled run leaves no approval or question pending in the listings", async () => {

@@ -36,7 +36,19 @@ const PROBE_TIMEOUT_MS = 1_000;
 /** After SIGTERM, how long wrangler and workerd get before SIGKILL. */
 const STOP_GRACE_MS = 5_000;
 
-const CHILD_ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" };
+/**
+ * Each server reads its own env file only (`--env-file`: wrangler then skips
+ * `.dev.vars`), never the test process's environment, whatever the shell says.
+ */
+const CHILD_ENV = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  CLOUDFLARE_INCLUDE_PROCESS_ENV: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  CI: "true",
+  NO_COLOR: "1",
+};
 
 export interface WorkerServer {
   url: string;

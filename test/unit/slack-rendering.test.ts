@@ -66,6 +66,12 @@ describe("Block Kit", () => {
     }
   });
 
+  it("the decided form carries the decider's reason, escaped, and none when there is none", () => {
+    const denied = JSON.stringify(approvalResolved(view, "denied", "ops-bot", "not <now> & not here"));
+    expect(denied).toContain("*Reason:* not &lt;now&gt; &amp; not here");
+    expect(JSON.stringify(approvalResolved(view, "denied", "ops-bot"))).not.toContain("Reason");
+  });
+
   it("outcome_unknown is spelled out with its mutation_id and reconciliation; run_failed names its code", () => {
     const unknown = JSON.stringify(mutationOutcomeUnknown("mcp__demo__create_dashboard", "mut_123", "transport_timeout"));
     expect(unknown).toContain("may or may not have happened");
