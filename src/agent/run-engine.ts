@@ -432,7 +432,9 @@ export class RunEngine {
     this.append("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
   }
 
-  #fail(code: "model_error" | "internal_error", message: string, log = false): void {
+  #fail(code: "model_error" | "internal_error", raw: string, log = false): void {
+    // A provider's or an exception's message may quote what it was sent: redacted before it leaves.
+    const message = redactText(raw);
     if (log) console.error(`run ${this.#run.run_id}: ${message}`);
     this.append("run_failed", { error: { code, message } });
   }

@@ -15,7 +15,7 @@
 // state (records are never edited in place), so a caller can tell which
 // calls changed by reference.
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
-import { redactSecrets } from "./redaction";
+import { redactSecrets, redactText } from "./redaction";
 import type { EventType } from "../stream/events";
 
 export type ApprovalLevel = "approve" | "confirm";
@@ -184,9 +184,12 @@ const withApproval = (call: ToolCall) => {
   return approvalId === null ? ids(call) : { ...ids(call), approval_id: approvalId };
 };
 
-/** The question human__ask shows: its `question` if it is text, else its arguments with secrets redacted. */
+/**
+ * The question human__ask shows: its `question` if it is text, else its arguments, with secrets
+ * redacted either way (contract section 20: it leaves the engine in events, listings, Slack and D1).
+ */
 export function questionOf(args: Record<string, unknown>): string {
-  return typeof args.question === "string" ? args.question : JSON.stringify(redactSecrets(args));
+  return typeof args.question === "string" ? redactText(args.question) : JSON.stringify(redactSecrets(args));
 }
 
 function place(calls: ToolCall[], call: ToolCall, next: ToolCall): void {
