@@ -39,6 +39,7 @@ import {
   STALE_TEXT,
 } from "./interactions";
 import { classifySlackRequest, type SlackRoute } from "./request-envelope";
+import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
@@ -182,7 +183,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
 
   // ---- interactivity ------------------------------------------------------
   /** The run's summary when `userId` may decide in it; otherwise the refusal is sent and null returned. */
-  const deciderSummary = async (runId: string, userId: string, reply: (text: string) => unknown) => {
+  const deciderSummary = async (runId: string, userId: string, reply: (text: SlackText) => unknown) => {
     const summary = await summaryOf(env, runId);
     if (!summary) {
       await reply(GONE_TEXT);
@@ -202,7 +203,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
       const where = clickPlace(payload);
       if (!value || !where) return;
-      const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+      const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
       const summary = await deciderSummary(value.run_id, payload.user.id, reply);
       if (!summary) return;
       const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
@@ -227,7 +228,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
     const where = clickPlace(payload);
     if (!value || !where) return;
-    const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+    const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
     const summary = await deciderSummary(value.run_id, payload.user.id, reply);
     if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
@@ -242,7 +243,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "approval") return "";
     const user = payload.user.id;
-    const later = (text: string): "" => {
+    const later = (text: SlackText): "" => {
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
@@ -265,7 +266,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "input") return "";
     const user = payload.user.id;
-    const later = (text: string): "" => {
+    const later = (text: SlackText): "" => {
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
@@ -332,7 +333,7 @@ async function ephemeral(
   client: SlackAPIClient,
   where: { channel_id: string; thread_ts?: string },
   user: string,
-  text: string,
+  text: SlackText,
 ): Promise<void> {
   try {
     await client.chat.postEphemeral({ channel: where.channel_id, user, text, ...(where.thread_ts ? { thread_ts: where.thread_ts } : {}) });
