@@ -439,7 +439,9 @@ export class RunEngine {
     this.append("run_failed", { error: { code: "cancelled", message: "The run was cancelled." } });
   }
 
-  #fail(code: "model_error" | "internal_error", message: string, log = false): void {
+  #fail(code: "model_error" | "internal_error", raw: string, log = false): void {
+    // A provider's or an exception's message may quote what it was sent: redacted before it leaves.
+    const message = redactText(raw);
     if (log) logger.error("run failed", { run_id: this.#run.run_id, code, error: message });
     this.append("run_failed", { error: { code, message } });
   }

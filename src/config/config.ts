@@ -2,6 +2,7 @@
 // with zod once per env object. A bad value is reported (503 bad_config on
 // every /api route) instead of running half-configured; a missing API_TOKEN is
 // 503 not_configured, so the API fails closed.
+import { registerExactSecret } from "../execution/redaction";
 import { z } from "zod";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
@@ -211,6 +212,16 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     };
   }
   const config = parsed.data;
+  // The deployment's own secrets are redacted by exact value wherever they might be echoed (contract section 18).
+  for (const secret of [
+    config.API_TOKEN,
+    config.MODEL_API_KEY,
+    config.SLACK_SIGNING_SECRET,
+    config.SLACK_BOT_TOKEN,
+    config.CONSOLE_SESSION_SECRET,
+  ]) {
+    registerExactSecret(secret);
+  }
   if (config.API_TOKEN === undefined) {
     return {
       state: "not_configured",

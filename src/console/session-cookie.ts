@@ -28,10 +28,18 @@ function toBase64Url(bytes: ArrayBuffer): string {
   return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+/** An HMAC-SHA256 MAC is 32 bytes: 43 base64url characters without padding. */
+const MAC_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+/** The MAC's bytes, or null for anything that is not a MAC's encoding (atob throws on some: caught). */
 function fromBase64Url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  if (!MAC_PATTERN.test(text)) return null;
+  try {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
 }
 
 export function newSessionId(): string {

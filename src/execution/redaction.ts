@@ -2,16 +2,25 @@
 // engine or rests in it beyond what a call needs goes through here:
 //  - redactSecrets(value): structured values (tool arguments, results). A key
 //    that names a credential has its value replaced, at any depth, whatever
-//    the value's type; header pairs given as arrays or {name, value} objects
-//    count as keys; every string (and key) also goes through redactText.
-//  - redactText(text): free text (MCP result summaries, error messages, log
-//    lines). Values that are credentials on their own (`Bearer ...`, `Basic
-//    ...`, user:password@ in URLs, PEM private keys, well-known key prefixes,
-//    JWTs), `key: value` / `key=value` pairs whose key names a credential, and
-//    JSON text (parsed and redacted as a structure).
-// Hand-written: no maintained library covers key-style matching plus value
-// shapes with bounded work; every pattern here is linear (bounded quantifiers).
+//    the value's type; header pairs given as arrays or {name, value} /
+//    {key, value} objects count as keys, and so does a command-line flag
+//    (`["--password", "v"]`) for the string after it; every string (and key)
+//    also goes through redactText.
+//  - redactText(text): free text (questions, MCP result summaries, error
+//    messages, log lines). The exact values of the deployment's own secrets
+//    (API_TOKEN...: registerExactSecret), values that are credentials on
+//    their own by the maintained rule sets of secret-rules.ts (secretlint's
+//    recommended preset, gitleaks' defaults) and by scheme here (`Bearer
+//    ...`, `Basic ...`, user:password@ in URLs), `key: value` / `key=value`
+//    pairs whose key names a credential, header pairs written in text
+//    (`"X-Api-Key","v"`, `"name":"Cookie","value":"v"`), flags followed by
+//    their value (`--token v`, `--token=v`), and JSON text (parsed and
+//    redacted as a structure).
+// The key-name and pair rules are hand-written: the rule sets match values,
+// not names; every pattern here is linear (bounded quantifiers).
 // Redaction is idempotent: redacting redacted output changes nothing.
+import { replaceSecretSpans } from "./secret-rules";
+
 export const REDACTED = "[redacted]";
 
 /**
@@ -34,7 +43,7 @@ const MAX_JSON_TEXT_CHARS = 2 * 1024 * 1024;
  * tokenise are not secrets); a count such as `tokens_used` IS redacted: harmless.
  */
 const SQUASHED_STEMS =
-  /passw(?:or)?d|passphrase|passcode|pwd|secret(?!ar)|credential|apikey|accesskey|privatekey|signingkey|encryptionkey|masterkey|authkey|authori[sz]ation|bearer|cookie|signature|token(?!i[sz])|session|jwt/;
+  /passw(?:or)?d|passphrase|passcode|pwd|secret(?!ar)|credential|apikey|accesskey|privatekey|privkey|sshkey|pgpkey|gpgkey|licen[cs]ekey|accountkey|clientkey|signingkey|encryptionkey|masterkey|authkey|authori[sz]ation|bearer|cookie|signature|token(?!i[sz])|session|jwt/;
 
 /**
  * Words matched only as a whole word of the key (split on separators, camelCase and
@@ -70,6 +79,11 @@ export function isSecretKey(key: string): boolean {
   return keyWords(key).some((w) => WHOLE_WORDS.has(w));
 }
 
+/** A command-line flag (`--password`, `-p` is too short to tell) whose name names a credential; `--token=v` carries its own value. */
+function isSecretFlag(arg: string): boolean {
+  return /^--?[A-Za-z][A-Za-z0-9_-]{1,63}$/.test(arg) && isSecretKey(arg);
+}
+
 /** Weaker than isSecretKey: a key (`auth`, `key`) whose scalar value is taken for a credential. */
 function isScalarSecretKey(key: string): boolean {
   if (key.length > MAX_KEY_CHARS) return false;
@@ -96,7 +110,12 @@ function redactValue(value: unknown, depth: number): unknown {
     if (value.length === 2 && typeof value[0] === "string" && isSecretKey(value[0])) {
       return [redactTextAt(value[0], depth), REDACTED];
     }
-    return value.map((item) => redactValue(item, depth + 1));
+    // A command line: ["curl", "--password", "v"]: the string after a flag that names a credential.
+    return value.map((item, i) => {
+      const before = value[i - 1];
+      if (typeof item === "string" && typeof before === "string" && isSecretFlag(before)) return REDACTED;
+      return redactValue(item, depth + 1);
+    });
   }
   const entries = Object.entries(value as Record<string, unknown>);
   // A named entry: {name: "authorization", value: "..."}: everything but the name is redacted.
@@ -120,11 +139,6 @@ function redactValue(value: unknown, depth: number): unknown {
 
 /** Credentials recognisable by their shape alone. Each is linear: bounded or possessive-free classes. */
 const VALUE_PATTERNS: ReadonlyArray<{ pattern: RegExp; replace: string | ((match: string, ...groups: string[]) => string) }> = [
-  // PEM private keys (also a cut-off one with no END line).
-  {
-    pattern: /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|$)/g,
-    replace: REDACTED,
-  },
   // Userinfo in a URL: scheme://user:password@host, scheme://token@host.
   { pattern: /\b([a-z][a-z0-9+.-]{0,20}:\/\/)[^\s/?#@"'<>\\]{1,512}@/gi, replace: `$1${REDACTED}@` },
   // Authorization schemes followed by their credential.
@@ -132,14 +146,6 @@ const VALUE_PATTERNS: ReadonlyArray<{ pattern: RegExp; replace: string | ((match
   {
     pattern: /\b(basic)(\s+)([A-Za-z0-9+/]{4,4096}={0,2})/gi,
     replace: (match, scheme, space, encoded) => (isBasicCredential(encoded) ? `${scheme}${space}${REDACTED}` : match),
-  },
-  // JSON Web Tokens: base64url JSON header and payload ("eyJ" is `{"`).
-  { pattern: /\beyJ[A-Za-z0-9_-]{4,8192}\.eyJ[A-Za-z0-9_-]{4,8192}\.[A-Za-z0-9_-]{0,8192}/g, replace: REDACTED },
-  // Well-known key prefixes.
-  {
-    pattern:
-      /\b(?:sk-[A-Za-z0-9_-]{16,512}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,512}|whsec_[A-Za-z0-9]{16,512}|gh[pousr]_[A-Za-z0-9]{20,512}|github_pat_[A-Za-z0-9_]{20,512}|glpat-[A-Za-z0-9_-]{16,512}|xox[abeoprs]-[A-Za-z0-9-]{10,512}|xapp-[A-Za-z0-9-]{10,512}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|SG\.[A-Za-z0-9_-]{16,128}\.[A-Za-z0-9_-]{16,128})/g,
-    replace: REDACTED,
   },
 ];
 
@@ -167,12 +173,75 @@ export function redactText(text: string): string {
 function redactTextAt(text: string, depth: number): string {
   const fromJson = redactJsonText(text, depth);
   if (fromJson !== undefined) return fromJson;
-  let out = text;
+  let out = redactExactSecrets(text);
+  // The scheme rules first: they keep a URL's host when only its userinfo is a credential.
   for (const { pattern, replace } of VALUE_PATTERNS) {
     pattern.lastIndex = 0;
     out = typeof replace === "string" ? out.replace(pattern, replace) : out.replace(pattern, replace);
   }
+  out = replaceSecretSpans(out, REDACTED);
+  out = redactTextPairs(out);
+  out = redactTextFlags(out);
   return redactKeyValues(out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deployment's own secrets, by exact value
+
+/** Shorter values are not registered: they would match inside ordinary text. */
+const MIN_EXACT_SECRET_CHARS = 8;
+const exactSecrets = new Set<string>();
+
+/**
+ * Registers a value (API_TOKEN, the Slack secrets...) to be redacted wherever it
+ * appears in text, whatever its shape. config.ts registers the deployment's own.
+ */
+export function registerExactSecret(value: string | undefined): void {
+  if (value !== undefined && value.length >= MIN_EXACT_SECRET_CHARS) exactSecrets.add(value);
+}
+
+function redactExactSecrets(text: string): string {
+  let out = text;
+  for (const secret of exactSecrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pairs and flags written in text
+
+/** `"X-Api-Key", "v"`: a quoted name, a comma, then a quoted value (header pairs printed as arrays). */
+const TEXT_ARRAY_PAIR =
+  /(\\{0,2}["'])([^"'\\\r\n]{1,64})\1[ \t]{0,8},[ \t]{0,8}(?=\\{0,2}["'])(?!\\{0,2}["'][^"'\r\n]{0,64}["'][ \t]{0,8}:)/g;
+/** `"name": "Cookie", "value": "v"` (or `key`, `header`...): a name field naming a credential, then its value field. */
+const TEXT_NAMED_PAIR =
+  /(\\{0,2}["'])(?:name|key|header|field|param|parameter)\1[ \t]{0,8}:[ \t]{0,8}\1([^"'\\\r\n]{1,64})\1[ \t]{0,8},[ \t]{0,8}\1value\1[ \t]{0,8}:[ \t]{0,8}/g;
+/** `--token v`: a flag naming a credential, spaces, then a bare value. `--token=v` is a key=value pair. */
+const TEXT_FLAG = /(?<![A-Za-z0-9_-])(--?[A-Za-z][A-Za-z0-9_-]{1,63})[ \t]{1,8}(?=[^\s-])/g;
+
+function redactTextPairs(text: string): string {
+  const out = replaceValuesAfter(text, TEXT_NAMED_PAIR, (m) => isSecretKey(m[2] ?? ""));
+  return replaceValuesAfter(out, TEXT_ARRAY_PAIR, (m) => isSecretKey(m[2] ?? ""));
+}
+
+function redactTextFlags(text: string): string {
+  return replaceValuesAfter(text, TEXT_FLAG, (m) => isSecretKey(m[1] ?? ""));
+}
+
+/** Replaces the value that starts where each match of `pattern` ends, when `names` says the match names a credential. */
+function replaceValuesAfter(text: string, pattern: RegExp, names: (m: RegExpExecArray) => boolean): string {
+  let out = "";
+  let copied = 0;
+  pattern.lastIndex = 0;
+  for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+    if (!names(m)) continue;
+    const valueStart = m.index + m[0].length;
+    const valueEnd = scanValueEnd(text, valueStart, "", false);
+    if (valueEnd === valueStart) continue;
+    out += text.slice(copied, valueStart) + redactedValueText(text.slice(valueStart, valueEnd));
+    copied = valueEnd;
+    pattern.lastIndex = valueEnd;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
 }
 
 /** Text that is a JSON object or array: parsed, redacted as a structure, printed again. */

@@ -186,9 +186,12 @@ const withApproval = (call: ToolCall) => {
   return approvalId === null ? ids(call) : { ...ids(call), approval_id: approvalId };
 };
 
-/** The question human__ask shows: its `question` if it is text, else its arguments with secrets redacted. */
-function questionOf(args: Record<string, unknown>): string {
-  return typeof args.question === "string" ? args.question : JSON.stringify(redactSecrets(args));
+/**
+ * The question human__ask shows: its `question` if it is text, else its arguments, with secrets
+ * redacted either way (contract section 20: it leaves the engine in events, listings, Slack and D1).
+ */
+export function questionOf(args: Record<string, unknown>): string {
+  return typeof args.question === "string" ? redactText(args.question) : JSON.stringify(redactSecrets(args));
 }
 
 function place(calls: ToolCall[], call: ToolCall, next: ToolCall): void {

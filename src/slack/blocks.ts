@@ -4,6 +4,7 @@
 // shape is unit-tested as data. Block Kit types come from slack-web-api-client.
 import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
 import { redactSecrets } from "../execution/redaction";
+import { mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
 
 /** action_ids Slack sends back on a click (contract section 14). */
 export const ACTION_APPROVE = "approval_approve";
@@ -20,22 +21,28 @@ export const SECTION_TEXT_MAX_CHARS = 3_000;
 /** The arguments' code block: under the section limit with room for the fence and the truncation note. */
 export const ARGUMENTS_PREVIEW_MAX_CHARS = 2_800;
 /** Slack truncates a message's `text` past 40 000 characters; stay under it with room for a note. */
-const MESSAGE_TEXT_MAX_CHARS = 39_000;
+export const MESSAGE_TEXT_MAX_CHARS = 39_000;
 /** A modal's title is at most 24 characters; a plain_text_input at most 3000. */
 const MODAL_TITLE_MAX_CHARS = 24;
 const MODAL_INPUT_MAX_CHARS = 3_000;
 /** Slack caps private_metadata and a button's value at 3000 and 2000 characters. */
-const PRIVATE_METADATA_MAX_CHARS = 3_000;
-const BUTTON_VALUE_MAX_CHARS = 2_000;
+export const PRIVATE_METADATA_MAX_CHARS = 3_000;
+export const BUTTON_VALUE_MAX_CHARS = 2_000;
 
-type ApprovalLevel = "approve" | "confirm";
+export type ApprovalLevel = "approve" | "confirm";
 export type ApprovalDecision = "approved" | "denied" | "expired" | "cancelled";
 
-/** One message as chat.postMessage / chat.update take it: fallback text plus blocks. */
+/** One message as chat.postMessage / chat.update take it: fallback text plus blocks, all built by slack-text.ts. */
 export interface RenderedMessage {
-  text: string;
+  text: SlackText;
   blocks?: AnyMessageBlock[];
 }
+
+/** A tool name, id or code as shown in inline code; names are short, so a long one is cut. */
+const NAME_MAX_CHARS = 200;
+/** The fallback text of a message that has blocks: Slack shows it in notifications only. */
+const FALLBACK_MAX_CHARS = 300;
+const code = (text: string) => untrustedCode(text, NAME_MAX_CHARS);
 
 /** What an approval message shows; kept so its decided form can show it again without buttons. */
 export interface ApprovalView {
@@ -60,57 +67,46 @@ export interface InputButtonValue {
   tool_call_id: string;
 }
 
-function truncate(text: string, max: number, note = "… (truncated)"): string {
+export function truncate(text: string, max: number, note = "… (truncated)"): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - note.length))}${note}`;
 }
 
-/** Escapes the three characters Slack's mrkdwn treats as control characters. */
-export function escapeMrkdwn(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-/** `slack:U123` → a mention; anything else (an API caller's name) as plain text. */
-function renderPerson(decidedBy: string | undefined): string {
-  if (decidedBy === undefined) return "someone";
+/** `slack:U123` → a mention; anything else (an API caller's name) as inline code. */
+export function renderPerson(decidedBy: string | undefined): SlackText {
+  if (decidedBy === undefined) return mrkdwn`someone`;
   const slack = /^slack:([UW][A-Z0-9]+)$/.exec(decidedBy);
-  return slack ? `<@${slack[1]}>` : `\`${escapeMrkdwn(decidedBy).replace(/`/g, "'")}\``;
+  return slack ? mention(slack[1]!) : mrkdwn`\`${code(decidedBy)}\``;
 }
 
-/** Redacts secret-looking keys again (the engine already did; a post must never carry one) and fits the JSON in a block. */
+/**
+ * Redacts secret-looking keys again (the engine already did; a post must never carry one) and
+ * fits the JSON in a block. Kept raw in the posts' memory: it is escaped where it is shown.
+ */
 export function argumentsPreview(args: unknown): string {
   const json = JSON.stringify(redactSecrets(args ?? {}), null, 2) ?? "{}";
-  return truncate(json.replace(/```/g, "'''"), ARGUMENTS_PREVIEW_MAX_CHARS);
+  return truncate(json, ARGUMENTS_PREVIEW_MAX_CHARS);
 }
 
-function section(text: string, blockId?: string): SectionBlock {
-  return {
-    type: "section",
-    text: { type: "mrkdwn", text: truncate(text, SECTION_TEXT_MAX_CHARS) },
-    ...(blockId ? { block_id: blockId } : {}),
-  };
+function section(text: SlackText, blockId?: string): SectionBlock {
+  return { type: "section", text: { type: "mrkdwn", text }, ...(blockId ? { block_id: blockId } : {}) };
 }
 
-function context(text: string): AnyMessageBlock {
-  return { type: "context", elements: [{ type: "mrkdwn", text: truncate(text, SECTION_TEXT_MAX_CHARS) }] };
-}
-
-/** `<!date^…>` shows the time in each reader's own time zone; the ISO text is the fallback. */
-function slackDate(iso: string): string {
-  const seconds = Math.floor(Date.parse(iso) / 1000);
-  return Number.isFinite(seconds) ? `<!date^${seconds}^{date_short_pretty} {time_secs}|${iso}>` : escapeMrkdwn(iso);
+function context(text: SlackText): AnyMessageBlock {
+  return { type: "context", elements: [{ type: "mrkdwn", text }] };
 }
 
 export function assistantText(text: string): RenderedMessage {
-  return { text: truncate(text, MESSAGE_TEXT_MAX_CHARS) };
+  return { text: untrusted(text, MESSAGE_TEXT_MAX_CHARS) };
 }
 
-function approvalHeader(view: ApprovalView): string {
-  const level = view.level === "confirm" ? "approval with confirmation (type the tool name)" : "approval";
-  return `*\`${view.tool_name}\`* needs your ${level}.`;
+function approvalHeader(view: ApprovalView): SlackText {
+  const level = view.level === "confirm" ? mrkdwn`approval with confirmation (type the tool name)` : mrkdwn`approval`;
+  return mrkdwn`*\`${code(view.tool_name)}\`* needs your ${level}.`;
 }
 
+/** The preview inside the app's code block: escaped, its fences broken, cut to fit the section. */
 function argumentsBlock(view: ApprovalView): SectionBlock {
-  return section(`\`\`\`${view.arguments_preview}\`\`\``);
+  return section(mrkdwn`\`\`\`${untrusted(view.arguments_preview, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``);
 }
 
 export function approvalRequest(view: ApprovalView): RenderedMessage {
@@ -131,11 +127,11 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
     value: buttonValue,
   };
   return {
-    text: `Approval needed: ${view.tool_name}`,
+    text: mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}`,
     blocks: [
       section(approvalHeader(view)),
       argumentsBlock(view),
-      context(`Level: \`${view.level}\` · expires ${slackDate(view.expires_at)} · approval \`${view.approval_id}\``),
+      context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
       { type: "actions", block_id: `approval:${view.approval_id}`, elements: [approve, deny] },
     ],
   };
@@ -148,26 +144,26 @@ export function approvalResolved(
   decidedBy: string | undefined,
   reason?: string,
 ): RenderedMessage {
-  const outcome = ((): string => {
+  const outcome = ((): SlackText => {
     switch (decision) {
       case "approved":
-        return `:white_check_mark: Approved by ${renderPerson(decidedBy)}.`;
+        return mrkdwn`:white_check_mark: Approved by ${renderPerson(decidedBy)}.`;
       case "denied":
-        return `:no_entry: Denied by ${renderPerson(decidedBy)}.`;
+        return mrkdwn`:no_entry: Denied by ${renderPerson(decidedBy)}.`;
       case "expired":
-        return ":hourglass: Expired: nobody decided in time. Nothing ran.";
+        return mrkdwn`:hourglass: Expired: nobody decided in time. Nothing ran.`;
       case "cancelled":
-        return ":octagonal_sign: Cancelled with the run. Nothing ran.";
+        return mrkdwn`:octagonal_sign: Cancelled with the run. Nothing ran.`;
     }
   })();
   return {
-    text: `${view.tool_name}: ${decision}`,
+    text: mrkdwn`${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}: ${code(decision)}`,
     blocks: [
-      section(`*\`${view.tool_name}\`* (${view.level})`),
+      section(mrkdwn`*\`${code(view.tool_name)}\`* (${code(view.level)})`),
       argumentsBlock(view),
       section(outcome),
-      ...(reason === undefined || reason === "" ? [] : [section(`*Reason:* ${escapeMrkdwn(reason)}`)]),
-      context(`approval \`${view.approval_id}\``),
+      ...(reason === undefined || reason === "" ? [] : [section(mrkdwn`*Reason:* ${untrusted(reason, SECTION_TEXT_MAX_CHARS)}`)]),
+      context(mrkdwn`approval \`${code(view.approval_id)}\``),
     ],
   };
 }
@@ -175,10 +171,10 @@ export function approvalResolved(
 export function inputRequest(runId: string, toolCallId: string, question: string, expiresAt: string): RenderedMessage {
   const value: InputButtonValue = { run_id: runId, tool_call_id: toolCallId };
   return {
-    text: `Question: ${truncate(question, 200)}`,
+    text: mrkdwn`Question: ${untrusted(question, FALLBACK_MAX_CHARS)}`,
     blocks: [
-      section(`:question: ${escapeMrkdwn(question)}`),
-      context(`expires ${slackDate(expiresAt)}`),
+      section(mrkdwn`:question: ${untrusted(question, SECTION_TEXT_MAX_CHARS - 12)}`),
+      context(mrkdwn`expires ${slackDate(expiresAt)}`),
       {
         type: "actions",
         block_id: `input:${toolCallId}`,
@@ -198,8 +194,11 @@ export function inputRequest(runId: string, toolCallId: string, question: string
 
 export function inputAnswered(question: string, answeredBy: string): RenderedMessage {
   return {
-    text: `Answered by ${answeredBy}`,
-    blocks: [section(`:question: ${escapeMrkdwn(question)}`), section(`:speech_balloon: Answered by ${renderPerson(answeredBy)}.`)],
+    text: mrkdwn`Answered by ${untrusted(answeredBy, FALLBACK_MAX_CHARS)}`,
+    blocks: [
+      section(mrkdwn`:question: ${untrusted(question, SECTION_TEXT_MAX_CHARS - 12)}`),
+      section(mrkdwn`:speech_balloon: Answered by ${renderPerson(answeredBy)}.`),
+    ],
   };
 }
 
@@ -218,46 +217,47 @@ const NOT_EXECUTED_REASONS: Record<string, string> = {
 };
 
 export function mutationNotExecuted(toolName: string, reason: string): RenderedMessage {
-  const why = NOT_EXECUTED_REASONS[reason] ?? "it was stopped";
+  const why = untrusted(NOT_EXECUTED_REASONS[reason] ?? "it was stopped", NAME_MAX_CHARS);
   return {
-    text: `${toolName} did not run: ${reason}`,
-    blocks: [section(`:heavy_minus_sign: *\`${toolName}\`* did not run: ${why} (\`${reason}\`).`)],
+    text: mrkdwn`${untrusted(toolName, NAME_MAX_CHARS)} did not run: ${untrusted(reason, NAME_MAX_CHARS)}`,
+    blocks: [section(mrkdwn`:heavy_minus_sign: *\`${code(toolName)}\`* did not run: ${why} (\`${code(reason)}\`).`)],
   };
 }
 
 export function mutationFailed(toolName: string, errorCode: string): RenderedMessage {
   return {
-    text: `${toolName} failed: ${errorCode}`,
-    blocks: [section(`:x: *\`${toolName}\`* ran and reported an error: \`${escapeMrkdwn(errorCode)}\`.`)],
+    text: mrkdwn`${untrusted(toolName, NAME_MAX_CHARS)} failed: ${untrusted(errorCode, NAME_MAX_CHARS)}`,
+    blocks: [section(mrkdwn`:x: *\`${code(toolName)}\`* ran and reported an error: \`${code(errorCode)}\`.`)],
   };
 }
 
 export function mutationSucceeded(toolName: string): RenderedMessage {
-  return { text: `${toolName} completed`, blocks: [section(`:white_check_mark: *\`${toolName}\`* completed.`)] };
+  return {
+    text: mrkdwn`${untrusted(toolName, NAME_MAX_CHARS)} completed`,
+    blocks: [section(mrkdwn`:white_check_mark: *\`${code(toolName)}\`* completed.`)],
+  };
 }
 
 export function mutationOutcomeUnknown(toolName: string, mutationId: string, errorCode: string): RenderedMessage {
   return {
-    text: `${toolName}: outcome unknown (${mutationId}), needs reconciliation`,
+    text: mrkdwn`${untrusted(toolName, NAME_MAX_CHARS)}: outcome unknown (${untrusted(mutationId, NAME_MAX_CHARS)}), needs reconciliation`,
     blocks: [
       section(
-        `:warning: *\`${toolName}\`* was sent, but its answer was lost (\`${escapeMrkdwn(errorCode)}\`): ` +
-          "it *may or may not have happened*. It will not be retried.",
+        mrkdwn`:warning: *\`${code(toolName)}\`* was sent, but its answer was lost (\`${code(errorCode)}\`): it *may or may not have happened*. It will not be retried.`,
       ),
       section(
-        `Mutation \`${mutationId}\` needs reconciliation: check the target system, then ` +
-          `\`POST /api/mutations/${mutationId}/reconcile\` with what you found.`,
+        mrkdwn`Mutation \`${code(mutationId)}\` needs reconciliation: check the target system, then \`POST /api/mutations/${code(mutationId)}/reconcile\` with what you found.`,
       ),
     ],
   };
 }
 
-export function runFailed(code: string, message: string): RenderedMessage {
+export function runFailed(errorCode: string, message: string): RenderedMessage {
   const text =
-    code === "cancelled"
-      ? ":octagonal_sign: The run was cancelled."
-      : `:x: The run failed (\`${escapeMrkdwn(code)}\`): ${escapeMrkdwn(message)}`;
-  return { text: truncate(`Run failed: ${code}`, 200), blocks: [section(text)] };
+    errorCode === "cancelled"
+      ? mrkdwn`:octagonal_sign: The run was cancelled.`
+      : mrkdwn`:x: The run failed (\`${code(errorCode)}\`): ${untrusted(message, SECTION_TEXT_MAX_CHARS - NAME_MAX_CHARS - 40)}`;
+  return { text: mrkdwn`Run failed: ${untrusted(errorCode, FALLBACK_MAX_CHARS)}`, blocks: [section(text)] };
 }
 
 /** The confirm modal: one plain_text_input asking for the tool name. */
@@ -270,7 +270,7 @@ export function confirmApprovalModal(toolName: string, privateMetadata: string):
     submit: { type: "plain_text", text: "Approve" },
     close: { type: "plain_text", text: "Cancel" },
     blocks: [
-      section(`Approving *\`${toolName}\`* needs confirmation. Type the tool name exactly to approve it.`),
+      section(mrkdwn`Approving *\`${code(toolName)}\`* needs confirmation. Type the tool name exactly to approve it.`),
       {
         type: "input",
         block_id: MODAL_INPUT_BLOCK_ID,
@@ -296,7 +296,7 @@ export function answerInputModal(question: string, privateMetadata: string): Mod
     submit: { type: "plain_text", text: "Send" },
     close: { type: "plain_text", text: "Cancel" },
     blocks: [
-      section(escapeMrkdwn(question)),
+      section(untrusted(question, SECTION_TEXT_MAX_CHARS)),
       {
         type: "input",
         block_id: MODAL_INPUT_BLOCK_ID,

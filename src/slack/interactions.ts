@@ -3,7 +3,8 @@
 // may decide, and word the answers a person gets (refusal, stale click).
 import { z } from "zod";
 import type { Verdict } from "../execution/tool-calls";
-import { type ApprovalButtonValue, escapeMrkdwn, type InputButtonValue } from "./blocks";
+import type { ApprovalButtonValue, InputButtonValue } from "./blocks";
+import { joined, mention, mrkdwn, type SlackText, untrustedCode } from "./slack-text";
 
 const id = z.string().min(1).max(200);
 const approvalValueSchema = z.object({ run_id: id, approval_id: id, level: z.enum(["approve", "confirm"]) });
@@ -36,32 +37,34 @@ export function mayDecide(userId: string, requester: string | undefined, approve
   return userId === requester || approvers.includes(userId);
 }
 
-export function refusalText(requester: string | undefined, approvers: readonly string[]): string {
-  const people = [...new Set([...(requester ? [requester] : []), ...approvers])].map((u) => `<@${u}>`);
-  const who = people.length === 0 ? "nobody in Slack (decide through the API)" : people.join(", ");
-  return `Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
+export function refusalText(requester: string | undefined, approvers: readonly string[]): SlackText {
+  const people = [...new Set([...(requester ? [requester] : []), ...approvers])].map(mention);
+  const who = people.length === 0 ? mrkdwn`nobody in Slack (decide through the API)` : joined(people, ", ");
+  return mrkdwn`Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
 }
 
-export const STALE_TEXT = "This was already decided, expired or cancelled. Nothing was changed.";
-export const GONE_TEXT = "This run no longer exists (its events were retained for a limited time). Nothing was changed.";
+export const STALE_TEXT = mrkdwn`This was already decided, expired or cancelled. Nothing was changed.`;
+export const GONE_TEXT = mrkdwn`This run no longer exists (its events were retained for a limited time). Nothing was changed.`;
+/** A name or code shown in a reply. */
+const NAME_MAX_CHARS = 200;
 
 /**
  * The ephemeral reply for a decision's verdict (contract section 6), or null
  * when the decision was taken (the message's own update says so).
  */
-export function decisionReplyText(verdict: Verdict): string | null {
+export function decisionReplyText(verdict: Verdict): SlackText | null {
   switch (verdict.kind) {
     case "resolved":
     case "answered":
       return null;
     case "already_resolved":
-      return `This was already decided (${escapeMrkdwn(verdict.decision)}). Nothing was changed.`;
+      return mrkdwn`This was already decided (${untrustedCode(verdict.decision, NAME_MAX_CHARS)}). Nothing was changed.`;
     case "expired":
-      return "This expired before your decision arrived. Nothing was changed.";
+      return mrkdwn`This expired before your decision arrived. Nothing was changed.`;
     case "not_found":
       return STALE_TEXT;
     case "confirmation_mismatch":
-      return `Your decision was not taken: approving needs the tool name typed exactly (${escapeMrkdwn(verdict.tool_name)}).`;
+      return mrkdwn`Your decision was not taken: approving needs the tool name typed exactly (${untrustedCode(verdict.tool_name, NAME_MAX_CHARS)}).`;
   }
 }
 

@@ -242,6 +242,9 @@ export class SlackOutbox {
             thread_ts: run.thread_ts,
             text: item.message.text,
             blocks: item.message.blocks,
+            // Contract section 20: no previews of links a model wrote; no link_names or parse either.
+            unfurl_links: false,
+            unfurl_media: false,
           }),
         );
         return answer.ts ?? null;

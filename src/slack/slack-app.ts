@@ -9,6 +9,7 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
+import { redactText } from "../execution/redaction";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -37,6 +38,8 @@ import {
   refusalText,
   STALE_TEXT,
 } from "./interactions";
+import { classifySlackRequest, type SlackRoute } from "./request-envelope";
+import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
@@ -46,11 +49,7 @@ const SIGNATURE_MAX_AGE_SECONDS = 300;
 /** Slack waits 3 s for an answer; the run's start (a D1 insert and one RPC) is awaited at most this long before acking anyway. */
 const START_ACK_BUDGET_MS = 2_000;
 /** Slack's payloads are small; anything larger is not from Slack. */
-const SLACK_BODY_MAX_BYTES = 64 * 1024;
-/** Event types this app acts on; every other verified event is acknowledged and ignored. */
-const HANDLED_EVENTS = new Set(["app_mention", "message", "app_uninstalled", "tokens_revoked"]);
-
-type SlackRoute = "events" | "interactivity";
+export const SLACK_BODY_MAX_BYTES = 64 * 1024;
 type SlackOnConfig = HostConfig & { SLACK_SIGNING_SECRET: string; SLACK_BOT_TOKEN: string };
 
 export async function handleSlackRequest(request: Request, env: Env, ctx: ExecutionContext, route: SlackRoute): Promise<Response> {
@@ -78,15 +77,32 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     });
   }
 
+  // Verified, so the body is Slack's: unparseable is a 400, a shape or type no listener takes is acknowledged here.
+  const envelope = classifySlackRequest(route, request.headers.get("content-type") ?? "", rawBody);
+  if (envelope.kind === "bad_request") return jsonResponse(400, { error: "bad_request", message: envelope.message });
+  if (envelope.kind === "acknowledge") return new Response("", { status: 200 });
+
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
   const app = buildApp(env, slack, ctx, starts);
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
-  const response = await app.run(forwarded, {
-    waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise),
-    passThroughOnException: () => ctx.passThroughOnException(),
-    props: undefined,
-  } as ExecutionContext);
+  let response: Response;
+  try {
+    response = await app.run(forwarded, {
+      waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise),
+      passThroughOnException: () => ctx.passThroughOnException(),
+      props: undefined,
+    } as ExecutionContext);
+  } catch (err) {
+    // A run that could not be started is answered below (Slack retries it); anything else thrown by a
+    // payload the envelope check let through is acknowledged, so Slack does not retry it. The log names
+    // the error's type only: its message may quote the payload.
+    if (starts.length === 0) {
+      console.warn("slack: a verified payload could not be handled", err instanceof Error ? err.name : typeof err);
+      return new Response("", { status: 200 });
+    }
+    response = new Response("", { status: 200 });
+  }
 
   if (route === "events" && starts.length > 0) {
     const outcome = await Promise.race([
@@ -95,7 +111,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     ]).catch((err: unknown) => err);
     if (outcome !== "started" && outcome !== "slow") {
       // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
-      console.error("slack: starting a run failed", outcome);
+      console.error("slack: starting a run failed", redactText(outcome instanceof Error ? outcome.message : String(outcome)));
       return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
     }
   }
@@ -143,12 +159,6 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   });
   const client = createSlackClient(config);
 
-  // Every verified event this app does not act on is acknowledged (slack-edge would answer 404, and Slack would retry).
-  app.afterAuthorize(async (req) => {
-    const type = req.body.type === "event_callback" ? req.body.event?.type : undefined;
-    if (type !== undefined && !HANDLED_EVENTS.has(type)) return { status: 200, body: "" };
-  });
-
   const startFromEvent = async (event: unknown, body: { event_id?: string; authorizations?: { user_id?: string }[] }) => {
     if (body.event_id === undefined) return;
     const intake = intakeEvent(event, {
@@ -173,7 +183,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
 
   // ---- interactivity ------------------------------------------------------
   /** The run's summary when `userId` may decide in it; otherwise the refusal is sent and null returned. */
-  const deciderSummary = async (runId: string, userId: string, reply: (text: string) => unknown) => {
+  const deciderSummary = async (runId: string, userId: string, reply: (text: SlackText) => unknown) => {
     const summary = await summaryOf(env, runId);
     if (!summary) {
       await reply(GONE_TEXT);
@@ -193,7 +203,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
       const where = clickPlace(payload);
       if (!value || !where) return;
-      const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+      const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
       const summary = await deciderSummary(value.run_id, payload.user.id, reply);
       if (!summary) return;
       const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
@@ -218,7 +228,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
     const where = clickPlace(payload);
     if (!value || !where) return;
-    const reply = (text: string) => ephemeral(client, where, payload.user.id, text);
+    const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
     const summary = await deciderSummary(value.run_id, payload.user.id, reply);
     if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
@@ -233,7 +243,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "approval") return "";
     const user = payload.user.id;
-    const later = (text: string): "" => {
+    const later = (text: SlackText): "" => {
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
@@ -256,7 +266,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "input") return "";
     const user = payload.user.id;
-    const later = (text: string): "" => {
+    const later = (text: SlackText): "" => {
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
@@ -323,7 +333,7 @@ async function ephemeral(
   client: SlackAPIClient,
   where: { channel_id: string; thread_ts?: string },
   user: string,
-  text: string,
+  text: SlackText,
 ): Promise<void> {
   try {
     await client.chat.postEphemeral({ channel: where.channel_id, user, text, ...(where.thread_ts ? { thread_ts: where.thread_ts } : {}) });

@@ -225,6 +225,22 @@ describe.sequential("the console in Chromium", () => {
     expect(settled).toMatchObject({ state: "completed", reconciliation: { outcome: "completed", reconciled_by: `console:${NAME}` } });
   });
 
+  it("renders for any URL fragment, malformed escapes included, with no uncaught exception (contract section 20)", async () => {
+    const errors: string[] = [];
+    const onError = (err: Error) => errors.push(err.message);
+    page.on("pageerror", onError);
+    try {
+      for (const fragment of ["#/runs/%E0%A4%A", "#/%", "#/runs/%", "#/approvals/%ZZ", "#%E0", "#/runs/run_%00/x%"]) {
+        await page.goto(consoleUrl(fragment));
+        await page.getByRole("navigation", { name: "Console pages" }).waitFor({ timeout: UI_TIMEOUT_MS });
+        await page.locator("main h2").first().waitFor({ timeout: UI_TIMEOUT_MS });
+      }
+    } finally {
+      page.off("pageerror", onError);
+    }
+    expect(errors).toEqual([]);
+  });
+
   it("shows the storage pool's slots and line", async () => {
     await page.goto(consoleUrl("#/pool"));
     await page

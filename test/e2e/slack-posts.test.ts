@@ -94,6 +94,17 @@ const writeScript = (title: string) => [
 ];
 
 type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
+
+/** The mrkdwn strings of a message's blocks (plain_text is shown as written, so it is left out). */
+function mrkdwnTexts(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const v of value) mrkdwnTexts(v, out);
+  else if (value !== null && typeof value === "object") {
+    const node = value as { type?: unknown; text?: unknown };
+    if (node.type === "mrkdwn" && typeof node.text === "string") out.push(node.text);
+    for (const v of Object.values(value)) mrkdwnTexts(v, out);
+  }
+  return out;
+}
 const buttonsOf = (call: RecordedCall | undefined) =>
   ((call?.params.blocks ?? []) as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
 
@@ -202,6 +213,49 @@ describe("what a Slack-started run posts", () => {
     expect(slack.calls()[0]?.answered).toBe("channel_not_found");
     await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
     expect((await summary(runId)).slack_posts_failed).toBe(1);
+  });
+
+  it("shows every mrkdwn control sequence a model writes as characters, in every kind of message, at the Web API (contract section 20)", async () => {
+    const hostile = "<!channel> <!here> <@U0CEO0001> <https://evil.example/login|Click to re-authenticate>";
+    const raw = ["<!channel>", "<!here>", "<@U0CEO0001>", "<https://evil.example"];
+    const runId = await startBySlack(
+      server,
+      scriptMessage([
+        {
+          text: `assistant ${hostile}`,
+          tool_calls: [{ tool_name: CREATE, tool_call_id: "w-hostile", arguments: { title: `args ${hostile}` } }],
+        },
+        { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-hostile", arguments: { question: `question ${hostile}` } }] },
+        { text: `final ${hostile}` },
+      ]),
+    );
+    await slack.waitFor((c) => c.some((x) => buttonsOf(x).some((b) => b.action_id === "approval_approve")));
+    const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    expect((await click("approval_approve", REQUESTER, JSON.parse(buttonsOf(approvalPost)[0]!.value!))).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).pending_inputs.length, { timeout: 15_000 }).toBe(1);
+    const answered = await server.api(`/api/runs/${runId}/inputs/ask-hostile`, {
+      method: "POST",
+      body: JSON.stringify({ answer: "ok", answered_by: hostile }),
+    });
+    expect(answered.status).toBeLessThan(300);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+
+    const calls = delivered(slack.calls()).filter((c) => c.method === "chat.postMessage" || c.method === "chat.update");
+    // Each kind arrived: assistant text, the approval and its update, the question and its update, the outcome, the final text.
+    const all = JSON.stringify(calls.map((c) => c.params));
+    for (const kind of ["assistant ", "args ", "question ", "final "])
+      expect(all).toContain(`${kind}&lt;!channel&gt; &lt;!here&gt; &lt;@U0CEO0001&gt;`);
+    expect(calls.length).toBeGreaterThanOrEqual(6);
+    for (const call of calls) {
+      const shown = [String(call.params.text ?? ""), ...mrkdwnTexts(call.params.blocks)];
+      for (const text of shown) for (const sequence of raw) expect(text, `${call.method}: ${text.slice(0, 200)}`).not.toContain(sequence);
+      if (call.method === "chat.postMessage") {
+        expect(call.params).toMatchObject({ unfurl_links: "false", unfurl_media: "false" });
+        expect(call.params).not.toHaveProperty("link_names");
+        expect(call.params).not.toHaveProperty("parse");
+      }
+    }
   });
 
   it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {

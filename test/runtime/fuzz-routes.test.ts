@@ -4,10 +4,16 @@
 // NUL, oversize fields, wrong types, odd ids in every path position) and sends
 // them through SELF.fetch. Every answer must be below 500 (503 only as the
 // storage guard's documented busy answer) and every error JSON.
+// /slack/* (contract section 20) gets signed garbage: the Slack app is on for
+// those cases (its secrets are given to the route's handler), so every body
+// passes the signature check and reaches the parsing. Console cookies get odd
+// MACs and ids on /api/* and /console*: 401, never 500.
 // At least 2,000 cases in CI; FUZZ_RUNS (npm run fuzz) multiplies them.
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, SELF, waitOnExecutionContext } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Env } from "../../src/config/env";
+import { handleSlackRequest } from "../../src/slack/slack-app";
 import { api, trigger } from "./helpers";
 
 /** Cases in CI per route family: 800 + 4 × 300 = 2,000. */
@@ -189,6 +195,142 @@ async function expectNoServerError(req: Sent): Promise<void> {
   }
 }
 
+const SLACK_SECRET = "fuzz-signing-secret";
+/** The runtime's bindings with the Slack app on; its Web API calls go to the stand-in. */
+const slackEnv = {
+  ...env,
+  SLACK_SIGNING_SECRET: SLACK_SECRET,
+  SLACK_BOT_TOKEN: "xoxb-fuzz",
+  SLACK_API_BASE_URL: `${env.SLACK_STAND_IN_URL}/api/`,
+} as unknown as Env;
+
+async function slackSignature(timestamp: string, body: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(SLACK_SECRET), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`v0:${timestamp}:${body}`));
+  return `v0=${Array.from(new Uint8Array(mac), (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** A body signed as Slack signs it, sent to the Slack route's handler with the app on. */
+async function expectSlackNoServerError(route: "events" | "interactivity", body: string, type: string): Promise<void> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const headers: Record<string, string> = {
+    "x-slack-request-timestamp": timestamp,
+    "x-slack-signature": await slackSignature(timestamp, body),
+  };
+  if (type !== "") headers["content-type"] = type;
+  const ctx = createExecutionContext();
+  const res = await handleSlackRequest(
+    new Request(`https://engine.test/slack/${route}`, { method: "POST", headers, body }),
+    slackEnv,
+    ctx,
+    route,
+  );
+  await waitOnExecutionContext(ctx);
+  const text = await res.text();
+  const label = `${route} ${type} ${body.slice(0, 300)} → ${res.status} ${text.slice(0, 300)}`;
+  expect(res.status, label).toBeLessThan(500);
+  if (res.status >= 400) {
+    expect(res.headers.get("content-type"), label).toMatch(/^application\/json/);
+    expect((JSON.parse(text) as { error: string }).error, label).toBe(res.status === 413 ? "payload_too_large" : "bad_request");
+  }
+}
+
+/** Odd values in the places slack-edge and the app read: ids, users, actions, views, authorizations. */
+const slackOdd: fc.Arbitrary<unknown> = fc.oneof(
+  oddValue,
+  fc.constantFrom([null], [{}], [[]], { id: null }, { id: 5 }, "C1", { values: null }, [{ action_id: null }]),
+);
+const slackEventBody = fc
+  .record(
+    {
+      type: fc.oneof(fc.constantFrom("event_callback", "url_verification", "app_rate_limited", "x"), slackOdd),
+      challenge: slackOdd,
+      event_id: slackOdd,
+      team_id: slackOdd,
+      enterprise_id: slackOdd,
+      authorizations: slackOdd,
+      is_ext_shared_channel: slackOdd,
+      event: fc.oneof(
+        slackOdd,
+        fc.record(
+          {
+            type: fc.oneof(fc.constantFrom("app_mention", "message", "app_uninstalled", "tokens_revoked", "reaction_added"), slackOdd),
+            user: slackOdd,
+            channel: slackOdd,
+            channel_type: fc.oneof(fc.constant("im"), slackOdd),
+            text: slackOdd,
+            ts: slackOdd,
+            thread_ts: slackOdd,
+            bot_id: slackOdd,
+            item: slackOdd,
+            message: slackOdd,
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+    },
+    { requiredKeys: [] },
+  )
+  .map((body) => JSON.stringify(body));
+const slackInteraction = fc.record(
+  {
+    type: fc.oneof(fc.constantFrom("block_actions", "view_submission", "view_closed", "shortcut", "x"), slackOdd),
+    user: fc.oneof(slackOdd, fc.constant({ id: "U1" })),
+    team: slackOdd,
+    enterprise: slackOdd,
+    trigger_id: slackOdd,
+    channel: fc.oneof(slackOdd, fc.constant({ id: "C1" })),
+    message: slackOdd,
+    container: slackOdd,
+    actions: fc.oneof(
+      slackOdd,
+      fc.array(
+        fc.record(
+          {
+            action_id: fc.oneof(fc.constantFrom("approval_approve", "approval_deny", "input_answer", "other"), slackOdd),
+            value: fc.oneof(slackOdd, fc.constant('{"run_id":"run_x","approval_id":"a","level":"approve"}')),
+          },
+          { requiredKeys: [] },
+        ),
+        { maxLength: 2 },
+      ),
+    ),
+    view: fc.oneof(
+      slackOdd,
+      fc.record(
+        {
+          callback_id: fc.oneof(fc.constantFrom("approval_confirm", "input_answer"), slackOdd),
+          private_metadata: fc.oneof(slackOdd, fc.constant('{"kind":"input","run_id":"run_x","tool_call_id":"t","channel_id":"C1"}')),
+          state: fc.oneof(slackOdd, fc.constant({ values: { answer: { text: { value: "v" } } } })),
+        },
+        { requiredKeys: [] },
+      ),
+    ),
+  },
+  { requiredKeys: [] },
+);
+const slackInteractionBody = fc.oneof(
+  slackInteraction.map((p) => new URLSearchParams({ payload: JSON.stringify(p) }).toString()),
+  anyBodyText.map((t) => new URLSearchParams({ payload: t }).toString()),
+  fc.constantFrom("payload=", "payload", "x=1", "payload=%E0%A4%A", "payload=%7B", "&&&", "payload=null&payload=1"),
+);
+const slackContentType = fc.constantFrom("application/json", "application/x-www-form-urlencoded", "", "text/plain");
+
+/** Console cookie values: odd MACs (1 or 5 characters, padding, non-base64url), odd ids, odd shapes. */
+const hexId = fc.array(fc.constantFrom(..."0123456789abcdef"), { minLength: 32, maxLength: 32 }).map((cs) => cs.join(""));
+const consoleCookie = fc.oneof(
+  fc
+    .tuple(
+      hexId,
+      fc.oneof(fc.string({ unit: fc.constantFrom(..."ABCxyz019-_+/="), maxLength: 60 }), fc.constantFrom("a", "abcde", "====", "")),
+    )
+    .map(([id, mac]) => `${id}.${mac}`),
+  fc.tuple(oddString, oddString).map(([a, b]) => `${a}.${b}`.replace(/[^\x21-\x7e]/g, "x").replace(/;/g, ",")),
+  fc.constantFrom("", ".", "..", "a.b.c", `${"0".repeat(32)}.a`, `${"0".repeat(32)}.${"A".repeat(43)}`),
+);
+
 beforeAll(async () => {
   const { status, json } = await trigger({ message: "fuzz target", script: [{ text: "done" }] });
   expect(status).toBe(202);
@@ -293,6 +435,41 @@ describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
           await expectNoServerError({ method, path, headers });
           await expectNoServerError({ method: "GET", path: `/api/deliveries/${runId}` });
           await expectNoServerError({ method: "GET", path: `/api/mutations/${runId}` });
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it("POST /slack/events and /slack/interactivity, signed garbage", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.tuple(fc.constant("events" as const), fc.oneof(slackEventBody, anyBodyText, slackInteractionBody)),
+          fc.tuple(fc.constant("interactivity" as const), fc.oneof(slackInteractionBody, anyBodyText, slackEventBody)),
+        ),
+        slackContentType,
+        async ([route, body], type) => expectSlackNoServerError(route, body, type),
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it("console cookies on /api/* and /console*", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        consoleCookie,
+        fc.constantFrom("/api/runs", "/api/inputs", "/api/approvals", "/api/runs/run_x", "/console", "/console/app.js", "/console/session"),
+        fc.constantFrom("GET", "POST", "DELETE"),
+        async (cookie, path, method) => {
+          const res = await SELF.fetch(`https://engine.test${path}`, {
+            method,
+            headers: { cookie: `console_session=${cookie}`, origin: "https://engine.test" },
+          });
+          const text = await res.text();
+          const label = `${method} ${path} console_session=${cookie} → ${res.status} ${text.slice(0, 200)}`;
+          expect(res.status, label).toBeLessThan(500);
+          if (path.startsWith("/api/")) expect(res.status, label).toBe(401);
         },
       ),
       { numRuns: runs(300) },

@@ -40,8 +40,17 @@ type Route =
   | { page: "outcomes" }
   | { page: "pool" };
 
+/** One segment of the fragment, percent-decoded; a malformed escape (`%E0%A4%A`) is kept as written (contract section 20). */
+function decodeFragmentPart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function parseRoute(hash: string): Route {
-  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeFragmentPart);
   switch (parts[0]) {
     case "runs":
       return parts[1] ? { page: "run", runId: parts[1] } : { page: "runs" };

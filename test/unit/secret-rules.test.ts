@@ -1,0 +1,97 @@
+// The value rules (contract section 20): every rule secret-rules.ts runs
+// (secretlint's recommended preset, gitleaks' defaults it lacks, the
+// engine's own) finds its own sample of test/fixtures/secret-samples.ts, the
+// fixture has a sample for every rule, and redaction takes each sample out
+// of free text and of structures, whatever the key; the name-only shapes
+// (header pairs, argv, privkey...) come out too.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { REDACTED, redactSecrets, redactText } from "../../src/execution/redaction";
+import { findSecretSpans, SECRETLINT_RULE_IDS, VALUE_RULES } from "../../src/execution/secret-rules";
+import { NAMED_SAMPLES, NAMED_TEXT_SAMPLES, piecesOf, SECRET_SAMPLES } from "../fixtures/secret-samples";
+
+const ruleIds = [...SECRETLINT_RULE_IDS, ...VALUE_RULES.map((r) => r.id)];
+
+describe("the value rules", () => {
+  it("run secretlint's whole recommended preset but filter-comments and gcp", () => {
+    expect(SECRETLINT_RULE_IDS.length).toBeGreaterThanOrEqual(20);
+    expect(SECRETLINT_RULE_IDS).toContain("@secretlint/secretlint-rule-github");
+    expect(SECRETLINT_RULE_IDS).not.toContain("@secretlint/secretlint-rule-filter-comments");
+  });
+
+  it("have one sample each in the fixture, and the fixture names no other rule", () => {
+    expect(new Set(SECRET_SAMPLES.map((s) => s.rule))).toEqual(new Set(ruleIds));
+  });
+
+  it.each(SECRET_SAMPLES.map((s) => [s.rule, s] as const))("%s finds its own sample", (rule, sample) => {
+    const text = `before ${sample.value} after`;
+    const secret = sample.secret ?? sample.value;
+    const spans = findSecretSpans(text).filter((s) => s.rule === rule);
+    expect(spans.length, `${rule} did not match its sample`).toBeGreaterThan(0);
+    // Allowing for a rule that leaves out a few characters of framing (a closing quote, a URL's path).
+    const at = text.indexOf(secret);
+    expect(spans.some((s) => s.start <= at + 4 && s.end >= at + secret.length - 4)).toBe(true);
+  });
+
+  it.each(SECRET_SAMPLES.map((s) => [s.rule, s] as const))("%s: redacted in text, JSON text and under any key", (_rule, sample) => {
+    const { value } = sample;
+    const secret = sample.secret ?? value;
+    for (const out of [
+      redactText(`the value is ${value} ok`),
+      redactText(JSON.stringify({ note: `x ${value}` })),
+      JSON.stringify(redactSecrets({ title: value, list: [`see ${value}`], nested: { v: [[value]] } })),
+    ]) {
+      expect(out).toContain(REDACTED);
+      for (const piece of piecesOf(secret)) expect(out).not.toContain(piece);
+    }
+  });
+});
+
+describe("credentials by name", () => {
+  it.each(NAMED_SAMPLES.map((s) => [s.shape, s] as const))("%s: redacted as a structure and as JSON text", (_shape, sample) => {
+    expect(JSON.stringify(redactSecrets({ args: sample.value }))).not.toContain(sample.secret);
+    expect(redactText(JSON.stringify(sample.value))).not.toContain(sample.secret);
+  });
+
+  it.each(NAMED_TEXT_SAMPLES.map((s) => [s.shape, s] as const))("%s: redacted in free text", (_shape, sample) => {
+    const out = redactText(sample.text);
+    expect(out).not.toContain(sample.secret);
+    expect(out).toContain(REDACTED);
+  });
+
+  it("keeps what names nothing secret", () => {
+    expect(redactSecrets([["Content-Type", "application/json"]])).toEqual([["Content-Type", "application/json"]]);
+    expect(redactSecrets(["ls", "--all", "/tmp"])).toEqual(["ls", "--all", "/tmp"]);
+    expect(redactText("ran: ls --color always")).toBe("ran: ls --color always");
+  });
+});
+
+describe("a planted value never comes out (property)", () => {
+  const planted = fc.constantFrom(...SECRET_SAMPLES.map((s) => s.value));
+  /** A JSON-like value with the planted secret at some place: a value, an array item, inside text. */
+  const carrier = (secret: string) =>
+    fc.letrec<{ node: unknown }>((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small", withCrossShrink: true },
+        fc.constant(secret),
+        fc.string({ maxLength: 8 }).map((s) => `${s} ${secret} ${s}`),
+        fc.array(tie("node"), { minLength: 1, maxLength: 3 }),
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), tie("node"), { minKeys: 1, maxKeys: 3 }),
+      ),
+    })).node;
+
+  it("in any field of a structure, or of its JSON text", () => {
+    fc.assert(
+      fc.property(
+        planted.chain((secret) => fc.tuple(fc.constant(secret), carrier(secret))),
+        ([secret, value]) => {
+          const sample = SECRET_SAMPLES.find((s) => s.value === secret)!;
+          const core = (sample.secret ?? secret).slice(-12);
+          expect(JSON.stringify(redactSecrets(value))).not.toContain(core);
+          expect(redactText(JSON.stringify(value))).not.toContain(core);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
