@@ -1,48 +1,33 @@
-// A mutation's durable outcome (contract section 8), read from its row and
-// read again while it is still settling.
-import { useEffect, useState } from "preact/hooks";
+// A mutation's durable outcome on its card (contract section 8): the row's
+// state in its own words, who approved it, and once reconciled, who
+// reconciled it, what they found and on what evidence.
 import type { MutationOutcome } from "../../../client/types";
-import { engine, errorText } from "../api";
 import { href } from "../router";
-import { ErrorLine } from "./error-line";
+import { outcomeVerdict } from "../verdicts";
 
-/** A durable outcome still `unresolved` is read again this often, until it settles. */
-const OUTCOME_RETRY_MS = 1_500;
-
-export function OutcomeLine({ mutationId, completed }: { mutationId: string; completed: boolean }) {
-  const [outcome, setOutcome] = useState<MutationOutcome>();
-  const [error, setError] = useState<string>();
-  useEffect(() => {
-    const stop = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      try {
-        const row = await engine.mutation(mutationId, { signal: stop.signal });
-        if (stop.signal.aborted) return;
-        setOutcome(row);
-        if (row.state === "unresolved") timer = setTimeout(load, OUTCOME_RETRY_MS);
-      } catch (err) {
-        if (!stop.signal.aborted) setError(errorText(err));
-      }
-    };
-    void load();
-    return () => {
-      stop.abort();
-      clearTimeout(timer);
-    };
-  }, [mutationId, completed]);
-  if (error) return <ErrorLine message={`Durable outcome: ${error}`} />;
+export function OutcomeLine({ outcome }: { outcome: MutationOutcome | undefined }) {
   if (!outcome) return <p class="outcome">Durable outcome: reading…</p>;
+  const verdict = outcomeVerdict(outcome);
+  const r = outcome.reconciliation;
   return (
-    <p class="outcome">
-      Durable outcome: <strong class={`state state-${outcome.state}`}>{outcome.state.replace(/_/g, " ")}</strong>
-      {outcome.approved_by ? ` · approved by ${outcome.approved_by}` : ""}
-      {outcome.state === "outcome_unknown" ? (
-        <>
-          {" "}
-          · <a href={href.outcomes}>reconcile</a>
-        </>
+    <div class="outcome" data-outcome={outcome.state}>
+      <p>
+        Durable outcome: <strong class={`state tone-${verdict.tone}`}>{verdict.words}</strong>
+        {outcome.approved_by ? ` · approved by ${outcome.approved_by}` : ""}
+        {outcome.state === "outcome_unknown" ? (
+          <>
+            {" "}
+            · the call was sent and no answer came back, so nobody knows whether it happened: check the system it acts on, then{" "}
+            <a href={href.outcomes}>reconcile it</a>
+          </>
+        ) : null}
+      </p>
+      {r ? (
+        <p class="reconciliation">
+          Reconciled by <strong>{r.reconciled_by}</strong> at <time dateTime={r.at}>{new Date(r.at).toLocaleString()}</time>:{" "}
+          {r.outcome === "completed" ? "it completed" : "it did not happen"}. Evidence: <q class="evidence">{r.evidence}</q>
+        </p>
       ) : null}
-    </p>
+    </div>
   );
 }

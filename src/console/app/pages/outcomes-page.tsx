@@ -15,7 +15,7 @@ export function OutcomesPage({ mutations, error, reload }: { mutations?: Mutatio
         {(mutations ?? []).map((row) => (
           <li key={row.mutation_id} class="card tone-warn" data-mutation-id={row.mutation_id}>
             <h3>
-              <code>{row.tool_name}</code> <span class="state state-outcome_unknown">outcome unknown</span>
+              <code>{row.tool_name}</code> <span class="state tone-warn">outcome unknown</span>
             </h3>
             <p class="meta">
               <a href={href.run(row.run_id)}>{row.run_id}</a> · call {row.tool_call_id}
