@@ -180,6 +180,15 @@ describe.sequential("the console's pages in Chromium", () => {
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
     expect(await page.locator("h2 .status").getAttribute("class")).toContain("tone-warn");
 
+    // The runs list says the same: not a green "completed".
+    await page.goto(consoleUrl("#/runs?channel_id=C-pages"));
+    const listed = page.locator(`tr[data-run-id="${runId}"] td[data-label=Status] .status`);
+    await expect.poll(() => listed.innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
+    expect(await listed.getAttribute("class")).toContain("tone-warn");
+    expect(await page.locator(`tr[data-run-id="${runId}"] td[data-label=Mutations]`).innerText()).toBe("1 unknown");
+    await openRun(runId);
+    await expect.poll(() => card.locator("h3 .stage").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("outcome unknown");
+
     const evidence = "the demo server lists the dashboard";
     await engine.reconcile(row!.mutation_id, { outcome: "completed", evidence, reconciled_by: "ops-lead" });
     const reconciled = card.locator(".reconciliation");
@@ -190,5 +199,133 @@ describe.sequential("the console's pages in Chromium", () => {
     await expect.poll(() => card.getAttribute("data-tone"), { timeout: UI_TIMEOUT_MS }).toBe("ok");
     expect(await card.locator("h3 .stage").innerText()).toContain("completed (reconciled by");
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+  });
+
+  it("leads the runs list with what waits on a person: its own status, the request's first words, who asked, outcomes, filters", async () => {
+    const channel = `C-list-${Date.now()}`;
+    const waitingApproval = await trigger(
+      "please create the payments dashboard",
+      [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "wait-1", arguments: { title: "payments" } }] }, { text: "ok" }],
+      channel,
+    );
+    const waitingAnswer = await trigger(
+      "ask me which team owns billing",
+      [{ tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team?" } }] }, { text: "ok" }],
+      channel,
+    );
+    const done = await trigger("just say hello", [{ text: "hello" }], channel);
+    const cancelled = await trigger(
+      "create something, then get cancelled",
+      [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "gone-1", arguments: { title: "gone" } }] }, { text: "ok" }],
+      channel,
+    );
+    const approved = await trigger(
+      "create the approved dashboard",
+      [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "fine-1", arguments: { title: `fine-${Date.now()}` } }] }, { text: "ok" }],
+      channel,
+    );
+    await approve(approved, "fine-1");
+    await toEnd(approved);
+    await waitForSummary(engine, cancelled, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+    await engine.cancel(cancelled);
+    await toEnd(cancelled);
+    await toEnd(done);
+
+    await page.goto(consoleUrl(`#/runs?channel_id=${channel}`));
+    const row = (runId: string) => page.locator(`tr[data-run-id="${runId}"]`);
+    const status = (runId: string) => row(runId).locator("td[data-label=Status] .status");
+    await expect.poll(() => status(waitingApproval).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("waiting for approval");
+    await expect.poll(() => status(waitingAnswer).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("waiting for an answer");
+    await expect.poll(() => status(done).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    await expect.poll(() => status(cancelled).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("cancelled");
+    expect(await status(cancelled).getAttribute("class")).toContain("tone-stopped"); // grey, not a red "failed"
+    expect(await status(waitingApproval).getAttribute("class")).toContain("tone-waiting");
+    expect(await row(waitingApproval).innerText()).toContain("please create the payments dashboard");
+    expect(await row(waitingApproval).locator("td[data-label='Asked by']").innerText()).toContain("api");
+    await expect.poll(() => row(approved).locator("td[data-label=Mutations]").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("1 completed");
+    expect(await row(cancelled).locator("td[data-label=Mutations]").innerText()).toBe("none"); // cancelled before approval: no intent
+    expect(await row(done).locator("td[data-label=Duration]").innerText()).toMatch(/^\d+(\.\d)? s$/);
+
+    // The status filter: only what waits on a person.
+    await page.getByLabel("Status").selectOption("waiting");
+    await expect.poll(() => page.evaluate(() => location.hash)).toContain("status=waiting");
+    await expect
+      .poll(() => page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id")).sort()), {
+        timeout: UI_TIMEOUT_MS,
+      })
+      .toEqual([waitingApproval, waitingAnswer].sort());
+    await page.getByLabel("Status").selectOption("cancelled");
+    await expect
+      .poll(() => page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))), {
+        timeout: UI_TIMEOUT_MS,
+      })
+      .toEqual([cancelled]);
+    // The requester filter (the listing's user_id), from the form.
+    await page.getByLabel("Status").selectOption("");
+    await page.getByLabel("Requester").fill("somebody-else");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByText("No run matches these filters.").waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await page.locator("tr[data-run-id]").count()).toBe(0);
+  });
+
+  it("counts what waits in the navigation, and the landing page lists it for the person signed in", async () => {
+    const navCount = (pageName: string) => page.locator(`nav a[data-page="${pageName}"] .count`).getAttribute("data-count");
+    const pendingApprovals = async () => (await engine.listApprovals({ status: "pending", limit: 200 })).approvals.length;
+    const pendingInputs = async () => (await engine.listInputs({ status: "pending", limit: 200 })).inputs.length;
+    const runId = await trigger("one more dashboard to approve", [
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "count-1", arguments: { title: "counted" } }] },
+      { text: "ok" },
+    ]);
+    await page.goto(consoleUrl("#/"));
+    await page.getByRole("heading", { name: `Waiting for ${NAME}` }).waitFor({ timeout: UI_TIMEOUT_MS });
+    // The count is the listing's: once the index has this run's approval, the navigation shows the listing's length.
+    await expect
+      .poll(async () => (await engine.listApprovals({ status: "pending", limit: 200 })).approvals.some((a) => a.run_id === runId), {
+        timeout: UI_TIMEOUT_MS,
+      })
+      .toBe(true);
+    await expect
+      .poll(async () => `${await navCount("approvals")} / ${await pendingApprovals()}`, { timeout: UI_TIMEOUT_MS })
+      .toMatch(/^([1-9]\d*) \/ \1$/);
+    const before = Number(await navCount("approvals"));
+    expect(before).toBeGreaterThanOrEqual(2); // this run's and the runs-list test's, still waiting
+    expect(Number(await navCount("questions"))).toBe(await pendingInputs());
+    expect(await page.locator('nav a[data-page="approvals"] .count').getAttribute("class")).toContain("waiting");
+    // The landing page lists the same approvals, with their forms.
+    const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+    await page.locator(`li[data-approval-id="${approval.approval_id}"]`).waitFor({ timeout: UI_TIMEOUT_MS });
+    await page.locator(`li[data-approval-id="${approval.approval_id}"]`).getByRole("button", { name: "Approve" }).click();
+    await expect.poll(async () => Number(await navCount("approvals")), { timeout: UI_TIMEOUT_MS }).toBe(before - 1);
+    await toEnd(runId);
+  });
+
+  it("is usable at phone width: long JSON and long ids wrap, nothing scrolls the page sideways", async () => {
+    const phone = await launchConsoleBrowser({ width: 390, height: 844 });
+    try {
+      await signIn(phone.page, stack.server.url, stack.server.token, NAME);
+      const long = "x".repeat(600);
+      const runId = await trigger(`a very long request ${"y".repeat(400)}`, [
+        { tool_calls: [{ tool_name: "mcp__demo__echo", tool_call_id: "echo-1", arguments: { blob: long } }] },
+        { tool_calls: [{ tool_name: CREATE, tool_call_id: "wide-1", arguments: { title: long, nested: { deeper: [long] } } }] },
+        { text: "ok" },
+      ]);
+      const overflow = () => phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      await phone.page.goto(consoleUrl(`#/runs/${runId}`));
+      await phone.page
+        .locator('li.card[data-tool-call-id="wide-1"][data-stage="waiting_for_approval"]')
+        .waitFor({ timeout: UI_TIMEOUT_MS });
+      await phone.page.locator('li.card[data-tool-call-id="echo-1"] .result').waitFor({ timeout: UI_TIMEOUT_MS });
+      expect(await overflow()).toBe(0);
+      await phone.page.goto(consoleUrl("#/runs"));
+      await phone.page.locator(`tr[data-run-id="${runId}"]`).waitFor({ timeout: UI_TIMEOUT_MS });
+      expect(await overflow()).toBe(0);
+      await phone.page.goto(consoleUrl("#/approvals"));
+      await phone.page.locator("li[data-approval-id]").first().waitFor({ timeout: UI_TIMEOUT_MS });
+      expect(await overflow()).toBe(0);
+      await engine.cancel(runId);
+    } finally {
+      await phone.close();
+    }
+    expect(pageErrors).toEqual([]);
   });
 });

@@ -7,8 +7,14 @@ describe("the console's hash router", () => {
     ["", { page: "waiting" }],
     ["#", { page: "waiting" }],
     ["#/", { page: "waiting" }],
-    ["#/runs", { page: "runs" }],
-    ["#/runs/", { page: "runs" }],
+    ["#/runs", { page: "runs", filters: {} }],
+    ["#/runs/", { page: "runs", filters: {} }],
+    [
+      "#/runs?status=waiting&channel_id=C1&user_id=U%20a",
+      { page: "runs", filters: { status: "waiting", channel_id: "C1", user_id: "U a" } },
+    ],
+    ["#/runs?status=bogus&channel_id=%E0%A4%A", { page: "runs", filters: { channel_id: "\uFFFD%A" } }],
+    ["#/runs/?user_id=", { page: "runs", filters: {} }],
     ["#/runs/run_1", { page: "run", runId: "run_1" }],
     ["#/runs/a%2Fb", { page: "run", runId: "a/b" }],
     ["#/runs/%E0%A4%A", { page: "run", runId: "%E0%A4%A" }],
@@ -22,6 +28,12 @@ describe("the console's hash router", () => {
     ["#/nope", { page: "unknown", fragment: "nope" }],
   ])("%s", (hash, route) => {
     expect(parseRoute(hash)).toEqual(route);
+  });
+
+  it("round-trips the runs list's filters through its link", () => {
+    const filters = { status: "cancelled", channel_id: "C 1&x", user_id: "U?=" } as const;
+    expect(parseRoute(href.runsWith(filters))).toEqual({ page: "runs", filters });
+    expect(href.runsWith({})).toBe("#/runs");
   });
 
   it("round-trips a run id through its link", () => {

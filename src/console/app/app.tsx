@@ -14,15 +14,20 @@ import { RunsPage } from "./pages/runs-page";
 import { UnknownPage } from "./pages/unknown-page";
 import { WaitingPage } from "./pages/waiting-page";
 import { href, parseRoute, type Route } from "./router";
-import { countText, useWaiting, type Waiting } from "./waiting";
+import { countText, unexpired, useWaiting, type Waiting } from "./waiting";
 
 type NavPage = Exclude<Route["page"], "run" | "unknown">;
 
-const NAV: { href: string; label: string; page: NavPage; count?: (w: Waiting) => string }[] = [
+const NAV: { href: string; label: string; page: NavPage; count?: (w: Waiting, now: number) => string }[] = [
   { href: href.waiting, label: "Waiting", page: "waiting" },
   { href: href.runs, label: "Runs", page: "runs" },
-  { href: href.approvals, label: "Approvals", page: "approvals", count: (w) => countText(w.approvals, w.more.approvals) },
-  { href: href.questions, label: "Questions", page: "questions", count: (w) => countText(w.inputs, w.more.inputs) },
+  {
+    href: href.approvals,
+    label: "Approvals",
+    page: "approvals",
+    count: (w, now) => countText(unexpired(w.approvals, now), w.more.approvals),
+  },
+  { href: href.questions, label: "Questions", page: "questions", count: (w, now) => countText(unexpired(w.inputs, now), w.more.inputs) },
   { href: href.outcomes, label: "Outcomes", page: "outcomes", count: (w) => countText(w.unknown, w.more.unknown) },
   { href: href.pool, label: "Storage pool", page: "pool" },
 ];
@@ -32,7 +37,7 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
     case "waiting":
       return <WaitingPage waiting={waiting} now={now} who={who} />;
     case "runs":
-      return <RunsPage waiting={waiting} />;
+      return <RunsPage waiting={waiting} filters={route.filters} now={now} />;
     case "run":
       return <RunPage key={route.runId} runId={route.runId} now={now} />;
     case "approvals":
@@ -68,7 +73,7 @@ export function App() {
         </h1>
         <nav aria-label="Console pages">
           {NAV.map((n) => {
-            const count = n.count?.(waiting) ?? "";
+            const count = n.count?.(waiting, now) ?? "";
             return (
               <a key={n.page} href={n.href} aria-current={n.page === active ? "page" : undefined} data-page={n.page}>
                 {n.label}

@@ -42,3 +42,8 @@ export function countText(items: unknown[] | undefined, more: boolean): string {
   if (items === undefined) return "";
   return more ? `${items.length}+` : String(items.length);
 }
+
+/** The items whose decision window is still open (the inboxes drop the others too). */
+export function unexpired<T extends { expires_at: string }>(items: T[] | undefined, now: number): T[] | undefined {
+  return items?.filter((i) => Date.parse(i.expires_at) > now);
+}
