@@ -15,6 +15,7 @@ import type { CancelResult, RunRecord, RunSummary, StartRunInput } from "../src/
 import { RunStore } from "../src/agent/run-store";
 import { Conversation, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
+import { requestPreview } from "../src/listings/run-index";
 import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import { openMcpCall } from "../src/execution/mcp-send";
@@ -106,6 +107,7 @@ export class RunObject extends DurableObject<Env> {
       source: input.source ?? "api",
       ...(input.slack ? { slack: input.slack } : {}),
       max_tool_calls: input.max_tool_calls,
+      request: requestPreview(input.message),
       created_at: new Date(now).toISOString(),
       ended_at: null,
       status: "running",

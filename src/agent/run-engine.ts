@@ -133,6 +133,7 @@ export class RunEngine {
       run_id: run.run_id,
       channel_id: run.channel_id,
       user_id: run.user_id,
+      ...(run.request !== undefined ? { request: run.request } : {}),
       status: run.status,
       last_sequence: stream.lastSequence,
       earliest_sequence: stream.earliestSequence,

@@ -199,6 +199,7 @@ export class RunOutputs implements EngineObserver {
       delivery_id: run.delivery_id,
       source: run.source ?? "api",
       created_at: run.created_at,
+      ...(run.request !== undefined ? { request: run.request } : {}),
     };
   }
 

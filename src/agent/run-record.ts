@@ -26,6 +26,8 @@ export interface RunRecord {
   /** The Slack thread of a Slack-started run. */
   slack?: SlackThreadRef;
   max_tool_calls: number | null;
+  /** The run's message, redacted and cut (requestPreview); absent in records written before it was kept. */
+  request?: string;
   created_at: string;
   ended_at: string | null;
   status: RunStatus;
@@ -56,6 +58,8 @@ export interface RunSummary {
   channel_id: string;
   /** The run's requester (StartRunInput.user_id): the Slack app lets this person decide its approvals. */
   user_id?: string;
+  /** The run's message, redacted and cut (the runs listing's `request`). */
+  request?: string;
   status: RunStatus;
   last_sequence: number;
   earliest_sequence: number;

@@ -56,6 +56,8 @@ export interface RunSummary {
   ended_at?: string;
   /** The run's requester. */
   user_id?: string;
+  /** The run's message, secret-looking values redacted, cut to its first 200 characters (absent from older servers). */
+  request?: string;
   /** While the Slack app is on: posts waiting in the run's outbox, and posts given up (contract section 14). */
   slack_posts_pending?: number;
   slack_posts_failed?: number;
@@ -235,6 +237,10 @@ export interface RunListItem {
   status: RunStatus;
   created_at: string;
   ended_at?: string;
+  /** The run's message, secret-looking values redacted, cut to its first 200 characters (absent on runs indexed before it was kept). */
+  request?: string;
+  /** A failed run's run_failed `error.code`: `cancelled` for a cancelled run. */
+  error_code?: string;
 }
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
@@ -278,6 +284,8 @@ export interface PageQuery {
 export interface RunsQuery extends PageQuery {
   channel_id?: string;
   status?: RunStatus;
+  /** Only runs this requester started. */
+  user_id?: string;
 }
 
 export interface ApprovalsQuery extends PageQuery {

@@ -58,6 +58,7 @@ const runSummarySchema = z
     created_at: z.string(),
     ended_at: z.string().optional(),
     user_id: z.string().optional(),
+    request: z.string().optional().meta({ description: "The run's message, secret-looking values redacted, cut as in the runs listing." }),
     slack_posts_pending: z.number().int().optional(),
     slack_posts_failed: z.number().int().optional(),
   })

@@ -82,6 +82,9 @@ interface RunRow extends Record<string, unknown> {
   status: RunListItem["status"];
   created_at: string;
   ended_at: string | null;
+  /** Added by migration 0014: null on rows indexed before it. */
+  request: string | null;
+  error_code: string | null;
 }
 
 const RUNS_KEY = ["created_at", "run_id"];
@@ -90,6 +93,7 @@ export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<Ru
   const filters = [];
   if (query.channel_id !== undefined) filters.push({ sql: "channel_id = ?", value: query.channel_id });
   if (query.status !== undefined) filters.push({ sql: "status = ?", value: query.status });
+  if (query.user_id !== undefined) filters.push({ sql: "user_id = ?", value: query.user_id });
   const { rows, next_cursor } = await page<RunRow>(
     db,
     "runs",
@@ -108,6 +112,8 @@ export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<Ru
       status: r.status,
       created_at: r.created_at,
       ...(r.ended_at !== null ? { ended_at: r.ended_at } : {}),
+      ...(typeof r.request === "string" ? { request: r.request } : {}),
+      ...(typeof r.error_code === "string" ? { error_code: r.error_code } : {}),
     })),
     next_cursor,
   };

@@ -12,6 +12,9 @@ const CURSOR_MAX_CHARS = 1_024;
 
 const isoTime = z.iso.datetime();
 
+/** A run's message is indexed cut to this many characters (and an ellipsis), after redaction. */
+export const REQUEST_PREVIEW_CHARS = 200;
+
 const limitParam = z.coerce
   .number()
   .int()
@@ -43,12 +46,23 @@ export const runListItemSchema = z
     status: runStatusSchema,
     created_at: isoTime,
     ended_at: isoTime.optional(),
+    request: z
+      .string()
+      .optional()
+      .meta({ description: `The first ${REQUEST_PREVIEW_CHARS} characters of the run's message, secret-looking values redacted.` }),
+    error_code: z.string().optional().meta({ description: "A failed run's run_failed error.code (`cancelled` for a cancelled run)." }),
   })
   .strict()
   .meta({ id: "RunListItem" });
 
 export const runsQuerySchema = z
-  .object({ channel_id: channelParam, status: runStatusSchema.optional(), limit: limitParam, cursor: cursorParam })
+  .object({
+    channel_id: channelParam,
+    status: runStatusSchema.optional(),
+    user_id: z.string().min(1).max(200).optional().meta({ description: "Only runs this requester started." }),
+    limit: limitParam,
+    cursor: cursorParam,
+  })
   .strict();
 
 export const runsPageSchema = z

@@ -11,6 +11,7 @@
 // flushes is written once, already answered. Statuses only move forward, here
 // and in D1: a mark never takes a resolved entry back to pending.
 import { z } from "zod";
+import { redactText } from "../execution/redaction";
 import { HUMAN_ASK_TOOL } from "../execution/tool-calls";
 import type { EventType } from "../stream/events";
 import type { SqlLike } from "../stream/event-log";
@@ -19,6 +20,7 @@ import {
   approvalStatusSchema,
   inputListItemSchema,
   inputStatusSchema,
+  REQUEST_PREVIEW_CHARS,
   runListItemSchema,
   type ApprovalListItem,
   type InputListItem,
@@ -55,6 +57,19 @@ export interface RunIndexContext {
   source: RunListItem["source"];
   /** The run record's created_at (ISO 8601). */
   created_at: string;
+  /** The run's message as requestPreview() cut it (absent in records written before it was kept). */
+  request?: string;
+}
+
+/**
+ * What the index keeps of a run's message: redacted first (a cut could split
+ * a secret so that its pattern no longer matches), then cut to
+ * REQUEST_PREVIEW_CHARS with an ellipsis.
+ */
+export function requestPreview(message: string): string {
+  const redacted = redactText(message).trim();
+  const chars = Array.from(redacted);
+  return chars.length <= REQUEST_PREVIEW_CHARS ? redacted : `${chars.slice(0, REQUEST_PREVIEW_CHARS).join("")}…`;
 }
 
 const approvalResolutionSchema = z
@@ -174,9 +189,14 @@ export class RunIndex {
         this.markRun({ ...run, status: "running" });
         return true;
       case "run_completed":
-      case "run_failed":
-        this.markRun({ ...run, status: type === "run_completed" ? "completed" : "failed", ended_at: at });
+        this.markRun({ ...run, status: "completed", ended_at: at });
         return true;
+      case "run_failed": {
+        const error = fields.error as { code?: unknown } | undefined;
+        const code = typeof error?.code === "string" ? { error_code: error.code } : {};
+        this.markRun({ ...run, status: "failed", ended_at: at, ...code });
+        return true;
+      }
       case "approval_requested":
         this.markApprovalRequested({
           approval_id: str("approval_id"),
@@ -316,12 +336,24 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       const r = runListItemSchema.parse(fields);
       await db
         .prepare(
-          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at
+          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, request, error_code)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at,
+             error_code = excluded.error_code, request = COALESCE(runs.request, excluded.request)
            WHERE runs.status = 'running' AND excluded.status <> 'running'`,
         )
-        .bind(r.run_id, r.channel_id, r.user_id, r.delivery_id, r.source, r.status, r.created_at, r.ended_at ?? null)
+        .bind(
+          r.run_id,
+          r.channel_id,
+          r.user_id,
+          r.delivery_id,
+          r.source,
+          r.status,
+          r.created_at,
+          r.ended_at ?? null,
+          r.request ?? null,
+          r.error_code ?? null,
+        )
         .run();
       return;
     }

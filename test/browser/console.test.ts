@@ -190,7 +190,9 @@ describe.sequential("the console in Chromium", () => {
     await expectStage("cancel-1", "waiting_for_approval");
     await page.getByRole("button", { name: "Cancel run" }).click();
     await expectStage("cancel-1", "not_executed");
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("failed");
+    // A cancelled run is its own grey "cancelled", not a red "failed".
+    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("cancelled");
+    expect(await page.locator("h2 .status").getAttribute("class")).toContain("tone-stopped");
     await expect.poll(() => card("cancel-1").innerText()).toContain("cancelled");
   });
 

@@ -62,7 +62,7 @@ describe("OpenAPI document", () => {
       name: string;
       schema: Record<string, unknown>;
     }[];
-    expect(params.map((p) => p.name).sort()).toEqual(["channel_id", "cursor", "limit", "status"]);
+    expect(params.map((p) => p.name).sort()).toEqual(["channel_id", "cursor", "limit", "status", "user_id"]);
     expect(params.find((p) => p.name === "limit")?.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 200, default: 50 });
     const trigger = openApiDocument().paths?.["/api/trigger"]?.post?.requestBody as { content: Record<string, { schema: unknown }> };
     expect(JSON.stringify(trigger.content["application/json"]?.schema)).toContain("max_tool_calls");

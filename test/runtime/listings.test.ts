@@ -122,6 +122,34 @@ describe("GET /api/runs", () => {
     expect((await getJson("/api/runs?channel_id=C-none")).body).toEqual({ runs: [], next_cursor: null });
   });
 
+  it("carries the request's first words and a failed run's error code, and filters by requester", async () => {
+    const [asked, cancelled, other] = [newRunId(), newRunId(), newRunId()];
+    await indexed((index) => {
+      const base = { channel_id: "C1", delivery_id: null, source: "api" as const };
+      index.markRun({ ...base, run_id: asked, user_id: "U-ada", status: "running", created_at: at(1), request: "Set up billing" });
+      index.markRun({
+        ...base,
+        run_id: cancelled,
+        user_id: "U-ada",
+        status: "failed",
+        created_at: at(2),
+        ended_at: at(3),
+        error_code: "cancelled",
+      });
+      index.markRun({ ...base, run_id: other, user_id: "U-bob", status: "completed", created_at: at(4), ended_at: at(5) });
+    });
+    const ada = await getJson("/api/runs?user_id=U-ada");
+    expect(ada.status).toBe(200);
+    expect(ada.body.runs.map((r: any) => r.run_id)).toEqual([cancelled, asked]);
+    expect(ada.body.runs[1]).toMatchObject({ request: "Set up billing" });
+    expect(ada.body.runs[0]).toMatchObject({ status: "failed", error_code: "cancelled" });
+    expect(ada.body.runs[0]).not.toHaveProperty("request");
+    const bob = await getJson("/api/runs?user_id=U-bob&status=completed");
+    expect(bob.body.runs.map((r: any) => r.run_id)).toEqual([other]);
+    expect(bob.body.runs[0]).not.toHaveProperty("error_code");
+    expect((await getJson("/api/runs?user_id=")).status).toBe(400);
+  });
+
   it("answers 400 for a limit out of 1..200, a bad filter, an unknown or repeated parameter, and a cursor it did not make", async () => {
     await indexed((index) => {
       for (let i = 0; i < 3; i++) {

@@ -7,7 +7,15 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newApprovalId, newRunId } from "../../src/ids";
-import { nextFlushDelayMs, RunIndex, type IndexDb, type IndexStatement, type RunIndexContext } from "../../src/listings/run-index";
+import { REQUEST_PREVIEW_CHARS } from "../../src/listings/listing-schemas";
+import {
+  nextFlushDelayMs,
+  RunIndex,
+  requestPreview,
+  type IndexDb,
+  type IndexStatement,
+  type RunIndexContext,
+} from "../../src/listings/run-index";
 import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/listings/listing-schemas";
 
 const T0 = "2026-11-20T10:00:00.000Z";
@@ -293,6 +301,7 @@ describe("run index: marks derived from events", () => {
       delivery_id: "Ev-1",
       source: "slack",
       created_at: T0,
+      request: "Set up billing monitoring",
     };
     const tool = { tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-1" };
     await withIndex(async (index) => {
@@ -329,11 +338,50 @@ describe("run index: marks derived from events", () => {
       index.markEvent(context, "run_failed", { error: { code: "cancelled", message: "The run was cancelled." } }, T2);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 5 });
     });
-    expect(await d1Run(runId)).toMatchObject({ status: "failed", ended_at: T2 });
+    expect(await d1Run(runId)).toMatchObject({
+      status: "failed",
+      ended_at: T2,
+      error_code: "cancelled",
+      request: "Set up billing monitoring",
+    });
     expect(await d1Approval(approvalId)).toMatchObject({ status: "approved", decided_by: "U9" });
     expect(await d1Input(runId, "ask-1")).toMatchObject({ status: "answered" });
     expect(await d1Input(runId, "ask-2")).toMatchObject({ status: "expired" });
     expect(await d1Input(runId, "ask-3")).toMatchObject({ status: "cancelled" });
+  });
+});
+
+describe("run index: the request's first words", () => {
+  it("redacts before it cuts, so a secret split by the cut is still hidden, and cuts by characters with an ellipsis", () => {
+    const secret = "sk-live-0123456789abcdefghijklmnop";
+    const long = `${"a".repeat(REQUEST_PREVIEW_CHARS - 10)} ${secret} tail`;
+    const preview = requestPreview(long);
+    expect(preview).not.toContain("sk-live-0");
+    expect(Array.from(preview).length).toBeLessThanOrEqual(REQUEST_PREVIEW_CHARS + 1);
+    expect(requestPreview("  short  ")).toBe("short");
+    const emoji = "😀".repeat(REQUEST_PREVIEW_CHARS + 5);
+    expect(requestPreview(emoji)).toBe(`${"😀".repeat(REQUEST_PREVIEW_CHARS)}…`);
+  });
+
+  it("keeps the request a run was indexed with when it ends, and a completed run has no error code", async () => {
+    const runId = newRunId();
+    const context: RunIndexContext = {
+      run_id: runId,
+      channel_id: "C-events",
+      user_id: "U7",
+      delivery_id: null,
+      source: "api",
+      created_at: T0,
+      request: "first words",
+    };
+    await withIndex(async (index) => {
+      index.markEvent(context, "run_started", { user_id: "U7" }, T0);
+      expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 1 });
+      const { request: _dropped, ...without } = context;
+      index.markEvent(without, "run_completed", { tool_calls: 0 }, T2);
+      expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 1 });
+    });
+    expect(await d1Run(runId)).toMatchObject({ status: "completed", request: "first words", error_code: null });
   });
 });
 

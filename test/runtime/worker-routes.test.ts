@@ -147,6 +147,7 @@ describe("run routes", () => {
       run_id: json.run_id,
       channel_id: "C2",
       user_id: "api",
+      request: "m",
       status: "completed",
       last_sequence: 3,
       earliest_sequence: 1,

@@ -83,6 +83,59 @@ describe("call cards", () => {
     expect(view.messages).toHaveLength(1);
   });
 
+  it("orders the timeline by event: messages and calls interleaved, the final answer once, a cancelled run as cancelled", () => {
+    seq = 0;
+    const view = fold([
+      { ...env(), type: "run_started", user_id: "u" },
+      { ...env(), type: "assistant_message", text: "Looking." },
+      { ...env(), type: "tool_started", tool_name: "t", tool_call_id: "c1", approval_required: false },
+      { ...env(), type: "assistant_message", text: "Done." },
+      { ...env(), type: "tool_completed", tool_name: "t", tool_call_id: "c1", approved: true, duration_ms: 3 },
+      { ...env(), type: "run_completed", text: "Done.", tool_calls: 1 },
+    ]);
+    expect(view.timeline).toEqual([
+      { kind: "message", sequence: 2, text: "Looking.", final: false },
+      { kind: "call", sequence: 3, tool_call_id: "c1" },
+      { kind: "message", sequence: 4, text: "Done.", final: true },
+    ]);
+    seq = 0;
+    const other = fold([
+      { ...env(), type: "assistant_message", text: "Thinking." },
+      { ...env(), type: "run_completed", text: "The answer.", tool_calls: 0 },
+    ]);
+    expect(other.timeline.map((e) => e.kind === "message" && [e.text, e.final])).toEqual([
+      ["Thinking.", false],
+      ["The answer.", true],
+    ]);
+    seq = 0;
+    expect(fold([{ ...env(), type: "run_failed", error: { code: "cancelled", message: "The run was cancelled." } }]).status).toBe(
+      "cancelled",
+    );
+    seq = 0;
+    expect(fold([{ ...env(), type: "run_failed", error: { code: "model_error", message: "x" } }]).status).toBe("failed");
+  });
+
+  it("keeps a deny's reason when the server sends one, and none when it does not", () => {
+    seq = 0;
+    const started = { ...env(), type: "tool_started" as const, tool_name: "t", tool_call_id: "c1", approval_required: true };
+    const resolved = {
+      ...env(),
+      type: "approval_resolved" as const,
+      tool_name: "t",
+      tool_call_id: "c1",
+      approval_id: "a1",
+      decision: "denied" as const,
+    };
+    expect(fold([started, { ...resolved, reason: "not today" } as EngineEvent]).cards[0]!.decision).toMatchObject({ reason: "not today" });
+    seq = 0;
+    expect(
+      fold([
+        { ...started, sequence: ++seq },
+        { ...resolved, sequence: ++seq },
+      ]).cards[0]!.decision?.reason,
+    ).toBeUndefined();
+  });
+
   it("counts the time left down to expired", () => {
     const now = Date.parse("2026-11-29T10:00:00.000Z");
     expect(formatTimeLeft(secondsLeft("2026-11-29T10:04:05.000Z", now))).toBe("4m 05s");

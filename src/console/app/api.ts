@@ -1,56 +1,52 @@
-// The console's calls to the engine (contract sections 2-9, 15), from the
-// page: same-origin fetch, so the browser sends the HttpOnly session cookie
-// and Origin; no token exists in the page. Listings have no client method yet,
-// so this tiny wrapper serves every JSON route; the run's event stream uses
-// the consumer client's resuming iterator (src/client) over the same fetch.
+// The console's one way to the engine (contract sections 2-9, 15, 16): the
+// project's typed client (src/client) over a same-origin fetch, so the
+// browser sends the HttpOnly session cookie and Origin; no token exists in
+// the page. A 401 means the session ended: back to the sign-in page.
 import { EngineClient } from "../../client/engine-client";
-
-export class ConsoleApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { ApiError } from "../../client/errors";
 
 /** Back to the sign-in page when the session is gone (signed out elsewhere, expired). */
-function toSignIn(): never {
+function toSignIn(): void {
   location.assign("/console");
-  throw new ConsoleApiError(401, "unauthorized", "Your console session ended; sign in again.");
 }
 
-export async function api<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
-  const response = await fetch(path, {
-    method,
-    credentials: "same-origin",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (response.status === 401) toSignIn();
-  const text = await response.text();
-  let json: unknown = null;
-  try {
-    json = text === "" ? null : JSON.parse(text);
-  } catch {
-    // not JSON: reported below
-  }
-  if (!response.ok) {
-    const error = (json ?? {}) as { error?: string; message?: string };
-    throw new ConsoleApiError(response.status, error.error ?? "error", error.message ?? `${method} ${path} answered ${response.status}`);
-  }
-  return json as T;
-}
-
-/** fetch for the consumer client: drops its bearer header (there is no token here) and sends the cookie. */
-function cookieFetch(input: string, init: RequestInit = {}): Promise<Response> {
+/** fetch for the client: drops its bearer header (there is no token here), sends the cookie, and leaves on 401. */
+async function cookieFetch(input: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.delete("authorization");
-  return fetch(input, { ...init, headers, credentials: "same-origin" });
+  const response = await fetch(input, { ...init, headers, credentials: "same-origin" });
+  if (response.status === 401) toSignIn();
+  return response;
 }
 
-/** The consumer client for the event stream, authenticated by the session cookie. */
+/** The engine's client, authenticated by the session cookie (the token field is never sent). */
 export const engine = new EngineClient({ baseUrl: location.origin, token: "session-cookie", fetch: cookieFetch });
 
-export const enc = encodeURIComponent;
+/** The contract's error code of a refusal (`expired`, `confirmation_mismatch`, ...), if it was one. */
+export function errorCode(err: unknown): string | undefined {
+  return err instanceof ApiError ? err.code : undefined;
+}
+
+/** The HTTP status of a refusal, if it was one. */
+export function errorStatus(err: unknown): number | undefined {
+  return err instanceof ApiError ? err.status : undefined;
+}
+
+/** What a person reads: the server's own message for a refusal, else the error's. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) return err.body.message ?? err.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The console session (not an /api route, so not in the client): who is signed in, and sign-out. */
+export const session = {
+  async who(): Promise<{ name: string }> {
+    const response = await engine.raw("/console/session");
+    if (!response.ok) throw new Error(`GET /console/session answered ${response.status}`);
+    return (await response.json()) as { name: string };
+  },
+  async signOut(): Promise<void> {
+    await engine.raw("/console/session", { method: "DELETE" }).catch(() => undefined);
+    location.assign("/console");
+  },
+};

@@ -1,7 +1,9 @@
 // One run's events folded into what the console shows (contract sections 4
-// and 16): the run's status and messages, and one card per tool call whose
-// stage moves only forward through the states its events show. Pure: no DOM,
-// no fetch, so it is unit-tested (test/unit/console-call-cards.test.ts).
+// and 16): the run's status, one card per tool call whose stage moves only
+// forward through the states its events show, and the timeline: each
+// assistant message and each call in the order of its first event, the final
+// answer once. Pure: no DOM, no fetch, so it is unit-tested
+// (test/unit/console-call-cards.test.ts).
 import type { EngineEvent, ErrorFacts, ExecutionResult, NotExecutedReason } from "../../client/types";
 
 export type CallStage = "announced" | "waiting_for_approval" | "waiting_for_answer" | "approved" | "answered" | "executed" | "not_executed";
@@ -21,7 +23,7 @@ export interface CallCard {
   stage: CallStage;
   approval_required: boolean;
   approval?: PendingApproval;
-  decision?: { decision: "approved" | "denied" | "expired" | "cancelled"; decided_by?: string };
+  decision?: { decision: "approved" | "denied" | "expired" | "cancelled"; decided_by?: string; reason?: string };
   question?: { text: string; expires_at: string };
   answered_by?: string;
   reason?: NotExecutedReason;
@@ -32,18 +34,42 @@ export interface CallCard {
   duration_ms?: number;
 }
 
+/** One line of the run's timeline, in event order; a call's entry stands where its first event did. */
+export type TimelineEntry =
+  | { kind: "message"; sequence: number; text: string; final: boolean }
+  | { kind: "call"; sequence: number; tool_call_id: string };
+
+/** A run that ended with run_failed(cancelled) is `cancelled`, not `failed`. */
+export type RunViewStatus = "running" | "completed" | "failed" | "cancelled";
+
 export interface RunView {
   run_id: string;
-  status: "running" | "completed" | "failed";
+  status: RunViewStatus;
   last_sequence: number;
   messages: { sequence: number; text: string }[];
   cards: CallCard[];
+  timeline: TimelineEntry[];
+  /** run_completed's text (shown once: as the last message marked final, or as its own final entry). */
   final_text?: string;
   error?: ErrorFacts;
 }
 
 export function emptyRun(runId: string): RunView {
-  return { run_id: runId, status: "running", last_sequence: 0, messages: [], cards: [] };
+  return { run_id: runId, status: "running", last_sequence: 0, messages: [], cards: [], timeline: [] };
+}
+
+/** The deny reason of approval_resolved, from servers that send it (contract section 6); older ones do not. */
+function reasonOf(event: object): string | undefined {
+  const reason = (event as { reason?: unknown }).reason;
+  return typeof reason === "string" && reason !== "" ? reason : undefined;
+}
+
+/** The timeline with run_completed's text shown once: the last message becomes final when it says the same. */
+function withFinal(timeline: TimelineEntry[], sequence: number, text: string | undefined): TimelineEntry[] {
+  if (text === undefined || text === "") return timeline;
+  const last = timeline[timeline.length - 1];
+  if (last?.kind === "message" && last.text === text) return [...timeline.slice(0, -1), { ...last, final: true }];
+  return [...timeline, { kind: "message", sequence, text, final: true }];
 }
 
 /** Human words for a stage, as the card shows it. */
@@ -70,8 +96,11 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       return next;
     case "assistant_message":
       next.messages = [...view.messages, { sequence: event.sequence, text: event.text }];
+      next.timeline = [...view.timeline, { kind: "message", sequence: event.sequence, text: event.text, final: false }];
       return next;
     case "tool_started":
+      if (view.cards.some((c) => c.tool_call_id === event.tool_call_id)) return next;
+      next.timeline = [...view.timeline, { kind: "call", sequence: event.sequence, tool_call_id: event.tool_call_id }];
       next.cards = [
         ...view.cards,
         {
@@ -100,7 +129,7 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       update(event.tool_call_id, (c) => ({
         ...c,
         stage: event.decision === "approved" ? "approved" : c.stage,
-        decision: { decision: event.decision, decided_by: event.decided_by },
+        decision: { decision: event.decision, decided_by: event.decided_by, reason: reasonOf(event) },
       }));
       return next;
     case "tool_execution_started":
@@ -131,9 +160,10 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
     case "run_completed":
       next.status = "completed";
       next.final_text = event.text;
+      next.timeline = withFinal(view.timeline, event.sequence, event.text);
       return next;
     case "run_failed":
-      next.status = "failed";
+      next.status = event.error.code === "cancelled" ? "cancelled" : "failed";
       next.error = event.error;
       return next;
     default: {

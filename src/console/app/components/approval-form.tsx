@@ -1,0 +1,97 @@
+// One approval's decision form (contract section 6): approve, deny with an
+// optional reason, and for a `confirm`-level tool the tool's name typed.
+import { useState } from "preact/hooks";
+import { engine, errorCode, errorText } from "../api";
+import type { PendingApproval } from "../call-cards";
+import { ErrorLine } from "./error-line";
+import { JsonView } from "./json-view";
+import { TimeLeft } from "./time-left";
+
+export function ApprovalForm({
+  runId,
+  toolName,
+  approval,
+  now,
+  onDone,
+}: {
+  runId: string;
+  toolName: string;
+  approval: PendingApproval;
+  now: number;
+  onDone?: () => void;
+}) {
+  const [confirmation, setConfirmation] = useState("");
+  const [reason, setReason] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [done, setDone] = useState<string>();
+  const id = `a-${approval.approval_id}`;
+  const decide = async (decision: "approve" | "deny") => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const answer = await engine.decideApproval(runId, approval.approval_id, {
+        decision,
+        decided_by: "console",
+        ...(decision === "approve" && approval.level === "confirm" ? { confirmation } : {}),
+        ...(reason !== "" ? { reason } : {}),
+      });
+      setDone(answer.decision);
+      onDone?.();
+    } catch (err) {
+      const code = errorCode(err);
+      setError(
+        code === "confirmation_mismatch"
+          ? `The confirmation does not match: type ${toolName} exactly.`
+          : code === "expired"
+            ? "Too late: this approval expired."
+            : errorText(err),
+      );
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (done) return <p class="decided">Decision sent: {done}.</p>;
+  return (
+    <form
+      class="approval"
+      aria-label={`Decide ${toolName}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void decide("approve");
+      }}
+    >
+      <p>
+        {approval.description} <TimeLeft expiresAt={approval.expires_at} now={now} />
+      </p>
+      <JsonView value={approval.arguments} label="Arguments (secret-looking values redacted)" />
+      {approval.level === "confirm" ? (
+        <p>
+          <label for={`${id}-confirm`}>
+            Type <code>{toolName}</code> to confirm
+          </label>
+          <input
+            id={`${id}-confirm`}
+            value={confirmation}
+            autocomplete="off"
+            spellcheck={false}
+            onInput={(e) => setConfirmation(e.currentTarget.value)}
+          />
+        </p>
+      ) : null}
+      <p>
+        <label for={`${id}-reason`}>Reason (optional)</label>
+        <input id={`${id}-reason`} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+      </p>
+      <p class="actions">
+        <button type="submit" disabled={busy}>
+          Approve
+        </button>
+        <button type="button" class="deny" disabled={busy} onClick={() => void decide("deny")}>
+          Deny
+        </button>
+      </p>
+      <ErrorLine message={error} />
+    </form>
+  );
+}

@@ -1,0 +1,74 @@
+// One tool call's card on a run's timeline (contract section 16): its state
+// in its own words and colour (verdicts.ts), who decided or answered and why,
+// the decision or answer form while it waits, its error or result, and for a
+// mutation its durable outcome.
+import type { MutationOutcome } from "../../../client/types";
+import type { CallCard as Card } from "../call-cards";
+import { cardVerdict } from "../verdicts";
+import { AnswerForm } from "./answer-form";
+import { ApprovalForm } from "./approval-form";
+import { OutcomeLine } from "./outcome-line";
+
+export function CallCard({
+  card,
+  outcome,
+  runId,
+  now,
+  running,
+  sequence,
+}: {
+  card: Card;
+  outcome: MutationOutcome | undefined;
+  runId: string;
+  now: number;
+  running: boolean;
+  sequence: number;
+}) {
+  const verdict = cardVerdict(card, outcome);
+  const decision = card.decision;
+  return (
+    <li
+      class={`card tone-${verdict.tone}`}
+      data-kind="call"
+      data-sequence={sequence}
+      data-tool-call-id={card.tool_call_id}
+      data-stage={card.stage}
+      data-tone={verdict.tone}
+    >
+      <h3>
+        <code>{card.tool_name}</code> <span class={`stage tone-${verdict.tone}`}>{verdict.words}</span>
+      </h3>
+      <p class="meta">
+        call {card.tool_call_id}
+        {card.approval_required ? "" : " · no approval needed"}
+        {decision ? ` · ${decision.decision}${decision.decided_by ? ` by ${decision.decided_by}` : ""}` : ""}
+        {card.answered_by ? ` · answered by ${card.answered_by}` : ""}
+        {card.duration_ms !== undefined ? ` · ${card.duration_ms} ms` : ""}
+      </p>
+      {decision?.reason ? (
+        <p class="decision-reason">
+          Reason: <q>{decision.reason}</q>
+        </p>
+      ) : null}
+      {card.stage === "waiting_for_approval" && card.approval && running ? (
+        <ApprovalForm runId={runId} toolName={card.tool_name} approval={card.approval} now={now} />
+      ) : null}
+      {card.stage === "waiting_for_answer" && card.question && running ? (
+        <AnswerForm
+          runId={runId}
+          toolCallId={card.tool_call_id}
+          question={card.question.text}
+          expiresAt={card.question.expires_at}
+          now={now}
+        />
+      ) : null}
+      {card.error ? (
+        <p class="error-facts">
+          Error: {card.error.code} — {card.error.message}
+        </p>
+      ) : null}
+      {card.result ? <pre class="result">{card.result.summary}</pre> : null}
+      {card.mutation_id ? <OutcomeLine outcome={outcome} /> : null}
+    </li>
+  );
+}

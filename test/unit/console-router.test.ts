@@ -1,0 +1,42 @@
+// The console's hash router (src/console/app/router.ts): every fragment parses, none throws.
+import { describe, expect, it } from "vitest";
+import { href, parseRoute } from "../../src/console/app/router";
+
+describe("the console's hash router", () => {
+  it.each([
+    ["", { page: "waiting" }],
+    ["#", { page: "waiting" }],
+    ["#/", { page: "waiting" }],
+    ["#/runs", { page: "runs", filters: {} }],
+    ["#/runs/", { page: "runs", filters: {} }],
+    [
+      "#/runs?status=waiting&channel_id=C1&user_id=U%20a",
+      { page: "runs", filters: { status: "waiting", channel_id: "C1", user_id: "U a" } },
+    ],
+    ["#/runs?status=bogus&channel_id=%E0%A4%A", { page: "runs", filters: { channel_id: "\uFFFD%A" } }],
+    ["#/runs/?user_id=", { page: "runs", filters: {} }],
+    ["#/runs/run_1", { page: "run", runId: "run_1" }],
+    ["#/runs/a%2Fb", { page: "run", runId: "a/b" }],
+    ["#/runs/%E0%A4%A", { page: "run", runId: "%E0%A4%A" }],
+    ["#/approvals", { page: "approvals" }],
+    ["#/questions", { page: "questions" }],
+    ["#/outcomes", { page: "outcomes" }],
+    ["#/pool", { page: "pool" }],
+    ["#/pool/x", { page: "unknown", fragment: "pool/x" }],
+    ["#/runs/a/b", { page: "unknown", fragment: "runs/a/b" }],
+    ["#/%E0%A4%A", { page: "unknown", fragment: "%E0%A4%A" }],
+    ["#/nope", { page: "unknown", fragment: "nope" }],
+  ])("%s", (hash, route) => {
+    expect(parseRoute(hash)).toEqual(route);
+  });
+
+  it("round-trips the runs list's filters through its link", () => {
+    const filters = { status: "cancelled", channel_id: "C 1&x", user_id: "U?=" } as const;
+    expect(parseRoute(href.runsWith(filters))).toEqual({ page: "runs", filters });
+    expect(href.runsWith({})).toBe("#/runs");
+  });
+
+  it("round-trips a run id through its link", () => {
+    for (const id of ["run_01J", "a/b c", "%E0%A4%A", "ü#?"]) expect(parseRoute(href.run(id))).toEqual({ page: "run", runId: id });
+  });
+});
