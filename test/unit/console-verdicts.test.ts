@@ -24,6 +24,8 @@ const row = (over: Partial<MutationOutcome>): MutationOutcome => ({
   approval_id: "a1",
   tool_name: "t",
   arguments_digest: "sha256:x",
+  approved_by: "token:root",
+  approved_at: "2026-11-29T10:00:00.000Z",
   state: "completed",
   dispatched: true,
   created_at: "2026-11-29T10:00:00.000Z",
