@@ -7,7 +7,8 @@
 // paragraph naming a bad one, applies the D1 migrations to the local database
 // (one summary line), starts the demo MCP server beside the Worker, and serves
 // the Worker with wrangler dev. The demo server's URL in the settings file
-// follows DEMO_MCP_PORT on every start.
+// follows DEMO_MCP_PORT on every start. STATE_DIR moves the local D1 and
+// Durable Object storage out of .wrangler/state.
 //
 // Quiet by default: no wrangler banner (nor its npm update check and Node
 // version notice), no telemetry, no cf.json fetch, wrangler's own logs at
@@ -26,6 +27,8 @@ const ROOT = resolve(import.meta.dirname, "..");
 const WRANGLER_CLI = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
 const DEV_VARS = process.env.DEV_VARS_FILE ? resolve(process.env.DEV_VARS_FILE) : join(ROOT, ".dev.vars");
 const DEV_VARS_NAME = relative(process.cwd(), DEV_VARS).startsWith("..") ? DEV_VARS : relative(process.cwd(), DEV_VARS);
+/** Local D1 and Durable Object storage: wrangler's default (.wrangler/state), or STATE_DIR. */
+const PERSIST_ARGS = process.env.STATE_DIR ? ["--persist-to", resolve(process.env.STATE_DIR)] : [];
 const HOST = "127.0.0.1";
 const VERBOSE = process.env.VERBOSE === "1" || process.env.VERBOSE === "true";
 /** No network beyond loopback: no telemetry or error reports, no banner (its npm update check), no cf.json download. */
@@ -162,7 +165,7 @@ function applyMigrations(): void {
   const all = readdirSync(join(ROOT, "migrations")).filter((f) => f.endsWith(".sql"));
   let output: string;
   try {
-    output = execFileSync(process.execPath, [WRANGLER_CLI, "d1", "migrations", "apply", "DB", "--local"], {
+    output = execFileSync(process.execPath, [WRANGLER_CLI, "d1", "migrations", "apply", "DB", "--local", ...PERSIST_ARGS], {
       cwd: ROOT,
       env: { ...env, CI: "true" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -205,6 +208,7 @@ const worker = spawn(
     String(WORKER_PORT),
     "--env-file",
     DEV_VARS,
+    ...PERSIST_ARGS,
     "--show-interactive-dev-session=false",
     "--log-level",
     VERBOSE ? "log" : "warn",

@@ -160,7 +160,8 @@ describe("secret canary", () => {
     });
     const decided = await server.api(`/api/runs/${runId}/approvals/${approval.approval_id}`, {
       method: "POST",
-      body: JSON.stringify({ decision: "approve", decided_by: "canary" }),
+      // The decision's reason is kept (contract section 6): secrets in it are kept redacted.
+      body: JSON.stringify({ decision: "approve", decided_by: "canary", reason: `ok; api_key=${canary()}, Bearer ${canary()}` }),
     });
     expect(decided.status).toBeLessThan(300);
     const summaryText = await waitFor("the run's end", async () => {
@@ -174,6 +175,12 @@ describe("secret canary", () => {
     expect(stream).toContain("event: run_completed");
     expect(stream).toContain(REDACTED); // the approval's arguments and the echoed summary were there, redacted
     expectNoCanary("the SSE stream", stream);
+    expect(stream).toMatch(/"reason":"ok; api_key=\[redacted\]/);
+    const approvals = await waitFor("the approval in the listing", async () => {
+      const text = await (await server.api("/api/approvals?status=resolved&limit=200")).text();
+      return text.includes(approval.approval_id) ? text : undefined;
+    });
+    expectNoCanary("the approvals listing", approvals);
     expectNoCanary("the run summary", summaryText);
     expectNoCanary("the receipt", await (await server.api(`/api/deliveries/${deliveryId}`)).text());
     const mutations = await (await server.api(`/api/runs/${runId}/mutations`)).text();

@@ -23,6 +23,17 @@ const EXIT_TIMEOUT_MS = 30_000;
  * two-core machine, far below the 60 s the old start spent polling a 503.
  */
 const BAD_CONFIG_EXIT_MS = 15_000;
+/** A whole start (migrations, a first bundle, workerd) on a loaded machine; the test ends as soon as it serves. */
+const SERVE_TIMEOUT_MS = 90_000;
+
+/** Whether `port` on loopback can be listened on (nothing holds it). */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
 
 const held: Server[] = [];
 afterEach(async () => {
@@ -110,6 +121,46 @@ describe("npm start with a bad setting", () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe("npm start stopped with SIGTERM", () => {
+  it(
+    "stops wrangler, workerd and the demo server: both ports are free again",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
+      const [port, demoPort] = [await freePort(), await freePort()];
+      const child = spawn(process.execPath, [TSX_CLI, join(PROJECT_ROOT, "scripts/start.ts")], {
+        cwd: PROJECT_ROOT,
+        env: {
+          ...process.env,
+          WRANGLER_SEND_METRICS: "false",
+          DEV_VARS_FILE: join(dir, "test.vars"),
+          STATE_DIR: join(dir, "state"),
+          PORT: String(port),
+          DEMO_MCP_PORT: String(demoPort),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      child.stdout.on("data", (d) => (output += String(d)));
+      child.stderr.on("data", (d) => (output += String(d)));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      try {
+        await expect.poll(() => output, { timeout: SERVE_TIMEOUT_MS, interval: 250 }).toContain("The engine is serving");
+        expect(await portFree(port)).toBe(false);
+        expect(await portFree(demoPort)).toBe(false);
+        child.kill("SIGTERM");
+        expect(await exited).toBe(0);
+        // Its children were stopped as groups before it exited: nothing holds either port.
+        expect(await portFree(port)).toBe(true);
+        expect(await portFree(demoPort)).toBe(true);
+      } finally {
+        child.kill("SIGKILL");
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    SERVE_TIMEOUT_MS + EXIT_TIMEOUT_MS,
+  );
 });
 
 describe(".dev.vars follows the ports in use", () => {
