@@ -147,7 +147,7 @@ export function RunPage({ runId, now }: { runId: string; now: number }) {
           );
         })}
         {view.error ? (
-          <li class={`ended tone-${view.status === "cancelled" ? "stopped" : "bad"}`} data-kind="ended">
+          <li class="ended" data-tone={view.status === "cancelled" ? "stopped" : "bad"} data-kind="ended">
             {view.status === "cancelled" ? "The run was cancelled." : `Run failed: ${view.error.code} — ${view.error.message}`}
           </li>
         ) : null}
