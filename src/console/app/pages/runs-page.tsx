@@ -43,7 +43,7 @@ function listingQuery(filters: RunFilters): RunsQuery {
 const statusOf = (r: RunListItem): RunViewStatus => (r.status === "failed" && r.error_code === "cancelled" ? "cancelled" : r.status);
 
 /** "1.2 s", "3m 05s", "2h 04m". */
-export function formatDuration(ms: number): string {
+function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
   const minutes = Math.floor(ms / 60_000);
   if (minutes < 60) return `${minutes}m ${String(Math.floor((ms % 60_000) / 1_000)).padStart(2, "0")}s`;
