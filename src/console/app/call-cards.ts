@@ -72,17 +72,6 @@ function withFinal(timeline: TimelineEntry[], sequence: number, text: string | u
   return [...timeline, { kind: "message", sequence, text, final: true }];
 }
 
-/** Human words for a stage, as the card shows it. */
-export const STAGE_LABELS: Record<CallStage, string> = {
-  announced: "announced",
-  waiting_for_approval: "waiting for approval",
-  waiting_for_answer: "waiting for an answer",
-  approved: "approved",
-  answered: "answered",
-  executed: "executed",
-  not_executed: "not executed",
-};
-
 /** Folds one event into the view (a new object; the input is not changed). Events at or below last_sequence are ignored. */
 export function applyEvent(view: RunView, event: EngineEvent): RunView {
   if (event.sequence <= view.last_sequence) return view;
