@@ -49,6 +49,8 @@ export interface RunView {
   messages: { sequence: number; text: string }[];
   cards: CallCard[];
   timeline: TimelineEntry[];
+  /** Who started the run, from run_started: `requested_by` where the server sends it (contract section 18), else `user_id`. */
+  requester?: { by: string; on_behalf_of?: string };
   /** run_completed's text (shown once: as the last message marked final, or as its own final entry). */
   final_text?: string;
   error?: ErrorFacts;
@@ -80,7 +82,12 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
     next.cards = next.cards.map((c) => (c.tool_call_id === toolCallId ? change(c) : c));
   };
   switch (event.type) {
-    case "run_started":
+    case "run_started": {
+      const extra = event as { requested_by?: unknown; on_behalf_of?: unknown };
+      const by = typeof extra.requested_by === "string" && extra.requested_by !== "" ? extra.requested_by : event.user_id;
+      next.requester = { by, ...(typeof extra.on_behalf_of === "string" ? { on_behalf_of: extra.on_behalf_of } : {}) };
+      return next;
+    }
     case "heartbeat":
       return next;
     case "assistant_message":
