@@ -2,7 +2,8 @@
 // docs/screenshots/, made in real headless Chromium against `wrangler dev` and
 // the demo MCP server, with runs seeded through the engine client: a run
 // waiting for a confirm-level approval after an approved and a denied call, a
-// question, and an outcome_unknown row waiting for reconciliation.
+// question, an outcome_unknown row waiting for reconciliation, a completed
+// and a cancelled run.
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Page } from "playwright-core";
@@ -17,8 +18,8 @@ const WAIT_MS = 15_000;
 const stack = await startConsoleStack();
 const engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
 
-async function run(script: ScriptTurn[], channel = "C-ops"): Promise<string> {
-  return (await engine.trigger({ message: "Set up billing monitoring", channel_id: channel, script })).run_id;
+async function run(script: ScriptTurn[], message = "Set up billing monitoring", channel = "C-ops"): Promise<string> {
+  return (await engine.trigger({ message, channel_id: channel, script })).run_id;
 }
 
 async function pendingApproval(runId: string, toolCallId: string): Promise<string> {
@@ -53,14 +54,33 @@ try {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
   });
-  const lost = await run([
-    { tool_calls: [{ tool_name: CREATE, tool_call_id: "call-1", arguments: { title: "Payments SLO" } }] },
-    { text: "ok" },
-  ]);
+  const lost = await run(
+    [
+      { text: "Creating the Payments SLO dashboard." },
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "call-1", arguments: { title: "Payments SLO" } }] },
+      { text: "I sent it, but the server's answer was lost." },
+    ],
+    "Make a Payments SLO dashboard",
+  );
   await engine.decideApproval(lost, await pendingApproval(lost, "call-1"), { decision: "approve", decided_by: "ops@example.com" });
   await toEnd(lost);
 
   // The run shown on its own page: one call approved and run, one denied, then a confirm-level call waiting.
+  // A finished run, and one cancelled while it waited.
+  const hello = await run(
+    [{ text: "The checkout dashboard has 4 panels." }],
+    "How many panels does the checkout dashboard have?",
+    "C-support",
+  );
+  await toEnd(hello);
+  const cancelled = await run(
+    [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "gone-1", arguments: { title: "Scratch" } }] }, { text: "ok" }],
+    "Make a scratch dashboard",
+  );
+  await pendingApproval(cancelled, "gone-1");
+  await engine.cancel(cancelled);
+  await toEnd(cancelled);
+
   const main = await run([
     { text: "I will create the dashboard, then an alert on its latency chart." },
     {
@@ -87,10 +107,14 @@ try {
     reason: "not needed",
   });
   await pendingApproval(main, "alert-1");
-  await run([
-    { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team owns billing alerts?" } }] },
-    { text: "ok" },
-  ]);
+  await run(
+    [
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team owns billing alerts?" } }] },
+      { text: "ok" },
+    ],
+    "Route the billing alerts to the right team",
+    "C-billing",
+  );
 
   for (const [suffix, viewport] of [
     ["", { width: 1280, height: 860 }],
@@ -103,8 +127,15 @@ try {
       if (suffix === "") await shoot(page, "sign-in", base, "#sign-in");
       await signIn(page, stack.server.url, stack.server.token, "ada");
       await shoot(page, `run${suffix}`, `${base}#/runs/${main}`, 'li.card[data-tool-call-id="alert-1"][data-stage="waiting_for_approval"]');
+      await shoot(page, `runs${suffix}`, `${base}#/runs`, `tr[data-run-id="${main}"] .tone-waiting`);
       if (suffix === "") {
-        await shoot(page, "runs", `${base}#/runs`, "table.runs");
+        await shoot(page, "waiting", `${base}#/`, "li[data-approval-id]");
+        await shoot(
+          page,
+          "run-unknown",
+          `${base}#/runs/${lost}`,
+          'li.card[data-tool-call-id="call-1"][data-tone="warn"] .outcome[data-outcome]',
+        );
         await shoot(page, "approvals", `${base}#/approvals`, "#approvals-title");
         await shoot(page, "questions", `${base}#/questions`, "#questions-title");
         await shoot(page, "outcomes", `${base}#/outcomes`, "li[data-mutation-id]");

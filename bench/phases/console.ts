@@ -35,16 +35,17 @@ declare global {
 }
 
 /**
- * Runs in the page: records when each `ol.messages li` whose text starts with
- * a label (`c<n>_`) first enters the DOM, as window.__benchSeen[label] (the
- * page's wall clock, timeOrigin + now(), ms).
+ * Runs in the page: records when each assistant message of the timeline
+ * (`ol.timeline > li[data-kind=message|final]`) whose text starts with a label
+ * (`c<n>_`) first enters the DOM, as window.__benchSeen[label] (the page's
+ * wall clock, timeOrigin + now(), ms).
  */
 const OBSERVER_SCRIPT = `(() => {
   const seen = {};
   window.__benchSeen = seen;
   const record = (el) => {
-    if (!el.closest("ol.messages")) return;
-    const label = /^(c\\d+_)/.exec(el.textContent || "")?.[1];
+    if (!el.matches('ol.timeline > li[data-kind="message"], ol.timeline > li[data-kind="final"]')) return;
+    const label = /^(c\\d+_)/.exec(el.querySelector(".said")?.textContent || "")?.[1];
     if (label !== undefined && seen[label] === undefined) seen[label] = performance.timeOrigin + performance.now();
   };
   new MutationObserver((mutations) => {
@@ -83,7 +84,7 @@ async function clockOffset(page: Page): Promise<{ offset: number; uncertainty: n
 /**
  * One running run (kept running by a long scripted turn), its timeline page
  * open (`#/runs/{id}`, the page's one SSE stream), and a MutationObserver in
- * the page recording when each `ol.messages li` whose text starts with a
+ * the page recording when each timeline message whose text starts with a
  * label first enters the DOM. Then one synthetic assistant_message at a time
  * through the bench Worker's append route (RunObject's own append and
  * fan-out): the time is taken just before the append request is sent, and

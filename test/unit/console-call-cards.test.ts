@@ -115,6 +115,20 @@ describe("call cards", () => {
     expect(fold([{ ...env(), type: "run_failed", error: { code: "model_error", message: "x" } }]).status).toBe("failed");
   });
 
+  it("names the requester from run_started: requested_by and on_behalf_of where sent, else user_id", () => {
+    seq = 0;
+    expect(fold([{ ...env(), type: "run_started", user_id: "U1" }]).requester).toEqual({ by: "U1" });
+    seq = 0;
+    const principal = {
+      ...env(),
+      type: "run_started",
+      user_id: "U1",
+      requested_by: "token:svc",
+      on_behalf_of: "access:ada@x",
+    } as EngineEvent;
+    expect(fold([principal]).requester).toEqual({ by: "token:svc", on_behalf_of: "access:ada@x" });
+  });
+
   it("keeps a deny's reason when the server sends one, and none when it does not", () => {
     seq = 0;
     const started = { ...env(), type: "tool_started" as const, tool_name: "t", tool_call_id: "c1", approval_required: true };

@@ -49,6 +49,8 @@ export interface RunView {
   messages: { sequence: number; text: string }[];
   cards: CallCard[];
   timeline: TimelineEntry[];
+  /** Who started the run, from run_started: `requested_by` where the server sends it (contract section 18), else `user_id`. */
+  requester?: { by: string; on_behalf_of?: string };
   /** run_completed's text (shown once: as the last message marked final, or as its own final entry). */
   final_text?: string;
   error?: ErrorFacts;
@@ -72,17 +74,6 @@ function withFinal(timeline: TimelineEntry[], sequence: number, text: string | u
   return [...timeline, { kind: "message", sequence, text, final: true }];
 }
 
-/** Human words for a stage, as the card shows it. */
-export const STAGE_LABELS: Record<CallStage, string> = {
-  announced: "announced",
-  waiting_for_approval: "waiting for approval",
-  waiting_for_answer: "waiting for an answer",
-  approved: "approved",
-  answered: "answered",
-  executed: "executed",
-  not_executed: "not executed",
-};
-
 /** Folds one event into the view (a new object; the input is not changed). Events at or below last_sequence are ignored. */
 export function applyEvent(view: RunView, event: EngineEvent): RunView {
   if (event.sequence <= view.last_sequence) return view;
@@ -91,7 +82,12 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
     next.cards = next.cards.map((c) => (c.tool_call_id === toolCallId ? change(c) : c));
   };
   switch (event.type) {
-    case "run_started":
+    case "run_started": {
+      const extra = event as { requested_by?: unknown; on_behalf_of?: unknown };
+      const by = typeof extra.requested_by === "string" && extra.requested_by !== "" ? extra.requested_by : event.user_id;
+      next.requester = { by, ...(typeof extra.on_behalf_of === "string" ? { on_behalf_of: extra.on_behalf_of } : {}) };
+      return next;
+    }
     case "heartbeat":
       return next;
     case "assistant_message":

@@ -4,7 +4,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { errorText } from "./api";
 
 /** Listings and the pool are polled this often (the index may lag a moment anyway). */
-export const POLL_INTERVAL_MS = 2_000;
+const POLL_INTERVAL_MS = 2_000;
 
 /** The current time, ticking every second: countdowns. */
 export function useNow(): number {

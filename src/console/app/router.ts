@@ -41,7 +41,7 @@ export type Route =
   | { page: "unknown"; fragment: string };
 
 /** decodeURIComponent that never throws: a malformed escape stays as it was typed. */
-export function safeDecode(part: string): string {
+function safeDecode(part: string): string {
   try {
     return decodeURIComponent(part);
   } catch {

@@ -38,7 +38,6 @@ export function useRunOutcomes(runId: string, mutationIds: string[]): Map<string
       clearTimeout(timer);
     };
     // Read again when the timeline names a mutation this read did not have.
-    // biome-ignore lint/correctness/useExhaustiveDependencies: mutationIds is summarised by `missing`
   }, [runId, missing]);
   return rows;
 }

@@ -8,7 +8,7 @@
 import type { MutationOutcome, NotExecutedReason } from "../../client/types";
 import type { CallCard, RunViewStatus } from "./call-cards";
 
-export type Tone =
+type Tone =
   /** Nothing decided yet. */
   | "neutral"
   /** Waits for a person. */
@@ -79,7 +79,7 @@ export function cardVerdict(card: CallCard, outcome: MutationOutcome | undefined
 }
 
 /** What a run waits for, from its cards or from the listings of what waits. */
-export interface RunWaits {
+interface RunWaits {
   approval: boolean;
   answer: boolean;
 }

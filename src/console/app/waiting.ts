@@ -7,7 +7,7 @@ import { engine } from "./api";
 import { usePolled } from "./hooks";
 
 /** Items read per listing: the counts say "200+" beyond it. */
-export const WAITING_LIMIT = 200;
+const WAITING_LIMIT = 200;
 
 export interface Waiting {
   approvals?: ApprovalListItem[];

@@ -28,7 +28,7 @@ export function CallCard({
   const decision = card.decision;
   return (
     <li
-      class={`card tone-${verdict.tone}`}
+      class="card"
       data-kind="call"
       data-sequence={sequence}
       data-tool-call-id={card.tool_call_id}

@@ -13,7 +13,7 @@ export function OutcomesPage({ mutations, error, reload }: { mutations?: Mutatio
       {mutations && mutations.length === 0 ? <p class="empty">No outcome is unknown.</p> : null}
       <ul class="inbox">
         {(mutations ?? []).map((row) => (
-          <li key={row.mutation_id} class="card tone-warn" data-mutation-id={row.mutation_id}>
+          <li key={row.mutation_id} class="card" data-tone="warn" data-mutation-id={row.mutation_id}>
             <h3>
               <code>{row.tool_name}</code> <span class="state tone-warn">outcome unknown</span>
             </h3>

@@ -20,6 +20,13 @@ type SummaryState =
   | { kind: "not_found" }
   | { kind: "error"; message: string };
 
+/** "ada asked", "svc asked on behalf of ada", from run_started, else the summary. */
+function askedBy(view: RunView, summary: RunSummary): string {
+  const r = view.requester;
+  if (r) return r.on_behalf_of ? `${r.by} asked on behalf of ${r.on_behalf_of}` : `${r.by} asked`;
+  return summary.user_id ? `${summary.user_id} asked` : "The request";
+}
+
 function NotFound({ runId }: { runId: string }) {
   return (
     <section aria-labelledby="run-title" data-run-state="not_found">
@@ -114,7 +121,7 @@ export function RunPage({ runId, now }: { runId: string; now: number }) {
       <ol class="timeline" aria-label="Timeline">
         {s ? (
           <li class="request" data-kind="request" data-sequence={0}>
-            <p class="who-said">{s.user_id ? `${s.user_id} asked` : "The request"}</p>
+            <p class="who-said">{askedBy(view, s)}</p>
             <p class="said">{s.request ?? "(this run's request was not kept: it started before the engine kept requests)"}</p>
           </li>
         ) : null}
@@ -147,7 +154,7 @@ export function RunPage({ runId, now }: { runId: string; now: number }) {
           );
         })}
         {view.error ? (
-          <li class={`ended tone-${view.status === "cancelled" ? "stopped" : "bad"}`} data-kind="ended">
+          <li class="ended" data-tone={view.status === "cancelled" ? "stopped" : "bad"} data-kind="ended">
             {view.status === "cancelled" ? "The run was cancelled." : `Run failed: ${view.error.code} — ${view.error.message}`}
           </li>
         ) : null}

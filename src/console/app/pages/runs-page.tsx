@@ -7,12 +7,15 @@
 // outcomes. Filters by status, channel and requester live in the fragment's
 // query, so a filtered list is a link.
 import { useState } from "preact/hooks";
-import type { MutationOutcome, MutationState, RunListItem, RunsQuery } from "../../../client/types";
+import type { MutationOutcome, RunListItem, RunsQuery } from "../../../client/types";
 import { engine } from "../api";
 import type { RunViewStatus } from "../call-cards";
 import { ErrorLine } from "../components/error-line";
+import { OutcomeCounts } from "../components/outcome-counts";
+import { FilterForm } from "../components/run-filters";
+import { formatDuration } from "../format";
 import { usePolled } from "../hooks";
-import { href, RUN_FILTER_STATUSES, type RunFilters, type RunFilterStatus } from "../router";
+import { href, type RunFilters } from "../router";
 import { runVerdict } from "../verdicts";
 import type { Waiting } from "../waiting";
 
@@ -20,14 +23,6 @@ import type { Waiting } from "../waiting";
 const RUNS_PAGE_SIZE = 50;
 /** Recent mutation rows read for the outcomes column (the unknown ones come from the listing of what waits). */
 const RECENT_MUTATIONS = 200;
-
-const FILTER_LABELS: Record<RunFilterStatus, string> = {
-  waiting: "waiting on a person",
-  running: "running",
-  completed: "completed",
-  failed: "failed",
-  cancelled: "cancelled",
-};
 
 /** The listing's own query for the filters; what it cannot filter (waiting, cancelled) is narrowed on the page. */
 function listingQuery(filters: RunFilters): RunsQuery {
@@ -41,92 +36,6 @@ function listingQuery(filters: RunFilters): RunsQuery {
 }
 
 const statusOf = (r: RunListItem): RunViewStatus => (r.status === "failed" && r.error_code === "cancelled" ? "cancelled" : r.status);
-
-/** "1.2 s", "3m 05s", "2h 04m". */
-export function formatDuration(ms: number): string {
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  if (minutes < 60) return `${minutes}m ${String(Math.floor((ms % 60_000) / 1_000)).padStart(2, "0")}s`;
-  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
-}
-
-const OUTCOME_WORDS: Record<MutationState, string> = {
-  completed: "completed",
-  not_executed: "not executed",
-  outcome_unknown: "unknown",
-  unresolved: "settling",
-};
-const OUTCOME_TONES: Record<MutationState, string> = {
-  completed: "ok",
-  not_executed: "stopped",
-  outcome_unknown: "warn",
-  unresolved: "progress",
-};
-
-function Outcomes({ rows }: { rows: MutationOutcome[] }) {
-  if (rows.length === 0) return <span class="meta">none</span>;
-  const counts = new Map<MutationState, number>();
-  for (const r of rows) counts.set(r.state, (counts.get(r.state) ?? 0) + 1);
-  return (
-    <span class="outcomes">
-      {[...counts].map(([state, n]) => (
-        <span key={state} class={`state tone-${OUTCOME_TONES[state]}`} data-outcome={state}>
-          {n} {OUTCOME_WORDS[state]}
-        </span>
-      ))}
-    </span>
-  );
-}
-
-function FilterForm({ filters }: { filters: RunFilters }) {
-  const [channel, setChannel] = useState(filters.channel_id ?? "");
-  const [user, setUser] = useState(filters.user_id ?? "");
-  const go = (next: RunFilters) => {
-    location.hash = href.runsWith(next);
-  };
-  return (
-    <form
-      class="filters"
-      aria-label="Filter the runs"
-      onSubmit={(e) => {
-        e.preventDefault();
-        go({ ...filters, channel_id: channel.trim(), user_id: user.trim() });
-      }}
-    >
-      <p>
-        <label for="filter-status">Status</label>
-        <select
-          id="filter-status"
-          value={filters.status ?? ""}
-          onChange={(e) => go({ ...filters, status: (e.currentTarget.value || undefined) as RunFilterStatus | undefined })}
-        >
-          <option value="">any</option>
-          {RUN_FILTER_STATUSES.map((s) => (
-            <option key={s} value={s}>
-              {FILTER_LABELS[s]}
-            </option>
-          ))}
-        </select>
-      </p>
-      <p>
-        <label for="filter-channel">Channel</label>
-        <input id="filter-channel" value={channel} onInput={(e) => setChannel(e.currentTarget.value)} />
-      </p>
-      <p>
-        <label for="filter-user">Requester</label>
-        <input id="filter-user" value={user} onInput={(e) => setUser(e.currentTarget.value)} />
-      </p>
-      <p class="actions">
-        <button type="submit">Filter</button>
-        {filters.status || filters.channel_id || filters.user_id ? (
-          <a class="clear" href={href.runs}>
-            Clear filters
-          </a>
-        ) : null}
-      </p>
-    </form>
-  );
-}
 
 function OpenRunForm() {
   const [runId, setRunId] = useState("");
@@ -229,7 +138,7 @@ export function RunsPage({ waiting, filters, now }: { waiting: Waiting; filters:
                   {r.ended_at ? "" : " so far"}
                 </td>
                 <td data-label="Mutations">
-                  <Outcomes rows={rows} />
+                  <OutcomeCounts rows={rows} />
                 </td>
               </tr>
             );

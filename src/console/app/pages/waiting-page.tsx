@@ -32,7 +32,7 @@ export function WaitingPage({ waiting, now, who }: { waiting: Waiting; now: numb
       {waiting.unknown && waiting.unknown.length > 0 ? (
         <ul class="inbox">
           {waiting.unknown.map((row) => (
-            <li key={row.mutation_id} class="card tone-warn" data-mutation-id={row.mutation_id}>
+            <li key={row.mutation_id} class="card" data-tone="warn" data-mutation-id={row.mutation_id}>
               <code>{row.tool_name}</code> in <a href={href.run(row.run_id)}>{row.run_id}</a>: the outcome is unknown ·{" "}
               <a href={href.outcomes}>reconcile</a>
             </li>
