@@ -38,7 +38,12 @@ describe("the trace outbox", () => {
       const refused = await exportSpans(spans, target, t0 + 4, answering(503));
       expect(refused).toMatchObject({ status: "failed", dropped: 0, remaining: 1 });
       const sent: string[] = [];
-      expect(await exportSpans(spans, target, t0 + 5, answering(200, sent))).toEqual({ status: "ok", exported: 1, dropped: 0, remaining: 0 });
+      expect(await exportSpans(spans, target, t0 + 5, answering(200, sent))).toEqual({
+        status: "ok",
+        exported: 1,
+        dropped: 0,
+        remaining: 0,
+      });
       expect(JSON.parse(sent[0] ?? "{}").resourceSpans[0].scopeSpans[0].spans.map((s: { name: string }) => s.name)).toEqual(["tool.call"]);
       // Sent once: nothing left to send again.
       expect(await exportSpans(spans, target, t0 + 6, answering(200))).toEqual({ status: "idle" });
