@@ -2,7 +2,10 @@
 // D1 run index of contract section 15 (a durable mark per appended event that
 // changes a listing, flushed to D1 by the object's alarm) and, for runs
 // started from Slack, the Slack outbox of contract section 14 (posts enqueued
-// on each append, delivered in the background and retried by the alarm).
+// on each append, delivered in the background and retried by the alarm),
+// and contract section 22's share of the run: its metric deltas
+// (src/operate/run-metrics.ts) and, with tracing on, its spans
+// (src/operate/trace-spans.ts), both sent from the same flush as the index.
 // The engine calls `appended` synchronously after every stored event; this
 // module does storage work only there, and every network step (D1 flush,
 // Slack delivery) runs outside the run's path (waitUntil and the alarm). An
