@@ -56,6 +56,8 @@
 //      and the figures no issue sets a goal for.
 //   11. the metrics scrape (issue 22, phases/scrape.ts): GET /api/metrics p50/p99
 //      over 10 and over 10,000 indexed runs, and the scrape's own D1 statements.
+//   12. tracing's cost (issue 22, phases/tracing-cpu.ts): the phase 1 trial with
+//      tracing off and on (a local OTLP collector), runtime CPU per 1,000 events.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -81,6 +83,7 @@ import { poolPhase } from "./phases/pool-load";
 import { prepareReplayRun, replayPhase } from "./phases/replay";
 import { scrapePhase, scrapeReport } from "./phases/scrape";
 import { slackPhase } from "./phases/slack";
+import { tracingCpuPhase, tracingCpuReport } from "./phases/tracing-cpu";
 import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
 import { report } from "./report";
@@ -146,6 +149,7 @@ async function main(): Promise<void> {
   const slack = await slackPhase(demo.url);
   const consoleLatency = await consolePhase();
   const scrape = await scrapePhase();
+  const tracing = await tracingCpuPhase();
   process.stdout.write(
     report({
       paths,
@@ -156,7 +160,9 @@ async function main(): Promise<void> {
       slack,
       console: consoleLatency,
       load: { before: loadBefore, after: loadAverage() },
-    }) + scrapeReport(scrape),
+    }) +
+      scrapeReport(scrape) +
+      tracingCpuReport(tracing),
   );
 }
 
