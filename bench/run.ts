@@ -54,6 +54,10 @@
 //      event's entry in the page's DOM (skipped without /usr/bin/chromium).
 //   10. the goals (bench/goals.ts: figure, goal, how it is judged), met or not,
 //      and the figures no issue sets a goal for.
+//   11. the metrics scrape (issue 22, phases/scrape.ts): GET /api/metrics p50/p99
+//      over 10 and over 10,000 indexed runs, and the scrape's own D1 statements.
+//   12. tracing's cost (issue 22, phases/tracing-cpu.ts): the phase 1 trial with
+//      tracing off and on (a local OTLP collector), runtime CPU per 1,000 events.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -77,7 +81,9 @@ import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
 import { prepareReplayRun, replayPhase } from "./phases/replay";
+import { scrapePhase, scrapeReport } from "./phases/scrape";
 import { slackPhase } from "./phases/slack";
+import { tracingCpuPhase, tracingCpuReport } from "./phases/tracing-cpu";
 import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
 import { report } from "./report";
@@ -142,6 +148,8 @@ async function main(): Promise<void> {
   const line = await storageLinePhase(approvalMcp, demo.baseUrl);
   const slack = await slackPhase(demo.url);
   const consoleLatency = await consolePhase();
+  const scrape = await scrapePhase();
+  const tracing = await tracingCpuPhase();
   process.stdout.write(
     report({
       paths,
@@ -152,7 +160,9 @@ async function main(): Promise<void> {
       slack,
       console: consoleLatency,
       load: { before: loadBefore, after: loadAverage() },
-    }),
+    }) +
+      scrapeReport(scrape) +
+      tracingCpuReport(tracing),
   );
 }
 

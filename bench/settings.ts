@@ -114,3 +114,6 @@ export const ERROR_TEXT_CHARS = 160;
 export const MS_PER_SECOND = 1_000;
 export const NS_PER_US = 1_000;
 export const KIB_PER_MIB = 1_024;
+
+/** Phase 11: timed metrics scrapes at each index size. */
+export const SCRAPE_REPEATS = count(50, 5);

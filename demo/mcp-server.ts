@@ -247,13 +247,16 @@ interface CallRecord {
   tool: string;
   arguments: unknown;
   at: string;
+  /** The W3C trace context the call carried (contract section 22): its HTTP header and its params._meta. */
+  traceparent?: { header?: string; meta?: string };
 }
 
 class CallLog {
   private calls: CallRecord[] = [];
 
-  record(tool: string, args: unknown): void {
-    this.calls.push({ tool, arguments: args, at: new Date().toISOString() });
+  record(tool: string, args: unknown, traceparent: { header?: string; meta?: string } = {}): void {
+    const traced = traceparent.header !== undefined || traceparent.meta !== undefined;
+    this.calls.push({ tool, arguments: args, at: new Date().toISOString(), ...(traced ? { traceparent } : {}) });
   }
 
   reset(): void {
@@ -374,14 +377,24 @@ interface ToolCall {
   id: RequestId;
   name: string;
   args: unknown;
+  /** `params._meta.traceparent`, when the client sent its trace context. */
+  metaTraceparent?: string;
 }
 
 function toolCallsIn(body: unknown): ToolCall[] {
   const messages = Array.isArray(body) ? body : [body];
   return messages.flatMap((message): ToolCall[] => {
     if (!isJSONRPCRequest(message) || message.method !== "tools/call") return [];
-    const params = (message.params ?? {}) as { name?: unknown; arguments?: unknown };
-    return [{ id: message.id, name: String(params.name), args: params.arguments ?? {} }];
+    const params = (message.params ?? {}) as { name?: unknown; arguments?: unknown; _meta?: { traceparent?: unknown } };
+    const traceparent = params._meta?.traceparent;
+    return [
+      {
+        id: message.id,
+        name: String(params.name),
+        args: params.arguments ?? {},
+        ...(typeof traceparent === "string" ? { metaTraceparent: traceparent } : {}),
+      },
+    ];
   });
 }
 
@@ -499,7 +512,9 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
 
     // Counted on arrival, before routing or faults, so tests see every attempt.
     const toolCalls = toolCallsIn(body);
-    for (const call of toolCalls) calls.record(call.name, call.args);
+    const header = req.headers.traceparent;
+    for (const call of toolCalls)
+      calls.record(call.name, call.args, { header: typeof header === "string" ? header : undefined, meta: call.metaTraceparent });
 
     const sessionId = req.headers["mcp-session-id"];
     let endpoint: McpEndpoint | undefined;

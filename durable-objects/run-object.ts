@@ -24,7 +24,10 @@ import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
-import { observeSends, RUN_METRICS_TABLES } from "../src/operate/run-metrics";
+import { observeSends, observeTurns } from "../src/operate/run-hooks";
+import { RUN_METRICS_TABLES } from "../src/operate/run-metrics";
+import { traceparentOf } from "../src/operate/trace-ids";
+import { mcpSpanKey } from "../src/operate/trace-spans";
 import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
 import { type ConversationItem, modelProviderFromConfig } from "../src/providers/model-provider";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
@@ -229,7 +232,7 @@ export class RunObject extends DurableObject<Env> {
     const provider = modelProviderFromConfig(config);
     const catalog = this.#catalog();
     const conversation = provider ? new Conversation(sql) : undefined;
-    const source: ModelSource =
+    const model: ModelSource =
       provider && conversation
         ? new ProviderSource(provider, conversation, catalog, config.SYSTEM_PROMPT)
         : new ScriptedSource(script, message);
@@ -244,6 +247,10 @@ export class RunObject extends DurableObject<Env> {
       },
       run,
     );
+    const source = observeTurns(model, {
+      started: (index) => outputs.turnStarted(index, Date.now()),
+      ended: (index, ok) => outputs.turnEnded(index, ok, Date.now()),
+    });
     const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
     engine = new RunEngine(
       {
@@ -252,9 +259,13 @@ export class RunObject extends DurableObject<Env> {
         stream,
         schedule,
         ledger,
+        // Each tools/call carries the run's trace context when tracing is on (contract section 22).
         open: observeSends(
-          (call) => openMcpCall(config, call),
-          (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),
+          (call) => openMcpCall(config, call, outputs.tracing ? traceparentOf(run.run_id, mcpSpanKey(call.tool_call_id)) : undefined),
+          {
+            sent: (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),
+            answered: (toolCallId, outcome) => outputs.toolCallAnswered(toolCallId, outcome, Date.now()),
+          },
         ),
         source,
         catalog,

@@ -2,7 +2,10 @@
 // D1 run index of contract section 15 (a durable mark per appended event that
 // changes a listing, flushed to D1 by the object's alarm) and, for runs
 // started from Slack, the Slack outbox of contract section 14 (posts enqueued
-// on each append, delivered in the background and retried by the alarm).
+// on each append, delivered in the background and retried by the alarm),
+// and contract section 22's share of the run: its metric deltas
+// (src/operate/run-metrics.ts) and, with tracing on, its spans
+// (src/operate/trace-spans.ts), both sent from the same flush as the index.
 // The engine calls `appended` synchronously after every stored event; this
 // module does storage work only there, and every network step (D1 flush,
 // Slack delivery) runs outside the run's path (waitUntil and the alarm). An
@@ -12,7 +15,11 @@
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
+import type { DispatchOutcome } from "../execution/tool-calls";
+import { observePosts } from "../operate/run-hooks";
 import { RunMetrics } from "../operate/run-metrics";
+import { exportSpans, nextExportDelayMs, type TraceExportTarget } from "../operate/trace-export";
+import { mcpSpanKey, RUN_SPAN_KEY, toolSpanKey, TraceSpans } from "../operate/trace-spans";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
 import { isPostingStopped } from "../slack/stop-posting";
@@ -53,6 +60,11 @@ export class RunOutputs implements EngineObserver {
   readonly #index: RunIndex;
   /** The run's counter deltas for GET /api/metrics (contract section 22), flushed with the index. */
   readonly #metrics: RunMetrics;
+  /** The run's spans (contract section 22), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly #traces: { spans: TraceSpans; target: TraceExportTarget } | undefined;
+  #exportFailures = 0;
+  /** The export in flight: a second flush meanwhile shares it (never the same span sent twice at once). */
+  #exporting: Promise<number | null> | null = null;
   /** Set when the Slack app is on and the run was started from Slack. */
   readonly #slack: SlackSide | undefined;
   readonly #slackOn: boolean;
@@ -64,14 +76,35 @@ export class RunOutputs implements EngineObserver {
     this.#index = new RunIndex(deps.sql);
     this.#metrics = new RunMetrics(deps.sql, run.run_id);
     const { config } = deps;
+    this.#traces =
+      config.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
+        ? undefined
+        : {
+            spans: new TraceSpans(deps.sql, { run_id: run.run_id, channel_id: run.channel_id, user_id: run.user_id }),
+            target: { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, headers: config.OTEL_EXPORTER_OTLP_HEADERS },
+          };
     const token = config.SLACK_BOT_TOKEN;
     this.#slackOn = config.SLACK_SIGNING_SECRET !== undefined && token !== undefined;
     if (this.#slackOn && token !== undefined && run.source === "slack" && run.slack) {
       const outbox = new SlackOutbox(deps.sql, config);
       outbox.init({ channel_id: run.channel_id, thread_ts: run.slack.thread_ts, message_ts: run.slack.message_ts });
+      const client = createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL });
+      const spans = this.#traces?.spans;
       this.#slack = {
         outbox,
-        client: createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }),
+        // Each post is a `slack.post` span of the run's trace when tracing is on.
+        client: spans
+          ? observePosts(client, {
+              started: (method) => {
+                const key = `slack:${crypto.randomUUID()}`;
+                spans.start(key, "slack.post", RUN_SPAN_KEY, Date.now(), { "aee.slack_method": method });
+                return key;
+              },
+              ended: (key, ok) => {
+                if (spans.end(key, Date.now(), { "aee.outcome": ok ? "ok" : "error" }, !ok)) this.#exportSoon(Date.now());
+              },
+            })
+          : client,
         botToken: token,
       };
     }
@@ -84,6 +117,7 @@ export class RunOutputs implements EngineObserver {
     let marked = this.#index.markEvent(this.#context(), event.type, fields, at);
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
     marked = this.#metrics.observeEvent(event.type, fields, now) || marked;
+    marked = (this.#traces?.spans.observeEvent(event.type, fields, now) ?? false) || marked;
     if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) {
       marked = this.#syncSlackCounts() || marked;
       this.#startDrain(now);
@@ -91,9 +125,31 @@ export class RunOutputs implements EngineObserver {
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
-  /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds); storage only. */
+  /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds, the `mcp.send` span); storage only. */
   toolCallSent(toolCallId: string, now: number): void {
+    this.#traces?.spans.start(mcpSpanKey(toolCallId), "mcp.send", toolSpanKey(toolCallId), now, { "aee.tool_call_id": toolCallId });
     if (this.#metrics.toolCallSent(toolCallId, now)) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+  }
+
+  /** The tools/call answered (or failed): the `mcp.send` span ends. */
+  toolCallAnswered(toolCallId: string, outcome: DispatchOutcome | null, now: number): void {
+    const failed = outcome === null || outcome.kind === "failed" || outcome.is_error;
+    const label = outcome === null ? "error" : outcome.kind === "failed" ? outcome.code : outcome.is_error ? "tool_error" : "ok";
+    if (this.#traces?.spans.end(mcpSpanKey(toolCallId), now, { "aee.outcome": label }, failed)) this.#exportSoon(now);
+  }
+
+  /** A model turn starts / ends: the `model.turn` span. */
+  turnStarted(index: number, now: number): void {
+    this.#traces?.spans.start(`turn:${index}`, "model.turn", RUN_SPAN_KEY, now, { "aee.turn": String(index) });
+  }
+
+  turnEnded(index: number, ok: boolean, now: number): void {
+    if (this.#traces?.spans.end(`turn:${index}`, now, { "aee.outcome": ok ? "ok" : "error" }, !ok)) this.#exportSoon(now);
+  }
+
+  /** Whether the run is traced (OTEL_EXPORTER_OTLP_ENDPOINT set): then MCP requests carry `traceparent`. */
+  get tracing(): boolean {
+    return this.#traces !== undefined;
   }
 
   summaryExtras(): Partial<RunSummary> {
@@ -106,7 +162,7 @@ export class RunOutputs implements EngineObserver {
 
   /** The alarm ran the engine's step (heartbeat included): now the index flush and the outbox, neither awaited. */
   afterAlarm(now: number): void {
-    if (this.#index.pending > 0 || this.#metrics.pending) this.#deps.waitUntil(this.#flush());
+    if (this.#index.pending > 0 || this.#metrics.pending || (this.#traces?.spans.waiting ?? 0) > 0) this.#deps.waitUntil(this.#flush());
     if (this.#slack && this.#slack.outbox.nextAttemptAt() !== null) this.#startDrain(now);
   }
 
@@ -126,6 +182,8 @@ export class RunOutputs implements EngineObserver {
 
   /** Retention: the outbox goes with the events. The index's marks stay until written (the object flushes them). */
   purge(): void {
+    // Spans still unexported at retention go with the run's storage: counted as dropped.
+    this.#metrics.add("aee_trace_spans_dropped_total", "", this.#traces?.spans.waiting ?? 0);
     this.#slack?.outbox.purge();
     // Posts dropped with the outbox no longer wait: the gauge falls (its delta outlives the purge, like the marks).
     this.#syncSlackCounts();
@@ -148,15 +206,50 @@ export class RunOutputs implements EngineObserver {
         error,
       });
     } else this.#flushFailures = 0;
+    const traceDelay = await this.#exportTraces();
     const remaining = this.#index.pending + (this.#metrics.pending ? 1 : 0);
-    const delay = nextFlushDelayMs(
+    const indexDelay = nextFlushDelayMs(
       error === null
         ? { status: "ok", written: result.written, remaining }
         : { status: "failed", written: result.written, remaining, error },
       this.#flushFailures,
     );
+    const delays = [indexDelay, traceDelay].filter((d): d is number => d !== null);
+    const delay = delays.length === 0 ? null : Math.min(...delays);
     if (delay === null) schedule.clear("index");
     else schedule.set("index", Date.now() + delay);
+  }
+
+  /** Sends the run's ended spans (never throws; the collector's trouble is only logged). Returns when to try again. */
+  #exportTraces(): Promise<number | null> {
+    this.#exporting ??= this.#exportOnce().finally(() => {
+      this.#exporting = null;
+    });
+    return this.#exporting;
+  }
+
+  async #exportOnce(): Promise<number | null> {
+    const traces = this.#traces;
+    if (!traces) return null;
+    const result = await exportSpans(traces.spans, traces.target, Date.now());
+    if (result.status !== "idle" && result.dropped > 0) {
+      this.#metrics.add("aee_trace_spans_dropped_total", "", result.dropped);
+      logger.warn("traces: spans dropped after their retry window", { run_id: this.#run.run_id, dropped: result.dropped });
+    }
+    if (result.status === "failed") {
+      this.#exportFailures += 1;
+      logger.warn("traces: the collector did not take the spans; retried", {
+        run_id: this.#run.run_id,
+        failures_in_a_row: this.#exportFailures,
+        error: result.error,
+      });
+    } else this.#exportFailures = 0;
+    return nextExportDelayMs(result, this.#exportFailures);
+  }
+
+  /** A span ended: the export runs with the next flush. */
+  #exportSoon(now: number): void {
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   #startDrain(now: number): void {

@@ -125,6 +125,33 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v === "" ? undefined : v));
 
+/**
+ * OTEL_EXPORTER_OTLP_HEADERS: `k=v,k2=v2` (the OpenTelemetry convention; values
+ * may be percent-encoded). Hand-parsed: the format is one split per comma and '='.
+ */
+const otlpHeadersVar = optionalText.transform((v, ctx) => {
+  const headers: Record<string, string> = {};
+  if (v === undefined) return headers;
+  for (const pair of v.split(",")) {
+    if (pair.trim() === "") continue;
+    const at = pair.indexOf("=");
+    const name = at > 0 ? pair.slice(0, at).trim() : "";
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      // Never echo the value: it is a credential.
+      ctx.addIssue({ code: "custom", message: "expected k=v,k2=v2 with header names as keys" });
+      return z.NEVER;
+    }
+    let value = pair.slice(at + 1).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      // Not percent-encoded after all: taken as written.
+    }
+    headers[name.toLowerCase()] = value;
+  }
+  return headers;
+});
+
 export const hostConfigSchema = z.object({
   API_TOKEN: optionalText,
   MODEL_PROVIDER: z
@@ -182,6 +209,9 @@ export const hostConfigSchema = z.object({
   AUDIT_RETENTION_DAYS: daysVar(DEFAULT_AUDIT_RETENTION_DAYS),
   // Unset: mutation outcome rows are kept for ever (they are the audit record of section 8).
   MUTATION_RETENTION_DAYS: daysVar(undefined),
+  // Traces (contract section 22): off unless the endpoint is set; the headers are a secret.
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(z.url().optional()),
+  OTEL_EXPORTER_OTLP_HEADERS: otlpHeadersVar,
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;

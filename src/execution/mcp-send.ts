@@ -21,8 +21,11 @@ export function transportCaps(config: HostConfig): TransportCaps {
   };
 }
 
-/** Opens the call's MCP session; `unreachable` (nothing sent) when there is no server, the arguments changed, or connect/initialize failed. Never throws. */
-export async function openMcpCall(config: HostConfig, call: Dispatched): Promise<CallSession> {
+/**
+ * Opens the call's MCP session; `unreachable` (nothing sent) when there is no server, the arguments changed, or connect/initialize failed. Never throws.
+ * `traceparent` (tracing on, contract section 22): sent as the W3C header on every request of the session and in the tools/call's `params._meta`.
+ */
+export async function openMcpCall(config: HostConfig, call: Dispatched, traceparent?: string): Promise<CallSession> {
   const target = parseMcpToolName(call.tool_name);
   const server = target ? config.MCP_SERVERS[target.server] : undefined;
   if (!target || !server) return { kind: "unreachable", message: `No MCP server is configured for ${call.tool_name}.` };
@@ -30,13 +33,14 @@ export async function openMcpCall(config: HostConfig, call: Dispatched): Promise
   if ((await argumentsDigest(call.arguments)) !== call.arguments_digest) {
     return { kind: "unreachable", message: "The arguments changed after approval; the call was not sent." };
   }
-  const opened = await openMcpSession(server, transportCaps(config));
+  const traced = traceparent === undefined ? server : { ...server, headers: { ...server.headers, traceparent } };
+  const opened = await openMcpSession(traced, transportCaps(config));
   if (opened.kind === "failed") return { kind: "unreachable", message: opened.message };
   const { session } = opened;
   return {
     kind: "open",
     send: async () => {
-      const outcome = await session.call(target.tool, call.arguments);
+      const outcome = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
       if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
       return {
         kind: "result",

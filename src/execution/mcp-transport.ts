@@ -182,8 +182,8 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
  * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
  */
 interface McpCallSession {
-  /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. */
-  call(toolName: string, args: Record<string, unknown>): Promise<McpCallOutcome>;
+  /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. `meta`: the request's `params._meta`. */
+  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
   close(): Promise<void>;
 }
@@ -211,11 +211,11 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
   return {
     kind: "open",
     session: {
-      call: async (toolName, args) => {
+      call: async (toolName, args, meta) => {
         if (called)
           return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
         called = true;
-        return open.callTool(toolName, args);
+        return open.callTool(toolName, args, meta);
       },
       close: () => open.close(),
     },
@@ -287,13 +287,17 @@ class McpSession {
   }
 
   /** The one tools/call of this session, as an outcome. Never throws. */
-  async callTool(toolName: string, args: Record<string, unknown>): Promise<McpCallOutcome> {
+  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome> {
     const { callTimeoutMs } = this.caps;
     try {
       let result: CallToolResult;
       try {
         result = (await this.bounded(
-          this.client.callTool({ name: toolName, arguments: args }, undefined, requestOptions(callTimeoutMs)),
+          this.client.callTool(
+            { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) },
+            undefined,
+            requestOptions(callTimeoutMs),
+          ),
           callTimeoutMs,
           "tools/call",
         )) as CallToolResult;

@@ -9,7 +9,6 @@
 // batch (synchronously, so nothing added meanwhile is lost or sent twice) and
 // resends that batch unchanged until D1 took it; D1 applies a batch only when
 // its seq is newer than the one it holds for this run (see the migration).
-import type { CallSession } from "../execution/dispatch-pipeline";
 import type { SqlLike } from "../stream/event-log";
 import type { EventType } from "../stream/events";
 import { APPROVAL_DECISION_BUCKETS_S, APPROVAL_TO_DISPATCH_BUCKETS_S, bucketLabel, type DeltaSeries } from "./metric-series";
@@ -181,25 +180,4 @@ export class RunMetrics {
     this.#sql.exec(`DELETE FROM metric_timers WHERE key = ?`, key);
     return row.at;
   }
-}
-
-/**
- * Wraps a call opener so `sent` hears each tools/call right before it leaves
- * (approved → sent is aee_approval_to_dispatch_seconds). Nothing else changes.
- */
-export function observeSends<C extends { tool_call_id: string }>(
-  open: (call: C) => Promise<CallSession>,
-  sent: (toolCallId: string) => void,
-): (call: C) => Promise<CallSession> {
-  return async (call) => {
-    const session = await open(call);
-    if (session.kind !== "open") return session;
-    return {
-      ...session,
-      send: () => {
-        sent(call.tool_call_id);
-        return session.send();
-      },
-    };
-  };
 }
