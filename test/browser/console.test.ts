@@ -189,11 +189,11 @@ describe.sequential("the console in Chromium", () => {
     ]);
     await openRun(runId);
     await expectStage("ask-secret", "waiting_for_answer");
-    await expect.poll(() => card("ask-secret").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("[redacted]");
+    await expect.poll(() => card("ask-secret").textContent(), { timeout: UI_TIMEOUT_MS }).toContain("[redacted]");
     await expectNoSecrets();
     await page.goto(consoleUrl("#/questions"));
     await expect
-      .poll(() => page.locator(`li.card[data-tool-call-id="ask-secret"]`).innerText(), { timeout: UI_TIMEOUT_MS })
+      .poll(() => page.locator(`li.card[data-tool-call-id="ask-secret"]`).textContent(), { timeout: UI_TIMEOUT_MS })
       .toContain("[redacted]");
     await expectNoSecrets();
     await engine.cancel(runId);
