@@ -220,7 +220,12 @@ const TEXT_FLAG = /(?<![A-Za-z0-9_-])(--?[A-Za-z][A-Za-z0-9_-]{1,63})[ \t]{1,8}(
 
 function redactTextPairs(text: string): string {
   const out = replaceValuesAfter(text, TEXT_NAMED_PAIR, (m) => isSecretKey(m[2] ?? ""));
-  return replaceValuesAfter(out, TEXT_ARRAY_PAIR, (m) => isSecretKey(m[2] ?? ""));
+  // A name, not a value: `"--token=v", "--api-key", "w"` names nothing with its first string.
+  return replaceValuesAfter(
+    out,
+    TEXT_ARRAY_PAIR,
+    (m) => /^[^=:]+$/.test(m[2] ?? "") && !(m[2] ?? "").includes(REDACTED) && isSecretKey(m[2] ?? ""),
+  );
 }
 
 function redactTextFlags(text: string): string {

@@ -9,7 +9,6 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { redactText } from "../execution/redaction";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -38,6 +37,7 @@ import {
   refusalText,
   STALE_TEXT,
 } from "./interactions";
+import { failureText, lazyFailureLogged, SLACK_LIBRARY_LOG_LEVEL } from "./library-logging";
 import { classifySlackRequest, type SlackRoute } from "./request-envelope";
 import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
@@ -89,7 +89,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   let response: Response;
   try {
     response = await app.run(forwarded, {
-      waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(promise),
+      waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(lazyFailureLogged(promise)),
       passThroughOnException: () => ctx.passThroughOnException(),
       props: undefined,
     } as ExecutionContext);
@@ -98,7 +98,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     // payload the envelope check let through is acknowledged, so Slack does not retry it. The log names
     // the error's type only: its message may quote the payload.
     if (starts.length === 0) {
-      console.warn("slack: a verified payload could not be handled", err instanceof Error ? err.name : typeof err);
+      console.warn(`slack: a verified payload could not be handled: ${failureText(err)}`);
       return new Response("", { status: 200 });
     }
     response = new Response("", { status: 200 });
@@ -111,7 +111,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     ]).catch((err: unknown) => err);
     if (outcome !== "started" && outcome !== "slow") {
       // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
-      console.error("slack: starting a run failed", redactText(outcome instanceof Error ? outcome.message : String(outcome)));
+      console.error(`slack: starting a run failed: ${failureText(outcome)}`);
       return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
     }
   }
@@ -154,7 +154,11 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     teamId: req.context.teamId,
   });
   const app = new SlackApp<SlackEdgeAppEnv>({
-    env: { SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN, SLACK_LOGGING_LEVEL: "WARN" },
+    env: {
+      SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET,
+      SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN,
+      SLACK_LOGGING_LEVEL: SLACK_LIBRARY_LOG_LEVEL,
+    },
     authorize,
   });
   const client = createSlackClient(config);
@@ -338,6 +342,6 @@ async function ephemeral(
   try {
     await client.chat.postEphemeral({ channel: where.channel_id, user, text, ...(where.thread_ts ? { thread_ts: where.thread_ts } : {}) });
   } catch (err) {
-    console.warn("slack: an ephemeral reply was not delivered", err instanceof Error ? err.message : err);
+    console.warn(`slack: an ephemeral reply was not delivered: ${failureText(err)}`);
   }
 }

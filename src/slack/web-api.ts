@@ -3,6 +3,7 @@
 // handlers (its default rate-limit handler sleeps inside the call; the outbox
 // retries durably instead). Plus the classification of a failed call into
 // "try again later" and "Slack refused it for good".
+import { SLACK_LIBRARY_LOG_LEVEL } from "./library-logging";
 import { SlackAPIClient, SlackAPIConnectionError, SlackAPIError } from "slack-web-api-client";
 
 export interface SlackClientSettings {
@@ -11,7 +12,11 @@ export interface SlackClientSettings {
 }
 
 export function createSlackClient(settings: SlackClientSettings): SlackAPIClient {
-  return new SlackAPIClient(settings.SLACK_BOT_TOKEN, { baseUrl: settings.SLACK_API_BASE_URL, retryHandlers: [], logLevel: "WARN" });
+  return new SlackAPIClient(settings.SLACK_BOT_TOKEN, {
+    baseUrl: settings.SLACK_API_BASE_URL,
+    retryHandlers: [],
+    logLevel: SLACK_LIBRARY_LOG_LEVEL,
+  });
 }
 
 /** One failed Web API call, as the outbox sees it. */

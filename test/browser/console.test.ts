@@ -181,6 +181,24 @@ describe.sequential("the console in Chromium", () => {
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
   });
 
+  it("shows a question's secrets redacted, on its run's card and on the questions page (contract section 20)", async () => {
+    const question = `Deploy with password: ${CANARY}? The header is ["X-Api-Key","${CANARY}"].`;
+    const runId = await trigger([
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-secret", arguments: { question } }] },
+      { text: "ok" },
+    ]);
+    await openRun(runId);
+    await expectStage("ask-secret", "waiting_for_answer");
+    await expect.poll(() => card("ask-secret").textContent(), { timeout: UI_TIMEOUT_MS }).toContain("[redacted]");
+    await expectNoSecrets();
+    await page.goto(consoleUrl("#/questions"));
+    await expect
+      .poll(() => page.locator(`li.card[data-tool-call-id="ask-secret"]`).textContent(), { timeout: UI_TIMEOUT_MS })
+      .toContain("[redacted]");
+    await expectNoSecrets();
+    await engine.cancel(runId);
+  });
+
   it("cancels a run from its page", async () => {
     const runId = await trigger([
       { tool_calls: [{ tool_name: CREATE, tool_call_id: "cancel-1", arguments: { title: "cancelled" } }] },

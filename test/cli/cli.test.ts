@@ -387,6 +387,27 @@ describe("approved-exec against the engine", () => {
     expect(await cli(["cancel", runId])).toEqual({ code: 0, stdout: `${runId} had already ended: failed\n`, stderr: "" });
   });
 
+  it("watch and pending print a question's secrets redacted (contract section 20)", async () => {
+    const canary = `CANARY${Math.random().toString(36).slice(2)}`;
+    const question = `Deploy with password: ${canary}? Header ["X-Api-Key","${canary}"], then run --token ${canary}.`;
+    const runId = await triggerRun(
+      [{ tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-secret", arguments: { question } }] }],
+      channel("secret"),
+    );
+    const watching = watchJson(runId);
+    const requested = await watching.waitForJson((e) => e.type === "human_input_requested");
+    expect(String(requested.question)).toContain("[redacted]");
+    const ofRun = await cli(["pending", "--run", runId]);
+    expect(ofRun.stdout).toContain("ask-secret");
+    const listed = await cli(["pending"]);
+    expect(listed.code).toBe(0);
+    const cancelled = await cli(["cancel", runId]);
+    expect(cancelled.code).toBe(0);
+    await watching.exited;
+    for (const out of [watching.lines.join("\n"), ofRun.stdout, ofRun.stderr, listed.stdout, listed.stderr])
+      expect(out).not.toContain(canary);
+  });
+
   it("lists an outcome_unknown row and reconciles it; reconciling it again is refused with exit 1", async () => {
     const ch = channel("unknown");
     // The demo server holds the call past the engine's 1 s call timeout: dispatched, outcome unknown.

@@ -6,11 +6,21 @@
 // files (every table, WAL included), the server's log output and the
 // committed fixtures. Found: zero. The real arguments still reach the tool:
 // the demo server's call log shows them byte for byte.
+// Section 20 adds a Slack-started run (the Slack app on, its Web API a local
+// stand-in) with canaries and one sample of every secret rule
+// (test/fixtures/secret-samples.ts) in a human__ask question, in arguments
+// under each pair shape, in a tool result and in the model's text, plus
+// signed Slack payloads no listener takes carrying canaries; searched in the
+// stream, summary, listings, every Slack post, the server's log output
+// (wrangler dev's, the Worker's and its libraries' lines) and every D1 file.
 import { randomBytes } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { REDACTED, redactSecrets } from "../../src/execution/redaction";
+import { NAMED_TEXT_SAMPLES, piecesOf, SAMPLE_SECRETS, SECRET_SAMPLES } from "../fixtures/secret-samples";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, scriptMessage } from "../support/slack-signing";
+import { type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
 import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
 
@@ -20,6 +30,11 @@ const POLL_MS = 50;
 const WAIT_MS = 20_000;
 
 let server: WorkerServer;
+let slack: SlackStandIn;
+const SLACK_SECRET = "canary-signing-secret";
+const SLACK_BOT_TOKEN = "xoxb-canary-bot-token";
+const BOT = "UBOTCANARY";
+const REQUESTER = "UCANARYREQ";
 const markers: string[] = [];
 /** A unique canary: letters and digits only, so it fits inside every key format below. */
 function canary(): string {
@@ -117,20 +132,37 @@ async function filesUnder(dir: string): Promise<Array<{ path: string; text: stri
 }
 
 function expectNoCanary(surface: string, text: string): void {
-  const found = markers.filter((m) => text.includes(m));
+  const found = [...markers, ...samplePieces].filter((m) => text.includes(m));
   // Where each leak sits, so a failure says which field carried it.
   const context = found.map((m) => text.slice(Math.max(0, text.indexOf(m) - 120), text.indexOf(m) + m.length));
   // Soft: one run reports every leaking surface, not only the first.
   expect.soft(context, `${surface} leaks ${found.length} canaries`).toEqual([]);
 }
 
+/** Pieces of every fixture sample: none may come out anywhere (markers are searched as they are). */
+const samplePieces: string[] = [];
+
 beforeAll(async () => {
-  server = await startWorkerServer(e2eVars(`${demoBase}/mcp`));
+  slack = await startSlackStandIn({ botToken: SLACK_BOT_TOKEN, quiet: true });
+  // The Slack app is on; runs started through the API post nothing, so the first tests are as before.
+  server = await startWorkerServer(
+    {
+      ...e2eVars(`${demoBase}/mcp`),
+      SLACK_SIGNING_SECRET: SLACK_SECRET,
+      SLACK_BOT_TOKEN,
+      SLACK_API_BASE_URL: slack.apiBaseUrl,
+      SLACK_BOT_USER_ID: BOT,
+      APPROVAL_TIMEOUT_MS: "60000",
+      // Every line the Worker and its libraries log (console.log included) reaches logs().
+    },
+    { logLevel: "log" },
+  );
   expect((await fetch(`${demoBase}/control/reset`, { method: "POST" })).status).toBe(200);
 });
 
 afterAll(async () => {
   await server?.stop();
+  await slack?.stop();
 });
 
 describe("secret canary", () => {
@@ -195,6 +227,123 @@ describe("secret canary", () => {
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { calls: { tool: string; arguments: unknown }[] };
     expect(calls.calls.find((c) => c.tool === "echo")?.arguments).toEqual(echoArgs);
     expect(calls.calls.find((c) => c.tool === "create_dashboard")?.arguments).toEqual(writeArgs);
+  });
+
+  it("section 20: a Slack-started run with canaries and every rule's sample in a question, pair shapes, a tool result and model text, and unhandled Slack payloads: none in any surface or log line", async () => {
+    const pairs = () => ({
+      header_pairs: [["X-Api-Key", canary()]],
+      named: [{ name: "Cookie", value: `sid=${canary()}` }],
+      keyed: [{ key: "Authorization", value: canary() }],
+      argv: ["curl", "--password", canary(), `--token=${canary()}`, "--api-key", canary()],
+      privkey: canary(),
+      ssh_key: canary(),
+      license_key: canary(),
+      azure: `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${canary()};EndpointSuffix=core.windows.net`,
+      in_text: `sent headers [["X-Api-Key","${canary()}"]] and {"name":"Cookie","value":"${canary()}"}; ran mysql --password ${canary()}`,
+      samples: SECRET_SAMPLES.map((x) => x.value),
+    });
+    samplePieces.push(...SAMPLE_SECRETS.flatMap(piecesOf));
+    const allSamples = SECRET_SAMPLES.map((x) => x.value).join(" ");
+    const question = `password: ${canary()} token ${`ghp_${canary()}${canary()}`.slice(0, 40)} ${allSamples} ${NAMED_TEXT_SAMPLES.map((x) => x.text).join(" ")}`;
+    samplePieces.push(...NAMED_TEXT_SAMPLES.map((x) => x.secret));
+    const script = [
+      {
+        text: `thinking: Authorization: Bearer ${canary()} ${allSamples}`,
+        tool_calls: [{ tool_name: "mcp__demo__echo", tool_call_id: "echo-20", arguments: pairs() }],
+      },
+      { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-20", arguments: { question } }] },
+      {
+        tool_calls: [{ tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-20", arguments: { title: "canary 20", ...pairs() } }],
+      },
+      { text: `done with secret=${canary()} ${allSamples}` },
+    ];
+    const eventId = `EvCanary${randomBytes(4).toString("hex")}`;
+    const ts = `${Math.floor(Date.now() / 1000)}.000100`;
+    const mentionEvent = { type: "app_mention", user: REQUESTER, channel: "C0CANARY1", ts, text: `<@${BOT}> ${scriptMessage(script)}` };
+    expect((await postSlackEvent(`${server.url}/slack/events`, SLACK_SECRET, eventEnvelope(mentionEvent, eventId, BOT))).status).toBe(200);
+    const { run_id: runId } = (await (await server.api(`/api/deliveries/${eventId}`)).json()) as { run_id: string };
+
+    // Signed payloads no listener takes, carrying canaries: acknowledged, and logged nowhere.
+    const unhandled = [
+      postSlackInteraction(`${server.url}/slack/interactivity`, SLACK_SECRET, {
+        ...blockActionsPayload({
+          actionId: "not_this_apps",
+          user: REQUESTER,
+          channel: "C0CANARY1",
+          value: `password: ${canary()}`,
+          triggerId: "t1",
+        }),
+        note: `ghp_${canary()}${canary()}`,
+      }),
+      postSlackInteraction(`${server.url}/slack/interactivity`, SLACK_SECRET, {
+        type: "view_closed",
+        user: { id: REQUESTER },
+        view: { private_metadata: canary() },
+      }),
+      postSlackInteraction(`${server.url}/slack/interactivity`, SLACK_SECRET, {
+        type: "block_actions",
+        user: { id: REQUESTER },
+        actions: canary(),
+      }),
+      postSlackEvent(
+        `${server.url}/slack/events`,
+        SLACK_SECRET,
+        eventEnvelope({ type: "reaction_added", user: REQUESTER, reaction: canary() }, `EvR${canary()}`, BOT),
+      ),
+      postSlackEvent(`${server.url}/slack/events`, SLACK_SECRET, { type: "event_callback", token: canary() }),
+    ];
+    const statuses = await Promise.all(unhandled.map(async (r) => (await r).status));
+    expect(statuses).toEqual([200, 200, 200, 200, 400]);
+
+    // The question waits: the listing and the summary show it redacted; answer it.
+    const listed = await waitFor("the question in /api/inputs", async () => {
+      const text = await (await server.api("/api/inputs?status=pending")).text();
+      return text.includes(runId) ? text : undefined;
+    });
+    expect(listed).toContain(REDACTED);
+    expectNoCanary("/api/inputs", listed);
+    expectNoCanary("the summary (question pending)", await (await server.api(`/api/runs/${runId}`)).text());
+    const answered = await server.api(`/api/runs/${runId}/inputs/ask-20`, {
+      method: "POST",
+      body: JSON.stringify({ answer: "ok", answered_by: "canary" }),
+    });
+    expect(answered.status).toBeLessThan(300);
+    const approval = await waitFor("the approval", async () => {
+      const summary = (await (await server.api(`/api/runs/${runId}`)).json()) as { pending_approvals: { approval_id: string }[] };
+      return summary.pending_approvals[0];
+    });
+    expectNoCanary("/api/approvals", await (await server.api("/api/approvals")).text());
+    const decided = await server.api(`/api/runs/${runId}/approvals/${approval.approval_id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve", decided_by: "canary" }),
+    });
+    expect(decided.status).toBeLessThan(300);
+    const summaryText = await waitFor("the run's end", async () => {
+      const text = await (await server.api(`/api/runs/${runId}`)).text();
+      const parsed = JSON.parse(text) as { status: string; slack_posts_pending: number };
+      return parsed.status === "running" || parsed.slack_posts_pending > 0 ? undefined : text;
+    });
+    expect(JSON.parse(summaryText).status).toBe("completed");
+
+    const stream = await (await server.api(`/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })).text();
+    for (const type of ["assistant_message", "human_input_requested", "approval_requested", "tool_execution", "run_completed"]) {
+      expect(stream).toContain(`event: ${type}`);
+    }
+    expectNoCanary("the SSE stream", stream);
+    expectNoCanary("the run summary", summaryText);
+    expectNoCanary("/api/runs", await (await server.api("/api/runs")).text());
+    expectNoCanary("/api/mutations", await (await server.api("/api/mutations")).text());
+    const posts = slack.calls();
+    expect(posts.filter((c) => c.method === "chat.postMessage").length).toBeGreaterThanOrEqual(4);
+    expectNoCanary("the Slack posts", JSON.stringify(posts));
+    const stateFiles = await filesUnder(server.stateDir);
+    expect(stateFiles.some((f) => f.path.includes(`${join("v3", "d1")}`))).toBe(true);
+    // Every file wrangler keeps (D1, caches, any local trace store) but the run objects' own storage, which holds
+    // the real arguments while the run needs them (contract section 17).
+    for (const file of stateFiles.filter((f) => !f.path.includes(join("v3", "do")))) expectNoCanary(`state file ${file.path}`, file.text);
+    // The run's own log lines and the libraries': the unhandled payloads above were received and acknowledged.
+    expectNoCanary("the server's log output", server.logs());
+    expect(server.logs()).not.toContain("No listener found");
   });
 
   it("keeps the committed fixtures free of anything redaction would change", async () => {

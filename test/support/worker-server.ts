@@ -79,6 +79,8 @@ export interface WorkerServerOptions {
   configPath?: string;
   /** Serve this snapshot instead of bundling (and watching) the sources; its config is used. */
   bundle?: WorkerBundle;
+  /** wrangler dev's --log-level; default "warn". "log" keeps the Worker's console.log lines (its libraries' too) in logs(). */
+  logLevel?: "warn" | "log";
 }
 
 export async function freePort(): Promise<number> {
@@ -175,7 +177,7 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
       envFile,
       "--show-interactive-dev-session=false",
       "--log-level",
-      "warn",
+      options.logLevel ?? "warn",
     ],
     // Own process group, so stop() reaches workerd too.
     { cwd: PROJECT_ROOT, env: CHILD_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },

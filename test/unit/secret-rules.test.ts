@@ -6,6 +6,7 @@
 // (header pairs, argv, privkey...) come out too.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/config";
 import { REDACTED, redactSecrets, redactText } from "../../src/execution/redaction";
 import { findSecretSpans, SECRETLINT_RULE_IDS, VALUE_RULES } from "../../src/execution/secret-rules";
 import { NAMED_SAMPLES, NAMED_TEXT_SAMPLES, piecesOf, SECRET_SAMPLES } from "../fixtures/secret-samples";
@@ -63,6 +64,17 @@ describe("credentials by name", () => {
     expect(redactSecrets([["Content-Type", "application/json"]])).toEqual([["Content-Type", "application/json"]]);
     expect(redactSecrets(["ls", "--all", "/tmp"])).toEqual(["ls", "--all", "/tmp"]);
     expect(redactText("ran: ls --color always")).toBe("ran: ls --color always");
+  });
+});
+
+describe("the deployment's own secrets, by exact value", () => {
+  it("the configured API_TOKEN and Slack secrets are redacted whatever their shape", () => {
+    const token = "plain words token 7";
+    const signing = "another plain secret 9";
+    expect(redactText(`said ${token} and ${signing}`)).toBe(`said ${token} and ${signing}`);
+    expect(parseConfig({ API_TOKEN: token, SLACK_SIGNING_SECRET: signing }).state).toBe("ready");
+    expect(redactText(`said ${token} and ${signing}`)).toBe(`said ${REDACTED} and ${REDACTED}`);
+    expect(JSON.stringify(redactSecrets({ note: `x${token}x` }))).not.toContain(token);
   });
 });
 
