@@ -8,7 +8,7 @@ import { log, percentile } from "../http-client";
 import { withServer } from "../servers";
 import { SCRAPE_REPEATS } from "../settings";
 
-export interface ScrapeAt {
+interface ScrapeAt {
   runs: number;
   p50Ms: number;
   p99Ms: number;

@@ -190,7 +190,7 @@ const withApproval = (call: ToolCall) => {
  * The question human__ask shows: its `question` if it is text, else its arguments, with secrets
  * redacted either way (contract section 20: it leaves the engine in events, listings, Slack and D1).
  */
-export function questionOf(args: Record<string, unknown>): string {
+function questionOf(args: Record<string, unknown>): string {
   return typeof args.question === "string" ? redactText(args.question) : JSON.stringify(redactSecrets(args));
 }
 

@@ -11,7 +11,7 @@ import { z } from "zod";
 export const MCP_PROBE_CACHE_MS = 30_000;
 
 const componentSchema = z.enum(["ok", "degraded", "off"]);
-export const mcpStateSchema = z.enum(["ok", "unreachable", "authorization_required"]);
+const mcpStateSchema = z.enum(["ok", "unreachable", "authorization_required"]);
 
 export const healthSchema = z
   .object({

@@ -15,7 +15,7 @@ export interface ScrapeDb {
   batch<T = unknown>(statements: ScrapeStatement[]): Promise<{ results: T[]; meta: { rows_read?: number } }[]>;
 }
 // biome-ignore lint/suspicious/noExplicitAny: D1's prepared statement is opaque here; only batch() consumes it.
-export type ScrapeStatement = any;
+type ScrapeStatement = any;
 
 /** Contract section 22: a scrape runs at most this many statements reading at most this many rows. */
 export const SCRAPE_MAX_STATEMENTS = 8;

@@ -13,9 +13,9 @@
 import type { HostConfig } from "../config/config";
 
 /** Rows one retention statement deletes at most. */
-export const RETENTION_BATCH_ROWS = 500;
+const RETENTION_BATCH_ROWS = 500;
 /** Batches per kind per firing: bounds one firing's work; the hourly cron catches up on a backlog. */
-export const RETENTION_MAX_BATCHES = 20;
+const RETENTION_MAX_BATCHES = 20;
 const MS_PER_DAY = 86_400_000;
 
 export type RetentionSettings = Pick<
@@ -28,7 +28,7 @@ export interface RetentionBounds {
   maxBatches: number;
 }
 
-export type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit";
+type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit";
 
 /** Rows deleted per kind; `more` names the kinds that hit the batch bound (the next firing goes on). */
 export interface RetentionReport {
@@ -41,13 +41,13 @@ export interface RetentionDb {
   prepare(query: string): RetentionStatement;
   batch(statements: RetentionStatement[]): Promise<{ meta: { changes?: number } }[]>;
 }
-export interface RetentionStatement {
+interface RetentionStatement {
   bind(...values: unknown[]): RetentionStatement;
   run(): Promise<{ meta: { changes?: number } }>;
 }
 
 /** ISO-8601 UTC `days` before `now` (D1's times are ISO text, compared as text). */
-export function cutoff(now: number, days: number): string {
+function cutoff(now: number, days: number): string {
   return new Date(now - days * MS_PER_DAY).toISOString();
 }
 

@@ -13,12 +13,12 @@ import type { SpanRow, TraceSpans } from "./trace-spans";
 /** Contract section 22: spans are retried for up to 10 minutes, then dropped and counted. */
 export const TRACE_RETRY_WINDOW_MS = 600_000;
 /** Spans per export request. */
-export const TRACE_EXPORT_BATCH_SPANS = 100;
+const TRACE_EXPORT_BATCH_SPANS = 100;
 /** One export request's bound: a collector that hangs never holds the alarm's background work for long. */
-export const TRACE_EXPORT_TIMEOUT_MS = 10_000;
+const TRACE_EXPORT_TIMEOUT_MS = 10_000;
 /** After a failed export, the next try this much later, doubling per failure up to the cap. */
-export const TRACE_RETRY_BASE_MS = 1_000;
-export const TRACE_RETRY_MAX_MS = 30_000;
+const TRACE_RETRY_BASE_MS = 1_000;
+const TRACE_RETRY_MAX_MS = 30_000;
 
 const SERVICE_NAME = "approved-execution-engine";
 /** OTLP SpanKind: INTERNAL for the engine's own work, CLIENT for calls out. */

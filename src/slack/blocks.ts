@@ -21,15 +21,15 @@ export const SECTION_TEXT_MAX_CHARS = 3_000;
 /** The arguments' code block: under the section limit with room for the fence and the truncation note. */
 export const ARGUMENTS_PREVIEW_MAX_CHARS = 2_800;
 /** Slack truncates a message's `text` past 40 000 characters; stay under it with room for a note. */
-export const MESSAGE_TEXT_MAX_CHARS = 39_000;
+const MESSAGE_TEXT_MAX_CHARS = 39_000;
 /** A modal's title is at most 24 characters; a plain_text_input at most 3000. */
 const MODAL_TITLE_MAX_CHARS = 24;
 const MODAL_INPUT_MAX_CHARS = 3_000;
 /** Slack caps private_metadata and a button's value at 3000 and 2000 characters. */
-export const PRIVATE_METADATA_MAX_CHARS = 3_000;
-export const BUTTON_VALUE_MAX_CHARS = 2_000;
+const PRIVATE_METADATA_MAX_CHARS = 3_000;
+const BUTTON_VALUE_MAX_CHARS = 2_000;
 
-export type ApprovalLevel = "approve" | "confirm";
+type ApprovalLevel = "approve" | "confirm";
 export type ApprovalDecision = "approved" | "denied" | "expired" | "cancelled";
 
 /** One message as chat.postMessage / chat.update take it: fallback text plus blocks, all built by slack-text.ts. */
@@ -67,7 +67,7 @@ export interface InputButtonValue {
   tool_call_id: string;
 }
 
-export function truncate(text: string, max: number, note = "… (truncated)"): string {
+function truncate(text: string, max: number, note = "… (truncated)"): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - note.length))}${note}`;
 }
 

@@ -49,7 +49,7 @@ const SIGNATURE_MAX_AGE_SECONDS = 300;
 /** Slack waits 3 s for an answer; the run's start (a D1 insert and one RPC) is awaited at most this long before acking anyway. */
 const START_ACK_BUDGET_MS = 2_000;
 /** Slack's payloads are small; anything larger is not from Slack. */
-export const SLACK_BODY_MAX_BYTES = 64 * 1024;
+const SLACK_BODY_MAX_BYTES = 64 * 1024;
 type SlackOnConfig = HostConfig & { SLACK_SIGNING_SECRET: string; SLACK_BOT_TOKEN: string };
 
 export async function handleSlackRequest(request: Request, env: Env, ctx: ExecutionContext, route: SlackRoute): Promise<Response> {

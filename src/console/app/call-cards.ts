@@ -6,7 +6,7 @@
 // (test/unit/console-call-cards.test.ts).
 import type { EngineEvent, ErrorFacts, ExecutionResult, NotExecutedReason } from "../../client/types";
 
-export type CallStage = "announced" | "waiting_for_approval" | "waiting_for_answer" | "approved" | "answered" | "executed" | "not_executed";
+type CallStage = "announced" | "waiting_for_approval" | "waiting_for_answer" | "approved" | "answered" | "executed" | "not_executed";
 
 export interface PendingApproval {
   approval_id: string;
@@ -35,7 +35,7 @@ export interface CallCard {
 }
 
 /** One line of the run's timeline, in event order; a call's entry stands where its first event did. */
-export type TimelineEntry =
+type TimelineEntry =
   | { kind: "message"; sequence: number; text: string; final: boolean }
   | { kind: "call"; sequence: number; tool_call_id: string };
 
