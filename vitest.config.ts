@@ -21,7 +21,7 @@ export default defineConfig(async () => {
               main: "./test/runtime/test-worker.ts",
               miniflare: {
                 bindings: {
-                  API_TOKEN: "test-token",
+                  API_TOKEN: "runtime-test-token-0123456789abcdefghijklmnop",
                   // The operator console is on (contract section 16); its tests sign in with the token above.
                   CONSOLE_SESSION_SECRET: "runtime-test-console-secret-0123456789",
                   TEST_MIGRATIONS: migrations,

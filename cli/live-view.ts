@@ -12,8 +12,6 @@ export interface LiveViewOptions {
   out: Output;
   /** Ask the person at the terminal; undefined when nobody can be asked. */
   prompter: Prompter | undefined;
-  /** Recorded as decided_by / answered_by. */
-  identity: string;
   showHeartbeats: boolean;
 }
 
@@ -83,10 +81,9 @@ async function askApproval(client: EngineClient, event: ApprovalRequested, promp
     try {
       const result = await client.decideApproval(event.run_id, event.approval_id, {
         decision: approve ? "approve" : "deny",
-        decided_by: options.identity,
         ...(confirmation === undefined ? {} : { confirmation }),
       });
-      out.line(`${result.decision} ${event.approval_id} as ${options.identity}`);
+      out.line(`${result.decision} ${event.approval_id}`);
       return;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
@@ -101,8 +98,8 @@ async function askAnswer(client: EngineClient, event: InputRequested, prompter: 
   const text = await prompter.ask(`answer (empty to leave it open): `);
   if (text === undefined || text.trim() === "") return;
   try {
-    await client.answerInput(event.run_id, event.tool_call_id, { answer: text, answered_by: options.identity });
-    options.out.line(`answered ${event.tool_call_id} as ${options.identity}`);
+    await client.answerInput(event.run_id, event.tool_call_id, { answer: text });
+    options.out.line(`answered ${event.tool_call_id}`);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     options.out.note(`refused: ${err.code} (${err.status}): ${err.body.message ?? ""}`);

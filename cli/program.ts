@@ -7,7 +7,7 @@
 import { readFile } from "node:fs/promises";
 import { ApiError, EngineClient, type EngineEvent, type ScriptTurn, type TriggerRequest } from "approved-execution-engine/client";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_ENGINE_URL, defaultIdentity, engineSettings } from "./environment.js";
+import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView } from "./live-view.js";
 import { approvalLine, inputLine, mutationLine, summaryPendingLines } from "./render.js";
@@ -16,7 +16,8 @@ import { interactive, type Output, output, type Prompter, prompter } from "./ter
 const ENVIRONMENT_HELP = `
 Environment:
   ENGINE_URL    the engine's address (default ${DEFAULT_ENGINE_URL})
-  ENGINE_TOKEN  the engine's API_TOKEN (API_TOKEN is read when ENGINE_TOKEN is unset)
+  ENGINE_TOKEN  the engine's API_TOKEN or a named token (API_TOKEN is read when ENGINE_TOKEN is unset);
+                decisions are recorded as the token's principal
 
 Exit codes: 0 success, 1 the service refused (its error code is printed) or
 could not be reached, or a watched run failed; 2 bad usage.`;
@@ -42,8 +43,6 @@ function nonNegativeInt(value: string): number {
   return Number(value);
 }
 
-const asOption = () => new Option("--as <name>", "who is recorded as deciding (default cli:<os user>)");
-
 /** Wraps an action so that the exit code it resolves to is kept (commander discards action results). */
 type Act = <A extends unknown[]>(action: (...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
 
@@ -61,13 +60,12 @@ export function buildProgram(act: Act): Command {
     .argument("<message>", "what the person asks")
     .option("-w, --watch", "follow the run until it ends (approve? [y/N] at each approval when at a terminal)")
     .option("--channel <channel_id>", "the run's channel (default api)")
-    .option("--user <user_id>", "the asking user (default api)")
+    .option("--user <user_id>", "the person an adapter token triggers for (default: the token's own principal)")
     .option("--script <file.json>", 'the scripted model\'s turns: a JSON array, or {"script": [...]}')
     .option("--delivery-id <id>", "the delivery identity (Idempotency-Key); a repeat gets the first run")
     .option("--max-tool-calls <n>", "narrow the run's call ceiling", nonNegativeInt)
     .option("--no-prompt", "never ask at the terminal, only show")
     .option("--heartbeats", "show heartbeat events too")
-    .addOption(asOption())
     .action(
       act(async (message: string, opts: TriggerOptions, command: Command) => {
         const { out, client } = context(command);
@@ -97,7 +95,6 @@ export function buildProgram(act: Act): Command {
     .option("--after <sequence>", "start after this sequence (default 0: from the first event)", nonNegativeInt)
     .option("--no-prompt", "never ask at the terminal, only show")
     .option("--heartbeats", "show heartbeat events too")
-    .addOption(asOption())
     .action(
       act(async (runId: string, opts: WatchOptions, command: Command) => {
         const { out, client } = context(command);
@@ -134,19 +131,16 @@ export function buildProgram(act: Act): Command {
       .description(decision === "approve" ? "approve a pending tool call" : "deny a pending tool call")
       .argument("<run_id>")
       .argument("<approval_id>")
-      .option("--reason <text>", "why, recorded with the decision")
-      .addOption(asOption());
+      .option("--reason <text>", "why, recorded with the decision");
     if (decision === "approve") {
       command.option("--confirm <tool_name>", "the tool's name, typed, for tools whose level is confirm (asked for at a terminal)");
     }
     command.action(
       act(async (runId: string, approvalId: string, opts: DecideOptions, cmd: Command) => {
         const { out, client } = context(cmd);
-        const decidedBy = opts.as ?? defaultIdentity();
         const send = (confirmation: string | undefined) =>
           client.decideApproval(runId, approvalId, {
             decision,
-            decided_by: decidedBy,
             ...(opts.reason === undefined ? {} : { reason: opts.reason }),
             ...(confirmation === undefined ? {} : { confirmation }),
           });
@@ -167,7 +161,7 @@ export function buildProgram(act: Act): Command {
             ask.close();
           }
         }
-        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}`, result);
+        out.result(`${result.decision} ${result.approval_id}`, result);
         return EXIT_OK;
       }),
     );
@@ -179,13 +173,11 @@ export function buildProgram(act: Act): Command {
     .argument("<run_id>")
     .argument("<tool_call_id>")
     .argument("<text>", "the answer, given to the model")
-    .addOption(asOption())
     .action(
-      act(async (runId: string, toolCallId: string, text: string, opts: { as?: string }, command: Command) => {
+      act(async (runId: string, toolCallId: string, text: string, _opts: unknown, command: Command) => {
         const { out, client } = context(command);
-        const answeredBy = opts.as ?? defaultIdentity();
-        const result = await client.answerInput(runId, toolCallId, { answer: text, answered_by: answeredBy });
-        out.result(`answered ${toolCallId} as ${answeredBy}`, result);
+        const result = await client.answerInput(runId, toolCallId, { answer: text });
+        out.result(`answered ${toolCallId}`, result);
         return EXIT_OK;
       }),
     );
@@ -226,12 +218,10 @@ export function buildProgram(act: Act): Command {
     .argument("<mutation_id>")
     .addOption(new Option("--outcome <outcome>", "what really happened").choices(["completed", "not_executed"]).makeOptionMandatory())
     .requiredOption("--evidence <text>", "how you know (a ticket, a log line, the dashboard's id)")
-    .addOption(asOption())
     .action(
       act(async (mutationId: string, opts: ReconcileOptions, command: Command) => {
         const { out, client } = context(command);
-        const reconciledBy = opts.as ?? defaultIdentity();
-        const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence, reconciled_by: reconciledBy });
+        const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence });
         out.result(mutationLine(row), row);
         return EXIT_OK;
       }),
@@ -244,7 +234,6 @@ interface WatchOptions {
   after?: number;
   prompt: boolean;
   heartbeats?: boolean;
-  as?: string;
 }
 
 interface TriggerOptions extends WatchOptions {
@@ -259,13 +248,11 @@ interface TriggerOptions extends WatchOptions {
 interface DecideOptions {
   reason?: string;
   confirm?: string;
-  as?: string;
 }
 
 interface ReconcileOptions {
   outcome: "completed" | "not_executed";
   evidence: string;
-  as?: string;
 }
 
 async function watchTo(
@@ -280,7 +267,6 @@ async function watchTo(
     const terminal = await liveView(client, runId, events, {
       out,
       prompter: ask,
-      identity: opts.as ?? defaultIdentity(),
       showHeartbeats: opts.heartbeats === true,
     });
     if (terminal === undefined) {

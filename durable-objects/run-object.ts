@@ -99,6 +99,8 @@ export class RunObject extends DurableObject<Env> {
       run_id: input.run_id,
       channel_id: input.channel_id,
       user_id: input.user_id,
+      ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
+      ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
       delivery_id: input.delivery_id,
       source: input.source ?? "api",
       ...(input.slack ? { slack: input.slack } : {}),

@@ -68,7 +68,7 @@ async function checkPorts(): Promise<void> {
 
 function ensureDevVars(): string {
   if (!existsSync(DEV_VARS)) {
-    const token = `local-${randomBytes(18).toString("base64url")}`;
+    const token = `local-${randomBytes(32).toString("base64url")}`;
     writeFileSync(DEV_VARS, newDevVars(token, DEMO_MCP_PORT));
     console.log(`Created .dev.vars with a new local API token.`);
   }

@@ -1,10 +1,9 @@
 // The Worker entry: routes requests and exports the Durable Object classes
 // that wrangler.toml binds. /slack/* is the Slack app (contract section 14),
 // verified by Slack's signature instead of the API token; /console is the
-// operator console (contract section 16), whose session cookie is admitted on
-// /api/* before the API router runs; everything else goes through the router.
+// operator console (contract section 16); everything else goes through the
+// router, whose guard learns each /api/* request's principal (section 18).
 import type { Env } from "./config/env";
-import { admitConsoleCookie } from "./console/console-auth";
 import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
@@ -19,11 +18,6 @@ export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     const { pathname } = new URL(request.url);
     if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
-    if (pathname.startsWith("/api/")) {
-      const admitted = await admitConsoleCookie(request, env);
-      if (admitted instanceof Response) return admitted;
-      return router.fetch(admitted, env, ctx);
-    }
     if (pathname.startsWith("/slack/")) {
       const route = SLACK_ROUTES[pathname];
       if (route === undefined)

@@ -170,6 +170,8 @@ export class RunOutputs implements EngineObserver {
       run_id: run.run_id,
       channel_id: run.channel_id,
       user_id: run.user_id,
+      ...(run.requested_by !== undefined ? { requested_by: run.requested_by } : {}),
+      ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of } : {}),
       delivery_id: run.delivery_id,
       source: run.source ?? "api",
       created_at: run.created_at,

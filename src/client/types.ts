@@ -54,8 +54,12 @@ export interface RunSummary {
   pending_inputs: { tool_call_id: string; question: string; expires_at: string }[];
   created_at: string;
   ended_at?: string;
-  /** The run's requester. */
+  /** The run's user: its requester, or the person an adapter triggered it for. */
   user_id?: string;
+  /** The principal that triggered the run (contract section 18). */
+  requested_by?: string;
+  /** The person an adapter triggered the run for. */
+  on_behalf_of?: string;
   /** While the Slack app is on: posts waiting in the run's outbox, and posts given up (contract section 14). */
   slack_posts_pending?: number;
   slack_posts_failed?: number;
@@ -96,7 +100,7 @@ export type NotExecutedReason =
   | "transport_unavailable";
 
 export type EngineEvent =
-  | (Envelope<"run_started"> & { user_id: string })
+  | (Envelope<"run_started"> & { user_id: string; requested_by?: string; on_behalf_of?: string })
   | (Envelope<"assistant_message"> & { text: string })
   | (Envelope<"tool_started"> & { tool_name: string; tool_call_id: string; approval_required: boolean })
   | (Envelope<"approval_requested"> & {
@@ -139,9 +143,9 @@ export const TERMINAL_EVENT_TYPES: readonly EngineEventType[] = ["run_completed"
 
 // ---- decisions (section 6) --------------------------------------------------
 
+/** The engine records the request's principal as `decided_by` (contract section 18): the client sends none. */
 export interface ApprovalDecision {
   decision: "approve" | "deny";
-  decided_by: string;
   reason?: string;
   confirmation?: string;
 }
@@ -152,9 +156,9 @@ export interface ApprovalAnswer {
   status: "resolved";
 }
 
+/** The engine records the request's principal as `answered_by`. */
 export interface InputAnswer {
   answer: string;
-  answered_by: string;
 }
 
 export interface InputAnswerResult {
@@ -199,10 +203,10 @@ export interface RunMutations {
   mutations: MutationOutcome[];
 }
 
+/** The engine records the request's principal as `reconciled_by`. */
 export interface ReconcileRequest {
   outcome: "completed" | "not_executed";
   evidence: string;
-  reconciled_by: string;
 }
 
 export interface StoragePoolStats {
@@ -223,6 +227,9 @@ export interface RunListItem {
   run_id: string;
   channel_id: string;
   user_id: string;
+  /** The principal that triggered the run (contract section 18); absent on runs indexed before principals. */
+  requested_by?: string;
+  on_behalf_of?: string;
   delivery_id: string | null;
   source: RunSource;
   status: RunStatus;

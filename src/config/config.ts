@@ -23,6 +23,8 @@ export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
 export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
 export const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
+/** Contract section 18: API_TOKEN is the deployment's bootstrap secret; shorter ones are guessable. */
+export const MIN_API_TOKEN_CHARS = 32;
 /** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
 export const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
 /** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
@@ -106,7 +108,9 @@ const optionalText = z
   .transform((v) => (v === undefined || v === "" ? undefined : v));
 
 export const hostConfigSchema = z.object({
-  API_TOKEN: optionalText,
+  API_TOKEN: optionalText.pipe(
+    z.string().min(MIN_API_TOKEN_CHARS, `at least ${MIN_API_TOKEN_CHARS} characters (e.g. \`openssl rand -base64 32\`)`).optional(),
+  ),
   MODEL_PROVIDER: z
     .string()
     .optional()

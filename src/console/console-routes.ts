@@ -15,7 +15,10 @@ import { isSameOrigin, sessionOf } from "./console-auth";
 import { CONSOLE_SCRIPT, CONSOLE_STYLE, SIGN_IN_SCRIPT } from "./generated/console-assets";
 import { APP_PAGE, SIGN_IN_PAGE } from "./pages";
 import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "./session-cookie";
-import { createSession, purgeExpiredSessions, revokeSession } from "./session-store";
+import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
+import { rootTokenDigest } from "../auth/authenticate";
+import { ROOT_PRINCIPAL_ID } from "../auth/principal";
+import { findLiveToken } from "../auth/token-store";
 
 const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy":
@@ -27,18 +30,8 @@ const SECURITY_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
 };
 
-const signInSchema = z
-  .object({
-    token: z.string().min(1).max(4_096),
-    // Printable, no control characters: the name is shown to people and recorded as console:<name>.
-    name: z
-      .string()
-      .trim()
-      .min(1)
-      .max(64)
-      .regex(/^[^\p{Cc}]+$/u, "no control characters"),
-  })
-  .strict();
+/** `{"token"}` only (contract section 18): other fields, such as the `name` earlier versions took, are ignored. */
+const signInSchema = z.object({ token: z.string().min(1).max(4_096) });
 
 type Asset = { body: string; type: string; public: boolean };
 const ASSETS: Record<string, Asset> = {
@@ -90,7 +83,9 @@ async function route(request: Request, env: Env): Promise<Response> {
         return signIn(request, env, loaded.config.API_TOKEN, secret, loaded.config.CONSOLE_SESSION_TTL_SECONDS);
       case "GET": {
         const session = await sessionOf(request, env);
-        return session ? jsonResponse(200, { name: session.name, expires_at: session.expires_at }) : unauthorized();
+        return session
+          ? jsonResponse(200, { principal: session.principal, roles: session.roles, expires_at: session.expires_at })
+          : unauthorized();
       }
       case "DELETE":
         return signOut(request, env);
@@ -110,7 +105,7 @@ async function route(request: Request, env: Env): Promise<Response> {
   return new Response(request.method === "HEAD" ? null : asset.body, { headers: { "content-type": asset.type } });
 }
 
-async function signIn(request: Request, env: Env, apiToken: string, secret: string, ttlSeconds: number): Promise<Response> {
+async function signIn(request: Request, env: Env, apiToken: string | undefined, secret: string, ttlSeconds: number): Promise<Response> {
   // Browsers send Origin on every POST; one from another site is a login-forgery attempt.
   if (request.headers.has("origin") && !isSameOrigin(request)) {
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign in from the console's own page." });
@@ -121,18 +116,25 @@ async function signIn(request: Request, env: Env, apiToken: string, secret: stri
   } catch (err) {
     return errorResponse(err);
   }
-  if (!(await isAuthorized(`Bearer ${body.token}`, apiToken))) {
-    return jsonResponse(401, { error: "unauthorized", message: "That is not the API token." });
-  }
   const now = new Date();
+  const named = await findLiveToken(env.DB, body.token, now);
+  const isRoot = named === null && apiToken !== undefined && (await isAuthorized(`Bearer ${body.token}`, apiToken));
+  if (named === null && !isRoot) {
+    return jsonResponse(401, { error: "unauthorized", message: "That is neither API_TOKEN nor a live named token." });
+  }
   const id = newSessionId();
+  // A session ends no later than the named token that opened it.
+  const ttlEnd = now.getTime() + ttlSeconds * 1_000;
+  const expiresAt = named === null ? ttlEnd : Math.min(ttlEnd, Date.parse(named.expires_at));
   await purgeExpiredSessions(env.DB, now);
-  await createSession(env.DB, {
+  const session = {
     id,
-    name: body.name,
+    principal: named === null ? ROOT_PRINCIPAL_ID : `token:${named.name}`,
+    token_name: named?.name ?? null,
     created_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + ttlSeconds * 1_000).toISOString(),
-  });
+    expires_at: new Date(expiresAt).toISOString(),
+  };
+  await createSessionStatement(env.DB, session, named === null ? await rootTokenDigest(apiToken) : null).run();
   return new Response(null, { status: 204, headers: { "set-cookie": sessionSetCookie(await signSessionId(id, secret), ttlSeconds) } });
 }
 
@@ -142,6 +144,6 @@ async function signOut(request: Request, env: Env): Promise<Response> {
   if (!isSameOrigin(request)) {
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
   }
-  await revokeSession(env.DB, session.id);
+  await revokeSessionStatement(env.DB, session.id).run();
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSetCookie() } });
 }

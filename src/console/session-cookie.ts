@@ -30,8 +30,12 @@ function toBase64Url(bytes: ArrayBuffer): string {
 
 function fromBase64Url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]+$/.test(text)) return null;
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  try {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  } catch {
+    return null; // a length base64 cannot have: malformed, so refused (401), never a 500
+  }
 }
 
 export function newSessionId(): string {

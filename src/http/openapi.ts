@@ -57,6 +57,8 @@ const runSummarySchema = z
     created_at: z.string(),
     ended_at: z.string().optional(),
     user_id: z.string().optional(),
+    requested_by: z.string().optional().meta({ description: "The principal that triggered the run (contract section 18)" }),
+    on_behalf_of: z.string().optional().meta({ description: "The person an adapter triggered the run for" }),
     slack_posts_pending: z.number().int().optional(),
     slack_posts_failed: z.number().int().optional(),
   })
@@ -86,7 +88,8 @@ const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { description: ERROR_MEANINGS[s] ?? "Error", content: json(errorSchema) }]));
 const ERROR_MEANINGS: Record<number, string> = {
   400: "Bad input (details lists the validation issues)",
-  401: "Missing or wrong bearer token",
+  401: "Missing or wrong credential (bearer token, console session)",
+  403: "forbidden (the principal lacks the route's role), forbidden_origin or actor_mismatch (contract section 18)",
   404: "Unknown id",
   409: "Conflicts with what was already decided",
   410: "Expired, or no longer retained",
@@ -94,7 +97,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   415: "Not a JSON body",
   503: "Not configured, or storage busy or slow (Retry-After)",
 };
-const API_ERRORS = [401, 503];
+const API_ERRORS = [401, 403, 503];
 
 function buildDocument() {
   const registry = new OpenAPIRegistry();

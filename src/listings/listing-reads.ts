@@ -77,6 +77,8 @@ interface RunRow extends Record<string, unknown> {
   run_id: string;
   channel_id: string;
   user_id: string;
+  requested_by: string | null;
+  on_behalf_of: string | null;
   delivery_id: string | null;
   source: RunListItem["source"];
   status: RunListItem["status"];
@@ -103,6 +105,8 @@ export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<Ru
       run_id: r.run_id,
       channel_id: r.channel_id,
       user_id: r.user_id,
+      ...(r.requested_by !== null ? { requested_by: r.requested_by } : {}),
+      ...(r.on_behalf_of !== null ? { on_behalf_of: r.on_behalf_of } : {}),
       delivery_id: r.delivery_id,
       source: r.source,
       status: r.status,

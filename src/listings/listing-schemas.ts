@@ -38,6 +38,10 @@ export const runListItemSchema = z
     run_id: z.string(),
     channel_id: z.string(),
     user_id: z.string(),
+    /** The principal that triggered the run (contract section 18); absent on runs indexed before principals. */
+    requested_by: z.string().optional(),
+    /** The person an adapter triggered the run for. */
+    on_behalf_of: z.string().optional(),
     delivery_id: z.string().nullable(),
     source: runSourceSchema,
     status: runStatusSchema,

@@ -49,6 +49,8 @@ export interface RunIndexContext {
   run_id: string;
   channel_id: string;
   user_id: string;
+  requested_by?: string;
+  on_behalf_of?: string;
   delivery_id: string | null;
   source: RunListItem["source"];
   /** The run record's created_at (ISO 8601). */
@@ -312,12 +314,23 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       const r = runListItemSchema.parse(fields);
       await db
         .prepare(
-          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, requested_by, on_behalf_of)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at
            WHERE runs.status = 'running' AND excluded.status <> 'running'`,
         )
-        .bind(r.run_id, r.channel_id, r.user_id, r.delivery_id, r.source, r.status, r.created_at, r.ended_at ?? null)
+        .bind(
+          r.run_id,
+          r.channel_id,
+          r.user_id,
+          r.delivery_id,
+          r.source,
+          r.status,
+          r.created_at,
+          r.ended_at ?? null,
+          r.requested_by ?? null,
+          r.on_behalf_of ?? null,
+        )
         .run();
       return;
     }

@@ -158,7 +158,7 @@ function ApprovalForm({
     setBusy(true);
     setError(undefined);
     try {
-      const body: Record<string, string> = { decision, decided_by: "console" };
+      const body: Record<string, string> = { decision };
       if (decision === "approve" && approval.level === "confirm") body.confirmation = confirmation;
       if (reason !== "") body.reason = reason;
       const answer = await api<{ decision: string }>("POST", `/api/runs/${enc(runId)}/approvals/${enc(approval.approval_id)}`, body);
@@ -252,7 +252,7 @@ function AnswerForm({
         setBusy(true);
         setError(undefined);
         try {
-          await api("POST", `/api/runs/${enc(runId)}/inputs/${enc(toolCallId)}`, { answer, answered_by: "console" });
+          await api("POST", `/api/runs/${enc(runId)}/inputs/${enc(toolCallId)}`, { answer });
           setDone(true);
           onDone?.();
         } catch (err) {
@@ -575,7 +575,7 @@ function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: () => vo
         setBusy(true);
         setError(undefined);
         try {
-          await api("POST", `/api/mutations/${enc(row.mutation_id)}/reconcile`, { outcome, evidence, reconciled_by: "console" });
+          await api("POST", `/api/mutations/${enc(row.mutation_id)}/reconcile`, { outcome, evidence });
           onDone();
         } catch (err) {
           setError((err as Error).message);
@@ -701,12 +701,12 @@ const NAV: { href: string; label: string; page: Route["page"] }[] = [
 
 function App() {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
-  const [who, setWho] = useState<{ name: string }>();
+  const [who, setWho] = useState<{ principal: string }>();
   const now = useNow();
   useEffect(() => {
     const onHash = () => setRoute(parseRoute(location.hash));
     addEventListener("hashchange", onHash);
-    api<{ name: string }>("GET", "/console/session").then(setWho, () => undefined);
+    api<{ principal: string }>("GET", "/console/session").then(setWho, () => undefined);
     return () => removeEventListener("hashchange", onHash);
   }, []);
   const active = route.page === "run" ? "runs" : route.page;
@@ -724,7 +724,7 @@ function App() {
           ))}
         </nav>
         <p class="who">
-          {who ? <span>signed in as {who.name}</span> : null}{" "}
+          {who ? <span>signed in as {who.principal}</span> : null}{" "}
           <button
             type="button"
             onClick={async () => {
