@@ -1,16 +1,25 @@
 // The command line (contract section 15), parsed by commander: trigger and
 // watch a run, list what waits for a decision, approve, deny, answer, cancel,
-// list outcome_unknown rows and reconcile them. Each action talks to the
+// list outcome_unknown rows and reconcile them; named tokens and the audit
+// log (section 18). Each action talks to the
 // engine through the package's own client entry point. `run()` maps what a
 // command ends with to the exit code: 0 done, 1 refused (the error code is
 // printed), 2 bad usage.
 import { readFile } from "node:fs/promises";
-import { ApiError, EngineClient, type EngineEvent, type ScriptTurn, type TriggerRequest } from "approved-execution-engine/client";
+import {
+  ApiError,
+  type AuditAction,
+  EngineClient,
+  type EngineEvent,
+  type Role,
+  type ScriptTurn,
+  type TriggerRequest,
+} from "approved-execution-engine/client";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView } from "./live-view.js";
-import { approvalLine, inputLine, mutationLine, summaryPendingLines } from "./render.js";
+import { approvalLine, auditLine, inputLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
 const ENVIRONMENT_HELP = `
@@ -227,8 +236,95 @@ export function buildProgram(act: Act): Command {
       }),
     );
 
+  const tokens = program.command("tokens").description("named API tokens (admin): create, list, revoke");
+  tokens
+    .command("create")
+    .description("make a named token; its value is printed once")
+    .argument("<name>", "lower-case letters, digits and -, never used before")
+    .addOption(new Option("--role <role...>", "its roles").choices(ROLE_CHOICES).makeOptionMandatory())
+    .option("--owner <principal>", "the person it acts for (access:<email> or slack:<team>:<user>)")
+    .option("--ttl-days <days>", "days until it expires (default 90)", nonNegativeInt)
+    .action(
+      act(async (name: string, opts: { role: Role[]; owner?: string; ttlDays?: number }, command: Command) => {
+        const { out, client } = context(command);
+        const made = await client.createToken({
+          name,
+          roles: opts.role,
+          ...(opts.owner === undefined ? {} : { owner: opts.owner }),
+          ...(opts.ttlDays === undefined ? {} : { ttl_days: opts.ttlDays }),
+        });
+        if (out.json) out.object(made);
+        else {
+          out.line(`created token:${made.name} roles=${made.roles.join(",")} expires=${made.expires_at}`);
+          out.line(made.token);
+          out.note("the value above is shown only once: keep it now");
+        }
+        return EXIT_OK;
+      }),
+    );
+  tokens
+    .command("list")
+    .description("every named token, never a value")
+    .action(
+      act(async (_opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const list = await client.listTokens();
+        if (out.json) out.object({ tokens: list });
+        else if (list.length === 0) out.line("no named tokens");
+        else for (const t of list) out.line(tokenLine(t));
+        return EXIT_OK;
+      }),
+    );
+  tokens
+    .command("revoke")
+    .description("revoke a named token and end its console sessions")
+    .argument("<name>")
+    .action(
+      act(async (name: string, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const revoked = await client.revokeToken(name);
+        out.result(`revoked token:${revoked.name} at ${revoked.revoked_at}`, revoked);
+        return EXIT_OK;
+      }),
+    );
+
+  program
+    .command("audit")
+    .description("the audit log, newest first (admin)")
+    .option("--principal <id>", "only this principal (e.g. token:ci)")
+    .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTION_CHOICES))
+    .option("--limit <n>", "entries (1..200, default 50)", nonNegativeInt)
+    .action(
+      act(async (opts: { principal?: string; action?: AuditAction; limit?: number }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.audit({
+          ...(opts.principal === undefined ? {} : { principal: opts.principal }),
+          ...(opts.action === undefined ? {} : { action: opts.action }),
+          ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+        });
+        if (out.json) out.object(page);
+        else if (page.entries.length === 0) out.line("no audit entries");
+        else for (const e of page.entries) out.line(auditLine(e));
+        return EXIT_OK;
+      }),
+    );
+
   return program;
 }
+
+const ROLE_CHOICES: Role[] = ["viewer", "requester", "approver", "reconciler", "admin", "adapter"];
+const AUDIT_ACTION_CHOICES: AuditAction[] = [
+  "token.create",
+  "token.revoke",
+  "session.create",
+  "session.end",
+  "run.trigger",
+  "run.cancel",
+  "approval.decide",
+  "input.answer",
+  "mutation.reconcile",
+  "access.refused",
+];
 
 interface WatchOptions {
   after?: number;

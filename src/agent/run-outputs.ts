@@ -12,6 +12,8 @@
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import { redactText } from "../execution/redaction";
+import type { AuditEntry } from "../audit/audit-log";
+import { auditOfEvent } from "../audit/run-audit";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
@@ -77,10 +79,22 @@ export class RunOutputs implements EngineObserver {
 
   appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void {
     const at = new Date(now).toISOString();
-    let marked = this.#index.markEvent(this.#context(), event.type, fields, at);
+    const context = this.#context();
+    let marked = this.#index.markEvent(context, event.type, fields, at);
+    const audit = auditOfEvent(context, event.type, fields, event.sequence, at);
+    if (audit !== null) {
+      this.#index.markAudit(audit);
+      marked = true;
+    }
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
     if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) this.#startDrain(now);
+  }
+
+  /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
+  recordAudit(entry: AuditEntry, now: number): void {
+    this.#index.markAudit(entry);
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   summaryExtras(): Partial<RunSummary> {

@@ -330,3 +330,78 @@ export interface OpenApiDocument {
   components?: Record<string, unknown>;
   [extra: string]: unknown;
 }
+
+// ---- principals: named tokens and the audit log (section 18) ------------------
+
+export type Role = "viewer" | "requester" | "approver" | "reconciler" | "admin" | "adapter";
+
+export interface TokenCreateRequest {
+  /** `[a-z0-9][a-z0-9-]{0,62}`, not `root`; never reused. */
+  name: string;
+  roles: Role[];
+  /** The person the token acts for: an `access:` or `slack:` principal id. */
+  owner?: string;
+  /** 1..3650, default 90. */
+  ttl_days?: number;
+}
+
+export interface TokenCreated {
+  name: string;
+  /** The value (`aee_…`): shown only in this answer. */
+  token: string;
+  roles: Role[];
+  owner: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface TokenListItem {
+  name: string;
+  roles: Role[];
+  owner: string | null;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface TokenRevoked {
+  name: string;
+  revoked_at: string;
+}
+
+export type AuditAction =
+  | "token.create"
+  | "token.revoke"
+  | "session.create"
+  | "session.end"
+  | "run.trigger"
+  | "run.cancel"
+  | "approval.decide"
+  | "input.answer"
+  | "mutation.reconcile"
+  | "access.refused";
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  principal: string;
+  action: AuditAction;
+  target: string;
+  result: "ok" | "refused";
+  /** Refusals coalesced per principal, action, target and minute. */
+  count?: number;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditQuery {
+  principal?: string;
+  action?: AuditAction;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  next_cursor: string | null;
+}

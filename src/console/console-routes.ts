@@ -19,6 +19,12 @@ import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } 
 import { rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
 import { findLiveToken } from "../auth/token-store";
+import { auditStatement, newAuditId } from "../audit/audit-log";
+
+/** A session as the audit log names it: a prefix of its id (never the cookie, whose MAC the id alone lacks). */
+function sessionTarget(id: string): string {
+  return `console_session:${id.slice(0, 8)}`;
+}
 
 const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy":
@@ -134,7 +140,18 @@ async function signIn(request: Request, env: Env, apiToken: string | undefined, 
     created_at: now.toISOString(),
     expires_at: new Date(expiresAt).toISOString(),
   };
-  await createSessionStatement(env.DB, session, named === null ? await rootTokenDigest(apiToken) : null).run();
+  await env.DB.batch([
+    createSessionStatement(env.DB, session, named === null ? await rootTokenDigest(apiToken) : null),
+    auditStatement(env.DB, {
+      id: newAuditId(),
+      at: session.created_at,
+      principal: session.principal,
+      action: "session.create",
+      target: sessionTarget(id),
+      result: "ok",
+      details: { expires_at: session.expires_at },
+    }),
+  ]);
   return new Response(null, { status: 204, headers: { "set-cookie": sessionSetCookie(await signSessionId(id, secret), ttlSeconds) } });
 }
 
@@ -144,6 +161,16 @@ async function signOut(request: Request, env: Env): Promise<Response> {
   if (!isSameOrigin(request)) {
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
   }
-  await revokeSessionStatement(env.DB, session.id).run();
+  await env.DB.batch([
+    revokeSessionStatement(env.DB, session.id),
+    auditStatement(env.DB, {
+      id: newAuditId(),
+      at: new Date().toISOString(),
+      principal: session.principal,
+      action: "session.end",
+      target: sessionTarget(session.id),
+      result: "ok",
+    }),
+  ]);
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSetCookie() } });
 }

@@ -138,7 +138,7 @@ const VALUE_PATTERNS: ReadonlyArray<{ pattern: RegExp; replace: string | ((match
   // Well-known key prefixes.
   {
     pattern:
-      /\b(?:sk-[A-Za-z0-9_-]{16,512}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,512}|whsec_[A-Za-z0-9]{16,512}|gh[pousr]_[A-Za-z0-9]{20,512}|github_pat_[A-Za-z0-9_]{20,512}|glpat-[A-Za-z0-9_-]{16,512}|xox[abeoprs]-[A-Za-z0-9-]{10,512}|xapp-[A-Za-z0-9-]{10,512}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|SG\.[A-Za-z0-9_-]{16,128}\.[A-Za-z0-9_-]{16,128})/g,
+      /\b(?:sk-[A-Za-z0-9_-]{16,512}|[sr]k_(?:live|test)_[A-Za-z0-9]{8,512}|whsec_[A-Za-z0-9]{16,512}|gh[pousr]_[A-Za-z0-9]{20,512}|github_pat_[A-Za-z0-9_]{20,512}|glpat-[A-Za-z0-9_-]{16,512}|xox[abeoprs]-[A-Za-z0-9-]{10,512}|xapp-[A-Za-z0-9-]{10,512}|(?:AKIA|ASIA)[A-Z0-9]{16}|AIza[0-9A-Za-z_-]{35}|npm_[A-Za-z0-9]{36}|aee_[A-Za-z0-9_-]{32,512}|SG\.[A-Za-z0-9_-]{16,128}\.[A-Za-z0-9_-]{16,128})/g,
     replace: REDACTED,
   },
 ];

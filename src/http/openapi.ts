@@ -22,6 +22,9 @@ import {
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
 import { triggerBodySchema } from "./trigger-request";
+import { tokenCreateSchema } from "./handlers/tokens";
+import { roleSchema } from "../auth/roles";
+import { auditPageSchema, auditQuerySchema } from "../audit/audit-reads";
 
 export const OPENAPI_VERSION = "3.1.0";
 const API_VERSION = "0.1.0";
@@ -77,6 +80,29 @@ const storagePoolSchema = z
   .looseObject({ capacity: z.number().int(), in_use: z.number().int() })
   .meta({ id: "StoragePoolStats", description: "The storage pool's slots and counters (contract section 9)." });
 
+const tokenFields = {
+  name: z.string(),
+  roles: z.array(roleSchema),
+  owner: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string(),
+};
+const tokenCreatedSchema = z
+  .object({ ...tokenFields, token: z.string().meta({ description: "aee_…; shown only in this answer" }) })
+  .strict()
+  .meta({ id: "TokenCreated" });
+const tokenListSchema = z
+  .object({
+    tokens: z.array(
+      z
+        .object({ ...tokenFields, last_used_at: z.string().nullable(), revoked_at: z.string().nullable() })
+        .strict()
+        .meta({ id: "TokenListItem" }),
+    ),
+  })
+  .strict()
+  .meta({ id: "TokenList" });
+
 // ---- parameters --------------------------------------------------------------------
 
 const runParams = z.object({ runId: z.string().meta({ description: "run_ + a ULID" }) });
@@ -91,7 +117,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   401: "Missing or wrong credential (bearer token, console session)",
   403: "forbidden (the principal lacks the route's role), forbidden_origin or actor_mismatch (contract section 18)",
   404: "Unknown id",
-  409: "Conflicts with what was already decided",
+  409: "Conflicts with what was already decided (or a token name already used)",
   410: "Expired, or no longer retained",
   413: "Body over 64 KiB",
   415: "Not a JSON body",
@@ -273,6 +299,41 @@ function buildDocument() {
     path: "/api/openapi.json",
     summary: "This document",
     responses: { 200: { description: "OpenAPI 3.1", content: json(z.looseObject({ openapi: z.string() })) }, ...errors(...API_ERRORS) },
+  });
+
+  registry.registerPath({
+    method: "post",
+    path: "/api/tokens",
+    summary: "Make a named API token; its value is shown once (contract section 18, admin)",
+    request: jsonBody(tokenCreateSchema),
+    responses: {
+      201: { description: "Made", content: json(tokenCreatedSchema) },
+      ...errors(400, 409, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/tokens",
+    summary: "Named tokens, never their values (contract section 18, admin)",
+    responses: { 200: { description: "Every token", content: json(tokenListSchema) }, ...errors(...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/api/tokens/{name}",
+    summary: "Revoke a named token and end its console sessions (contract section 18, admin)",
+    request: { params: z.object({ name: z.string() }) },
+    responses: {
+      200: { description: "Revoked", content: json(z.object({ name: z.string(), revoked_at: z.string() }).strict()) },
+      ...errors(404, ...API_ERRORS),
+    },
+  });
+
+  registry.registerPath({
+    method: "get",
+    path: "/api/audit",
+    summary: "The audit log, newest first (contract section 18, admin)",
+    request: { query: auditQuerySchema },
+    responses: { 200: { description: "One page", content: json(auditPageSchema) }, ...errors(400, ...API_ERRORS) },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

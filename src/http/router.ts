@@ -24,8 +24,11 @@ import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { verdictResponse } from "./decision-answers";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
-import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
+import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
+import { auditQuerySchema, listAudit } from "../audit/audit-reads";
 import { openApiDocument } from "./openapi";
+import { handleCreateToken, handleListTokens, handleRevokeToken, type TokenAudit } from "./handlers/tokens";
+import { auditStatement, newAuditId } from "../audit/audit-log";
 
 type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 type Args = [Env, ExecutionContext];
@@ -48,6 +51,8 @@ async function guardApi(request: ApiRequest, env: Env, ctx: ExecutionContext): P
     });
   }
   const { principal } = auth;
+  // Set before any refusal, so the refusal is audited as this principal's (auditRefusal below).
+  request.principal = principal;
   if (isBrowserHeld(principal.credential) && !SAFE_METHODS.has(request.method) && !isSameOrigin(request)) {
     throw apiError(403, {
       error: "forbidden_origin",
@@ -55,7 +60,6 @@ async function guardApi(request: ApiRequest, env: Env, ctx: ExecutionContext): P
     });
   }
   request.config = config;
-  request.principal = principal;
   await checkRole(request, env, principal);
 }
 
@@ -90,6 +94,26 @@ function matchedRoute(method: string, pathname: string): { path: string; params:
     if (match) return { path: path ?? "", params: match.groups ?? {} };
   }
   return undefined;
+}
+
+/** Audit entries of a D1 change by this request's principal, for the change's own batch. */
+function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
+  return {
+    entry: (action, target, details) =>
+      auditStatement(
+        db,
+        {
+          id: newAuditId(),
+          at: new Date().toISOString(),
+          principal: principal.id,
+          action,
+          target,
+          result: "ok",
+          ...(details ? { details } : {}),
+        },
+        { onlyIfPreviousChanged: action === "token.create" },
+      ),
+  };
 }
 
 function runStub(env: Env, runId: string | undefined): DurableObjectStub<RunObject> {
@@ -131,9 +155,38 @@ function unrouted(request: ApiRequest): Response {
   return jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` });
 }
 
+/**
+ * Every 403 of an authenticated request (forbidden, forbidden_origin,
+ * actor_mismatch) is counted in the principal's durable refusal queue before
+ * it is answered (contract section 18: access.refused, coalesced per minute).
+ */
+async function auditRefusal(response: Response, request: ApiRequest, env: Env): Promise<Response> {
+  const principal = (request as Partial<ApiRequest>).principal;
+  if (response.status !== 403 || principal === undefined) return response;
+  const code = await response
+    .clone()
+    .json<{ error?: unknown }>()
+    .then((b) => String(b.error ?? "forbidden"))
+    .catch(() => "forbidden");
+  try {
+    const queue = env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal.id));
+    await queue.enqueue({
+      principal: principal.id,
+      action: "access.refused",
+      target: `${request.method} ${new URL(request.url).pathname}`,
+      at: new Date().toISOString(),
+      details: { error: code },
+    });
+  } catch (err) {
+    // The refusal still stands; only its audit entry is missing, which the log says.
+    console.error(`audit: the refusal of ${principal.id} could not be queued: ${(err as Error).message}`);
+  }
+  return response;
+}
+
 export const router = Router<ApiRequest, Args>({
   catch: errorResponse,
-  finally: [(response: Response | undefined, request: ApiRequest) => response ?? unrouted(request)],
+  finally: [(response: Response | undefined, request: ApiRequest) => response ?? unrouted(request), auditRefusal],
 });
 
 router
@@ -147,8 +200,8 @@ router
     return jsonResponse(200, summary);
   })
   .get("/api/runs/:runId/events", (request, env) => handleEvents(request, runStub(env, request.params.runId)))
-  .post("/api/runs/:runId/cancel", async ({ params }, env) => {
-    const result = await runStub(env, params.runId).cancel();
+  .post("/api/runs/:runId/cancel", async ({ params, principal }, env) => {
+    const result = await runStub(env, params.runId).cancel(principal.id);
     if (!result.found) throw notFound("run", params.runId);
     return jsonResponse(result.already_ended ? 200 : 202, { status: result.status });
   })
@@ -188,3 +241,14 @@ router
   .get("/api/inputs", (request, env) => handleListInputs(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()));
+
+// Named tokens and the audit log (contract section 18).
+router
+  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, tokenAudit(env.DB, request.principal)))
+  .get("/api/tokens", (_request, env) => handleListTokens(env.DB))
+  .delete("/api/tokens/:name", (request, env) =>
+    handleRevokeToken(env.DB, decodePathParam(request.params.name), tokenAudit(env.DB, request.principal)),
+  )
+  .get("/api/audit", (request, env) =>
+    listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),
+  );

@@ -29,7 +29,7 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
-interface Keyset {
+export interface Keyset {
   /** Columns of the sort key, most significant first (time, then id parts). */
   columns: readonly string[];
   /** The sort key of one row, in the same order. */
@@ -41,7 +41,7 @@ interface Keyset {
  * descending key order, `limit` of them. One extra row is read to know
  * whether another page exists.
  */
-async function page<R extends Record<string, unknown>>(
+export async function page<R extends Record<string, unknown>>(
   db: ListingDb,
   table: string,
   keyset: Keyset,

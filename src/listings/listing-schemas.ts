@@ -12,21 +12,21 @@ export const CURSOR_MAX_CHARS = 1_024;
 
 const isoTime = z.iso.datetime();
 
-const limitParam = z.coerce
+export const limitParam = z.coerce
   .number()
   .int()
   .min(1)
   .max(LISTING_LIMIT_MAX)
   .default(LISTING_LIMIT_DEFAULT)
   .meta({ description: `Page size, 1..${LISTING_LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT}).` });
-const cursorParam = z
+export const cursorParam = z
   .string()
   .min(1)
   .max(CURSOR_MAX_CHARS)
   .optional()
   .meta({ description: "The next_cursor of the previous page; opaque." });
 const channelParam = z.string().min(1).max(200).optional().meta({ description: "Only this channel." });
-const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." });
+export const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." });
 
 // ---- runs --------------------------------------------------------------------
 

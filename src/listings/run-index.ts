@@ -24,10 +24,25 @@ import {
   type InputListItem,
   type RunListItem,
 } from "./listing-schemas";
+import { AUDIT_ACTIONS, type AuditAction, type AuditEntry, auditStatement } from "../audit/audit-log";
 
 // ---- what a mark holds ---------------------------------------------------------
 
-export type MarkKind = "run" | "approval" | "input";
+const auditEntryMarkSchema = z
+  .object({
+    id: z.string(),
+    at: z.string(),
+    principal: z.string(),
+    action: z.enum(AUDIT_ACTIONS as [AuditAction, ...AuditAction[]]),
+    target: z.string(),
+    result: z.enum(["ok", "refused"]),
+    count: z.number().int().optional(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strip();
+
+/** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
+export type MarkKind = "run" | "approval" | "input" | "audit";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -148,6 +163,11 @@ export class RunIndex {
 
   markApprovalResolved(resolution: ApprovalResolution): void {
     this.#mark("approval", resolution.approval_id, 1, resolution);
+  }
+
+  /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
+  markAudit(entry: AuditEntry): void {
+    this.#mark("audit", entry.id, 1, entry);
   }
 
   markInputAsked(row: InputListItem): void {
@@ -310,6 +330,10 @@ function inputKey(runId: string, toolCallId: string): string {
 async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
   const fields: unknown = JSON.parse(mark.fields);
   switch (mark.kind) {
+    case "audit": {
+      await auditStatement(db, auditEntryMarkSchema.parse(fields) as AuditEntry).run();
+      return;
+    }
     case "run": {
       const r = runListItemSchema.parse(fields);
       await db

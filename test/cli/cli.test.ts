@@ -160,6 +160,17 @@ async function triggerRun(turns: ScriptTurn[], channelId: string): Promise<strin
   return receipt.run_id;
 }
 
+/** The approval_id of the run's first pending approval, read from its summary. */
+async function waitForApproval(runId: string): Promise<string> {
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  for (;;) {
+    const pending = (await engine.summary(runId)).pending_approvals[0];
+    if (pending) return pending.approval_id;
+    if (Date.now() > deadline) throw new Error(`no approval in ${runId} within ${RUN_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 function watchJson(runId: string): Streaming {
   const watching = new Streaming(["watch", runId, "--json"]);
   streams.push(watching);
@@ -395,6 +406,61 @@ describe("approved-exec against the engine", () => {
     expect(again.code).toBe(1);
     expect(again.stdout).toBe("");
     expect(again.stderr).toMatch(/^error: not_reconcilable \(409\): /);
+  });
+});
+
+describe("approved-exec with named tokens (contract section 18)", () => {
+  it("an admin makes a requester and an approver-only token; each acts as itself and only in its roles; revoke ends one", async () => {
+    const suffix = Math.random().toString(36).slice(2, 8);
+    const makeToken = async (name: string, role: string) => {
+      const made = await cli(["tokens", "create", name, "--role", role]);
+      expect(made.code, made.stderr).toBe(0);
+      const [first, value] = made.stdout.trimEnd().split("\n");
+      expect(first).toMatch(new RegExp(`^created token:${name} roles=${role} expires=`));
+      expect(value).toMatch(/^aee_[A-Za-z0-9_-]{43}$/);
+      expect(made.stderr).toContain("shown only once");
+      return value!;
+    };
+    const bot = `bot-${suffix}`;
+    const ops = `ops-${suffix}`;
+    const botToken = await makeToken(bot, "requester");
+    const opsToken = await makeToken(ops, "approver");
+    const asBot = cliEnv({ ENGINE_TOKEN: botToken });
+    const asOps = cliEnv({ ENGINE_TOKEN: opsToken });
+
+    const script = await scriptFile([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: `two-${suffix}` } }] },
+    ]);
+    const started = await cli(["trigger", "make it", "--json", "--channel", channel("tokens"), "--script", script], asBot);
+    expect(started.code, started.stderr).toBe(0);
+    const runId: string = JSON.parse(started.stdout).run_id;
+    const requested = await waitForApproval(runId);
+
+    const refused = await cli(["approve", runId, requested], asBot);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(`error: forbidden (403): token:${bot} lacks the approver role\n`);
+    const approved = await cli(["approve", runId, requested], asOps);
+    expect(approved).toEqual({ code: 0, stdout: `approved ${requested}\n`, stderr: "" });
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    expect(events.find((e) => e.type === "run_started")).toMatchObject({ user_id: `token:${bot}`, requested_by: `token:${bot}` });
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "approved", decided_by: `token:${ops}` });
+
+    const listed = await cli(["tokens", "list"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${bot} roles=requester owner=- expires=\\S+ last_used=\\S+$`, "m"));
+    expect(listed.stdout).toMatch(new RegExp(`^${ops} roles=approver `, "m"));
+    expect(listed.stdout).not.toContain(botToken);
+    // Only an admin manages tokens.
+    expect((await cli(["tokens", "list"], asOps)).stderr).toBe(`error: forbidden (403): token:${ops} lacks the admin role\n`);
+
+    const revoked = await cli(["tokens", "revoke", bot]);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toMatch(new RegExp(`^revoked token:${bot} at \\S+\\n$`));
+    const after = await cli(["pending"], asBot);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/^error: unauthorized \(401\)/);
+    expect((await cli(["tokens", "create", bot, "--role", "viewer"])).stderr).toMatch(/^error: name_taken \(409\)/);
   });
 });
 

@@ -7,6 +7,7 @@ import type { OutcomeDb } from "../../src/outcomes/mutation-outcomes";
 import worker from "../../src/index";
 
 export { StoragePool } from "../../durable-objects/storage-pool";
+export { AuditQueue } from "../../durable-objects/audit-queue";
 
 export class RunObject extends ProductionRunObject {
   #seam: OutcomeDb | undefined;

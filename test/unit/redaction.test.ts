@@ -164,9 +164,13 @@ describe("redactSecrets", () => {
       g: ["gho_abcdefghijklmnopqrstuvwxyz0123", "xoxb-1234567890-abcdef", "xoxp-1234567890-abcdef"],
       h: ["AKIAABCDEFGHIJKLMNOP", "AIzaSyA1234567890abcdefghijklmnopqrstuv"],
       i: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl",
+      // The engine's own named tokens (contract section 18).
+      j: "the ci token is aee_Q2hhbmdlIG1lIGJ1dCBsb25nIGVub3VnaCB0byBsb29r here",
     });
     const text = JSON.stringify(out);
+    expect(text).toContain(`"j":"the ci token is [redacted] here"`);
     for (const leaked of [
+      "aee_",
       "abc.def",
       "dXNlcjpw",
       "hunter2",

@@ -18,6 +18,7 @@ import { boundedStorage, guardedStorage } from "../../outcomes/storage-guard";
 import { MAX_IDENTIFIER_CHARS } from "../../ids";
 import { actorOf } from "../../auth/actor-fields";
 import type { Principal } from "../../auth/principal";
+import { auditStatement, newAuditId } from "../../audit/audit-log";
 
 export const reconcileRequestSchema = z
   .object({
@@ -132,7 +133,22 @@ export async function handleReconcile(
   if (!isMutationId(mutationId)) throw mutationNotFound(mutationId);
   const at = new Date().toISOString();
   const settlement = { outcome: body.outcome, evidence: body.evidence, reconciled_by: reconciledBy, at };
-  const written = await guarded(env, config, ctx, `api:reconcile:${mutationId}`, (db) => reconcile(db, mutationId, settlement));
+  const entry = auditStatement(
+    env.DB,
+    {
+      id: newAuditId(),
+      at,
+      principal: principal.id,
+      action: "mutation.reconcile",
+      target: mutationId,
+      result: "ok",
+      details: { outcome: body.outcome, evidence: body.evidence },
+    },
+    { onlyIfPreviousChanged: true },
+  );
+  const written = await guarded(env, config, ctx, `api:reconcile:${mutationId}`, (db) =>
+    reconcile(db, mutationId, settlement, { batch: (statements) => env.DB.batch(statements as D1PreparedStatement[]), entry }),
+  );
   if (!written.ok) return written.response;
   const result = written.value;
   if (result.ok) return jsonResponse(200, toProjection(result.row));
