@@ -43,6 +43,7 @@ import realWorker from "../src/index";
 import { StoragePool } from "../durable-objects/storage-pool";
 
 export { AuditQueue } from "../durable-objects/audit-queue";
+export { RateLimiter } from "../durable-objects/rate-limiter";
 import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outcomes";
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 import { isRunId } from "../src/ids";

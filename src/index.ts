@@ -12,6 +12,7 @@ import { handleSlackRequest } from "./slack/slack-app";
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";
 export { AuditQueue } from "../durable-objects/audit-queue";
+export { RateLimiter } from "../durable-objects/rate-limiter";
 
 const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/events": "events", "/slack/interactivity": "interactivity" };
 

@@ -23,6 +23,8 @@ export const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
 export const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
 export const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
+/** Contract section 18: triggers per principal per minute (0 turns the limit off). */
+export const DEFAULT_TRIGGER_RATE_PER_MINUTE = 120;
 /** Contract section 18: API_TOKEN is the deployment's bootstrap secret; shorter ones are guessable. */
 export const MIN_API_TOKEN_CHARS = 32;
 /** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
@@ -157,6 +159,7 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   CONSOLE_SESSION_TTL_SECONDS: intVar(DEFAULT_CONSOLE_SESSION_TTL_SECONDS, 60),
+  TRIGGER_RATE_PER_MINUTE: intVar(DEFAULT_TRIGGER_RATE_PER_MINUTE),
   // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
   SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
   SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),

@@ -19,6 +19,7 @@ import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } 
 import { rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
 import { findLiveToken } from "../auth/token-store";
+import { countAuthFailure } from "../auth/rate-limits";
 import { auditStatement, newAuditId } from "../audit/audit-log";
 
 /** A session as the audit log names it: a prefix of its id (never the cookie, whose MAC the id alone lacks). */
@@ -126,6 +127,8 @@ async function signIn(request: Request, env: Env, apiToken: string | undefined, 
   const named = await findLiveToken(env.DB, body.token, now);
   const isRoot = named === null && apiToken !== undefined && (await isAuthorized(`Bearer ${body.token}`, apiToken));
   if (named === null && !isRoot) {
+    const limited = await countAuthFailure(env, request.headers);
+    if (limited !== null) return errorResponse(limited);
     return jsonResponse(401, { error: "unauthorized", message: "That is neither API_TOKEN nor a live named token." });
   }
   const id = newSessionId();

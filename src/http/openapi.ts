@@ -120,10 +120,11 @@ const ERROR_MEANINGS: Record<number, string> = {
   409: "Conflicts with what was already decided (or a token name already used)",
   410: "Expired, or no longer retained",
   413: "Body over 64 KiB",
-  415: "Not a JSON body",
+  415: "Not a JSON body (JSON routes need Content-Type: application/json)",
+  429: "rate_limited: too many failed authentications from this address, or triggers by this principal (Retry-After)",
   503: "Not configured, or storage busy or slow (Retry-After)",
 };
-const API_ERRORS = [401, 403, 503];
+const API_ERRORS = [401, 403, 429, 503];
 
 function buildDocument() {
   const registry = new OpenAPIRegistry();

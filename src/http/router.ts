@@ -13,6 +13,7 @@ import { authorize, lacksRole } from "../auth/authorize";
 import { isBrowserHeld, type Principal } from "../auth/principal";
 import { isSameOrigin, SAFE_METHODS } from "../auth/origin-rule";
 import { ruleOf } from "./route-roles";
+import { countAuthFailure } from "../auth/rate-limits";
 import { actorOf } from "../auth/actor-fields";
 import { loadConfig, type HostConfig } from "../config/config";
 import { getDelivery } from "./deliveries";
@@ -45,6 +46,9 @@ async function guardApi(request: ApiRequest, env: Env, ctx: ExecutionContext): P
   const config = loaded.config;
   const auth = await authenticate(request.headers, { db: env.DB, config, waitUntil: (p) => ctx.waitUntil(p) });
   if (auth.kind !== "authenticated") {
+    // Counted per client address; past the limit the failure is a 429 (a valid credential never gets here).
+    const limited = await countAuthFailure(env, request.headers);
+    if (limited !== null) throw limited;
     throw apiError(401, {
       error: "unauthorized",
       message: auth.kind === "refused" ? auth.message : "Send Authorization: Bearer <token> (API_TOKEN or a named token).",

@@ -6,7 +6,7 @@
 import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { api, sleep, TOKEN, trigger } from "./helpers";
+import { api, freshAddress, sleep, TOKEN, trigger } from "./helpers";
 
 const ORIGIN = "https://engine.test";
 const CREATE = "mcp__demo__create_dashboard";
@@ -14,7 +14,7 @@ const CREATE = "mcp__demo__create_dashboard";
 async function signIn(token = TOKEN, extra: Record<string, unknown> = {}): Promise<Response> {
   return SELF.fetch(`${ORIGIN}/console/session`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "cf-connecting-ip": freshAddress() },
     body: JSON.stringify({ token, ...extra }),
   });
 }
@@ -30,6 +30,7 @@ async function cookieFor(): Promise<string> {
 function withCookie(cookie: string, path: string, init: RequestInit & { origin?: string | null } = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("cookie", cookie);
+  if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", freshAddress());
   if (init.origin !== null) headers.set("origin", init.origin ?? ORIGIN);
   if (init.body !== undefined) headers.set("content-type", "application/json");
   return SELF.fetch(`${ORIGIN}${path}`, { ...init, headers });
@@ -126,7 +127,11 @@ describe("sign-in", () => {
     const cookie = await cookieFor();
     const rotated = { ...env, API_TOKEN: "rotated-runtime-token-0123456789abcdefghij" } as never;
     const call = (e: never) =>
-      worker.fetch(new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie } }), e, createExecutionContext());
+      worker.fetch(
+        new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie, "cf-connecting-ip": freshAddress() } }),
+        e,
+        createExecutionContext(),
+      );
     expect((await call(env as never)).status).toBe(200);
     expect((await call(rotated)).status).toBe(401);
     const page = await worker.fetch(new Request(`${ORIGIN}/console`, { headers: { cookie } }), rotated, createExecutionContext());
@@ -272,7 +277,11 @@ describe("the pages and their gate", () => {
     const page = await worker.fetch(new Request(`${ORIGIN}/console`), unset, createExecutionContext());
     expect(page.status).toBe(503);
     expect((await page.json<any>()).error).toBe("not_configured");
-    const read = await worker.fetch(new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie } }), unset, createExecutionContext());
+    const read = await worker.fetch(
+      new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie, "cf-connecting-ip": freshAddress() } }),
+      unset,
+      createExecutionContext(),
+    );
     expect(read.status).toBe(401);
   });
 });

@@ -13,6 +13,8 @@ import { openEventStream, wantsEventStream } from "./events";
 import type { Principal } from "../../auth/principal";
 import { grants } from "../../auth/roles";
 import { lacksRole } from "../../auth/authorize";
+import { countTrigger } from "../../auth/rate-limits";
+import { getDelivery } from "../deliveries";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, triggerBodySchema);
@@ -43,6 +45,11 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
       message: `tool_call_id ${JSON.stringify(duplicateId.id)} appears twice in one script turn; tool_call_ids are unique within a turn.`,
       details: [{ path: duplicateId.path, code: "duplicate_tool_call_id", message: "repeats an earlier tool_call_id of the same turn" }],
     });
+  }
+
+  // Contract section 18: a trigger whose delivery identity is already known is never counted (its receipt answers).
+  if (deliveryId === undefined || (await getDelivery(env.DB, deliveryId)) === null) {
+    await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
   }
 
   const started = await startRun(env, {
