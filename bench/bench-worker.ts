@@ -315,7 +315,8 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   // Same gate as /api/*: a configured token, presented as a bearer.
   const loaded = loadConfig(env);
   if (loaded.state !== "ready") return json(503, { error: loaded.state, message: loaded.message });
-  if (!(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
+  const apiToken = loaded.config.API_TOKEN;
+  if (apiToken === undefined || !(await isAuthorized(request.headers.get("authorization"), apiToken))) {
     return json(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
   }
   const path = url.pathname;

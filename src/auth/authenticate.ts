@@ -7,6 +7,7 @@
 import { readSessionCookie, verifySessionCookie } from "../console/session-cookie";
 import { liveSession } from "../console/session-store";
 import { isAuthorized } from "../http/auth";
+import { ACCESS_ASSERTION_HEADER, type AccessSettings, accessConfigured, verifyAccessAssertion } from "./access";
 import { sha256Hex } from "./digest";
 import { type Principal, ROOT_PRINCIPAL_ID } from "./principal";
 import { ROOT_ROLES } from "./roles";
@@ -14,7 +15,7 @@ import { findLiveToken, lastUsedDue, touchLastUsed } from "./token-store";
 
 export type Authentication = { kind: "authenticated"; principal: Principal } | { kind: "anonymous" } | { kind: "refused"; message: string };
 
-export interface AuthSettings {
+export interface AuthSettings extends AccessSettings {
   API_TOKEN?: string | undefined;
   CONSOLE_SESSION_SECRET?: string | undefined;
 }
@@ -47,6 +48,11 @@ export async function authenticate(headers: Headers, deps: AuthDeps): Promise<Au
   if (authorization !== null) return bearer(authorization, deps, now);
   const cookie = readSessionCookie(headers.get("cookie"));
   if (cookie !== null) return consoleSession(cookie, deps, now);
+  const assertion = headers.get(ACCESS_ASSERTION_HEADER);
+  if (assertion !== null && accessConfigured(deps.config)) {
+    const verdict = await verifyAccessAssertion(assertion, deps.config);
+    return verdict.ok ? { kind: "authenticated", principal: verdict.principal } : { kind: "refused", message: verdict.message };
+  }
   return { kind: "anonymous" };
 }
 

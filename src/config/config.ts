@@ -3,6 +3,7 @@
 // every /api route) instead of running half-configured; a missing API_TOKEN is
 // 503 not_configured, so the API fails closed.
 import { z } from "zod";
+import { rolesSchema } from "../auth/roles";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 export const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -109,6 +110,37 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v === "" ? undefined : v));
 
+/**
+ * ACCESS_TEAM_DOMAIN (contract section 18): https, or plain http only on
+ * loopback with a port (a local JWKS server in tests); no path.
+ */
+const accessTeamDomainSchema = z
+  .string()
+  .transform((v) => v.replace(/\/+$/, ""))
+  .refine((v) => {
+    let url: URL;
+    try {
+      url = new URL(v);
+    } catch {
+      return false;
+    }
+    if (url.pathname !== "/" || url.search !== "" || url.hash !== "") return false;
+    if (url.protocol === "https:") return true;
+    return url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname) && url.port !== "";
+  }, "https://<team>.cloudflareaccess.com (plain http only for 127.0.0.1, localhost or [::1] with a port)");
+
+/** ACCESS_ROLES: `{"<email> | *@<domain> | access-service:<common_name> | *": [roles]}`; `*` grants at most viewer and requester. */
+const accessRolesSchema = z
+  .record(
+    z.string().regex(/^(\*|\*@[^\s@]+|[^\s@*]+@[^\s@]+|access-service:\S+)$/, "an email, *@<domain>, access-service:<common_name> or *"),
+    rolesSchema,
+  )
+  .superRefine((rules, ctx) => {
+    const wide = rules["*"]?.filter((r) => r !== "viewer" && r !== "requester") ?? [];
+    if (wide.length > 0)
+      ctx.addIssue({ code: "custom", path: ["*"], message: `"*" may grant only viewer and requester, not ${wide.join(", ")}` });
+  });
+
 export const hostConfigSchema = z.object({
   API_TOKEN: optionalText.pipe(
     z.string().min(MIN_API_TOKEN_CHARS, `at least ${MIN_API_TOKEN_CHARS} characters (e.g. \`openssl rand -base64 32\`)`).optional(),
@@ -160,6 +192,10 @@ export const hostConfigSchema = z.object({
   ),
   CONSOLE_SESSION_TTL_SECONDS: intVar(DEFAULT_CONSOLE_SESSION_TTL_SECONDS, 60),
   TRIGGER_RATE_PER_MINUTE: intVar(DEFAULT_TRIGGER_RATE_PER_MINUTE),
+  // Cloudflare Access (contract section 18): on when both the team domain and the audience tag are set.
+  ACCESS_TEAM_DOMAIN: optionalText.pipe(accessTeamDomainSchema.optional()),
+  ACCESS_AUD: optionalText,
+  ACCESS_ROLES: jsonVar(accessRolesSchema, {}),
   // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
   SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
   SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),
@@ -168,7 +204,7 @@ export const hostConfigSchema = z.object({
 export type HostConfig = z.output<typeof hostConfigSchema>;
 
 export type ConfigResult =
-  | { state: "ready"; config: HostConfig & { API_TOKEN: string } }
+  | { state: "ready"; config: HostConfig }
   | { state: "not_configured"; config: HostConfig; message: string }
   | { state: "bad_config"; message: string; details: { path: string; message: string }[] };
 
@@ -193,12 +229,22 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     };
   }
   const config = parsed.data;
-  if (config.API_TOKEN === undefined) {
+  if ((config.ACCESS_TEAM_DOMAIN === undefined) !== (config.ACCESS_AUD === undefined)) {
+    const missing = config.ACCESS_AUD === undefined ? "ACCESS_AUD" : "ACCESS_TEAM_DOMAIN";
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: [{ path: missing, message: "Cloudflare Access needs both ACCESS_TEAM_DOMAIN and ACCESS_AUD" }],
+    };
+  }
+  // Contract section 18: not_configured only when neither API_TOKEN nor Access is configured.
+  if (config.API_TOKEN === undefined && config.ACCESS_TEAM_DOMAIN === undefined) {
     return {
       state: "not_configured",
       config,
-      message: "API_TOKEN is not set. Set it with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
+      message:
+        "Neither API_TOKEN nor Cloudflare Access is set. Set API_TOKEN with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
     };
   }
-  return { state: "ready", config: { ...config, API_TOKEN: config.API_TOKEN } };
+  return { state: "ready", config };
 }

@@ -18,6 +18,7 @@ import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from 
 import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
 import { rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
+import { ACCESS_ASSERTION_HEADER, accessConfigured, verifyAccessAssertion } from "../auth/access";
 import { findLiveToken } from "../auth/token-store";
 import { countAuthFailure } from "../auth/rate-limits";
 import { auditStatement, newAuditId } from "../audit/audit-log";
@@ -70,7 +71,9 @@ async function route(request: Request, env: Env): Promise<Response> {
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") return jsonResponse(503, { error: "bad_config", message: loaded.message, details: loaded.details });
   const secret = loaded.state === "ready" ? loaded.config.CONSOLE_SESSION_SECRET : undefined;
-  if (loaded.state !== "ready" || secret === undefined) {
+  // Behind Cloudflare Access the console needs no sign-in of its own (contract section 18).
+  const behindAccess = loaded.state === "ready" && accessConfigured(loaded.config);
+  if (loaded.state !== "ready" || (secret === undefined && !behindAccess)) {
     return jsonResponse(503, {
       error: "not_configured",
       message: "The console is off: set CONSOLE_SESSION_SECRET (and API_TOKEN) with `wrangler secret put`, or in .dev.vars locally.",
@@ -81,18 +84,21 @@ async function route(request: Request, env: Env): Promise<Response> {
 
   if (pathname === "/console" || pathname === "/console/") {
     if (!read) return methodNotAllowed("GET, HEAD");
-    return html((await sessionOf(request, env)) ? APP_PAGE : SIGN_IN_PAGE);
+    return html((await viewerOf(request, env)) ? APP_PAGE : SIGN_IN_PAGE);
   }
 
   if (pathname === "/console/session") {
     switch (request.method) {
       case "POST":
+        if (secret === undefined)
+          return jsonResponse(503, {
+            error: "not_configured",
+            message: "Sign-in is off: set CONSOLE_SESSION_SECRET, or use the console through Cloudflare Access.",
+          });
         return signIn(request, env, loaded.config.API_TOKEN, secret, loaded.config.CONSOLE_SESSION_TTL_SECONDS);
       case "GET": {
-        const session = await sessionOf(request, env);
-        return session
-          ? jsonResponse(200, { principal: session.principal, roles: session.roles, expires_at: session.expires_at })
-          : unauthorized();
+        const viewer = await viewerOf(request, env);
+        return viewer ? jsonResponse(200, viewer) : unauthorized();
       }
       case "DELETE":
         return signOut(request, env);
@@ -104,12 +110,23 @@ async function route(request: Request, env: Env): Promise<Response> {
   const asset = ASSETS[pathname];
   if (asset === undefined) {
     // Unknown paths say nothing about what exists to a caller without a session.
-    if (!(await sessionOf(request, env))) return unauthorized();
+    if (!(await viewerOf(request, env))) return unauthorized();
     return jsonResponse(404, { error: "not_found", message: `No console page ${pathname}.` });
   }
   if (!read) return methodNotAllowed("GET, HEAD");
-  if (!asset.public && !(await sessionOf(request, env))) return unauthorized();
+  if (!asset.public && !(await viewerOf(request, env))) return unauthorized();
   return new Response(request.method === "HEAD" ? null : asset.body, { headers: { "content-type": asset.type } });
+}
+
+/** Who is looking: a live console session, else a verified Cloudflare Access user (no sign-in of its own). */
+async function viewerOf(request: Request, env: Env): Promise<{ principal: string; roles: readonly string[]; expires_at?: string } | null> {
+  const session = await sessionOf(request, env);
+  if (session) return { principal: session.principal, roles: session.roles, expires_at: session.expires_at };
+  const loaded = loadConfig(env);
+  const assertion = request.headers.get(ACCESS_ASSERTION_HEADER);
+  if (loaded.state !== "ready" || assertion === null || !accessConfigured(loaded.config)) return null;
+  const verdict = await verifyAccessAssertion(assertion, loaded.config);
+  return verdict.ok ? { principal: verdict.principal.id, roles: verdict.principal.roles } : null;
 }
 
 async function signIn(request: Request, env: Env, apiToken: string | undefined, secret: string, ttlSeconds: number): Promise<Response> {
