@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
-import { newDevVars, withDemoPort } from "./dev-vars";
+import { newDevVars, withDemoPort, withLongEnoughToken } from "./dev-vars";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const WRANGLER_CLI = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
@@ -73,11 +73,12 @@ function ensureDevVars(): string {
     console.log(`Created .dev.vars with a new local API token.`);
   }
   const current = readFileSync(DEV_VARS, "utf8");
-  const updated = withDemoPort(current, DEMO_MCP_PORT);
-  if (updated !== current) {
-    writeFileSync(DEV_VARS, updated);
-    console.log(`Pointed the demo server's URL in .dev.vars (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
-  }
+  const ported = withDemoPort(current, DEMO_MCP_PORT);
+  if (ported !== current) console.log(`Pointed the demo server's URL in .dev.vars (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
+  // API_TOKEN needs 32 characters now (contract section 18); an older, shorter local token is replaced.
+  const updated = withLongEnoughToken(ported, `local-${randomBytes(32).toString("base64url")}`);
+  if (updated !== ported) console.log("Replaced the API token in .dev.vars: tokens now need at least 32 characters.");
+  if (updated !== current) writeFileSync(DEV_VARS, updated);
   const token = /^API_TOKEN=(.+)$/m.exec(updated)?.[1]?.trim();
   if (!token) throw new Error(".dev.vars has no API_TOKEN line; add `API_TOKEN=<something>` or delete the file to get a new one.");
   return token.replace(/^['"]|['"]$/g, "");

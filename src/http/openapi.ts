@@ -129,6 +129,9 @@ const API_ERRORS = [401, 403, 429, 503];
 function buildDocument() {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  // Contract section 18: the console's session cookie and a Cloudflare Access assertion are credentials too.
+  registry.registerComponent("securitySchemes", "consoleSession", { type: "apiKey", in: "cookie", name: "console_session" });
+  registry.registerComponent("securitySchemes", "cloudflareAccess", { type: "apiKey", in: "header", name: "Cf-Access-Jwt-Assertion" });
   const jsonBody = (schema: z.ZodType) => ({ body: { required: true, content: json(schema) } });
 
   registry.registerPath({
@@ -344,7 +347,7 @@ function buildDocument() {
       version: API_VERSION,
       description: "Approved execution for AI agents on Cloudflare Workers: runs, approvals, a sequenced SSE event log, durable outcomes.",
     },
-    security: [{ bearer: [] }],
+    security: [{ bearer: [] }, { consoleSession: [] }, { cloudflareAccess: [] }],
   });
 }
 

@@ -153,6 +153,27 @@ describe("redactSecrets", () => {
     ]);
   });
 
+  it("keeps the principal ids the engine writes in actor fields; a token-shaped value there is still redacted", () => {
+    const out = redactSecrets({
+      decided_by: "token:ci-bot",
+      approved_by: "token:root",
+      reconciled_by: "access:ada@example.com",
+      requested_by: "access-service:ci.access",
+      principal: "slack:T1:U1",
+      note: "token:ci-bot",
+      answered_by: "token: hunter2-but-spaced",
+    });
+    expect(out).toEqual({
+      decided_by: "token:ci-bot",
+      approved_by: "token:root",
+      reconciled_by: "access:ada@example.com",
+      requested_by: "access-service:ci.access",
+      principal: "slack:T1:U1",
+      note: "token:[redacted]",
+      answered_by: "token: [redacted]",
+    });
+  });
+
   it("redacts values that are credentials on their own, under any key", () => {
     const out = redactSecrets({
       a: "Bearer abc.def-ghi",
