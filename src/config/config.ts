@@ -4,6 +4,7 @@
 // 503 not_configured, so the API fails closed.
 import { z } from "zod";
 import { rolesSchema } from "../auth/roles";
+import { redactExactly } from "../execution/redaction";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 export const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -246,5 +247,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
         "Neither API_TOKEN nor Cloudflare Access is set. Set API_TOKEN with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
     };
   }
+  // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
+  if (config.API_TOKEN !== undefined) redactExactly(config.API_TOKEN);
   return { state: "ready", config };
 }

@@ -173,7 +173,24 @@ export function redactText(text: string): string {
   return redactTextAt(text, 0);
 }
 
-function redactTextAt(text: string, depth: number): string {
+/** Values redacted wherever they appear in text, whatever their shape: the deployment's API_TOKEN (contract section 18). */
+const exactSecrets = new Set<string>();
+/** Shorter values would match ordinary words; API_TOKEN has at least 32 characters. */
+const MIN_EXACT_SECRET_CHARS = 16;
+
+/** Registers a value to redact wherever text leaves the engine (the host config does this for API_TOKEN). */
+export function redactExactly(value: string): void {
+  if (value.length >= MIN_EXACT_SECRET_CHARS) exactSecrets.add(value);
+}
+
+function withoutExactSecrets(text: string): string {
+  let out = text;
+  for (const secret of exactSecrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  return out;
+}
+
+function redactTextAt(raw: string, depth: number): string {
+  const text = exactSecrets.size === 0 ? raw : withoutExactSecrets(raw);
   const fromJson = redactJsonText(text, depth);
   if (fromJson !== undefined) return fromJson;
   let out = text;

@@ -4,6 +4,7 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/config";
 import { isSecretKey, MAX_REDACTION_DEPTH, REDACTED, redactSecrets, redactText } from "../../src/execution/redaction";
 
 const RUNS = Number(env.FUZZ_RUNS || 300);
@@ -151,6 +152,14 @@ describe("redactSecrets", () => {
       { key: "session", value: REDACTED, secure: REDACTED },
       { name: "accept", value: "json" },
     ]);
+  });
+
+  it("redacts the exact API_TOKEN wherever it appears, once the host config has been read", () => {
+    const apiToken = "exact-api-token-Zq7Lr2Vb9Xk4Mn8Pw3";
+    expect(redactText(`it was ${apiToken}.`)).toBe(`it was ${apiToken}.`);
+    parseConfig({ API_TOKEN: apiToken });
+    expect(redactText(`it was ${apiToken}.`)).toBe("it was [redacted].");
+    expect(JSON.stringify(redactSecrets({ note: `x${apiToken}y` }))).toBe('{"note":"x[redacted]y"}');
   });
 
   it("keeps the principal ids the engine writes in actor fields; a token-shaped value there is still redacted", () => {
