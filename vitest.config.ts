@@ -35,7 +35,7 @@ export default defineConfig(async () => {
                   ...NO_LOCAL_SETTINGS,
                   // wrangler.toml's one [vars] entry, restated: the tests run the scripted provider whatever is local.
                   MODEL_PROVIDER: "scripted",
-                  API_TOKEN: "test-token",
+                  API_TOKEN: "runtime-test-token-0123456789abcdefghijklmnop",
                   // The operator console is on (contract section 16); its tests sign in with the token above.
                   CONSOLE_SESSION_SECRET: "runtime-test-console-secret-0123456789",
                   TEST_MIGRATIONS: migrations,
@@ -46,6 +46,8 @@ export default defineConfig(async () => {
                   DEMO_MCP_JSON_URL: inject("demoMcpJsonUrl"),
                   // The Slack Web API stand-in the outbox tests post to (not SLACK_API_BASE_URL: the Slack app stays off here).
                   SLACK_STAND_IN_URL: inject("slackStandInUrl"),
+                  // The Cloudflare Access team-domain stand-in serving a JWKS (the Access tests set ACCESS_TEAM_DOMAIN to it).
+                  ACCESS_TEST_TEAM_DOMAIN: inject("jwksUrl"),
                   // The engine's own MCP server is the demo one (SSE mode); the mutation-fault tests
                   // drive real runs against it. Short storage and call bounds keep their waits short.
                   MCP_SERVERS: JSON.stringify({ demo: { url: inject("demoMcpUrl") } }),
@@ -67,7 +69,11 @@ export default defineConfig(async () => {
             include: ["test/unit/**/*.test.ts", "test/runtime/**/*.test.ts"],
             setupFiles: ["./test/runtime/apply-migrations.ts"],
             // Starts the demo MCP server processes the transport tests call from inside workerd.
-            globalSetup: ["./test/runtime/demo-mcp-global-setup.ts", "./test/runtime/slack-stand-in-global-setup.ts"],
+            globalSetup: [
+              "./test/runtime/demo-mcp-global-setup.ts",
+              "./test/runtime/slack-stand-in-global-setup.ts",
+              "./test/runtime/jwks-global-setup.ts",
+            ],
             // Files share that demo server (resets, armed faults) and the global storage pool: one file at a time.
             fileParallelism: false,
           },

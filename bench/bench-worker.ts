@@ -44,6 +44,9 @@ import type { Env } from "../src/config/env";
 import realWorker from "../src/index";
 
 import { StoragePool } from "../durable-objects/storage-pool";
+
+export { AuditQueue } from "../durable-objects/audit-queue";
+export { RateLimiter } from "../durable-objects/rate-limiter";
 import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outcomes";
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 import { isRunId } from "../src/ids";
@@ -315,7 +318,8 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   // Same gate as /api/*: a configured token, presented as a bearer.
   const loaded = loadConfig(env);
   if (loaded.state !== "ready") return json(503, { error: loaded.state, message: loaded.message });
-  if (!(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
+  const apiToken = loaded.config.API_TOKEN;
+  if (apiToken === undefined || !(await isAuthorized(request.headers.get("authorization"), apiToken))) {
     return json(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
   }
   const path = url.pathname;

@@ -76,7 +76,7 @@ export async function watchRun(client: Client, tool: string, title: string, wait
 export async function approve(client: Client, run: WatchedRun): Promise<string> {
   run.approvalSentAt = performance.now();
   try {
-    await client.engine.decideApproval(run.runId, run.approvalId ?? "", { decision: "approve", decided_by: "bench" });
+    await client.engine.decideApproval(run.runId, run.approvalId ?? "", { decision: "approve" });
     return "200";
   } catch (err) {
     if (err instanceof ApiError) return `${err.status} ${err.code}`;

@@ -1,7 +1,6 @@
 // Where the engine is and who is asking: ENGINE_URL and ENGINE_TOKEN (or
-// API_TOKEN) from the environment, and the default identity recorded as
-// `decided_by` / `answered_by` / `reconciled_by` (`cli:<os user>`).
-import { userInfo } from "node:os";
+// API_TOKEN) from the environment. Who is recorded as deciding is the token's
+// principal, written by the engine (contract section 18), never a name the CLI sends.
 import { UsageError } from "./exit-codes.js";
 
 /** `wrangler dev`'s default address, where `npm start` serves the engine. */
@@ -26,15 +25,4 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
     throw new UsageError("No API token: set ENGINE_TOKEN (or API_TOKEN) to the engine's API_TOKEN, e.g. the one in .dev.vars.");
   }
   return { url, token };
-}
-
-/** `cli:<os user>`, the name a decision is recorded under unless --as says otherwise. */
-export function defaultIdentity(): string {
-  let user: string | undefined;
-  try {
-    user = userInfo().username;
-  } catch {
-    // No passwd entry for this uid (some containers): fall back to the environment.
-  }
-  return `cli:${user || process.env.USER || process.env.USERNAME || "unknown"}`;
 }

@@ -14,8 +14,6 @@ export interface LiveViewOptions {
   prompter: Prompter | undefined;
   /** No prompter although prompts were wanted (stdin or stdout not a terminal): print how to decide elsewhere. */
   hintWhenUnasked?: boolean;
-  /** Recorded as decided_by / answered_by. */
-  identity: string;
   showHeartbeats: boolean;
 }
 
@@ -106,10 +104,9 @@ async function askApproval(client: EngineClient, event: ApprovalRequested, promp
     try {
       const result = await client.decideApproval(event.run_id, event.approval_id, {
         decision: approve ? "approve" : "deny",
-        decided_by: options.identity,
         ...(confirmation === undefined ? {} : { confirmation }),
       });
-      out.line(`${result.decision} ${event.approval_id} as ${options.identity}`);
+      out.line(`${result.decision} ${event.approval_id}`);
       return;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
@@ -124,8 +121,8 @@ async function askAnswer(client: EngineClient, event: InputRequested, prompter: 
   const text = await prompter.ask(`answer (empty to leave it open): `);
   if (text === undefined || text.trim() === "") return;
   try {
-    await client.answerInput(event.run_id, event.tool_call_id, { answer: text, answered_by: options.identity });
-    options.out.line(`answered ${event.tool_call_id} as ${options.identity}`);
+    await client.answerInput(event.run_id, event.tool_call_id, { answer: text });
+    options.out.line(`answered ${event.tool_call_id}`);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     options.out.note(`refused: ${err.code} (${err.status}): ${err.body.message ?? ""}`);

@@ -1,22 +1,32 @@
 // The command line (contract section 15), parsed by commander: trigger and
 // watch a run, list what waits for a decision, approve, deny, answer, cancel,
-// list outcome_unknown rows and reconcile them. Each action talks to the
+// list outcome_unknown rows and reconcile them; named tokens and the audit
+// log (section 18). Each action talks to the
 // engine through the package's own client entry point. `run()` maps what a
 // command ends with to the exit code: 0 done, 1 refused (the error code is
 // printed), 2 bad usage.
 import { readFile } from "node:fs/promises";
-import { ApiError, EngineClient, type EngineEvent, type ScriptTurn, type TriggerRequest } from "approved-execution-engine/client";
+import {
+  ApiError,
+  type AuditAction,
+  EngineClient,
+  type EngineEvent,
+  type Role,
+  type ScriptTurn,
+  type TriggerRequest,
+} from "approved-execution-engine/client";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_ENGINE_URL, defaultIdentity, engineSettings } from "./environment.js";
+import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView } from "./live-view.js";
-import { approvalLine, inputLine, mutationLine, summaryPendingLines } from "./render.js";
+import { approvalLine, auditLine, inputLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
 const ENVIRONMENT_HELP = `
 Environment:
   ENGINE_URL    the engine's address (default ${DEFAULT_ENGINE_URL})
-  ENGINE_TOKEN  the engine's API_TOKEN (API_TOKEN is read when ENGINE_TOKEN is unset)
+  ENGINE_TOKEN  the engine's API_TOKEN or a named token (API_TOKEN is read when ENGINE_TOKEN is unset);
+                decisions are recorded as the token's principal
 
 Exit codes: 0 success, 1 the service refused (its error code is printed) or
 could not be reached, or a watched run failed; 2 bad usage.`;
@@ -42,8 +52,6 @@ function nonNegativeInt(value: string): number {
   return Number(value);
 }
 
-const asOption = () => new Option("--as <name>", "who is recorded as deciding (default cli:<os user>)");
-
 /** Wraps an action so that the exit code it resolves to is kept (commander discards action results). */
 type Act = <A extends unknown[]>(action: (...args: A) => Promise<ExitCode>) => (...args: A) => Promise<void>;
 
@@ -61,13 +69,12 @@ function buildProgram(act: Act): Command {
     .argument("<message>", "what the person asks")
     .option("-w, --watch", "follow the run until it ends (approve? [y/N] at each approval when at a terminal)")
     .option("--channel <channel_id>", "the run's channel (default api)")
-    .option("--user <user_id>", "the asking user (default api)")
+    .option("--user <user_id>", "the person an adapter token triggers for (default: the token's own principal)")
     .option("--script <file.json>", 'the scripted model\'s turns: a JSON array, or {"script": [...]}')
     .option("--delivery-id <id>", "the delivery identity (Idempotency-Key); a repeat gets the first run")
     .option("--max-tool-calls <n>", "narrow the run's call ceiling", nonNegativeInt)
     .option("--no-prompt", "never ask at the terminal, only show")
     .option("--heartbeats", "show heartbeat events too")
-    .addOption(asOption())
     .action(
       act(async (message: string, opts: TriggerOptions, command: Command) => {
         const { out, client } = context(command);
@@ -97,7 +104,6 @@ function buildProgram(act: Act): Command {
     .option("--after <sequence>", "start after this sequence (default 0: from the first event)", nonNegativeInt)
     .option("--no-prompt", "never ask at the terminal, only show")
     .option("--heartbeats", "show heartbeat events too")
-    .addOption(asOption())
     .action(
       act(async (runId: string, opts: WatchOptions, command: Command) => {
         const { out, client } = context(command);
@@ -134,19 +140,16 @@ function buildProgram(act: Act): Command {
       .description(decision === "approve" ? "approve a pending tool call" : "deny a pending tool call")
       .argument("<run_id>")
       .argument("<approval_id>")
-      .option("--reason <text>", "why, recorded with the decision")
-      .addOption(asOption());
+      .option("--reason <text>", "why, recorded with the decision");
     if (decision === "approve") {
       command.option("--confirm <tool_name>", "the tool's name, typed, for tools whose level is confirm (asked for at a terminal)");
     }
     command.action(
       act(async (runId: string, approvalId: string, opts: DecideOptions, cmd: Command) => {
         const { out, client } = context(cmd);
-        const decidedBy = opts.as ?? defaultIdentity();
         const send = (confirmation: string | undefined) =>
           client.decideApproval(runId, approvalId, {
             decision,
-            decided_by: decidedBy,
             ...(opts.reason === undefined ? {} : { reason: opts.reason }),
             ...(confirmation === undefined ? {} : { confirmation }),
           });
@@ -169,7 +172,7 @@ function buildProgram(act: Act): Command {
         }
         // The reason as sent; the engine keeps it redacted (the event, the approvals listing and `watch` show that form).
         const why = opts.reason === undefined ? "" : ` reason=${JSON.stringify(opts.reason)}`;
-        out.result(`${result.decision} ${result.approval_id} as ${decidedBy}${why}`, result);
+        out.result(`${result.decision} ${result.approval_id}${why}`, result);
         return EXIT_OK;
       }),
     );
@@ -181,13 +184,11 @@ function buildProgram(act: Act): Command {
     .argument("<run_id>")
     .argument("<tool_call_id>")
     .argument("<text>", "the answer, given to the model")
-    .addOption(asOption())
     .action(
-      act(async (runId: string, toolCallId: string, text: string, opts: { as?: string }, command: Command) => {
+      act(async (runId: string, toolCallId: string, text: string, _opts: unknown, command: Command) => {
         const { out, client } = context(command);
-        const answeredBy = opts.as ?? defaultIdentity();
-        const result = await client.answerInput(runId, toolCallId, { answer: text, answered_by: answeredBy });
-        out.result(`answered ${toolCallId} as ${answeredBy}`, result);
+        const result = await client.answerInput(runId, toolCallId, { answer: text });
+        out.result(`answered ${toolCallId}`, result);
         return EXIT_OK;
       }),
     );
@@ -228,13 +229,84 @@ function buildProgram(act: Act): Command {
     .argument("<mutation_id>")
     .addOption(new Option("--outcome <outcome>", "what really happened").choices(["completed", "not_executed"]).makeOptionMandatory())
     .requiredOption("--evidence <text>", "how you know (a ticket, a log line, the dashboard's id)")
-    .addOption(asOption())
     .action(
       act(async (mutationId: string, opts: ReconcileOptions, command: Command) => {
         const { out, client } = context(command);
-        const reconciledBy = opts.as ?? defaultIdentity();
-        const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence, reconciled_by: reconciledBy });
+        const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence });
         out.result(mutationLine(row), row);
+        return EXIT_OK;
+      }),
+    );
+
+  const tokens = program.command("tokens").description("named API tokens (admin): create, list, revoke");
+  tokens
+    .command("create")
+    .description("make a named token; its value is printed once")
+    .argument("<name>", "lower-case letters, digits and -, never used before")
+    .addOption(new Option("--role <role...>", "its roles").choices(ROLE_CHOICES).makeOptionMandatory())
+    .option("--owner <principal>", "the person it acts for (access:<email> or slack:<team>:<user>)")
+    .option("--ttl-days <days>", "days until it expires (default 90)", nonNegativeInt)
+    .action(
+      act(async (name: string, opts: { role: Role[]; owner?: string; ttlDays?: number }, command: Command) => {
+        const { out, client } = context(command);
+        const made = await client.createToken({
+          name,
+          roles: opts.role,
+          ...(opts.owner === undefined ? {} : { owner: opts.owner }),
+          ...(opts.ttlDays === undefined ? {} : { ttl_days: opts.ttlDays }),
+        });
+        if (out.json) out.object(made);
+        else {
+          out.line(`created token:${made.name} roles=${made.roles.join(",")} expires=${made.expires_at}`);
+          out.line(made.token);
+          out.note("the value above is shown only once: keep it now");
+        }
+        return EXIT_OK;
+      }),
+    );
+  tokens
+    .command("list")
+    .description("every named token, never a value")
+    .action(
+      act(async (_opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const list = await client.listTokens();
+        if (out.json) out.object({ tokens: list });
+        else if (list.length === 0) out.line("no named tokens");
+        else for (const t of list) out.line(tokenLine(t));
+        return EXIT_OK;
+      }),
+    );
+  tokens
+    .command("revoke")
+    .description("revoke a named token and end its console sessions")
+    .argument("<name>")
+    .action(
+      act(async (name: string, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const revoked = await client.revokeToken(name);
+        out.result(`revoked token:${revoked.name} at ${revoked.revoked_at}`, revoked);
+        return EXIT_OK;
+      }),
+    );
+
+  program
+    .command("audit")
+    .description("the audit log, newest first (admin)")
+    .option("--principal <id>", "only this principal (e.g. token:ci)")
+    .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTION_CHOICES))
+    .option("--limit <n>", "entries (1..200, default 50)", nonNegativeInt)
+    .action(
+      act(async (opts: { principal?: string; action?: AuditAction; limit?: number }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.audit({
+          ...(opts.principal === undefined ? {} : { principal: opts.principal }),
+          ...(opts.action === undefined ? {} : { action: opts.action }),
+          ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+        });
+        if (out.json) out.object(page);
+        else if (page.entries.length === 0) out.line("no audit entries");
+        else for (const e of page.entries) out.line(auditLine(e));
         return EXIT_OK;
       }),
     );
@@ -242,11 +314,24 @@ function buildProgram(act: Act): Command {
   return program;
 }
 
+const ROLE_CHOICES: Role[] = ["viewer", "requester", "approver", "reconciler", "admin", "adapter"];
+const AUDIT_ACTION_CHOICES: AuditAction[] = [
+  "token.create",
+  "token.revoke",
+  "session.create",
+  "session.end",
+  "run.trigger",
+  "run.cancel",
+  "approval.decide",
+  "input.answer",
+  "mutation.reconcile",
+  "access.refused",
+];
+
 interface WatchOptions {
   after?: number;
   prompt: boolean;
   heartbeats?: boolean;
-  as?: string;
 }
 
 interface TriggerOptions extends WatchOptions {
@@ -261,13 +346,11 @@ interface TriggerOptions extends WatchOptions {
 interface DecideOptions {
   reason?: string;
   confirm?: string;
-  as?: string;
 }
 
 interface ReconcileOptions {
   outcome: "completed" | "not_executed";
   evidence: string;
-  as?: string;
 }
 
 async function watchTo(
@@ -284,7 +367,6 @@ async function watchTo(
       prompter: ask,
       // Asked for prompts (no --no-prompt), but nobody can be asked: say so at each wait instead of waiting silently.
       hintWhenUnasked: opts.prompt && !out.json && ask === undefined,
-      identity: opts.as ?? defaultIdentity(),
       showHeartbeats: opts.heartbeats === true,
     });
     if (terminal === undefined) {

@@ -2,7 +2,15 @@
 // line per pending approval, question or unsettled mutation row. Pure
 // functions of the wire types; the --json forms print the objects as they
 // came. Texts are JSON-quoted so that a line is always one line.
-import type { ApprovalListItem, EngineEvent, InputListItem, MutationOutcome, RunSummary } from "approved-execution-engine/client";
+import type {
+  ApprovalListItem,
+  AuditEntry,
+  EngineEvent,
+  InputListItem,
+  MutationOutcome,
+  RunSummary,
+  TokenListItem,
+} from "approved-execution-engine/client";
 
 const TYPE_COLUMN_CHARS = 23;
 const SEQUENCE_COLUMN_CHARS = 5;
@@ -21,7 +29,10 @@ export function eventLine(event: EngineEvent): string {
 function eventDetails(event: EngineEvent): string {
   switch (event.type) {
     case "run_started":
-      return `user=${event.user_id}`;
+      return [
+        `user=${event.user_id}`,
+        ...(event.requested_by === undefined || event.requested_by === event.user_id ? [] : [`requested_by=${event.requested_by}`]),
+      ].join(" ");
     case "assistant_message":
       return quote(event.text);
     case "tool_started":
@@ -111,5 +122,29 @@ export function mutationLine(m: MutationOutcome): string {
     ...(m.reconciliation === undefined
       ? []
       : [`reconciled=${m.reconciliation.outcome}`, `by=${m.reconciliation.reconciled_by}`, `evidence=${quote(m.reconciliation.evidence)}`]),
+  ].join(" ");
+}
+
+/** `ci roles=requester owner=- expires=… last_used=… [revoked=…]`: one named token, never its value. */
+export function tokenLine(t: TokenListItem): string {
+  return [
+    t.name,
+    `roles=${t.roles.join(",")}`,
+    `owner=${t.owner ?? "-"}`,
+    `expires=${t.expires_at}`,
+    `last_used=${t.last_used_at ?? "never"}`,
+    ...(t.revoked_at === null ? [] : [`revoked=${t.revoked_at}`]),
+  ].join(" ");
+}
+
+/** `<at> <action> by=<principal> target=<target> <result>[ xN] <details>`: one audit entry. */
+export function auditLine(e: AuditEntry): string {
+  return [
+    e.at,
+    e.action,
+    `by=${e.principal}`,
+    `target=${e.target}`,
+    e.count !== undefined && e.count > 1 ? `${e.result}x${e.count}` : e.result,
+    ...(e.details === undefined ? [] : [compact(e.details)]),
   ].join(" ");
 }

@@ -106,6 +106,8 @@ export class RunObject extends DurableObject<Env> {
       run_id: input.run_id,
       channel_id: input.channel_id,
       user_id: input.user_id,
+      ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
+      ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
       delivery_id: input.delivery_id,
       source: input.source ?? "api",
       ...(input.slack ? { slack: input.slack } : {}),
@@ -155,8 +157,25 @@ export class RunObject extends DurableObject<Env> {
     return this.#engine?.summary() ?? null;
   }
 
-  async cancel(): Promise<CancelResult> {
-    return this.#engine?.cancel() ?? { found: false };
+  /** `by`: the principal that asked (contract section 18); an accepted cancel is audited through the index's marks. */
+  async cancel(by?: string): Promise<CancelResult> {
+    const result = this.#engine?.cancel() ?? { found: false };
+    if (result.found && !result.already_ended && by !== undefined && this.#parts) {
+      const now = Date.now();
+      const runId = this.#parts.engine.run.run_id;
+      this.#parts.outputs.recordAudit(
+        {
+          id: `aud_${runId}_cancel_${now}`,
+          at: new Date(now).toISOString(),
+          principal: by,
+          action: "run.cancel",
+          target: runId,
+          result: "ok",
+        },
+        now,
+      );
+    }
+    return result;
   }
 
   async decideApproval(approvalId: string, decision: Decision): Promise<Verdict> {

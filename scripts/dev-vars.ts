@@ -36,3 +36,17 @@ export function withDemoPort(text: string, demoPort: number): string {
     return `MCP_SERVERS=${quote || "'"}${JSON.stringify(servers)}${quote || "'"}`;
   });
 }
+
+/** Contract section 18: API_TOKEN has at least this many characters, else the Worker answers bad_config. */
+const MIN_TOKEN_CHARS = 32;
+
+/**
+ * `text` with an API_TOKEN shorter than 32 characters (what earlier versions of
+ * `npm start` wrote) replaced by `fresh`, so an old .dev.vars keeps `npm start`
+ * working in one step; unchanged when the token is long enough or absent.
+ */
+export function withLongEnoughToken(text: string, fresh: string): string {
+  return text.replace(/^API_TOKEN=(.*)$/m, (line, value: string) =>
+    value.trim().replace(/^['"]|['"]$/g, "").length >= MIN_TOKEN_CHARS ? line : `API_TOKEN=${fresh}`,
+  );
+}

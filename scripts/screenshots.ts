@@ -62,7 +62,7 @@ try {
     ],
     "Make a Payments SLO dashboard",
   );
-  await engine.decideApproval(lost, await pendingApproval(lost, "call-1"), { decision: "approve", decided_by: "ops@example.com" });
+  await engine.decideApproval(lost, await pendingApproval(lost, "call-1"), { decision: "approve" });
   await toEnd(lost);
 
   // The run shown on its own page: one call approved and run, one denied, then a confirm-level call waiting.
@@ -100,10 +100,9 @@ try {
     },
     { text: "Done." },
   ]);
-  await engine.decideApproval(main, await pendingApproval(main, "create-1"), { decision: "approve", decided_by: "console:ada" });
+  await engine.decideApproval(main, await pendingApproval(main, "create-1"), { decision: "approve" });
   await engine.decideApproval(main, await pendingApproval(main, "create-2"), {
     decision: "deny",
-    decided_by: "console:ada",
     reason: "not needed",
   });
   await pendingApproval(main, "alert-1");
@@ -125,7 +124,7 @@ try {
       const page = browser.page;
       const base = `${stack.server.url}/console`;
       if (suffix === "") await shoot(page, "sign-in", base, "#sign-in");
-      await signIn(page, stack.server.url, stack.server.token, "ada");
+      await signIn(page, stack.server.url, stack.server.token);
       await shoot(page, `run${suffix}`, `${base}#/runs/${main}`, 'li.card[data-tool-call-id="alert-1"][data-stage="waiting_for_approval"]');
       await shoot(page, `runs${suffix}`, `${base}#/runs`, `tr[data-run-id="${main}"] .tone-waiting`);
       if (suffix === "") {

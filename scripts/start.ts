@@ -20,7 +20,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
-import { newDevVars, withDemoPort } from "./dev-vars";
+import { newDevVars, withDemoPort, withLongEnoughToken } from "./dev-vars";
 import { configProblem, startVars } from "./start-config";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -90,16 +90,17 @@ async function checkPorts(): Promise<void> {
 
 function ensureDevVars(): string {
   if (!existsSync(DEV_VARS)) {
-    const token = `local-${randomBytes(18).toString("base64url")}`;
+    const token = `local-${randomBytes(32).toString("base64url")}`;
     writeFileSync(DEV_VARS, newDevVars(token, DEMO_MCP_PORT));
     console.log(`Created ${DEV_VARS_NAME} with a new local API token.`);
   }
   const current = readFileSync(DEV_VARS, "utf8");
-  const updated = withDemoPort(current, DEMO_MCP_PORT);
-  if (updated !== current) {
-    writeFileSync(DEV_VARS, updated);
-    console.log(`Pointed the demo server's URL in ${DEV_VARS_NAME} (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
-  }
+  const ported = withDemoPort(current, DEMO_MCP_PORT);
+  if (ported !== current) console.log(`Pointed the demo server's URL in ${DEV_VARS_NAME} (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
+  // API_TOKEN needs 32 characters now (contract section 18); an older, shorter local token is replaced.
+  const updated = withLongEnoughToken(ported, `local-${randomBytes(32).toString("base64url")}`);
+  if (updated !== ported) console.log(`Replaced the API token in ${DEV_VARS_NAME}: tokens now need at least 32 characters.`);
+  if (updated !== current) writeFileSync(DEV_VARS, updated);
   const token = /^API_TOKEN=(.+)$/m.exec(updated)?.[1]?.trim();
   if (!token) {
     console.error(

@@ -1,12 +1,11 @@
 // The Worker entry: routes requests and exports the Durable Object classes
 // that wrangler.toml binds. /slack/* is the Slack app (contract section 14),
 // verified by Slack's signature instead of the API token; /console is the
-// operator console (contract section 16), whose session cookie is admitted on
-// /api/* before the API router runs; everything else goes through the router.
+// operator console (contract section 16); everything else goes through the
+// router, whose guard learns each /api/* request's principal (section 18).
 // Every 401/429 is counted for the metrics, and the Cron Trigger runs
 // retention (contract section 22).
 import type { Env } from "./config/env";
-import { admitConsoleCookie } from "./console/console-auth";
 import { handleConsoleRequest } from "./console/console-routes";
 import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
@@ -16,6 +15,8 @@ import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";
+export { AuditQueue } from "../durable-objects/audit-queue";
+export { RateLimiter } from "../durable-objects/rate-limiter";
 
 const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/events": "events", "/slack/interactivity": "interactivity" };
 
@@ -33,11 +34,6 @@ export default {
 async function routeRequest(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const { pathname } = new URL(request.url);
   if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
-  if (pathname.startsWith("/api/")) {
-    const admitted = await admitConsoleCookie(request, env);
-    if (admitted instanceof Response) return admitted;
-    return router.fetch(admitted, env, ctx);
-  }
   if (pathname.startsWith("/slack/")) {
     const route = SLACK_ROUTES[pathname];
     if (route === undefined)

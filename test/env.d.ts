@@ -13,6 +13,8 @@ declare global {
       DEMO_MCP_JSON_URL: string;
       /** The Slack Web API stand-in (started by slack-stand-in-global-setup.ts). */
       SLACK_STAND_IN_URL: string;
+      /** The Cloudflare Access team-domain stand-in (started by jwks-global-setup.ts). */
+      ACCESS_TEST_TEAM_DOMAIN: string;
       /** Cases per property test ("" for each file's default); `npm run fuzz` raises it. */
       FUZZ_RUNS: string;
     }

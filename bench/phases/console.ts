@@ -92,7 +92,7 @@ async function clockOffset(page: Page): Promise<{ offset: number; uncertainty: n
  * shifted by the measured clock offset.
  */
 async function measureConsole(page: Page, url: string, token: string, appendOne: (label: string) => Promise<void>, runId: string) {
-  await signIn(page, url, token, "bench");
+  await signIn(page, url, token);
   await page.goto(`${url}/console#/runs/${runId}`);
   await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: DELIVERY_TIMEOUT_MS });
   // A string, not a function: tsx (esbuild keepNames) would wrap the function's inner functions in a

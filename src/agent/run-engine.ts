@@ -107,7 +107,12 @@ export class RunEngine {
   /** The first event of the run, then the loop. */
   start(message: string): void {
     this.#deps.source.begin(message);
-    this.append("run_started", { user_id: this.#run.user_id });
+    const { user_id, requested_by, on_behalf_of } = this.#run;
+    this.append("run_started", {
+      user_id,
+      ...(requested_by !== undefined ? { requested_by } : {}),
+      ...(on_behalf_of !== undefined ? { on_behalf_of } : {}),
+    });
     this.#driver.kick();
   }
 
@@ -134,6 +139,8 @@ export class RunEngine {
       channel_id: run.channel_id,
       user_id: run.user_id,
       ...(run.request !== undefined ? { request: run.request } : {}),
+      ...(run.requested_by !== undefined ? { requested_by: run.requested_by } : {}),
+      ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of } : {}),
       status: run.status,
       last_sequence: stream.lastSequence,
       earliest_sequence: stream.earliestSequence,

@@ -14,6 +14,8 @@
 // that might never settle.
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
+import type { AuditEntry } from "../audit/audit-log";
+import { auditOfEvent } from "../audit/run-audit";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
 import type { DispatchOutcome } from "../execution/tool-calls";
 import { observePosts } from "../operate/run-hooks";
@@ -114,7 +116,13 @@ export class RunOutputs implements EngineObserver {
 
   appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void {
     const at = new Date(now).toISOString();
-    let marked = this.#index.markEvent(this.#context(), event.type, fields, at);
+    const context = this.#context();
+    let marked = this.#index.markEvent(context, event.type, fields, at);
+    const audit = auditOfEvent(context, event.type, fields, event.sequence, at);
+    if (audit !== null) {
+      this.#index.markAudit(audit);
+      marked = true;
+    }
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
     marked = this.#metrics.observeEvent(event.type, fields, now) || marked;
     marked = (this.#traces?.spans.observeEvent(event.type, fields, now) ?? false) || marked;
@@ -150,6 +158,12 @@ export class RunOutputs implements EngineObserver {
   /** Whether the run is traced (OTEL_EXPORTER_OTLP_ENDPOINT set): then MCP requests carry `traceparent`. */
   get tracing(): boolean {
     return this.#traces !== undefined;
+  }
+
+  /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
+  recordAudit(entry: AuditEntry, now: number): void {
+    this.#index.markAudit(entry);
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   summaryExtras(): Partial<RunSummary> {
@@ -289,6 +303,8 @@ export class RunOutputs implements EngineObserver {
       run_id: run.run_id,
       channel_id: run.channel_id,
       user_id: run.user_id,
+      ...(run.requested_by !== undefined ? { requested_by: run.requested_by } : {}),
+      ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of } : {}),
       delivery_id: run.delivery_id,
       source: run.source ?? "api",
       created_at: run.created_at,

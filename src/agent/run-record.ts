@@ -20,6 +20,10 @@ export interface RunRecord {
   run_id: string;
   channel_id: string;
   user_id: string;
+  /** The principal that triggered it (contract section 18); absent in records written before principals. */
+  requested_by?: string;
+  /** Set when an adapter triggered it for someone else: that person (also `user_id`). */
+  on_behalf_of?: string;
   delivery_id: string | null;
   /** Where the run came from (absent in records written before it was kept: "api"). */
   source?: RunSource;
@@ -60,6 +64,10 @@ export interface RunSummary {
   user_id?: string;
   /** The run's message, redacted and cut (the runs listing's `request`). */
   request?: string;
+  /** The principal that triggered the run (contract section 18). */
+  requested_by?: string;
+  /** The person an adapter triggered it for. */
+  on_behalf_of?: string;
   status: RunStatus;
   last_sequence: number;
   earliest_sequence: number;
@@ -98,6 +106,9 @@ export interface StartRunInput {
   run_id: string;
   channel_id: string;
   user_id: string;
+  /** The trigger's principal (contract section 18). */
+  requested_by?: string;
+  on_behalf_of?: string;
   delivery_id: string | null;
   message: string;
   max_tool_calls: number | null;

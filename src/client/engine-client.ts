@@ -7,6 +7,12 @@ import { ApiError, errorFromResponse } from "./errors.js";
 import { streamEvents, type EventStreamOptions } from "./event-stream.js";
 import { queryString, walkPages, type WalkOptions } from "./pages.js";
 import type {
+  AuditPage,
+  AuditQuery,
+  TokenCreated,
+  TokenCreateRequest,
+  TokenListItem,
+  TokenRevoked,
   ApprovalAnswer,
   ApprovalDecision,
   CancelAnswer,
@@ -165,6 +171,28 @@ export class EngineClient {
   /** GET /api/storage-pool. */
   storagePool(options: RequestOptions = {}): Promise<StoragePoolStats> {
     return this.#json("GET", "/api/storage-pool", undefined, options);
+  }
+
+  // ---- section 18: named tokens and the audit log (admin) -----------------------
+
+  /** POST /api/tokens: the new token, its value shown only in this answer; ApiError 409 name_taken for a used name. */
+  createToken(body: TokenCreateRequest, options: RequestOptions = {}): Promise<TokenCreated> {
+    return this.#json("POST", "/api/tokens", body, options);
+  }
+
+  /** GET /api/tokens: every named token, never a value. */
+  async listTokens(options: RequestOptions = {}): Promise<TokenListItem[]> {
+    return (await this.#json<{ tokens: TokenListItem[] }>("GET", "/api/tokens", undefined, options)).tokens;
+  }
+
+  /** DELETE /api/tokens/{name}: revokes it and ends its console sessions. */
+  revokeToken(name: string, options: RequestOptions = {}): Promise<TokenRevoked> {
+    return this.#json("DELETE", `/api/tokens/${enc(name)}`, undefined, options);
+  }
+
+  /** GET /api/audit: one page of the audit log, newest first. */
+  audit(query: AuditQuery = {}, options: RequestOptions = {}): Promise<AuditPage> {
+    return this.#json("GET", `/api/audit${queryString({ ...query })}`, undefined, options);
   }
 
   // ---- section 15: listings across runs and the machine-readable contract -------

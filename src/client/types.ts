@@ -54,10 +54,14 @@ export interface RunSummary {
   pending_inputs: { tool_call_id: string; question: string; expires_at: string }[];
   created_at: string;
   ended_at?: string;
-  /** The run's requester. */
+  /** The run's user: its requester, or the person an adapter triggered it for. */
   user_id?: string;
   /** The run's message, secret-looking values redacted, cut to its first 200 characters (absent from older servers). */
   request?: string;
+  /** The principal that triggered the run (contract section 18). */
+  requested_by?: string;
+  /** The person an adapter triggered the run for. */
+  on_behalf_of?: string;
   /** While the Slack app is on: posts waiting in the run's outbox, and posts given up (contract section 14). */
   slack_posts_pending?: number;
   slack_posts_failed?: number;
@@ -102,7 +106,7 @@ export type NotExecutedReason =
   | "transport_unavailable";
 
 export type EngineEvent =
-  | (Envelope<"run_started"> & { user_id: string })
+  | (Envelope<"run_started"> & { user_id: string; requested_by?: string; on_behalf_of?: string })
   | (Envelope<"assistant_message"> & { text: string })
   | (Envelope<"tool_started"> & { tool_name: string; tool_call_id: string; approval_required: boolean })
   | (Envelope<"approval_requested"> & {
@@ -148,9 +152,9 @@ export const TERMINAL_EVENT_TYPES: readonly EngineEventType[] = ["run_completed"
 
 // ---- decisions (section 6) --------------------------------------------------
 
+/** The engine records the request's principal as `decided_by` (contract section 18): the client sends none. */
 export interface ApprovalDecision {
   decision: "approve" | "deny";
-  decided_by: string;
   reason?: string;
   confirmation?: string;
 }
@@ -161,9 +165,9 @@ export interface ApprovalAnswer {
   status: "resolved";
 }
 
+/** The engine records the request's principal as `answered_by`. */
 export interface InputAnswer {
   answer: string;
-  answered_by: string;
 }
 
 export interface InputAnswerResult {
@@ -208,10 +212,10 @@ export interface RunMutations {
   mutations: MutationOutcome[];
 }
 
+/** The engine records the request's principal as `reconciled_by`. */
 export interface ReconcileRequest {
   outcome: "completed" | "not_executed";
   evidence: string;
-  reconciled_by: string;
 }
 
 export interface StoragePoolStats {
@@ -232,6 +236,9 @@ export interface RunListItem {
   run_id: string;
   channel_id: string;
   user_id: string;
+  /** The principal that triggered the run (contract section 18); absent on runs indexed before principals. */
+  requested_by?: string;
+  on_behalf_of?: string;
   delivery_id: string | null;
   source: RunSource;
   status: RunStatus;
@@ -339,4 +346,79 @@ export interface OpenApiDocument {
   paths: Record<string, Record<string, unknown>>;
   components?: Record<string, unknown>;
   [extra: string]: unknown;
+}
+
+// ---- principals: named tokens and the audit log (section 18) ------------------
+
+export type Role = "viewer" | "requester" | "approver" | "reconciler" | "admin" | "adapter";
+
+export interface TokenCreateRequest {
+  /** `[a-z0-9][a-z0-9-]{0,62}`, not `root`; never reused. */
+  name: string;
+  roles: Role[];
+  /** The person the token acts for: an `access:` or `slack:` principal id. */
+  owner?: string;
+  /** 1..3650, default 90. */
+  ttl_days?: number;
+}
+
+export interface TokenCreated {
+  name: string;
+  /** The value (`aee_…`): shown only in this answer. */
+  token: string;
+  roles: Role[];
+  owner: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface TokenListItem {
+  name: string;
+  roles: Role[];
+  owner: string | null;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface TokenRevoked {
+  name: string;
+  revoked_at: string;
+}
+
+export type AuditAction =
+  | "token.create"
+  | "token.revoke"
+  | "session.create"
+  | "session.end"
+  | "run.trigger"
+  | "run.cancel"
+  | "approval.decide"
+  | "input.answer"
+  | "mutation.reconcile"
+  | "access.refused";
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  principal: string;
+  action: AuditAction;
+  target: string;
+  result: "ok" | "refused";
+  /** Refusals coalesced per principal, action, target and minute. */
+  count?: number;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditQuery {
+  principal?: string;
+  action?: AuditAction;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  next_cursor: string | null;
 }

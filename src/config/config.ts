@@ -4,6 +4,7 @@
 // 503 not_configured, so the API fails closed.
 import { registerExactSecret } from "../execution/redaction";
 import { z } from "zod";
+import { rolesSchema } from "../auth/roles";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -24,6 +25,10 @@ const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
 const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
 const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
+/** Contract section 18: triggers per principal per minute (0 turns the limit off). */
+const DEFAULT_TRIGGER_RATE_PER_MINUTE = 120;
+/** Contract section 18: API_TOKEN is the deployment's bootstrap secret; shorter ones are guessable. */
+const MIN_API_TOKEN_CHARS = 32;
 /** The console's cookie is HMAC-SHA256-signed with this secret; shorter keys are guessable. */
 const MIN_CONSOLE_SESSION_SECRET_CHARS = 32;
 /** The outbox's first retry after 1 s, doubling per attempt up to once a minute: a flapping Slack is retried briskly, a down one gently. */
@@ -152,8 +157,41 @@ const otlpHeadersVar = optionalText.transform((v, ctx) => {
   return headers;
 });
 
+/**
+ * ACCESS_TEAM_DOMAIN (contract section 18): https, or plain http only on
+ * loopback with a port (a local JWKS server in tests); no path.
+ */
+const accessTeamDomainSchema = z
+  .string()
+  .transform((v) => v.replace(/\/+$/, ""))
+  .refine((v) => {
+    let url: URL;
+    try {
+      url = new URL(v);
+    } catch {
+      return false;
+    }
+    if (url.pathname !== "/" || url.search !== "" || url.hash !== "") return false;
+    if (url.protocol === "https:") return true;
+    return url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname) && url.port !== "";
+  }, "https://<team>.cloudflareaccess.com (plain http only for 127.0.0.1, localhost or [::1] with a port)");
+
+/** ACCESS_ROLES: `{"<email> | *@<domain> | access-service:<common_name> | *": [roles]}`; `*` grants at most viewer and requester. */
+const accessRolesSchema = z
+  .record(
+    z.string().regex(/^(\*|\*@[^\s@]+|[^\s@*]+@[^\s@]+|access-service:\S+)$/, "an email, *@<domain>, access-service:<common_name> or *"),
+    rolesSchema,
+  )
+  .superRefine((rules, ctx) => {
+    const wide = rules["*"]?.filter((r) => r !== "viewer" && r !== "requester") ?? [];
+    if (wide.length > 0)
+      ctx.addIssue({ code: "custom", path: ["*"], message: `"*" may grant only viewer and requester, not ${wide.join(", ")}` });
+  });
+
 export const hostConfigSchema = z.object({
-  API_TOKEN: optionalText,
+  API_TOKEN: optionalText.pipe(
+    z.string().min(MIN_API_TOKEN_CHARS, `at least ${MIN_API_TOKEN_CHARS} characters (e.g. \`openssl rand -base64 32\`)`).optional(),
+  ),
   MODEL_PROVIDER: z
     .string()
     .optional()
@@ -200,6 +238,11 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   CONSOLE_SESSION_TTL_SECONDS: intVar(DEFAULT_CONSOLE_SESSION_TTL_SECONDS, 60),
+  TRIGGER_RATE_PER_MINUTE: intVar(DEFAULT_TRIGGER_RATE_PER_MINUTE),
+  // Cloudflare Access (contract section 18): on when both the team domain and the audience tag are set.
+  ACCESS_TEAM_DOMAIN: optionalText.pipe(accessTeamDomainSchema.optional()),
+  ACCESS_AUD: optionalText,
+  ACCESS_ROLES: jsonVar(accessRolesSchema, {}),
   // The outbox's retry backoff: the first wait, doubling up to the cap (short in tests; the defaults suit Slack).
   SLACK_RETRY_BASE_MS: intVar(DEFAULT_SLACK_RETRY_BASE_MS, 1),
   SLACK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS, 1),
@@ -217,7 +260,7 @@ export const hostConfigSchema = z.object({
 export type HostConfig = z.output<typeof hostConfigSchema>;
 
 export type ConfigResult =
-  | { state: "ready"; config: HostConfig & { API_TOKEN: string } }
+  | { state: "ready"; config: HostConfig }
   | { state: "not_configured"; config: HostConfig; message: string }
   | { state: "bad_config"; message: string; details: { path: string; message: string }[] };
 
@@ -252,12 +295,23 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
   ]) {
     registerExactSecret(secret);
   }
-  if (config.API_TOKEN === undefined) {
+  if ((config.ACCESS_TEAM_DOMAIN === undefined) !== (config.ACCESS_AUD === undefined)) {
+    const missing = config.ACCESS_AUD === undefined ? "ACCESS_AUD" : "ACCESS_TEAM_DOMAIN";
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: [{ path: missing, message: "Cloudflare Access needs both ACCESS_TEAM_DOMAIN and ACCESS_AUD" }],
+    };
+  }
+  // Contract section 18: not_configured only when neither API_TOKEN nor Access is configured.
+  if (config.API_TOKEN === undefined && config.ACCESS_TEAM_DOMAIN === undefined) {
     return {
       state: "not_configured",
       config,
-      message: "API_TOKEN is not set. Set it with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
+      message:
+        "Neither API_TOKEN nor Cloudflare Access is set. Set API_TOKEN with `wrangler secret put API_TOKEN` (production) or in .dev.vars (local).",
     };
   }
-  return { state: "ready", config: { ...config, API_TOKEN: config.API_TOKEN } };
+  // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
+  return { state: "ready", config };
 }

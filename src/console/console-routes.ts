@@ -15,7 +15,18 @@ import { isSameOrigin, sessionOf } from "./console-auth";
 import { CONSOLE_SCRIPT, CONSOLE_STYLE, SIGN_IN_SCRIPT } from "./generated/console-assets";
 import { APP_PAGE, SIGN_IN_PAGE } from "./pages";
 import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "./session-cookie";
-import { createSession, purgeExpiredSessions, revokeSession } from "./session-store";
+import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
+import { rootTokenDigest } from "../auth/authenticate";
+import { ROOT_PRINCIPAL_ID } from "../auth/principal";
+import { ACCESS_ASSERTION_HEADER, accessConfigured, verifyAccessAssertion } from "../auth/access";
+import { findLiveToken } from "../auth/token-store";
+import { countAuthFailure } from "../auth/rate-limits";
+import { auditStatement, newAuditId } from "../audit/audit-log";
+
+/** A session as the audit log names it: a prefix of its id (never the cookie, whose MAC the id alone lacks). */
+function sessionTarget(id: string): string {
+  return `console_session:${id.slice(0, 8)}`;
+}
 
 const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy":
@@ -27,18 +38,8 @@ const SECURITY_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
 };
 
-const signInSchema = z
-  .object({
-    token: z.string().min(1).max(4_096),
-    // Printable, no control characters: the name is shown to people and recorded as console:<name>.
-    name: z
-      .string()
-      .trim()
-      .min(1)
-      .max(64)
-      .regex(/^[^\p{Cc}]+$/u, "no control characters"),
-  })
-  .strict();
+/** `{"token"}` only (contract section 18): other fields, such as the `name` earlier versions took, are ignored. */
+const signInSchema = z.object({ token: z.string().min(1).max(4_096) });
 
 type Asset = { body: string; type: string; public: boolean };
 const ASSETS: Record<string, Asset> = {
@@ -70,7 +71,9 @@ async function route(request: Request, env: Env): Promise<Response> {
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") return jsonResponse(503, { error: "bad_config", message: loaded.message, details: loaded.details });
   const secret = loaded.state === "ready" ? loaded.config.CONSOLE_SESSION_SECRET : undefined;
-  if (loaded.state !== "ready" || secret === undefined) {
+  // Behind Cloudflare Access the console needs no sign-in of its own (contract section 18).
+  const behindAccess = loaded.state === "ready" && accessConfigured(loaded.config);
+  if (loaded.state !== "ready" || (secret === undefined && !behindAccess)) {
     return jsonResponse(503, {
       error: "not_configured",
       message: "The console is off: set CONSOLE_SESSION_SECRET (and API_TOKEN) with `wrangler secret put`, or in .dev.vars locally.",
@@ -81,16 +84,21 @@ async function route(request: Request, env: Env): Promise<Response> {
 
   if (pathname === "/console" || pathname === "/console/") {
     if (!read) return methodNotAllowed("GET, HEAD");
-    return html((await sessionOf(request, env)) ? APP_PAGE : SIGN_IN_PAGE);
+    return html((await viewerOf(request, env)) ? APP_PAGE : SIGN_IN_PAGE);
   }
 
   if (pathname === "/console/session") {
     switch (request.method) {
       case "POST":
+        if (secret === undefined)
+          return jsonResponse(503, {
+            error: "not_configured",
+            message: "Sign-in is off: set CONSOLE_SESSION_SECRET, or use the console through Cloudflare Access.",
+          });
         return signIn(request, env, loaded.config.API_TOKEN, secret, loaded.config.CONSOLE_SESSION_TTL_SECONDS);
       case "GET": {
-        const session = await sessionOf(request, env);
-        return session ? jsonResponse(200, { name: session.name, expires_at: session.expires_at }) : unauthorized();
+        const viewer = await viewerOf(request, env);
+        return viewer ? jsonResponse(200, viewer) : unauthorized();
       }
       case "DELETE":
         return signOut(request, env);
@@ -102,15 +110,26 @@ async function route(request: Request, env: Env): Promise<Response> {
   const asset = ASSETS[pathname];
   if (asset === undefined) {
     // Unknown paths say nothing about what exists to a caller without a session.
-    if (!(await sessionOf(request, env))) return unauthorized();
+    if (!(await viewerOf(request, env))) return unauthorized();
     return jsonResponse(404, { error: "not_found", message: `No console page ${pathname}.` });
   }
   if (!read) return methodNotAllowed("GET, HEAD");
-  if (!asset.public && !(await sessionOf(request, env))) return unauthorized();
+  if (!asset.public && !(await viewerOf(request, env))) return unauthorized();
   return new Response(request.method === "HEAD" ? null : asset.body, { headers: { "content-type": asset.type } });
 }
 
-async function signIn(request: Request, env: Env, apiToken: string, secret: string, ttlSeconds: number): Promise<Response> {
+/** Who is looking: a live console session, else a verified Cloudflare Access user (no sign-in of its own). */
+async function viewerOf(request: Request, env: Env): Promise<{ principal: string; roles: readonly string[]; expires_at?: string } | null> {
+  const session = await sessionOf(request, env);
+  if (session) return { principal: session.principal, roles: session.roles, expires_at: session.expires_at };
+  const loaded = loadConfig(env);
+  const assertion = request.headers.get(ACCESS_ASSERTION_HEADER);
+  if (loaded.state !== "ready" || assertion === null || !accessConfigured(loaded.config)) return null;
+  const verdict = await verifyAccessAssertion(assertion, loaded.config);
+  return verdict.ok ? { principal: verdict.principal.id, roles: verdict.principal.roles } : null;
+}
+
+async function signIn(request: Request, env: Env, apiToken: string | undefined, secret: string, ttlSeconds: number): Promise<Response> {
   // Browsers send Origin on every POST; one from another site is a login-forgery attempt.
   if (request.headers.has("origin") && !isSameOrigin(request)) {
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign in from the console's own page." });
@@ -121,18 +140,38 @@ async function signIn(request: Request, env: Env, apiToken: string, secret: stri
   } catch (err) {
     return errorResponse(err);
   }
-  if (!(await isAuthorized(`Bearer ${body.token}`, apiToken))) {
-    return jsonResponse(401, { error: "unauthorized", message: "That is not the API token." });
-  }
   const now = new Date();
+  const named = await findLiveToken(env.DB, body.token, now);
+  const isRoot = named === null && apiToken !== undefined && (await isAuthorized(`Bearer ${body.token}`, apiToken));
+  if (named === null && !isRoot) {
+    const limited = await countAuthFailure(env, request.headers);
+    if (limited !== null) return errorResponse(limited);
+    return jsonResponse(401, { error: "unauthorized", message: "That is neither API_TOKEN nor a live named token." });
+  }
   const id = newSessionId();
+  // A session ends no later than the named token that opened it.
+  const ttlEnd = now.getTime() + ttlSeconds * 1_000;
+  const expiresAt = named === null ? ttlEnd : Math.min(ttlEnd, Date.parse(named.expires_at));
   await purgeExpiredSessions(env.DB, now);
-  await createSession(env.DB, {
+  const session = {
     id,
-    name: body.name,
+    principal: named === null ? ROOT_PRINCIPAL_ID : `token:${named.name}`,
+    token_name: named?.name ?? null,
     created_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + ttlSeconds * 1_000).toISOString(),
-  });
+    expires_at: new Date(expiresAt).toISOString(),
+  };
+  await env.DB.batch([
+    createSessionStatement(env.DB, session, named === null ? await rootTokenDigest(apiToken) : null),
+    auditStatement(env.DB, {
+      id: newAuditId(),
+      at: session.created_at,
+      principal: session.principal,
+      action: "session.create",
+      target: sessionTarget(id),
+      result: "ok",
+      details: { expires_at: session.expires_at },
+    }),
+  ]);
   return new Response(null, { status: 204, headers: { "set-cookie": sessionSetCookie(await signSessionId(id, secret), ttlSeconds) } });
 }
 
@@ -142,6 +181,16 @@ async function signOut(request: Request, env: Env): Promise<Response> {
   if (!isSameOrigin(request)) {
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
   }
-  await revokeSession(env.DB, session.id);
+  await env.DB.batch([
+    revokeSessionStatement(env.DB, session.id),
+    auditStatement(env.DB, {
+      id: newAuditId(),
+      at: new Date().toISOString(),
+      principal: session.principal,
+      action: "session.end",
+      target: sessionTarget(session.id),
+      result: "ok",
+    }),
+  ]);
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSetCookie() } });
 }

@@ -20,10 +20,8 @@ ${HEAD}
 <main class="sign-in">
 <h1>Approved-execution console</h1>
 <form id="sign-in" method="post" action="/console/session" autocomplete="off">
-<p><label for="token">API token</label>
+<p><label for="token">API token <small>(API_TOKEN or a named token; decisions are recorded as its principal)</small></label>
 <input id="token" name="token" type="password" required autocomplete="off" spellcheck="false"></p>
-<p><label for="name">Your name <small>(decisions are recorded as console:&lt;name&gt;)</small></label>
-<input id="name" name="name" type="text" required maxlength="64" autocomplete="nickname"></p>
 <p><button type="submit">Sign in</button></p>
 <p id="sign-in-error" class="error" role="alert" aria-live="assertive"></p>
 </form>

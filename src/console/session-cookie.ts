@@ -38,7 +38,7 @@ function fromBase64Url(text: string): Uint8Array | null {
     const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
     return Uint8Array.from(binary, (c) => c.charCodeAt(0));
   } catch {
-    return null;
+    return null; // a length base64 cannot have: malformed, so refused (401), never a 500
   }
 }
 

@@ -1,31 +1,65 @@
-// The console's sessions in D1 (migrations/0007_console_sessions.sql): made at
-// sign-in, read on every request that carries the cookie, revoked at sign-out.
-// A session is live while it is not revoked and its expires_at is ahead.
+// The console's sessions in D1 (migrations/0007 and 0009): made at sign-in,
+// read on every request that carries the cookie, revoked at sign-out. A
+// session is bound to the token that opened it (contract section 18): it is
+// live while it is not revoked, its expires_at is ahead, and its token still
+// is: a named token neither revoked nor expired (its current roles apply), or
+// for `token:root` the API_TOKEN it was opened with. Sessions made before
+// principals existed (no principal) are never live.
+import { ROOT_PRINCIPAL_ID } from "../auth/principal";
+import { ROOT_ROLES, type Role, roleSchema } from "../auth/roles";
 
 export interface ConsoleSession {
   id: string;
-  name: string;
+  /** `token:root` or `token:<name>`. */
+  principal: string;
+  /** The named token that opened it; null for `token:root`. */
+  token_name: string | null;
   created_at: string;
   expires_at: string;
 }
 
-export async function createSession(db: D1Database, session: ConsoleSession): Promise<void> {
-  await db
-    .prepare("INSERT INTO console_sessions (id, name, created_at, expires_at, revoked) VALUES (?1, ?2, ?3, ?4, 0)")
-    .bind(session.id, session.name, session.created_at, session.expires_at)
-    .run();
+export interface LiveSession extends ConsoleSession {
+  roles: Role[];
+  owner: string | null;
 }
 
-/** The live session with this id, or null (unknown, revoked or expired). */
-export async function liveSession(db: D1Database, id: string, now: Date): Promise<ConsoleSession | null> {
+/** The INSERT of a new session; `rootSha256` is the SHA-256 of API_TOKEN for a root session, else null. */
+export function createSessionStatement(db: D1Database, session: ConsoleSession, rootSha256: string | null): D1PreparedStatement {
   return db
-    .prepare("SELECT id, name, created_at, expires_at FROM console_sessions WHERE id = ?1 AND revoked = 0 AND expires_at > ?2")
-    .bind(id, now.toISOString())
-    .first<ConsoleSession>();
+    .prepare(
+      `INSERT INTO console_sessions (id, name, created_at, expires_at, revoked, principal, token_name, root_sha256)
+       VALUES (?1, ?2, ?3, ?4, 0, ?2, ?5, ?6)`,
+    )
+    .bind(session.id, session.principal, session.created_at, session.expires_at, session.token_name, rootSha256);
 }
 
-export async function revokeSession(db: D1Database, id: string): Promise<void> {
-  await db.prepare("UPDATE console_sessions SET revoked = 1 WHERE id = ?1").bind(id).run();
+interface SessionRow extends ConsoleSession {
+  token_roles: string | null;
+  token_owner: string | null;
+}
+
+/** The live session with this id, or null; `rootSha256` is the SHA-256 of the current API_TOKEN (null when none is set). */
+export async function liveSession(db: D1Database, id: string, now: Date, rootSha256: string | null): Promise<LiveSession | null> {
+  const at = now.toISOString();
+  const row = await db
+    .prepare(
+      `SELECT s.id, s.principal, s.token_name, s.created_at, s.expires_at, t.roles AS token_roles, t.owner AS token_owner
+         FROM console_sessions s LEFT JOIN api_tokens t ON t.name = s.token_name
+        WHERE s.id = ?1 AND s.revoked = 0 AND s.expires_at > ?2 AND s.principal IS NOT NULL
+          AND ((s.token_name IS NULL AND s.principal = ?3 AND s.root_sha256 = ?4)
+               OR (s.token_name IS NOT NULL AND t.revoked_at IS NULL AND t.expires_at > ?2))`,
+    )
+    .bind(id, at, ROOT_PRINCIPAL_ID, rootSha256 ?? "")
+    .first<SessionRow>();
+  if (!row) return null;
+  const { token_roles, token_owner, ...session } = row;
+  if (session.token_name === null) return { ...session, roles: [...ROOT_ROLES], owner: null };
+  const parsed = roleSchema.array().safeParse(JSON.parse(token_roles ?? "[]"));
+  return { ...session, roles: parsed.success ? parsed.data : [], owner: token_owner };
+}
+
+export function revokeSessionStatement(db: D1Database, id: string): D1PreparedStatement {
+  return db.prepare("UPDATE console_sessions SET revoked = 1 WHERE id = ?1").bind(id);
 }
 
 /** Drops sessions that expired before `now` (called at sign-in, so the table stays small without a cron). */

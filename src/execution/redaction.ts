@@ -97,6 +97,14 @@ const NAME_FIELDS = ["name", "key", "header", "field", "param", "parameter"] as 
 // ---------------------------------------------------------------------------------------------
 // Structured values
 
+/**
+ * Actor fields the engine writes itself (contract section 18). Their value is a principal id:
+ * `token:<name>` names a token, it is not one, so `token:ci` is kept as is there (free text
+ * elsewhere is still redacted as `token: <value>`).
+ */
+const ACTOR_KEYS = new Set(["decided_by", "answered_by", "reconciled_by", "approved_by", "requested_by", "principal"]);
+const PRINCIPAL_ID = /^(?:token:[a-z0-9][a-z0-9-]{0,62}|access:[^\s@]+@[^\s@]+|access-service:\S{1,200}|slack:[A-Z0-9:]{1,64})$/;
+
 export function redactSecrets(value: unknown): unknown {
   return redactValue(value, 0);
 }
@@ -127,6 +135,7 @@ function redactValue(value: unknown, depth: number): unknown {
   for (const [key, inner] of entries) {
     const outKey = redactTextAt(key, depth);
     if (key === nameField) out[outKey] = inner;
+    else if (ACTOR_KEYS.has(key) && typeof inner === "string" && PRINCIPAL_ID.test(inner)) out[outKey] = inner;
     else if (nameField !== undefined || isSecretKey(key)) out[outKey] = REDACTED;
     else if (isScalarSecretKey(key) && (inner === null || typeof inner !== "object")) out[outKey] = inner === null ? null : REDACTED;
     else out[outKey] = redactValue(inner, depth + 1);
@@ -170,10 +179,12 @@ export function redactText(text: string): string {
   return redactTextAt(text, 0);
 }
 
-function redactTextAt(text: string, depth: number): string {
+function redactTextAt(raw: string, depth: number): string {
+  // The deployment's own secrets first, so one inside JSON text goes too.
+  const text = redactExactSecrets(raw);
   const fromJson = redactJsonText(text, depth);
   if (fromJson !== undefined) return fromJson;
-  let out = redactExactSecrets(text);
+  let out = text;
   // The scheme rules first: they keep a URL's host when only its userinfo is a credential.
   for (const { pattern, replace } of VALUE_PATTERNS) {
     pattern.lastIndex = 0;

@@ -41,7 +41,9 @@ export function errorResponse(err: unknown): Response {
     const body: Record<string, unknown> = { error: rest.error ?? "error", message: err.message, ...rest };
     delete body.status;
     if (typeof body.message !== "string" || body.message === "") body.message = String(body.error);
-    return jsonResponse(status, body);
+    // A 429 (contract section 18) says when to come back in the header too.
+    const retryAfter = typeof body.retry_after_seconds === "number" ? { "retry-after": String(body.retry_after_seconds) } : undefined;
+    return jsonResponse(status, body, retryAfter);
   }
   // A bug, not bad input: say nothing internal to the caller, keep the stack in the log.
   logger.error("unhandled error", { error: err instanceof Error ? (err.stack ?? String(err)) : String(err) });

@@ -23,6 +23,9 @@ import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
 import { healthSchema } from "../operate/health";
 import { triggerBodySchema } from "./trigger-request";
+import { tokenCreateSchema } from "./handlers/tokens";
+import { roleSchema } from "../auth/roles";
+import { auditPageSchema, auditQuerySchema } from "../audit/audit-reads";
 
 const OPENAPI_VERSION = "3.1.0";
 const API_VERSION = "0.1.0";
@@ -59,6 +62,8 @@ const runSummarySchema = z
     ended_at: z.string().optional(),
     user_id: z.string().optional(),
     request: z.string().optional().meta({ description: "The run's message, secret-looking values redacted, cut as in the runs listing." }),
+    requested_by: z.string().optional().meta({ description: "The principal that triggered the run (contract section 18)" }),
+    on_behalf_of: z.string().optional().meta({ description: "The person an adapter triggered the run for" }),
     slack_posts_pending: z.number().int().optional(),
     slack_posts_failed: z.number().int().optional(),
   })
@@ -77,6 +82,29 @@ const storagePoolSchema = z
   .looseObject({ capacity: z.number().int(), in_use: z.number().int() })
   .meta({ id: "StoragePoolStats", description: "The storage pool's slots and counters (contract section 9)." });
 
+const tokenFields = {
+  name: z.string(),
+  roles: z.array(roleSchema),
+  owner: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string(),
+};
+const tokenCreatedSchema = z
+  .object({ ...tokenFields, token: z.string().meta({ description: "aee_…; shown only in this answer" }) })
+  .strict()
+  .meta({ id: "TokenCreated" });
+const tokenListSchema = z
+  .object({
+    tokens: z.array(
+      z
+        .object({ ...tokenFields, last_used_at: z.string().nullable(), revoked_at: z.string().nullable() })
+        .strict()
+        .meta({ id: "TokenListItem" }),
+    ),
+  })
+  .strict()
+  .meta({ id: "TokenList" });
+
 // ---- parameters --------------------------------------------------------------------
 
 const runParams = z.object({ runId: z.string().meta({ description: "run_ + a ULID" }) });
@@ -88,19 +116,24 @@ const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { description: ERROR_MEANINGS[s] ?? "Error", content: json(errorSchema) }]));
 const ERROR_MEANINGS: Record<number, string> = {
   400: "Bad input (details lists the validation issues)",
-  401: "Missing or wrong bearer token",
+  401: "Missing or wrong credential (bearer token, console session)",
+  403: "forbidden (the principal lacks the route's role), forbidden_origin or actor_mismatch (contract section 18)",
   404: "Unknown id",
-  409: "Conflicts with what was already decided",
+  409: "Conflicts with what was already decided (or a token name already used)",
   410: "Expired, or no longer retained",
   413: "Body over 64 KiB",
-  415: "Not a JSON body",
+  415: "Not a JSON body (JSON routes need Content-Type: application/json)",
+  429: "rate_limited: too many failed authentications from this address, or triggers by this principal (Retry-After)",
   503: "Not configured, or storage busy or slow (Retry-After)",
 };
-const API_ERRORS = [401, 503];
+const API_ERRORS = [401, 403, 429, 503];
 
 function buildDocument() {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  // Contract section 18: the console's session cookie and a Cloudflare Access assertion are credentials too.
+  registry.registerComponent("securitySchemes", "consoleSession", { type: "apiKey", in: "cookie", name: "console_session" });
+  registry.registerComponent("securitySchemes", "cloudflareAccess", { type: "apiKey", in: "header", name: "Cf-Access-Jwt-Assertion" });
   const jsonBody = (schema: z.ZodType) => ({ body: { required: true, content: json(schema) } });
 
   registry.registerPath({
@@ -299,6 +332,41 @@ function buildDocument() {
     responses: { 200: { description: "OpenAPI 3.1", content: json(z.looseObject({ openapi: z.string() })) }, ...errors(...API_ERRORS) },
   });
 
+  registry.registerPath({
+    method: "post",
+    path: "/api/tokens",
+    summary: "Make a named API token; its value is shown once (contract section 18, admin)",
+    request: jsonBody(tokenCreateSchema),
+    responses: {
+      201: { description: "Made", content: json(tokenCreatedSchema) },
+      ...errors(400, 409, 413, 415, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/tokens",
+    summary: "Named tokens, never their values (contract section 18, admin)",
+    responses: { 200: { description: "Every token", content: json(tokenListSchema) }, ...errors(...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/api/tokens/{name}",
+    summary: "Revoke a named token and end its console sessions (contract section 18, admin)",
+    request: { params: z.object({ name: z.string() }) },
+    responses: {
+      200: { description: "Revoked", content: json(z.object({ name: z.string(), revoked_at: z.string() }).strict()) },
+      ...errors(404, ...API_ERRORS),
+    },
+  });
+
+  registry.registerPath({
+    method: "get",
+    path: "/api/audit",
+    summary: "The audit log, newest first (contract section 18, admin)",
+    request: { query: auditQuerySchema },
+    responses: { 200: { description: "One page", content: json(auditPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: OPENAPI_VERSION,
     info: {
@@ -306,7 +374,7 @@ function buildDocument() {
       version: API_VERSION,
       description: "Approved execution for AI agents on Cloudflare Workers: runs, approvals, a sequenced SSE event log, durable outcomes.",
     },
-    security: [{ bearer: [] }],
+    security: [{ bearer: [] }, { consoleSession: [] }, { cloudflareAccess: [] }],
   });
 }
 

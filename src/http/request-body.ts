@@ -1,5 +1,5 @@
 // Reading a JSON request body safely: at most MAX_BODY_BYTES (checked on the
-// bytes actually read, not only Content-Length), JSON media type, nesting and
+// bytes actually read, not only Content-Length), the JSON media type (required), nesting and
 // storable text (json-limits.ts), parse errors and schema errors as 4xx with
 // details, never an exception.
 import type { z } from "zod";
@@ -11,10 +11,12 @@ export const MAX_BODY_BYTES = 65_536;
 
 export async function readJsonBody<T extends z.ZodType>(request: Request, schema: T): Promise<z.output<T>> {
   const contentType = request.headers.get("content-type");
-  if (contentType !== null && !/^application\/(.+\+)?json\b/i.test(contentType.trim())) {
+  // Contract section 18: a JSON route requires the JSON media type. A form post or text/plain (which a page
+  // elsewhere can send without a preflight) is refused before its body is read.
+  if (contentType === null || !/^application\/(.+\+)?json\b/i.test(contentType.trim())) {
     throw apiError(415, {
       error: "unsupported_media_type",
-      message: `Expected Content-Type: application/json, got ${JSON.stringify(contentType)}.`,
+      message: `Send Content-Type: application/json; got ${contentType === null ? "none" : JSON.stringify(contentType)}.`,
     });
   }
   const declared = Number(request.headers.get("content-length") ?? "0");

@@ -1,11 +1,20 @@
-// The Worker's routes (contract section 2). Every /api/* route passes the
-// config check (503 not_configured / bad_config) and the bearer check (401)
-// before its handler; every error leaves through the one `catch`.
+// The Worker's routes (contract section 2). Every /api/* route passes one
+// guard before its handler: the config check (503 not_configured /
+// bad_config), the principal from the request's credential (401), the Origin
+// rule for credentials a browser sends by itself (403 forbidden_origin), and
+// the route's role from the one table in route-roles.ts (403 forbidden,
+// contract section 18). Every error leaves through the one `catch`.
 import { Router, type IRequest } from "itty-router";
 import type { RunObject } from "../../durable-objects/run-object";
 import { apiError, errorResponse, jsonResponse } from "./api-error";
 import { isAuthorized } from "./auth";
-import { isConsoleRequest } from "../console/console-auth";
+import { authenticate } from "../auth/authenticate";
+import { authorize, lacksRole } from "../auth/authorize";
+import { isBrowserHeld, type Principal } from "../auth/principal";
+import { isSameOrigin, SAFE_METHODS } from "../auth/origin-rule";
+import { ruleOf } from "./route-roles";
+import { countAuthFailure } from "../auth/rate-limits";
+import { actorOf } from "../auth/actor-fields";
 import { loadConfig, type HostConfig } from "../config/config";
 import { getDelivery } from "./deliveries";
 import type { Env } from "../config/env";
@@ -16,15 +25,19 @@ import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { verdictResponse } from "./decision-answers";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
-import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns } from "./handlers/listings";
+import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
+import { auditQuerySchema, listAudit } from "../audit/audit-reads";
 import { openApiDocument } from "./openapi";
 import { handleMetrics } from "../operate/metrics-route";
 import { handleHealth } from "../operate/health-route";
+import { handleCreateToken, handleListTokens, handleRevokeToken, type TokenAudit } from "./handlers/tokens";
+import { auditStatement, newAuditId } from "../audit/audit-log";
+import { logger } from "../operate/logger";
 
-type ApiRequest = IRequest & { config: HostConfig };
+type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 type Args = [Env, ExecutionContext];
 
-async function guardApi(request: ApiRequest, env: Env): Promise<void> {
+async function guardApi(request: ApiRequest, env: Env, ctx: ExecutionContext): Promise<void> {
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") {
     // Which setting and entry is wrong names servers and tools: only for a caller with the token.
@@ -33,11 +46,81 @@ async function guardApi(request: ApiRequest, env: Env): Promise<void> {
     throw apiError(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
   }
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
-  // The console's session cookie was checked before routing (src/console/console-auth.ts, contract section 16).
-  if (!isConsoleRequest(request) && !(await isAuthorized(request.headers.get("authorization"), loaded.config.API_TOKEN))) {
-    throw apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
+  const config = loaded.config;
+  const auth = await authenticate(request.headers, { db: env.DB, config, waitUntil: (p) => ctx.waitUntil(p) });
+  if (auth.kind !== "authenticated") {
+    // Counted per client address; past the limit the failure is a 429 (a valid credential never gets here).
+    const limited = await countAuthFailure(env, request.headers);
+    if (limited !== null) throw limited;
+    throw apiError(401, {
+      error: "unauthorized",
+      message: auth.kind === "refused" ? auth.message : "Send Authorization: Bearer <token> (API_TOKEN or a named token).",
+    });
   }
-  request.config = loaded.config;
+  const { principal } = auth;
+  // Set before any refusal, so the refusal is audited as this principal's (auditRefusal below).
+  request.principal = principal;
+  if (isBrowserHeld(principal.credential) && !SAFE_METHODS.has(request.method) && !isSameOrigin(request)) {
+    throw apiError(403, {
+      error: "forbidden_origin",
+      message: "A state-changing request with a credential the browser sends by itself must come from this origin (Origin header).",
+    });
+  }
+  request.config = config;
+  await checkRole(request, env, principal);
+}
+
+/** The route's role from the one table (contract section 18); an unrouted request falls through to 404/405. */
+async function checkRole(request: ApiRequest, env: Env, principal: Principal): Promise<void> {
+  const route = matchedRoute(request.method, new URL(request.url).pathname);
+  if (route === undefined) return;
+  const rule = ruleOf(request.method, route.path);
+  if (rule === undefined) {
+    // Fail closed: a route nobody gave a role serves no one.
+    throw apiError(403, {
+      error: "forbidden",
+      message: `${request.method} ${route.path} has no role in the route table; nobody may call it.`,
+    });
+  }
+  const verdict = authorize(principal.roles, rule);
+  if (verdict.kind === "allowed") return;
+  if (verdict.kind === "own_run_only") {
+    // A requester acts on the runs it requested; an unknown run is the handler's 404.
+    const runId = route.params.runId;
+    const summary = runId !== undefined && isRunId(runId) ? await runStub(env, runId).summary() : null;
+    if (summary === null || summary.requested_by === principal.id) return;
+  }
+  throw apiError(403, { error: "forbidden", message: lacksRole(principal.id, verdict.role) });
+}
+
+/** The registered route (not the /api/* guard) that serves this method and path, with its params. */
+function matchedRoute(method: string, pathname: string): { path: string; params: Record<string, string> } | undefined {
+  for (const [routeMethod, pattern, , path] of router.routes) {
+    if (routeMethod !== method) continue;
+    const match = pathname.match(pattern);
+    if (match) return { path: path ?? "", params: match.groups ?? {} };
+  }
+  return undefined;
+}
+
+/** Audit entries of a D1 change by this request's principal, for the change's own batch. */
+function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
+  return {
+    entry: (action, target, details) =>
+      auditStatement(
+        db,
+        {
+          id: newAuditId(),
+          at: new Date().toISOString(),
+          principal: principal.id,
+          action,
+          target,
+          result: "ok",
+          ...(details ? { details } : {}),
+        },
+        { onlyIfPreviousChanged: action === "token.create" },
+      ),
+  };
 }
 
 function runStub(env: Env, runId: string | undefined): DurableObjectStub<RunObject> {
@@ -79,36 +162,67 @@ function unrouted(request: ApiRequest): Response {
   return jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` });
 }
 
+/**
+ * Every 403 of an authenticated request (forbidden, forbidden_origin,
+ * actor_mismatch) is counted in the principal's durable refusal queue before
+ * it is answered (contract section 18: access.refused, coalesced per minute).
+ */
+async function auditRefusal(response: Response, request: ApiRequest, env: Env): Promise<Response> {
+  const principal = (request as Partial<ApiRequest>).principal;
+  if (response.status !== 403 || principal === undefined) return response;
+  const code = await response
+    .clone()
+    .json<{ error?: unknown }>()
+    .then((b) => String(b.error ?? "forbidden"))
+    .catch(() => "forbidden");
+  try {
+    const queue = env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal.id));
+    await queue.enqueue({
+      principal: principal.id,
+      action: "access.refused",
+      target: `${request.method} ${new URL(request.url).pathname}`,
+      at: new Date().toISOString(),
+      details: { error: code },
+    });
+  } catch (err) {
+    // The refusal still stands; only its audit entry is missing, which the log says.
+    logger.error("audit: a refusal could not be queued", { principal: principal.id, error: (err as Error).message });
+  }
+  return response;
+}
+
 export const router = Router<ApiRequest, Args>({
   catch: errorResponse,
-  finally: [(response: Response | undefined, request: ApiRequest) => response ?? unrouted(request)],
+  finally: [(response: Response | undefined, request: ApiRequest) => response ?? unrouted(request), auditRefusal],
 });
 
 router
   .get("/healthz", () => jsonResponse(200, { status: "ok" }))
   .head("/healthz", () => new Response(null, { status: 200, headers: { "content-type": "application/json; charset=utf-8" } }))
-  .get("/api/health", (request, env) => handleHealth(request, env))
+  .get("/api/health", (request, env, ctx) => handleHealth(request, env, ctx))
   .all("/api/*", guardApi)
-  .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config))
+  .post("/api/trigger", (request, env) => handleTrigger(request, env, request.config, request.principal))
   .get("/api/runs/:runId", async ({ params }, env) => {
     const summary = await runStub(env, params.runId).summary();
     if (!summary) throw notFound("run", params.runId);
     return jsonResponse(200, summary);
   })
   .get("/api/runs/:runId/events", (request, env) => handleEvents(request, runStub(env, request.params.runId)))
-  .post("/api/runs/:runId/cancel", async ({ params }, env) => {
-    const result = await runStub(env, params.runId).cancel();
+  .post("/api/runs/:runId/cancel", async ({ params, principal }, env) => {
+    const result = await runStub(env, params.runId).cancel(principal.id);
     if (!result.found) throw notFound("run", params.runId);
     return jsonResponse(result.already_ended ? 200 : 202, { status: result.status });
   })
   .post("/api/runs/:runId/approvals/:approvalId", async (request, env) => {
-    const body = await readJsonBody(request, approvalDecisionSchema);
-    return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), body));
+    const { decided_by, ...body } = await readJsonBody(request, approvalDecisionSchema);
+    const decision = { ...body, decided_by: actorOf(request.principal, "decided_by", decided_by) };
+    return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), decision));
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
     const body = await readJsonBody(request, inputAnswerSchema);
+    const answeredBy = actorOf(request.principal, "answered_by", body.answered_by);
     return verdictResponse(
-      await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, body.answered_by),
+      await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, answeredBy),
     );
   })
   .get("/api/runs/:runId/mutations", (request, env, ctx) => {
@@ -119,7 +233,7 @@ router
     handleGetMutation(env, request.config, ctx, decodePathParam(request.params.mutationId)),
   )
   .post("/api/mutations/:mutationId/reconcile", (request, env, ctx) =>
-    handleReconcile(request, env, request.config, ctx, decodePathParam(request.params.mutationId)),
+    handleReconcile(request, env, request.config, ctx, decodePathParam(request.params.mutationId), request.principal),
   )
   .get("/api/storage-pool", (_request, env) => handleStoragePool(env))
   .get("/api/deliveries/:deliveryId", async ({ params }, env) => {
@@ -136,3 +250,14 @@ router
   .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()))
   .get("/api/metrics", (request, env) => handleMetrics(env, request.config));
+
+// Named tokens and the audit log (contract section 18).
+router
+  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, tokenAudit(env.DB, request.principal)))
+  .get("/api/tokens", (_request, env) => handleListTokens(env.DB))
+  .delete("/api/tokens/:name", (request, env) =>
+    handleRevokeToken(env.DB, decodePathParam(request.params.name), tokenAudit(env.DB, request.principal)),
+  )
+  .get("/api/audit", (request, env) =>
+    listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),
+  );

@@ -27,7 +27,8 @@ export const triggerBodySchema = z
   .object({
     message: z.string().min(1).max(32_768),
     channel_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).default("api"),
-    user_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).default("api"),
+    // Absent: the principal. Another user only from an adapter (contract section 18).
+    user_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
     delivery_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
     max_tool_calls: z.number().int().min(0).optional(),
     script: z.array(scriptTurnSchema).min(1).max(10_000).optional(),

@@ -29,7 +29,7 @@ export interface Page<T> {
   next_cursor: string | null;
 }
 
-interface Keyset {
+export interface Keyset {
   /** Columns of the sort key, most significant first (time, then id parts). */
   columns: readonly string[];
   /** The sort key of one row, in the same order. */
@@ -41,7 +41,7 @@ interface Keyset {
  * descending key order, `limit` of them. One extra row is read to know
  * whether another page exists.
  */
-async function page<R extends Record<string, unknown>>(
+export async function page<R extends Record<string, unknown>>(
   db: ListingDb,
   table: string,
   keyset: Keyset,
@@ -77,6 +77,8 @@ interface RunRow extends Record<string, unknown> {
   run_id: string;
   channel_id: string;
   user_id: string;
+  requested_by: string | null;
+  on_behalf_of: string | null;
   delivery_id: string | null;
   source: RunListItem["source"];
   status: RunListItem["status"];
@@ -107,6 +109,8 @@ export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<Ru
       run_id: r.run_id,
       channel_id: r.channel_id,
       user_id: r.user_id,
+      ...(r.requested_by !== null ? { requested_by: r.requested_by } : {}),
+      ...(r.on_behalf_of !== null ? { on_behalf_of: r.on_behalf_of } : {}),
       delivery_id: r.delivery_id,
       source: r.source,
       status: r.status,

@@ -15,21 +15,21 @@ const isoTime = z.iso.datetime();
 /** A run's message is indexed cut to this many characters (and an ellipsis), after redaction. */
 export const REQUEST_PREVIEW_CHARS = 200;
 
-const limitParam = z.coerce
+export const limitParam = z.coerce
   .number()
   .int()
   .min(1)
   .max(LISTING_LIMIT_MAX)
   .default(LISTING_LIMIT_DEFAULT)
   .meta({ description: `Page size, 1..${LISTING_LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT}).` });
-const cursorParam = z
+export const cursorParam = z
   .string()
   .min(1)
   .max(CURSOR_MAX_CHARS)
   .optional()
   .meta({ description: "The next_cursor of the previous page; opaque." });
 const channelParam = z.string().min(1).max(200).optional().meta({ description: "Only this channel." });
-const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." });
+export const nextCursor = z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." });
 
 // ---- runs --------------------------------------------------------------------
 
@@ -41,6 +41,10 @@ export const runListItemSchema = z
     run_id: z.string(),
     channel_id: z.string(),
     user_id: z.string(),
+    /** The principal that triggered the run (contract section 18); absent on runs indexed before principals. */
+    requested_by: z.string().optional(),
+    /** The person an adapter triggered the run for. */
+    on_behalf_of: z.string().optional(),
     delivery_id: z.string().nullable(),
     source: runSourceSchema,
     status: runStatusSchema,

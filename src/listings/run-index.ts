@@ -27,10 +27,25 @@ import {
   type RunListItem,
 } from "./listing-schemas";
 import { logger } from "../operate/logger";
+import { AUDIT_ACTIONS, type AuditAction, type AuditEntry, auditStatement } from "../audit/audit-log";
 
 // ---- what a mark holds ---------------------------------------------------------
 
-export type MarkKind = "run" | "approval" | "input";
+const auditEntryMarkSchema = z
+  .object({
+    id: z.string(),
+    at: z.string(),
+    principal: z.string(),
+    action: z.enum(AUDIT_ACTIONS as [AuditAction, ...AuditAction[]]),
+    target: z.string(),
+    result: z.enum(["ok", "refused"]),
+    count: z.number().int().optional(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strip();
+
+/** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
+export type MarkKind = "run" | "approval" | "input" | "audit";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -53,6 +68,8 @@ export interface RunIndexContext {
   run_id: string;
   channel_id: string;
   user_id: string;
+  requested_by?: string;
+  on_behalf_of?: string;
   delivery_id: string | null;
   source: RunListItem["source"];
   /** The run record's created_at (ISO 8601). */
@@ -164,6 +181,11 @@ export class RunIndex {
 
   markApprovalResolved(resolution: ApprovalResolution): void {
     this.#mark("approval", resolution.approval_id, 1, resolution);
+  }
+
+  /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
+  markAudit(entry: AuditEntry): void {
+    this.#mark("audit", entry.id, 1, entry);
   }
 
   markInputAsked(row: InputListItem): void {
@@ -332,12 +354,16 @@ function inputKey(runId: string, toolCallId: string): string {
 async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
   const fields: unknown = JSON.parse(mark.fields);
   switch (mark.kind) {
+    case "audit": {
+      await auditStatement(db, auditEntryMarkSchema.parse(fields) as AuditEntry).run();
+      return;
+    }
     case "run": {
       const r = runListItemSchema.parse(fields);
       await db
         .prepare(
-          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, request, error_code)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, request, error_code, requested_by, on_behalf_of)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at,
              error_code = excluded.error_code, request = COALESCE(runs.request, excluded.request)
            WHERE runs.status = 'running' AND excluded.status <> 'running'`,
@@ -353,6 +379,8 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
           r.ended_at ?? null,
           r.request ?? null,
           r.error_code ?? null,
+          r.requested_by ?? null,
+          r.on_behalf_of ?? null,
         )
         .run();
       return;

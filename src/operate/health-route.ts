@@ -5,8 +5,10 @@
 // details), and the answer says `config: "bad"` instead of refusing.
 import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
 import type { Env } from "../config/env";
-import { isConsoleRequest } from "../console/console-auth";
+import { authenticate } from "../auth/authenticate";
+import { authorize, lacksRole } from "../auth/authorize";
 import { apiError, jsonResponse } from "../http/api-error";
+import { ruleOf } from "../http/route-roles";
 import { isAuthorized } from "../http/auth";
 import { listMcpTools, McpTransportError } from "../execution/mcp-transport";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
@@ -16,14 +18,15 @@ import { checkHealth, type Component, McpProbeCache, type McpState, within } fro
 /** One cache per isolate: the contract's 30 s is per server, not per request. */
 const mcpProbes = new McpProbeCache();
 
-export async function handleHealth(request: Request, env: Env, cache: McpProbeCache = mcpProbes): Promise<Response> {
+export async function handleHealth(
+  request: Request,
+  env: Env,
+  ctx: Pick<ExecutionContext, "waitUntil">,
+  cache: McpProbeCache = mcpProbes,
+): Promise<Response> {
   const loaded = loadConfig(env);
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
-  const raw = (env as unknown as Record<string, unknown>).API_TOKEN;
-  const token = loaded.state === "ready" ? loaded.config.API_TOKEN : typeof raw === "string" ? raw : "";
-  if (!isConsoleRequest(request) && !(token !== "" && (await isAuthorized(request.headers.get("authorization"), token)))) {
-    throw apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
-  }
+  await admitViewer(request, env, ctx, loaded);
   const config = loaded.state === "ready" ? loaded.config : null;
   const waitMs = config?.STORAGE_WAIT_MS ?? DEFAULT_STORAGE_WAIT_MS;
   const connectMs = config?.MCP_CONNECT_TIMEOUT_MS ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS;
@@ -68,4 +71,30 @@ function probeMcp(server: { url: string; headers?: Record<string, string> }, con
       return status === 401 || status === 403 ? "authorization_required" : "unreachable";
     });
   return within(connectMs, listed, "unreachable");
+}
+
+/**
+ * The router's guard, for the one route ahead of it: with a valid configuration the
+ * principal is proven as on every route (section 18) and needs the route table's role;
+ * with a bad one there is nothing to prove a named token or a session against, so only
+ * the raw API_TOKEN (token:root) may see which component is down.
+ */
+async function admitViewer(
+  request: Request,
+  env: Env,
+  ctx: Pick<ExecutionContext, "waitUntil">,
+  loaded: ReturnType<typeof loadConfig>,
+): Promise<void> {
+  const unauthorized = () =>
+    apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <token> (API_TOKEN or a named token)." });
+  if (loaded.state !== "ready") {
+    const raw = (env as unknown as Record<string, unknown>).API_TOKEN;
+    if (typeof raw !== "string" || raw === "" || !(await isAuthorized(request.headers.get("authorization"), raw))) throw unauthorized();
+    return;
+  }
+  const auth = await authenticate(request.headers, { db: env.DB, config: loaded.config, waitUntil: (p) => ctx.waitUntil(p) });
+  if (auth.kind !== "authenticated") throw unauthorized();
+  const rule = ruleOf("GET", "/api/health");
+  const verdict = rule ? authorize(auth.principal.roles, rule) : ({ kind: "forbidden", role: "viewer" } as const);
+  if (verdict.kind !== "allowed") throw apiError(403, { error: "forbidden", message: lacksRole(auth.principal.id, verdict.role) });
 }

@@ -283,6 +283,14 @@ export async function settle(db: OutcomeDb, mutationId: string, settlement: Sett
   return { ok: false, error: "not_dispatched", row: current };
 }
 
+/** The D1 batch a reconciliation's audit entry is written in (contract section 18). */
+export interface AuditedBatch {
+  /** D1's batch (typed loosely: this module is also compiled without the Workers types). */
+  batch: (statements: unknown[]) => Promise<{ results: unknown[] }[]>;
+  /** The entry's INSERT, conditional on the update before it (auditStatement's onlyIfPreviousChanged). */
+  entry: unknown;
+}
+
 export interface ReconcileInput {
   outcome: ReconcileOutcome;
   evidence: string;
@@ -302,21 +310,29 @@ export type ReconcileResult =
  * settled_at stays the engine's settlement time; reconciliation.at is when
  * the person settled it.
  */
-export async function reconcile(db: OutcomeDb, mutationId: string, input: ReconcileInput): Promise<ReconcileResult> {
+export async function reconcile(
+  db: OutcomeDb,
+  mutationId: string,
+  input: ReconcileInput,
+  audited?: AuditedBatch,
+): Promise<ReconcileResult> {
   const reconciliation: Reconciliation = {
     outcome: input.outcome,
     reconciled_by: input.reconciled_by,
     evidence: input.evidence,
     at: input.at,
   };
-  const row = await db
+  const update = db
     .prepare(
       `UPDATE mutation_outcomes SET state = ?, reconciliation_json = ?
        WHERE mutation_id = ? AND state = 'outcome_unknown'
        RETURNING *`,
     )
-    .bind(input.outcome, JSON.stringify(reconciliation), mutationId)
-    .first<MutationOutcomeRow>();
+    .bind(input.outcome, JSON.stringify(reconciliation), mutationId);
+  // With an audit entry: the entry goes in the same D1 batch, written only when the update changed the row.
+  const row = audited
+    ? ((await audited.batch([update, audited.entry]))[0]?.results[0] as MutationOutcomeRow | undefined)
+    : await update.first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };

@@ -11,6 +11,7 @@
 //    as its redacted message, instead of as an uncaught rejection with
 //    whatever the error quotes.
 import { redactText } from "../execution/redaction";
+import { logger } from "../operate/logger";
 
 /** The level both Slack libraries run at: their body dumps are DEBUG only. */
 export const SLACK_LIBRARY_LOG_LEVEL = "WARN" as const;
@@ -23,5 +24,5 @@ export function failureText(err: unknown): string {
 
 /** `promise` with its rejection logged (redacted) rather than left uncaught; for ctx.waitUntil. */
 export function lazyFailureLogged(promise: Promise<unknown>): Promise<unknown> {
-  return promise.catch((err: unknown) => console.error(`slack: a listener failed: ${failureText(err)}`));
+  return promise.catch((err: unknown) => logger.error("slack: a listener failed", { error: failureText(err) }));
 }

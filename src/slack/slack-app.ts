@@ -43,6 +43,7 @@ import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
+import { logger } from "../operate/logger";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
 const SIGNATURE_MAX_AGE_SECONDS = 300;
@@ -98,7 +99,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     // payload the envelope check let through is acknowledged, so Slack does not retry it. The log names
     // the error's type only: its message may quote the payload.
     if (starts.length === 0) {
-      console.warn(`slack: a verified payload could not be handled: ${failureText(err)}`);
+      logger.warn("slack: a verified payload could not be handled", { error: failureText(err) });
       return new Response("", { status: 200 });
     }
     response = new Response("", { status: 200 });
@@ -111,7 +112,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     ]).catch((err: unknown) => err);
     if (outcome !== "started" && outcome !== "slow") {
       // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
-      console.error(`slack: starting a run failed: ${failureText(outcome)}`);
+      logger.error("slack: starting a run failed", { error: failureText(outcome) });
       return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
     }
   }
@@ -342,6 +343,6 @@ async function ephemeral(
   try {
     await client.chat.postEphemeral({ channel: where.channel_id, user, text, ...(where.thread_ts ? { thread_ts: where.thread_ts } : {}) });
   } catch (err) {
-    console.warn(`slack: an ephemeral reply was not delivered: ${failureText(err)}`);
+    logger.warn("slack: an ephemeral reply was not delivered", { error: failureText(err) });
   }
 }

@@ -42,7 +42,12 @@ const toolIds = { tool_name: z.string(), tool_call_id: z.string() };
 
 /** The own fields of every event type (section 4's table), keyed by type. */
 const ownFields = {
-  run_started: { user_id: z.string() },
+  run_started: {
+    user_id: z.string(),
+    // Contract section 18: the trigger's principal, and the person an adapter triggered it for (absent before principals).
+    requested_by: z.string().optional(),
+    on_behalf_of: z.string().optional(),
+  },
   assistant_message: { text: z.string() },
   tool_started: { ...toolIds, approval_required: z.boolean() },
   approval_requested: {

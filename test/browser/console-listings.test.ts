@@ -15,7 +15,8 @@ import {
 } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
-const NAME = "grace";
+/** The session's principal: the API token's (contract section 18). */
+const PRINCIPAL = "token:root";
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
 /** The index may lag a moment behind the run (an alarm flushes it); the page polls every 2 s. */
 const UI_TIMEOUT_MS = 15_000;
@@ -48,7 +49,7 @@ beforeAll(async () => {
   engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
   browser = await launchConsoleBrowser();
   page = browser.page;
-  await signIn(page, stack.server.url, stack.server.token, NAME);
+  await signIn(page, stack.server.url, stack.server.token);
 }, 120_000);
 
 afterAll(async () => {
@@ -83,7 +84,7 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     await item.getByRole("link", { name: runId }).click();
     const card = page.locator('li.card[data-tool-call-id="inbox-1"]');
     await expect.poll(() => card.getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toBe("executed");
-    await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`console:${NAME}`);
+    await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain(PRINCIPAL);
     expect(await dashboards()).toContain(title);
   });
 
@@ -129,7 +130,7 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     await item.getByLabel("Which region?").fill("eu-west");
     await item.getByRole("button", { name: "Send answer" }).click();
     for await (const event of engine.events(runId)) {
-      if (event.type === "human_input_received") expect(event.answered_by).toBe(`console:${NAME}`);
+      if (event.type === "human_input_received") expect(event.answered_by).toBe(PRINCIPAL);
     }
     expect((await engine.summary(runId)).status).toBe("completed");
   });

@@ -17,7 +17,8 @@ import {
 
 const CREATE = "mcp__demo__create_dashboard";
 const LIST = "mcp__demo__list_dashboards";
-const NAME = "lin";
+/** The principal of the stack's token (contract section 18): the console signs in as it. */
+const NAME = "token:root";
 /** A secret-looking value in the person's own message: the request shown must have it redacted. */
 const MESSAGE_SECRET = `sk-live-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
@@ -43,7 +44,7 @@ async function approve(runId: string, toolCallId: string): Promise<void> {
     (s) => s.pending_approvals.find((a) => a.tool_call_id === toolCallId),
     UI_TIMEOUT_MS,
   );
-  await engine.decideApproval(runId, approval.approval_id, { decision: "approve", decided_by: "test" });
+  await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
 }
 
 async function toEnd(runId: string): Promise<void> {
@@ -90,7 +91,7 @@ beforeAll(async () => {
   browser = await launchConsoleBrowser();
   page = browser.page;
   page.on("pageerror", (err) => pageErrors.push(err));
-  await signIn(page, stack.server.url, stack.server.token, NAME);
+  await signIn(page, stack.server.url, stack.server.token);
 }, 120_000);
 
 afterAll(async () => {
@@ -190,7 +191,7 @@ describe.sequential("the console's pages in Chromium", () => {
     await expect.poll(() => card.locator("h3 .stage").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("outcome unknown");
 
     const evidence = "the demo server lists the dashboard";
-    await engine.reconcile(row!.mutation_id, { outcome: "completed", evidence, reconciled_by: "ops-lead" });
+    await engine.reconcile(row!.mutation_id, { outcome: "completed", evidence });
     const reconciled = card.locator(".reconciliation");
     await reconciled.waitFor({ timeout: UI_TIMEOUT_MS });
     const settled = await engine.mutation(row!.mutation_id);
@@ -302,7 +303,7 @@ describe.sequential("the console's pages in Chromium", () => {
   it("is usable at phone width: long JSON and long ids wrap, nothing scrolls the page sideways", async () => {
     const phone = await launchConsoleBrowser({ width: 390, height: 844 });
     try {
-      await signIn(phone.page, stack.server.url, stack.server.token, NAME);
+      await signIn(phone.page, stack.server.url, stack.server.token);
       const long = "x".repeat(600);
       const runId = await trigger(`a very long request ${"y".repeat(400)}`, [
         { tool_calls: [{ tool_name: "mcp__demo__echo", tool_call_id: "echo-1", arguments: { blob: long } }] },

@@ -18,7 +18,8 @@ import {
 
 const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
-const NAME = "ada";
+/** The session's principal: the API token's (contract section 18). */
+const PRINCIPAL = "token:root";
 /** Planted under a secret-looking key: redaction must keep it off every page. */
 const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
@@ -79,14 +80,13 @@ describe.sequential("the console in Chromium", () => {
   it("signs in with the token: an HttpOnly session cookie, and the token nowhere in a URL or page storage", async () => {
     await page.goto(consoleUrl());
     const wrong = page.getByRole("alert");
-    await page.getByLabel("API token").fill("not-the-token");
-    await page.getByLabel(/Your name/).fill(NAME);
+    await page.getByLabel(/API token/).fill("not-the-token");
     await page.getByRole("button", { name: "Sign in" }).click();
-    await expect.poll(() => wrong.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("not the API token");
+    await expect.poll(() => wrong.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("neither the API token");
     expect((await browser.context.cookies()).filter((c) => c.name === "console_session")).toEqual([]);
 
-    await signIn(page, stack.server.url, stack.server.token, NAME);
-    await page.getByText(`signed in as ${NAME}`).waitFor({ timeout: UI_TIMEOUT_MS });
+    await signIn(page, stack.server.url, stack.server.token);
+    await page.getByText(`signed in as ${PRINCIPAL}`).waitFor({ timeout: UI_TIMEOUT_MS });
     const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
     expect(cookie!.value).not.toContain(stack.server.token);
@@ -120,7 +120,7 @@ describe.sequential("the console in Chromium", () => {
     await card("create-1").getByRole("button", { name: "Approve" }).click();
     await expectStage("create-1", "executed");
     await expect.poll(() => card("create-1").locator(".outcome").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("completed");
-    await expect.poll(() => card("create-1").innerText()).toContain(`console:${NAME}`);
+    await expect.poll(() => card("create-1").innerText()).toContain(PRINCIPAL);
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
     expect((await demoState()).dashboards.map((d) => d.title)).toContain(title);
     // One stream for the page (no reconnection was needed here).
@@ -167,7 +167,7 @@ describe.sequential("the console in Chromium", () => {
     expect((await demoState()).alerts.map((a) => a.chart)).toContain("latency");
   });
 
-  it("answers a question on its card; the run goes on and records the console's name", async () => {
+  it("answers a question on its card; the run goes on and records the session's principal", async () => {
     const runId = await trigger([
       { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team owns billing?" } }] },
       { text: "Thanks." },
@@ -177,7 +177,7 @@ describe.sequential("the console in Chromium", () => {
     await card("ask-1").getByLabel("Which team owns billing?").fill("payments");
     await card("ask-1").getByRole("button", { name: "Send answer" }).click();
     await expect.poll(() => card("ask-1").getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toMatch(/^(answered|executed)$/);
-    await expect.poll(() => card("ask-1").innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`answered by console:${NAME}`);
+    await expect.poll(() => card("ask-1").innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`answered by ${PRINCIPAL}`);
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
   });
 
@@ -214,7 +214,7 @@ describe.sequential("the console in Chromium", () => {
     await expect.poll(() => card("cancel-1").innerText()).toContain("cancelled");
   });
 
-  it("reconciles an outcome_unknown row from the outcomes page, recorded as console:<name>", async () => {
+  it("reconciles an outcome_unknown row from the outcomes page, recorded as the session's principal", async () => {
     const armed = await fetch(`${stack.demo.baseUrl}/control/faults`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -226,7 +226,7 @@ describe.sequential("the console in Chromium", () => {
       { text: "ok" },
     ]);
     const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
-    await engine.decideApproval(runId, approval.approval_id, { decision: "approve", decided_by: "test" });
+    await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
     for await (const _ of engine.events(runId)) {
       // to the terminal event
     }
@@ -242,7 +242,7 @@ describe.sequential("the console in Chromium", () => {
     await item.getByRole("button", { name: "Reconcile" }).click();
     await item.waitFor({ state: "detached", timeout: UI_TIMEOUT_MS });
     const settled = await engine.mutation(row!.mutation_id);
-    expect(settled).toMatchObject({ state: "completed", reconciliation: { outcome: "completed", reconciled_by: `console:${NAME}` } });
+    expect(settled).toMatchObject({ state: "completed", reconciliation: { outcome: "completed", reconciled_by: PRINCIPAL } });
   });
 
   it("renders for any URL fragment, malformed escapes included, with no uncaught exception (contract section 20)", async () => {

@@ -7,7 +7,7 @@
 // its own Worker (longer approval timeout) beside the shared demo MCP server.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
-import { tmpdir, userInfo } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -18,8 +18,8 @@ import { spawnInPty } from "../support/pty";
 import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 
 const BIN = join(PROJECT_ROOT, "dist/cli/main.js");
-/** Who the CLI records when --as is not given. */
-const ME = `cli:${userInfo().username}`;
+/** Who the engine records for the CLI's decisions: the principal of the token it sends (API_TOKEN here). */
+const ME = "token:root";
 /** Bounds for one CLI process (a node start plus a few requests) and for a whole watched run. */
 const COMMAND_TIMEOUT_MS = 15_000;
 const RUN_TIMEOUT_MS = 30_000;
@@ -160,6 +160,17 @@ async function triggerRun(turns: ScriptTurn[], channelId: string): Promise<strin
   return receipt.run_id;
 }
 
+/** The approval_id of the run's first pending approval, read from its summary. */
+async function waitForApproval(runId: string): Promise<string> {
+  const deadline = Date.now() + RUN_TIMEOUT_MS;
+  for (;;) {
+    const pending = (await engine.summary(runId)).pending_approvals[0];
+    if (pending) return pending.approval_id;
+    if (Date.now() > deadline) throw new Error(`no approval in ${runId} within ${RUN_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 function watchJson(runId: string): Streaming {
   const watching = new Streaming(["watch", runId, "--json"]);
   streams.push(watching);
@@ -267,7 +278,7 @@ describe("approved-exec against the engine", () => {
       inputs: [],
     });
 
-    const denied = await cli(["deny", runId, String(requested.approval_id), "--reason", "not today", "--as", "ops:bob", "--json"]);
+    const denied = await cli(["deny", runId, String(requested.approval_id), "--reason", "not today", "--json"]);
     expect(denied).toEqual({
       code: 0,
       stdout: `${JSON.stringify({ approval_id: requested.approval_id, decision: "denied", status: "resolved" })}\n`,
@@ -281,11 +292,7 @@ describe("approved-exec against the engine", () => {
     for await (const event of engine.events(runId)) all.push(event);
     expect(lines).toEqual(all);
     expect(lines.map((e) => e.sequence)).toEqual(lines.map((_, i) => i + 1));
-    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({
-      decision: "denied",
-      decided_by: "ops:bob",
-      reason: "not today",
-    });
+    expect(lines.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "denied", decided_by: ME, reason: "not today" });
     expect(lines.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
     expect((await demoCalls()).total).toBe(0);
 
@@ -341,7 +348,7 @@ describe("approved-exec against the engine", () => {
     expect(mistyped.code).toBe(1);
     expect(mistyped.stderr).toMatch(/^error: confirmation_mismatch \(400\): /);
 
-    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId, "--as", "ops:dana"], terminalEnv(), PROJECT_ROOT);
+    const term = spawnInPty(process.execPath, [BIN, "approve", runId, approvalId], terminalEnv(), PROJECT_ROOT);
     try {
       await term.waitFor(`type the tool name (${ALERT}) to confirm:`, RUN_TIMEOUT_MS);
       term.type(`${ALERT}\n`);
@@ -349,11 +356,11 @@ describe("approved-exec against the engine", () => {
     } finally {
       term.child.kill("SIGKILL");
     }
-    expect(term.screen()).toContain(`approved ${approvalId} as ops:dana`);
+    expect(term.screen()).toContain(`approved ${approvalId}`);
     expect((await watching.exited).code).toBe(0);
     expect(await watching.waitForJson((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "approved",
-      decided_by: "ops:dana",
+      decided_by: ME,
     });
   });
 
@@ -372,7 +379,7 @@ describe("approved-exec against the engine", () => {
     const watching = watchJson(runId);
     await watching.waitForJson((e) => e.type === "human_input_requested");
     const answered = await cli(["answer", runId, "ask-1", "the latency one"]);
-    expect(answered).toEqual({ code: 0, stdout: `answered ask-1 as ${ME}\n`, stderr: "" });
+    expect(answered).toEqual({ code: 0, stdout: "answered ask-1\n", stderr: "" });
     expect(await watching.waitForJson((e) => e.type === "human_input_received")).toMatchObject({ answered_by: ME });
 
     await watching.waitForJson((e) => e.type === "approval_requested");
@@ -416,7 +423,7 @@ describe("approved-exec against the engine", () => {
     const watching = watchJson(runId);
     const requested = await watching.waitForJson((e) => e.type === "approval_requested");
     const approved = await cli(["approve", runId, String(requested.approval_id)]);
-    expect(approved).toEqual({ code: 0, stdout: `approved ${requested.approval_id} as ${ME}\n`, stderr: "" });
+    expect(approved).toEqual({ code: 0, stdout: `approved ${requested.approval_id}\n`, stderr: "" });
     expect((await watching.exited).code).toBe(0);
     const execution = await watching.waitForJson((e) => e.type === "tool_execution");
     expect(execution).toMatchObject({ execution_status: "executed", error: { code: "transport_timeout" } });
@@ -433,24 +440,14 @@ describe("approved-exec against the engine", () => {
     );
 
     const evidence = "the demo server lists no dashboard titled slow";
-    const reconciled = await cli([
-      "reconcile",
-      mutationId,
-      "--outcome",
-      "not_executed",
-      "--evidence",
-      evidence,
-      "--as",
-      "ops:carol",
-      "--json",
-    ]);
+    const reconciled = await cli(["reconcile", mutationId, "--outcome", "not_executed", "--evidence", evidence, "--json"]);
     expect(reconciled.code).toBe(0);
     expect(JSON.parse(reconciled.stdout)).toMatchObject({
       mutation_id: mutationId,
       state: "not_executed",
-      reconciliation: { outcome: "not_executed", reconciled_by: "ops:carol", evidence },
+      reconciliation: { outcome: "not_executed", reconciled_by: ME, evidence },
     });
-    expect((await engine.mutation(mutationId)).reconciliation?.reconciled_by).toBe("ops:carol");
+    expect((await engine.mutation(mutationId)).reconciliation?.reconciled_by).toBe(ME);
     expect((await cli(["unknown", "--channel", ch])).stdout).toBe("no outcome_unknown rows\n");
 
     const again = await cli(["reconcile", mutationId, "--outcome", "completed", "--evidence", evidence]);
@@ -496,6 +493,61 @@ describe("npm run cli", () => {
   );
 });
 
+describe("approved-exec with named tokens (contract section 18)", () => {
+  it("an admin makes a requester and an approver-only token; each acts as itself and only in its roles; revoke ends one", async () => {
+    const suffix = Math.random().toString(36).slice(2, 8);
+    const makeToken = async (name: string, role: string) => {
+      const made = await cli(["tokens", "create", name, "--role", role]);
+      expect(made.code, made.stderr).toBe(0);
+      const [first, value] = made.stdout.trimEnd().split("\n");
+      expect(first).toMatch(new RegExp(`^created token:${name} roles=${role} expires=`));
+      expect(value).toMatch(/^aee_[A-Za-z0-9_-]{43}$/);
+      expect(made.stderr).toContain("shown only once");
+      return value!;
+    };
+    const bot = `bot-${suffix}`;
+    const ops = `ops-${suffix}`;
+    const botToken = await makeToken(bot, "requester");
+    const opsToken = await makeToken(ops, "approver");
+    const asBot = cliEnv({ ENGINE_TOKEN: botToken });
+    const asOps = cliEnv({ ENGINE_TOKEN: opsToken });
+
+    const script = await scriptFile([
+      { tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: `two-${suffix}` } }] },
+    ]);
+    const started = await cli(["trigger", "make it", "--json", "--channel", channel("tokens"), "--script", script], asBot);
+    expect(started.code, started.stderr).toBe(0);
+    const runId: string = JSON.parse(started.stdout).run_id;
+    const requested = await waitForApproval(runId);
+
+    const refused = await cli(["approve", runId, requested], asBot);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(`error: forbidden (403): token:${bot} lacks the approver role\n`);
+    const approved = await cli(["approve", runId, requested], asOps);
+    expect(approved).toEqual({ code: 0, stdout: `approved ${requested}\n`, stderr: "" });
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    expect(events.find((e) => e.type === "run_started")).toMatchObject({ user_id: `token:${bot}`, requested_by: `token:${bot}` });
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({ decision: "approved", decided_by: `token:${ops}` });
+
+    const listed = await cli(["tokens", "list"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${bot} roles=requester owner=- expires=\\S+ last_used=\\S+$`, "m"));
+    expect(listed.stdout).toMatch(new RegExp(`^${ops} roles=approver `, "m"));
+    expect(listed.stdout).not.toContain(botToken);
+    // Only an admin manages tokens.
+    expect((await cli(["tokens", "list"], asOps)).stderr).toBe(`error: forbidden (403): token:${ops} lacks the admin role\n`);
+
+    const revoked = await cli(["tokens", "revoke", bot]);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toMatch(new RegExp(`^revoked token:${bot} at \\S+\\n$`));
+    const after = await cli(["pending"], asBot);
+    expect(after.code).toBe(1);
+    expect(after.stderr).toMatch(/^error: unauthorized \(401\)/);
+    expect((await cli(["tokens", "create", bot, "--role", "viewer"])).stderr).toMatch(/^error: name_taken \(409\)/);
+  });
+});
+
 describe("approved-exec exit codes", () => {
   it("exits 2 on bad usage, before sending anything", async () => {
     const noToken = cliEnv({ ENGINE_TOKEN: undefined });
@@ -505,6 +557,8 @@ describe("approved-exec exit codes", () => {
       [[], nowhere, /Usage: approved-exec/],
       [["frobnicate"], nowhere, /unknown command 'frobnicate'/],
       [["approve", "run_x"], nowhere, /missing required argument 'approval_id'/],
+      // Who decides is the token's principal (contract section 18): there is no --as to claim another name.
+      [["approve", "run_x", "approval_x", "--as", "slack:UAPPROVER1"], nowhere, /unknown option '--as'/],
       [["reconcile", "mut_x", "--outcome", "maybe", "--evidence", "e"], nowhere, /Allowed choices are completed, not_executed/],
       [["reconcile", "mut_x", "--outcome", "completed"], nowhere, /required option '--evidence <text>' not specified/],
       [["trigger", "hi", "--max-tool-calls", "lots"], nowhere, /expected a whole number/],
@@ -523,7 +577,7 @@ describe("approved-exec exit codes", () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("ENGINE_URL    the engine's address (default http://127.0.0.1:8787)");
-    expect(help.stdout).toContain("ENGINE_TOKEN  the engine's API_TOKEN (API_TOKEN is read when ENGINE_TOKEN is unset)");
+    expect(help.stdout).toContain("ENGINE_TOKEN  the engine's API_TOKEN or a named token (API_TOKEN is read when ENGINE_TOKEN is unset);");
   });
 
   it("exits 1 with the error code printed when the service refuses or cannot be reached", async () => {

@@ -83,7 +83,7 @@ describe("approved mutations", () => {
     expect(s.one("approval_resolved", "write-1")).toMatchObject({
       approval_id: first.approval_id,
       decision: "approved",
-      decided_by: "U-approver",
+      decided_by: "token:root",
     });
     const started = s.one("tool_execution_started", "write-1");
     expect(Object.keys(started).sort()).toEqual([
@@ -428,15 +428,15 @@ describe("what the stream shows", () => {
       decision: "denied",
       status: "resolved",
     });
-    expect(await engine.answerInput(s.runId, "ask-1", { answer: "ok", answered_by: "U" })).toEqual({
+    expect(await engine.answerInput(s.runId, "ask-1", { answer: "ok" })).toEqual({
       tool_call_id: "ask-1",
       status: "answered",
     });
     await s.toEnd();
     // The hook calls alone look the same for a denial and an expiry: the stream says which it was.
-    expect(s.one("approval_resolved", "write-2")).toMatchObject({ decision: "denied", decided_by: "U-approver" });
+    expect(s.one("approval_resolved", "write-2")).toMatchObject({ decision: "denied", decided_by: "token:root" });
     expect(s.one("tool_execution", "write-2")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
-    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "U" });
+    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "token:root" });
     expect(hookCalls(s.events)).toEqual([
       ["start", LIST, { tool_call_id: "read-1", approval_required: false }],
       ["start", CREATE, { tool_call_id: "write-1", approval_required: true }],

@@ -115,11 +115,11 @@ describe("the engine client's streamed trigger", () => {
 });
 
 describe("trigger defaults and bounds", () => {
-  it('defaults channel_id and user_id to "api"', async () => {
+  it('defaults channel_id to "api" and user_id to the principal', async () => {
     const receipt = await engine.trigger({ message: "m", script: [{ text: "hi" }] });
     expect(receipt).toMatchObject({ status: "accepted", channel_id: "api", events_url: `/api/runs/${receipt.run_id}/events` });
     const events = await collect(engine.events(receipt.run_id));
-    expect(events[0]).toMatchObject({ type: "run_started", channel_id: "api", user_id: "api" });
+    expect(events[0]).toMatchObject({ type: "run_started", channel_id: "api", user_id: "token:root", requested_by: "token:root" });
     expect((await engine.summary(receipt.run_id)).channel_id).toBe("api");
   });
 
@@ -186,7 +186,7 @@ describe("ordered admission and the ceiling", () => {
     // Then the question itself expires, and a late answer is refused with 410.
     await s.toEnd();
     expect(s.one("tool_execution", "ask-1")).toMatchObject({ execution_status: "not_executed", reason: "expired" });
-    await expect(engine.answerInput(s.runId, "ask-1", { answer: "too late", answered_by: "U-2" })).rejects.toMatchObject({
+    await expect(engine.answerInput(s.runId, "ask-1", { answer: "too late" })).rejects.toMatchObject({
       status: 410,
       code: "expired",
     });
@@ -215,11 +215,11 @@ describe("ordered admission and the ceiling", () => {
     const waiting = await engine.summary(s.runId);
     expect(waiting.pending_approvals).toEqual([]);
     expect(waiting.pending_inputs).toEqual([{ tool_call_id: "ask-1", question: "Which dashboard?", expires_at: expect.any(String) }]);
-    await expect(engine.answerInput(s.runId, "nope", { answer: "x", answered_by: "U-2" })).rejects.toMatchObject({ status: 404 });
-    const answer = await engine.answerInput(s.runId, "ask-1", { answer: "Latency", answered_by: "U-2" });
+    await expect(engine.answerInput(s.runId, "nope", { answer: "x" })).rejects.toMatchObject({ status: 404 });
+    const answer = await engine.answerInput(s.runId, "ask-1", { answer: "Latency" });
     expect(answer).toEqual({ tool_call_id: "ask-1", status: "answered" });
-    expect(await engine.answerInput(s.runId, "ask-1", { answer: "Latency", answered_by: "U-2" })).toEqual(answer);
-    await expect(engine.answerInput(s.runId, "ask-1", { answer: "Other", answered_by: "U-2" })).rejects.toMatchObject({
+    expect(await engine.answerInput(s.runId, "ask-1", { answer: "Latency" })).toEqual(answer);
+    await expect(engine.answerInput(s.runId, "ask-1", { answer: "Other" })).rejects.toMatchObject({
       status: 409,
       code: "already_resolved",
     });
@@ -239,7 +239,7 @@ describe("ordered admission and the ceiling", () => {
       "tool_completed:write-1",
       "run_completed",
     ]);
-    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "U-2" });
+    expect(s.one("human_input_received", "ask-1")).toMatchObject({ answered_by: "token:root" });
     expect(JSON.stringify(s.events)).not.toContain("Latency"); // the answer goes to the model, not the stream
     expect((await demoCalls()).by_tool.create_dashboard).toBe(1);
   });

@@ -64,7 +64,7 @@ const shape = (client: RawSseClient) =>
 async function approveFirst(d: Deployment, runId: string, client: RawSseClient): Promise<void> {
   await expect.poll(() => parsed(client).some((e) => e.type === "approval_requested"), { timeout: 15_000 }).toBe(true);
   const requested = parsed(client).find((e) => e.type === "approval_requested")!;
-  const answer = await engineOf(d).decideApproval(runId, requested.approval_id, { decision: "approve", decided_by: "U1" });
+  const answer = await engineOf(d).decideApproval(runId, requested.approval_id, { decision: "approve" });
   expect(answer).toMatchObject({ approval_id: requested.approval_id, decision: "approved" });
 }
 

@@ -193,7 +193,7 @@ describe("secret canary", () => {
     const decided = await server.api(`/api/runs/${runId}/approvals/${approval.approval_id}`, {
       method: "POST",
       // The decision's reason is kept (contract section 6): secrets in it are kept redacted.
-      body: JSON.stringify({ decision: "approve", decided_by: "canary", reason: `ok; api_key=${canary()}, Bearer ${canary()}` }),
+      body: JSON.stringify({ decision: "approve", reason: `ok; api_key=${canary()}, Bearer ${canary()}` }),
     });
     expect(decided.status).toBeLessThan(300);
     const summaryText = await waitFor("the run's end", async () => {
@@ -376,7 +376,7 @@ describe("secret canary", () => {
       expectNoCanary("the summary's pending_inputs", pending);
       const answered = await short.api(`/api/runs/${runId}/inputs/ask-1`, {
         method: "POST",
-        body: JSON.stringify({ answer: "ok", answered_by: "canary" }),
+        body: JSON.stringify({ answer: "ok" }),
       });
       expect(answered.status).toBeLessThan(300);
       await waitFor("the run's end", async () => {

@@ -262,7 +262,7 @@ describe("what a Slack-started run posts", () => {
     const res = await server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "from the api" }) });
     const { run_id } = (await res.json()) as { run_id: string };
     await expect.poll(async () => (await summary(run_id)).status, { timeout: 10_000 }).toBe("completed");
-    expect(await summary(run_id)).toMatchObject({ user_id: "api", slack_posts_pending: 0, slack_posts_failed: 0 });
+    expect(await summary(run_id)).toMatchObject({ user_id: "token:root", slack_posts_pending: 0, slack_posts_failed: 0 });
     expect(slack.calls()).toEqual([]);
   });
 });

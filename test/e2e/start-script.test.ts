@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { demoMcpUrl, newDevVars, withDemoPort } from "../../scripts/dev-vars";
+import { demoMcpUrl, newDevVars, withDemoPort, withLongEnoughToken } from "../../scripts/dev-vars";
 import { freePort, PROJECT_ROOT } from "../support/worker-server";
 
 const TSX_CLI = join(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs");
@@ -174,5 +174,18 @@ describe(".dev.vars follows the ports in use", () => {
     // A developer's own servers and a non-loopback demo URL are not touched.
     const custom = `API_TOKEN=t\nMCP_SERVERS='{"demo":{"url":"https://demo.example/mcp"},"ops":{"url":"http://127.0.0.1:9/mcp"}}'\n`;
     expect(withDemoPort(custom, 4555)).toBe(custom);
+  });
+});
+
+describe(".dev.vars keeps npm start working when tokens must be 32 characters (contract section 18)", () => {
+  it("replaces a shorter API_TOKEN, an old start's, and leaves a long one and every other line", () => {
+    const fresh = `local-${"x".repeat(43)}`;
+    const old = newDevVars("local-abcdefghijklmnopqrstuvwx", 3001); // 30 characters, as earlier starts wrote
+    const upgraded = withLongEnoughToken(old, fresh);
+    expect(upgraded).toContain(`API_TOKEN=${fresh}\n`);
+    expect(upgraded.replace(fresh, "local-abcdefghijklmnopqrstuvwx")).toBe(old);
+    const long = newDevVars(fresh, 3001);
+    expect(withLongEnoughToken(long, "other")).toBe(long);
+    expect(withLongEnoughToken("MCP_SERVERS='{}'\n", fresh)).toBe("MCP_SERVERS='{}'\n");
   });
 });

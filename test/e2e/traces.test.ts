@@ -103,8 +103,7 @@ async function approvedRun(client: EngineClient, title: string): Promise<{ runId
   const events: EngineEvent[] = [];
   for await (const event of client.events(runId)) {
     events.push(event);
-    if (event.type === "approval_requested")
-      await client.decideApproval(runId, event.approval_id, { decision: "approve", decided_by: "U-ops" });
+    if (event.type === "approval_requested") await client.decideApproval(runId, event.approval_id, { decision: "approve" });
   }
   return { runId, events };
 }

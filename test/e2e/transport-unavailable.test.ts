@@ -73,7 +73,7 @@ describe("an MCP server that cannot be reached", () => {
       events.push(event);
       if (event.type === "approval_requested" && !approved) {
         approved = true;
-        await engine.decideApproval(runId, event.approval_id, { decision: "approve", decided_by: "U-ops" });
+        await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
       }
     }
     expect(events.at(-1)?.type).toBe("run_completed");
@@ -105,7 +105,7 @@ describe("an MCP server that cannot be reached", () => {
       state: "not_executed",
       dispatched: false,
       reason: "transport_unavailable",
-      approved_by: "U-ops",
+      approved_by: "token:root",
     });
     expect(row).not.toHaveProperty("error");
     // approved_at is the moment of the decision: no later than approval_resolved was appended.

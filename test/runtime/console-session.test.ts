@@ -1,26 +1,27 @@
 // The console's session and its cookie on /api/* (contract section 16), in
 // workerd against real D1: sign-in, the cookie's attributes, sign-out, the
-// Origin rule for state-changing requests, the console:<name> actor, the gate
-// on every console asset, the security headers, and 503 when unconfigured.
+// Origin rule for state-changing requests, the session's principal as the
+// actor (contract section 18), the session's binding to API_TOKEN, the gate on
+// every console asset, the security headers, and 503 when unconfigured.
 import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { api, sleep, TOKEN, trigger } from "./helpers";
+import { api, freshAddress, sleep, TOKEN, trigger } from "./helpers";
 
 const ORIGIN = "https://engine.test";
 const CREATE = "mcp__demo__create_dashboard";
 
-async function signIn(name = "alice", token = TOKEN): Promise<Response> {
+async function signIn(token = TOKEN, extra: Record<string, unknown> = {}): Promise<Response> {
   return SELF.fetch(`${ORIGIN}/console/session`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ token, name }),
+    headers: { "content-type": "application/json", "cf-connecting-ip": freshAddress() },
+    body: JSON.stringify({ token, ...extra }),
   });
 }
 
 /** Signs in and returns the `console_session=...` pair to send as Cookie. */
-async function cookieFor(name = "alice"): Promise<string> {
-  const res = await signIn(name);
+async function cookieFor(): Promise<string> {
+  const res = await signIn();
   expect(res.status).toBe(204);
   const setCookie = res.headers.get("set-cookie") ?? "";
   return setCookie.split(";")[0]!;
@@ -29,6 +30,7 @@ async function cookieFor(name = "alice"): Promise<string> {
 function withCookie(cookie: string, path: string, init: RequestInit & { origin?: string | null } = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   headers.set("cookie", cookie);
+  if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", freshAddress());
   if (init.origin !== null) headers.set("origin", init.origin ?? ORIGIN);
   if (init.body !== undefined) headers.set("content-type", "application/json");
   return SELF.fetch(`${ORIGIN}${path}`, { ...init, headers });
@@ -63,14 +65,25 @@ describe("sign-in", () => {
     const setCookie = res.headers.get("set-cookie")!;
     expect(setCookie).toMatch(/^console_session=[0-9a-f]{32}\.[A-Za-z0-9_-]+; HttpOnly; Secure; SameSite=Strict; Path=\/; Max-Age=43200$/);
     expect(setCookie).not.toContain(TOKEN);
-    const row = await env.DB.prepare("SELECT name, revoked FROM console_sessions WHERE id = ?1")
+    const row = await env.DB.prepare("SELECT principal, token_name, revoked FROM console_sessions WHERE id = ?1")
       .bind(setCookie.slice("console_session=".length, setCookie.indexOf(".")))
       .first();
-    expect(row).toEqual({ name: "alice", revoked: 0 });
+    expect(row).toEqual({ principal: "token:root", token_name: null, revoked: 0 });
+  });
+
+  it("takes {token} only: a name is ignored, the session's principal is the token's", async () => {
+    const res = await signIn(TOKEN, { name: "automatic" });
+    expect(res.status).toBe(204);
+    const cookie = res.headers.get("set-cookie")!.split(";")[0]!;
+    const who = await withCookie(cookie, "/console/session", { method: "GET" });
+    expect(await who.json<any>()).toMatchObject({
+      principal: "token:root",
+      roles: ["viewer", "requester", "approver", "reconciler", "admin"],
+    });
   });
 
   it("a wrong token is 401 and sets nothing", async () => {
-    const res = await signIn("alice", "not-the-token");
+    const res = await signIn("not-the-token");
     expect(res.status).toBe(401);
     expect(res.headers.get("set-cookie")).toBeNull();
     expect((await res.json<any>()).error).toBe("unauthorized");
@@ -80,7 +93,7 @@ describe("sign-in", () => {
     const res = await SELF.fetch(`${ORIGIN}/console/session`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ token: TOKEN, name: "" }),
+      body: JSON.stringify({ token: "" }),
     });
     expect(res.status).toBe(400);
     expect(res.headers.get("set-cookie")).toBeNull();
@@ -92,6 +105,37 @@ describe("sign-in", () => {
     const flipped = `console_session=${id}.${mac!.startsWith("A") ? "B" : "A"}${mac!.slice(1)}`;
     expect((await withCookie(flipped, "/api/storage-pool")).status).toBe(401);
     expect((await withCookie(cookie, "/api/storage-pool")).status).toBe(200);
+  });
+
+  it("a malformed or forged cookie is 401, never a 500", async () => {
+    for (const value of ["garbage", "abc.A", `${"0".repeat(32)}.A`, `${"0".repeat(32)}.%%%`, ".", "a.b.c", ""]) {
+      const res = await withCookie(`console_session=${value}`, "/api/storage-pool");
+      expect(res.status, value).toBe(401);
+      expect((await res.json<any>()).error).toBe("unauthorized");
+    }
+  });
+
+  it("a session made before principals (no principal on its row) is refused", async () => {
+    const cookie = await cookieFor();
+    await env.DB.prepare("UPDATE console_sessions SET principal = NULL WHERE id = ?1")
+      .bind(cookie.slice("console_session=".length).split(".")[0])
+      .run();
+    expect((await withCookie(cookie, "/api/storage-pool")).status).toBe(401);
+  });
+
+  it("a root session ends when API_TOKEN is rotated", async () => {
+    const cookie = await cookieFor();
+    const rotated = { ...env, API_TOKEN: "rotated-runtime-token-0123456789abcdefghij" } as never;
+    const call = (e: never) =>
+      worker.fetch(
+        new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie, "cf-connecting-ip": freshAddress() } }),
+        e,
+        createExecutionContext(),
+      );
+    expect((await call(env as never)).status).toBe(200);
+    expect((await call(rotated)).status).toBe(401);
+    const page = await worker.fetch(new Request(`${ORIGIN}/console`, { headers: { cookie } }), rotated, createExecutionContext());
+    expect(await page.text()).toContain('id="sign-in"');
   });
 });
 
@@ -115,8 +159,8 @@ describe("the cookie on /api/*", () => {
     expect([200, 202]).toContain(sameOrigin.status);
   });
 
-  it("records decisions as console:<name>, whatever the body says", async () => {
-    const cookie = await cookieFor("alice");
+  it("records decisions as the session's principal; a body naming someone else is 403 actor_mismatch", async () => {
+    const cookie = await cookieFor();
     const { json } = await trigger({
       message: "x",
       script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "c1", arguments: { title: "console" } }] }, { text: "done" }],
@@ -126,16 +170,23 @@ describe("the cookie on /api/*", () => {
       method: "POST",
       body: JSON.stringify({ decision: "deny", decided_by: "mallory" }),
     });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(403);
+    expect(await res.json<any>()).toMatchObject({ error: "actor_mismatch" });
+    expect(await pendingApproval(json.run_id)).toMatchObject({ approval_id: approval.approval_id });
+    const named = await withCookie(cookie, `/api/runs/${json.run_id}/approvals/${approval.approval_id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "deny", decided_by: "token:root" }),
+    });
+    expect(named.status).toBe(200);
     const resolved = await waitFor(
       async () => (await eventsOf(json.run_id)).find((e) => e.type === "approval_resolved"),
       "approval_resolved",
     );
-    expect(resolved).toMatchObject({ decision: "denied", decided_by: "console:alice" });
+    expect(resolved).toMatchObject({ decision: "denied", decided_by: "token:root" });
   });
 
-  it("records answers as console:<name>, and a missing actor field is filled in", async () => {
-    const cookie = await cookieFor("bob");
+  it("records answers as the session's principal when the body names nobody", async () => {
+    const cookie = await cookieFor();
     const { json } = await trigger({
       message: "x",
       script: [
@@ -150,7 +201,7 @@ describe("the cookie on /api/*", () => {
     });
     expect(res.status).toBe(200);
     const received = await waitFor(async () => (await eventsOf(json.run_id)).find((e) => e.type === "human_input_received"), "the answer");
-    expect(received.answered_by).toBe("console:bob");
+    expect(received.answered_by).toBe("token:root");
   });
 
   it("a malformed body with the cookie is the route's usual 400, not a 500", async () => {
@@ -226,7 +277,11 @@ describe("the pages and their gate", () => {
     const page = await worker.fetch(new Request(`${ORIGIN}/console`), unset, createExecutionContext());
     expect(page.status).toBe(503);
     expect((await page.json<any>()).error).toBe("not_configured");
-    const read = await worker.fetch(new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie } }), unset, createExecutionContext());
+    const read = await worker.fetch(
+      new Request(`${ORIGIN}/api/storage-pool`, { headers: { cookie, "cf-connecting-ip": freshAddress() } }),
+      unset,
+      createExecutionContext(),
+    );
     expect(read.status).toBe(401);
   });
 });

@@ -19,15 +19,15 @@ async function refusal(call: Promise<unknown>): Promise<ApiError> {
 
 describe("decision routes", () => {
   it("answer 404 for an unknown run, approval or question", async () => {
-    expect(await refusal(engine.decideApproval(UNKNOWN_RUN, "approval_x", { decision: "approve", decided_by: "U" }))).toMatchObject({
+    expect(await refusal(engine.decideApproval(UNKNOWN_RUN, "approval_x", { decision: "approve" }))).toMatchObject({
       status: 404,
       code: "not_found",
     });
-    expect(await refusal(engine.answerInput(UNKNOWN_RUN, "ask-1", { answer: "a", answered_by: "U" }))).toMatchObject({
+    expect(await refusal(engine.answerInput(UNKNOWN_RUN, "ask-1", { answer: "a" }))).toMatchObject({
       status: 404,
       code: "not_found",
     });
-    expect(await refusal(engine.decideApproval("not-a-run-id", "approval_x", { decision: "deny", decided_by: "U" }))).toMatchObject({
+    expect(await refusal(engine.decideApproval("not-a-run-id", "approval_x", { decision: "deny" }))).toMatchObject({
       status: 404,
     });
     expect(await refusal(engine.cancel(UNKNOWN_RUN))).toMatchObject({ status: 404, code: "not_found" });
@@ -38,12 +38,12 @@ describe("decision routes", () => {
     });
     await expect.poll(async () => (await engine.summary(runId)).pending_inputs.length).toBe(1);
     const before = (await engine.summary(runId)).last_sequence;
-    expect(await refusal(engine.decideApproval(runId, "approval_unknown", { decision: "approve", decided_by: "U" }))).toMatchObject({
+    expect(await refusal(engine.decideApproval(runId, "approval_unknown", { decision: "approve" }))).toMatchObject({
       status: 404,
     });
     // A question is not an approval, and an approval id is not a question.
-    expect(await refusal(engine.decideApproval(runId, "ask-1", { decision: "approve", decided_by: "U" }))).toMatchObject({ status: 404 });
-    expect(await refusal(engine.answerInput(runId, "ask-2", { answer: "a", answered_by: "U" }))).toMatchObject({ status: 404 });
+    expect(await refusal(engine.decideApproval(runId, "ask-1", { decision: "approve" }))).toMatchObject({ status: 404 });
+    expect(await refusal(engine.answerInput(runId, "ask-2", { answer: "a" }))).toMatchObject({ status: 404 });
     const after = await engine.summary(runId);
     expect(after.last_sequence).toBe(before);
     expect(after.pending_inputs).toHaveLength(1);
@@ -57,13 +57,13 @@ describe("decision routes", () => {
     });
     const post = (path: string, body: unknown) => engine.raw(path, { method: "POST", body: JSON.stringify(body) });
     const cases: [string, unknown, string][] = [
-      [`/api/runs/${runId}/approvals/approval_x`, { decision: "maybe", decided_by: "U" }, "decision"],
-      [`/api/runs/${runId}/approvals/approval_x`, { decision: "approve" }, "decided_by"],
+      [`/api/runs/${runId}/approvals/approval_x`, { decision: "maybe" }, "decision"],
+      [`/api/runs/${runId}/approvals/approval_x`, {}, "decision"],
       [`/api/runs/${runId}/approvals/approval_x`, { decision: "approve", decided_by: "" }, "decided_by"],
-      [`/api/runs/${runId}/approvals/approval_x`, { decision: "approve", decided_by: "U", extra: 1 }, "extra"],
-      [`/api/runs/${runId}/inputs/ask-1`, { answered_by: "U" }, "answer"],
-      [`/api/runs/${runId}/inputs/ask-1`, { answer: 42, answered_by: "U" }, "answer"],
-      [`/api/runs/${runId}/inputs/ask-1`, { answer: "a" }, "answered_by"],
+      [`/api/runs/${runId}/approvals/approval_x`, { decision: "approve", extra: 1 }, "extra"],
+      [`/api/runs/${runId}/inputs/ask-1`, {}, "answer"],
+      [`/api/runs/${runId}/inputs/ask-1`, { answer: 42 }, "answer"],
+      [`/api/runs/${runId}/inputs/ask-1`, { answer: "a", answered_by: "" }, "answered_by"],
     ];
     for (const [path, body, field] of cases) {
       const res = await post(path, body);

@@ -51,9 +51,9 @@ describe("event schemas against real runs", () => {
     await readUntilFound(reader, (es) => es.some((e) => e.type === "heartbeat"));
     const approvals = asked.filter((e) => e.type === "approval_requested");
     expect(approvals[0].arguments.api_key).toBe("[redacted]");
-    expect(await post(`/api/runs/${runId}/inputs/ask-1`, { answer: "Platform", answered_by: "U1" })).toBe(200);
-    expect(await post(`/api/runs/${runId}/approvals/${approvals[0].approval_id}`, { decision: "approve", decided_by: "U1" })).toBe(200);
-    expect(await post(`/api/runs/${runId}/approvals/${approvals[1].approval_id}`, { decision: "deny", decided_by: "U1" })).toBe(200);
+    expect(await post(`/api/runs/${runId}/inputs/ask-1`, { answer: "Platform" })).toBe(200);
+    expect(await post(`/api/runs/${runId}/approvals/${approvals[0].approval_id}`, { decision: "approve" })).toBe(200);
+    expect(await post(`/api/runs/${runId}/approvals/${approvals[1].approval_id}`, { decision: "deny" })).toBe(200);
     await reader.readToEnd();
 
     // A second run, cancelled while it waits: run_failed.

@@ -372,11 +372,7 @@ describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
       fc.asyncProperty(
         pathId,
         pathId,
-        fc.oneof(
-          anyBodyText,
-          fieldsBody(["decision", "decided_by", "reason", "confirmation"]),
-          fc.constant('{"decision":"deny","decided_by":"fuzz"}'),
-        ),
+        fc.oneof(anyBodyText, fieldsBody(["decision", "decided_by", "reason", "confirmation"]), fc.constant('{"decision":"deny"}')),
         async (runId, approvalId, body) => {
           await expectNoServerError({ method: "POST", path: `/api/runs/${resolve(runId)}/approvals/${approvalId}`, body });
         },
@@ -390,7 +386,7 @@ describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
       fc.asyncProperty(
         pathId,
         pathId,
-        fc.oneof(anyBodyText, fieldsBody(["answer", "answered_by"]), fc.constant('{"answer":"a","answered_by":"fuzz"}')),
+        fc.oneof(anyBodyText, fieldsBody(["answer", "answered_by"]), fc.constant('{"answer":"a"}')),
         async (runId, toolCallId, body) => {
           await expectNoServerError({ method: "POST", path: `/api/runs/${resolve(runId)}/inputs/${toolCallId}`, body });
         },
@@ -403,11 +399,7 @@ describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(pathId, fc.constantFrom("mut_01ARZ3NDEKTSV4RRFFQ69G5FAV")),
-        fc.oneof(
-          anyBodyText,
-          fieldsBody(["outcome", "evidence", "reconciled_by"]),
-          fc.constant('{"outcome":"completed","evidence":"e","reconciled_by":"f"}'),
-        ),
+        fc.oneof(anyBodyText, fieldsBody(["outcome", "evidence", "reconciled_by"]), fc.constant('{"outcome":"completed","evidence":"e"}')),
         async (mutationId, body) => {
           await expectNoServerError({ method: "POST", path: `/api/mutations/${mutationId}/reconcile`, body });
         },

@@ -11,11 +11,13 @@ import { handleHealth } from "../../src/operate/health-route";
 import { api, TOKEN } from "./helpers";
 
 const request = (token = TOKEN) => new Request("https://engine.test/api/health", { headers: { authorization: `Bearer ${token}` } });
+/** The health route's waitUntil (last_used_at writes of named tokens): awaited nowhere, like the Worker's. */
+const ctx = { waitUntil: (_p: Promise<unknown>) => undefined };
 const protectedUrl = () => env.DEMO_MCP_URL.replace(/\/mcp$/, "/mcp-protected");
 
 async function healthWith(vars: Record<string, unknown>): Promise<{ status: number; body: any }> {
   // A fresh env object is a fresh configuration (loadConfig caches per object), and a fresh cache probes afresh.
-  const res = await handleHealth(request(), { ...env, ...vars } as typeof env, new McpProbeCache());
+  const res = await handleHealth(request(), { ...env, ...vars } as typeof env, ctx, new McpProbeCache());
   return { status: res.status, body: await res.json() };
 }
 
@@ -57,7 +59,7 @@ describe("GET /api/health", () => {
     expect(status).toBe(503);
     expect(body).toMatchObject({ status: "degraded", config: "bad", d1: "ok", mcp: {} });
     // Other routes refuse with bad_config on the same configuration: health is the exception.
-    const wrongToken = await handleHealth(request("wrong"), { ...env, MAX_TOOL_CALLS: "x" } as typeof env, new McpProbeCache()).catch(
+    const wrongToken = await handleHealth(request("wrong"), { ...env, MAX_TOOL_CALLS: "x" } as typeof env, ctx, new McpProbeCache()).catch(
       (err: { status?: number }) => err,
     );
     expect((wrongToken as { status?: number }).status).toBe(401);

@@ -5,9 +5,11 @@
 import { env, SELF } from "cloudflare:test";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { RunObject } from "../../durable-objects/run-object";
+import type { Role } from "../../src/auth/roles";
+import { insertTokenStatement, newTokenValue } from "../../src/auth/token-store";
 import { EngineClient } from "../../src/client";
 
-export const TOKEN = "test-token";
+export const TOKEN = "runtime-test-token-0123456789abcdefghijklmnop";
 
 /** The engine client against this Worker, in-process: every request goes through SELF.fetch. */
 export const engine = new EngineClient({
@@ -16,8 +18,20 @@ export const engine = new EngineClient({
   fetch: (input, init) => SELF.fetch(input, init),
 });
 
+/**
+ * A client address of its own (documentation range), so the failed-authentication limit
+ * (10 per address per minute, contract section 18) counts each test's failures apart.
+ */
+export function freshAddress(): string {
+  return `2001:db8::${crypto
+    .getRandomValues(new Uint16Array(3))
+    .join(":")
+    .replace(/\d+/g, (n) => Number(n).toString(16))}`;
+}
+
 export function api(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
+  if (!headers.has("cf-connecting-ip")) headers.set("cf-connecting-ip", freshAddress());
   if (!headers.has("authorization")) headers.set("authorization", `Bearer ${TOKEN}`);
   if (init.body !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
   return SELF.fetch(`https://engine.test${path}`, { ...init, headers });
@@ -81,3 +95,31 @@ export async function openEvents(runId: string, query = "", headers: HeadersInit
 export const types = (events: EventSourceMessage[]) => events.map((e) => e.event);
 export const sequences = (events: EventSourceMessage[]) => events.map((e) => Number(e.id));
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A named token with these roles, written straight to D1 as the token store
+ * writes it (the route that makes them has its own tests): its value and principal id.
+ */
+export async function namedToken(roles: readonly string[], prefix = "t"): Promise<{ name: string; token: string; principal: string }> {
+  const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
+  const token = newTokenValue();
+  const now = Date.now();
+  const record = {
+    name,
+    roles: roles as Role[],
+    owner: null,
+    created_at: new Date(now).toISOString(),
+    expires_at: new Date(now + 86_400_000).toISOString(),
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await (await insertTokenStatement(env.DB, record, token)).run();
+  return { name, token, principal: `token:${name}` };
+}
+
+/** `api` with another bearer token. */
+export function apiAs(token: string, path: string, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${token}`);
+  return api(path, { ...init, headers });
+}

@@ -92,7 +92,6 @@ async function startRun(title: string, channel: string, toolCallId = "write-1"):
   const { status, json } = await trigger({
     message: `create ${title}`,
     channel_id: channel,
-    user_id: "U",
     script: writeScript(title, toolCallId),
   });
   expect(status).toBe(202);
@@ -128,7 +127,7 @@ async function pendingApproval(runId: string): Promise<string> {
 async function approve(runId: string, approvalId: string): Promise<void> {
   const res = await api(`/api/runs/${runId}/approvals/${approvalId}`, {
     method: "POST",
-    body: JSON.stringify({ decision: "approve", decided_by: "U" }),
+    body: JSON.stringify({ decision: "approve" }),
   });
   expect(res.status, await res.clone().text()).toBe(200);
   expect(await res.json()).toEqual({ approval_id: approvalId, decision: "approved", status: "resolved" });
@@ -184,8 +183,8 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     approval_id: approvalId,
     tool_name: TOOL,
     arguments_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
-    // The audit fields (section 8): every approval here is decided by "U".
-    approved_by: "U",
+    // The audit fields (section 8): every approval here is decided by the root token's principal.
+    approved_by: "token:root",
     approved_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
   };
 }
@@ -903,13 +902,13 @@ describe("replay protection", () => {
     // Someone checks the dashboard list and settles A.
     const reconciled = await api(`/api/mutations/${execA.mutation_id}/reconcile`, {
       method: "POST",
-      body: JSON.stringify({ outcome: "completed", evidence: "checked the dashboard list", reconciled_by: "ops" }),
+      body: JSON.stringify({ outcome: "completed", evidence: "checked the dashboard list" }),
     });
     expect(reconciled.status).toBe(200);
     expect(await reconciled.json()).toStrictEqual({
       ...rowA,
       state: "completed",
-      reconciliation: { outcome: "completed", reconciled_by: "ops", evidence: "checked the dashboard list", at: expect.any(String) },
+      reconciliation: { outcome: "completed", reconciled_by: "token:root", evidence: "checked the dashboard list", at: expect.any(String) },
     });
 
     // Run C, same call again: dispatched normally.
@@ -933,7 +932,7 @@ describe("replay protection", () => {
     for (const id of [execA.mutation_id, execC.mutation_id]) {
       const again = await api(`/api/mutations/${id}/reconcile`, {
         method: "POST",
-        body: JSON.stringify({ outcome: "not_executed", evidence: "second look", reconciled_by: "ops" }),
+        body: JSON.stringify({ outcome: "not_executed", evidence: "second look" }),
       });
       expect(again.status).toBe(409);
       expect(await again.json()).toMatchObject({ error: "not_reconcilable", state: "completed" });

@@ -595,7 +595,7 @@ describe("mutation routes", () => {
 
   it("reconciles an outcome_unknown row: 200 with the updated projection, then 409; 404 unknown", async () => {
     const row = await unknownOutcome();
-    const body = { outcome: "completed", evidence: "dashboard d-7 exists in the vendor UI", reconciled_by: "ops@example.com" };
+    const body = { outcome: "completed", evidence: "dashboard d-7 exists in the vendor UI" };
     const res = await api(`/api/mutations/${row.mutation_id}/reconcile`, { method: "POST", body: JSON.stringify(body) });
     expect(res.status).toBe(200);
     const projection = await res.json<any>();
@@ -604,7 +604,7 @@ describe("mutation routes", () => {
       mutation_id: row.mutation_id,
       state: "completed",
       dispatched: true,
-      reconciliation: { outcome: "completed", reconciled_by: "ops@example.com", evidence: body.evidence, at: expect.any(String) },
+      reconciliation: { outcome: "completed", reconciled_by: "token:root", evidence: body.evidence, at: expect.any(String) },
     });
     expect(new Date(projection.reconciliation.at).toISOString()).toBe(projection.reconciliation.at);
     expect(await (await api(`/api/mutations/${row.mutation_id}`)).json()).toStrictEqual(projection);
@@ -649,7 +649,7 @@ describe("mutation routes", () => {
     expect((await pool().stats()).acquired_total).toBe(before.acquired_total);
     const res = await api(`/api/mutations/${row.mutation_id}/reconcile`, {
       method: "POST",
-      body: JSON.stringify({ outcome: "not_executed", evidence: "e", reconciled_by: "r" }),
+      body: JSON.stringify({ outcome: "not_executed", evidence: "e" }),
     });
     expect(res.status).toBe(200);
     expect((await pool().stats()).acquired_total - before.acquired_total).toBe(1);
@@ -680,7 +680,7 @@ describe("mutation routes", () => {
 
       const res = await api(`/api/mutations/${row.mutation_id}/reconcile`, {
         method: "POST",
-        body: JSON.stringify({ outcome: "completed", evidence: "e", reconciled_by: "r" }),
+        body: JSON.stringify({ outcome: "completed", evidence: "e" }),
       });
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("1");

@@ -45,7 +45,6 @@ describe("the run index, written by the run's object", () => {
     const { status, json } = await trigger({
       message: "index me",
       channel_id: channel,
-      user_id: "U-indexed",
       delivery_id: `dl-${channel}`,
       script: [
         {
@@ -67,7 +66,8 @@ describe("the run index, written by the run's object", () => {
     expect(runs.runs[0]).toMatchObject({
       run_id: runId,
       channel_id: channel,
-      user_id: "U-indexed",
+      user_id: "token:root",
+      requested_by: "token:root",
       delivery_id: `dl-${channel}`,
       source: "api",
       status: "running",
@@ -87,12 +87,12 @@ describe("the run index, written by the run's object", () => {
     // Resolve both.
     const decided = await api(`/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
-      body: JSON.stringify({ decision: "approve", decided_by: "ops@example" }),
+      body: JSON.stringify({ decision: "approve" }),
     });
     expect(decided.status).toBe(200);
     const answered = await api(`/api/runs/${runId}/inputs/q1`, {
       method: "POST",
-      body: JSON.stringify({ answer: "platform", answered_by: "ops@example" }),
+      body: JSON.stringify({ answer: "platform" }),
     });
     expect(answered.status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
@@ -102,7 +102,7 @@ describe("the run index, written by the run's object", () => {
     );
     expect(resolved.approvals.find((a: any) => a.approval_id === approvalId)).toMatchObject({
       status: "approved",
-      decided_by: "ops@example",
+      decided_by: "token:root",
     });
     expect((await listing("/api/approvals?status=pending&limit=200")).approvals.some((a: any) => a.run_id === runId)).toBe(false);
     const answeredList = await pollListed(runId, "/api/inputs?status=answered&limit=200", (b) =>

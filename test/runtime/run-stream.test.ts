@@ -18,7 +18,7 @@ describe("initial stream", () => {
     const res = await api("/api/trigger", {
       method: "POST",
       headers: { accept: "text/event-stream" },
-      body: JSON.stringify({ message: "hello", channel_id: "C1", user_id: "U1" }),
+      body: JSON.stringify({ message: "hello", channel_id: "C1" }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -35,8 +35,10 @@ describe("initial stream", () => {
       run_id: runId,
       channel_id: "C1",
       type: "run_started",
-      user_id: "U1",
+      user_id: "token:root",
+      requested_by: "token:root",
     });
+    expect(started).not.toHaveProperty("on_behalf_of");
     expect(Object.keys(started).slice(0, 6)).toEqual(["protocol_version", "sequence", "run_id", "channel_id", "type", "at"]);
     expect(message).toMatchObject({ type: "assistant_message", text: "You said: hello" });
     expect(completed).toMatchObject({ type: "run_completed", text: "You said: hello", tool_calls: 0 });
@@ -268,12 +270,12 @@ describe("unknown runs", () => {
     expect((await api(`/api/runs/${runId}/cancel`, { method: "POST" })).status).toBe(404);
     const decision = await api(`/api/runs/${runId}/approvals/approval_x`, {
       method: "POST",
-      body: JSON.stringify({ decision: "approve", decided_by: "U1" }),
+      body: JSON.stringify({ decision: "approve" }),
     });
     expect(decision.status).toBe(404);
     const answer = await api(`/api/runs/${runId}/inputs/call_x`, {
       method: "POST",
-      body: JSON.stringify({ answer: "a", answered_by: "U1" }),
+      body: JSON.stringify({ answer: "a" }),
     });
     expect(answer.status).toBe(404);
     expect(await runDurableObjectAlarm(runStub(runId))).toBe(false);

@@ -65,15 +65,17 @@ function tracked(pool: DurableObjectStub<StoragePool>, holder: string, waitMs: n
 describe("storage pool", () => {
   it("has the contract's defaults: 16 slots, 120000 ms leases, 5000 ms storage wait, 256 waiters", async () => {
     expect(POOL_CAPACITY_SLOTS).toBe(CONTRACT.capacity);
-    const parsed = parseConfig({ API_TOKEN: "t" });
+    const parsed = parseConfig({ API_TOKEN: "t".repeat(32) });
     if (parsed.state !== "ready") throw new Error(parsed.state);
     expect(parsed.config).toMatchObject({
       STORAGE_LEASE_MS: CONTRACT.leaseMs,
       STORAGE_WAIT_MS: CONTRACT.storageWaitMs,
       STORAGE_POOL_MAX_WAITERS: CONTRACT.maxWaiters,
     });
-    expect(parseConfig({ API_TOKEN: "t", STORAGE_POOL_MAX_WAITERS: "12" })).toMatchObject({ config: { STORAGE_POOL_MAX_WAITERS: 12 } });
-    expect(parseConfig({ API_TOKEN: "t", STORAGE_POOL_MAX_WAITERS: "-1" })).toMatchObject({
+    expect(parseConfig({ API_TOKEN: "t".repeat(32), STORAGE_POOL_MAX_WAITERS: "12" })).toMatchObject({
+      config: { STORAGE_POOL_MAX_WAITERS: 12 },
+    });
+    expect(parseConfig({ API_TOKEN: "t".repeat(32), STORAGE_POOL_MAX_WAITERS: "-1" })).toMatchObject({
       state: "bad_config",
       details: [{ path: "STORAGE_POOL_MAX_WAITERS" }],
     });

@@ -7,6 +7,8 @@ import type { OutcomeDb } from "../../src/outcomes/mutation-outcomes";
 import worker from "../../src/index";
 
 export { StoragePool } from "../../durable-objects/storage-pool";
+export { AuditQueue } from "../../durable-objects/audit-queue";
+export { RateLimiter } from "../../durable-objects/rate-limiter";
 
 export class RunObject extends ProductionRunObject {
   #seam: OutcomeDb | undefined;

@@ -4,7 +4,7 @@ import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { MAX_BODY_BYTES } from "../../src/http/request-body";
-import { api, openEvents, trigger } from "./helpers";
+import { api, openEvents, TOKEN, trigger } from "./helpers";
 
 async function expectError(res: Response, status: number, error: string) {
   expect(res.status).toBe(status);
@@ -24,7 +24,7 @@ describe("auth and configuration", () => {
 
   it("answers 401 for a missing, malformed or wrong token", async () => {
     await expectError(await SELF.fetch("https://engine.test/api/trigger", { method: "POST" }), 401, "unauthorized");
-    await expectError(await api("/api/runs/x", { headers: { authorization: "test-token" } }), 401, "unauthorized");
+    await expectError(await api("/api/runs/x", { headers: { authorization: TOKEN } }), 401, "unauthorized");
     await expectError(await api("/api/runs/x", { headers: { authorization: "Bearer test-tokeN" } }), 401, "unauthorized");
     await expectError(await api("/api/runs/x", { headers: { authorization: "Bearer " } }), 401, "unauthorized");
   });
@@ -40,7 +40,7 @@ describe("auth and configuration", () => {
 
   it("answers 503 bad_config with details instead of running half-configured", async () => {
     const res = await worker.fetch(
-      new Request("https://engine.test/api/trigger", { method: "POST", headers: { authorization: "Bearer test-token" } }),
+      new Request("https://engine.test/api/trigger", { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } }),
       { ...env, MCP_SERVERS: "{not json", MAX_TOOL_CALLS: "-1" } as never,
       createExecutionContext(),
     );
@@ -146,7 +146,8 @@ describe("run routes", () => {
     expect(await res.json()).toEqual({
       run_id: json.run_id,
       channel_id: "C2",
-      user_id: "api",
+      user_id: "token:root",
+      requested_by: "token:root",
       request: "m",
       status: "completed",
       last_sequence: 3,
@@ -162,11 +163,11 @@ describe("run routes", () => {
 
 describe("HTTP details (contract section 2)", () => {
   it("takes the bearer scheme in any case, with one or more spaces", async () => {
-    for (const authorization of ["bearer test-token", "BEARER test-token", "BeArEr   test-token"]) {
+    for (const authorization of [`bearer ${TOKEN}`, `BEARER ${TOKEN}`, `BeArEr   ${TOKEN}`]) {
       await expectError(await api("/api/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV", { headers: { authorization } }), 404, "not_found");
     }
-    await expectError(await api("/api/runs/x", { headers: { authorization: "Bearertest-token" } }), 401, "unauthorized");
-    await expectError(await api("/api/runs/x", { headers: { authorization: "Basic test-token" } }), 401, "unauthorized");
+    await expectError(await api("/api/runs/x", { headers: { authorization: `Bearer${TOKEN}` } }), 401, "unauthorized");
+    await expectError(await api("/api/runs/x", { headers: { authorization: `Basic ${TOKEN}` } }), 401, "unauthorized");
   });
 
   it("gives bad_config details only to a caller with a valid token", async () => {
@@ -178,7 +179,7 @@ describe("HTTP details (contract section 2)", () => {
       expect(JSON.stringify(body)).not.toContain("MCP_SERVERS");
     }
     const res = await worker.fetch(
-      new Request("https://engine.test/api/runs/x", { headers: { authorization: "bearer test-token" } }),
+      new Request("https://engine.test/api/runs/x", { headers: { authorization: `bearer ${TOKEN}` } }),
       badEnv,
       createExecutionContext(),
     );
@@ -327,7 +328,7 @@ describe("bad input (contract section 17)", () => {
     const request = () =>
       new Request("https://engine.test/api/trigger", {
         method: "POST",
-        headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
         body: JSON.stringify({ message: "hi", delivery_id: "ev-start-fails" }),
       });
     const failed = await worker.fetch(request(), { ...env, RUN_OBJECT: failingObjects } as never, createExecutionContext());

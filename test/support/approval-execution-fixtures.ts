@@ -141,13 +141,12 @@ async function runExample(target: FixtureTarget, example: Example): Promise<{ ev
   const { run_id } = await engine.trigger({
     message: `fixture: ${example.name}`,
     channel_id: "C1",
-    user_id: "U1",
     script: example.script,
   });
   let asked = false;
   for await (const event of engine.events(run_id)) {
     if (event.type !== "approval_requested") continue;
-    await engine.decideApproval(run_id, event.approval_id, { decision: "approve", decided_by: "U-approver" });
+    await engine.decideApproval(run_id, event.approval_id, { decision: "approve" });
     asked = true;
   }
   if (!asked) throw new Error(`${example.name}: the run ended without asking for approval`);

@@ -88,10 +88,10 @@ export async function launchConsoleBrowser(viewport = { width: 1280, height: 900
 }
 
 /** Signs in through the sign-in page, as a person would. */
-export async function signIn(page: Page, baseUrl: string, token: string, name: string): Promise<void> {
+/** Signs in with `token`: the session's principal is the token's (contract section 18). */
+export async function signIn(page: Page, baseUrl: string, token: string): Promise<void> {
   await page.goto(`${baseUrl}/console`);
-  await page.getByLabel("API token").fill(token);
-  await page.getByLabel(/Your name/).fill(name);
+  await page.getByLabel(/API token/).fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Console pages" }).waitFor();
 }

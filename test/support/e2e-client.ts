@@ -117,7 +117,7 @@ export class Scenario {
   }
 
   decide(approvalId: string, body: Partial<ApprovalDecision> & Pick<ApprovalDecision, "decision">) {
-    return engine.decideApproval(this.runId, approvalId, { decided_by: "U-approver", ...body });
+    return engine.decideApproval(this.runId, approvalId, body);
   }
 
   async approve(toolCallId: string, extra: Partial<ApprovalDecision> = {}) {

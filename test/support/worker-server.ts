@@ -15,6 +15,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -142,7 +143,7 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
   const dir = await mkdtemp(join(tmpdir(), "aee-e2e-"));
   const persistTo = join(dir, "state");
   const envFile = join(dir, "test.env");
-  const token = `e2e-${Math.random().toString(36).slice(2)}`;
+  const token = `e2e-${randomBytes(24).toString("base64url")}`;
   const allVars = { API_TOKEN: token, ...vars };
   try {
     await writeFile(

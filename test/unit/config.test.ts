@@ -3,7 +3,7 @@ import { parseConfig } from "../../src/config/config";
 
 describe("parseConfig", () => {
   it("applies the contract's defaults (section 13), written here as the contract's literal numbers", () => {
-    const result = parseConfig({ API_TOKEN: "t" });
+    const result = parseConfig({ API_TOKEN: "t".repeat(32) });
     expect(result.state).toBe("ready");
     if (result.state !== "ready") return;
     expect(result.config).toMatchObject({
@@ -27,7 +27,7 @@ describe("parseConfig", () => {
 
   it("reads numbers and JSON from strings, as wrangler vars arrive", () => {
     const result = parseConfig({
-      API_TOKEN: "t",
+      API_TOKEN: "t".repeat(32),
       HEARTBEAT_INTERVAL_MS: "250",
       MCP_SERVERS: '{"demo":{"url":"http://127.0.0.1:3001/mcp"}}',
       MUTATION_BUDGET: { mcp__demo__create_dashboard: 2 },
@@ -37,6 +37,14 @@ describe("parseConfig", () => {
     expect(result.state === "ready" && result.config.MUTATION_BUDGET).toEqual({ mcp__demo__create_dashboard: 2 });
   });
 
+  it("refuses an API_TOKEN shorter than 32 characters as bad_config, naming the setting", () => {
+    const result = parseConfig({ API_TOKEN: "t".repeat(31) });
+    expect(result.state).toBe("bad_config");
+    if (result.state !== "bad_config") return;
+    expect(result.details).toEqual([expect.objectContaining({ path: "API_TOKEN", message: expect.stringContaining("at least 32") })]);
+    expect(parseConfig({ API_TOKEN: "t".repeat(32) }).state).toBe("ready");
+  });
+
   it("is not_configured without an API token, so the API fails closed", () => {
     expect(parseConfig({}).state).toBe("not_configured");
     expect(parseConfig({ API_TOKEN: "" }).state).toBe("not_configured");
@@ -44,7 +52,7 @@ describe("parseConfig", () => {
 
   it("names every bad value", () => {
     const result = parseConfig({
-      API_TOKEN: "t",
+      API_TOKEN: "t".repeat(32),
       MODEL_PROVIDER: "gpt",
       HEARTBEAT_INTERVAL_MS: "0",
       TOOL_POLICY: '{"x":{"level":"maybe"}}',
@@ -63,7 +71,7 @@ describe("parseConfig", () => {
 
 describe("Slack settings (contract section 13)", () => {
   it("defaults: off until both secrets are set, slack.com, no approvers, external channels allowed, 10 minutes", () => {
-    const result = parseConfig({ API_TOKEN: "t" });
+    const result = parseConfig({ API_TOKEN: "t".repeat(32) });
     expect(result.state === "ready" && [result.config.SLACK_SIGNING_SECRET, result.config.SLACK_BOT_TOKEN]).toEqual([undefined, undefined]);
     expect(result.state === "ready" && result.config).toMatchObject({
       SLACK_API_BASE_URL: "https://slack.com/api/",
@@ -75,7 +83,7 @@ describe("Slack settings (contract section 13)", () => {
 
   it("reads wrangler strings and fails closed on bad values", () => {
     const ok = parseConfig({
-      API_TOKEN: "t",
+      API_TOKEN: "t".repeat(32),
       SLACK_APPROVERS: '["U0AAA","W0BBB"]',
       SLACK_ALLOW_EXTERNAL_CHANNELS: "false",
       SLACK_DELIVERY_MAX_MS: "5000",
@@ -84,7 +92,7 @@ describe("Slack settings (contract section 13)", () => {
       ok.state === "ready" && [ok.config.SLACK_APPROVERS, ok.config.SLACK_ALLOW_EXTERNAL_CHANNELS, ok.config.SLACK_DELIVERY_MAX_MS],
     ).toEqual([["U0AAA", "W0BBB"], false, 5000]);
     const bad = parseConfig({
-      API_TOKEN: "t",
+      API_TOKEN: "t".repeat(32),
       SLACK_APPROVERS: '["alice"]',
       SLACK_ALLOW_EXTERNAL_CHANNELS: "nope",
       SLACK_API_BASE_URL: "not a url",

@@ -4,6 +4,7 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/config";
 import { isSecretKey, MAX_REDACTION_DEPTH, REDACTED, redactSecrets, redactText } from "../../src/execution/redaction";
 
 const RUNS = Number(env.FUZZ_RUNS || 300);
@@ -153,6 +154,35 @@ describe("redactSecrets", () => {
     ]);
   });
 
+  it("redacts the exact API_TOKEN wherever it appears, once the host config has been read", () => {
+    const apiToken = "exact-api-token-Zq7Lr2Vb9Xk4Mn8Pw3";
+    expect(redactText(`it was ${apiToken}.`)).toBe(`it was ${apiToken}.`);
+    parseConfig({ API_TOKEN: apiToken });
+    expect(redactText(`it was ${apiToken}.`)).toBe("it was [redacted].");
+    expect(JSON.stringify(redactSecrets({ note: `x${apiToken}y` }))).toBe('{"note":"x[redacted]y"}');
+  });
+
+  it("keeps the principal ids the engine writes in actor fields; a token-shaped value there is still redacted", () => {
+    const out = redactSecrets({
+      decided_by: "token:ci-bot",
+      approved_by: "token:root",
+      reconciled_by: "access:ada@example.com",
+      requested_by: "access-service:ci.access",
+      principal: "slack:T1:U1",
+      note: "token:ci-bot",
+      answered_by: "token: hunter2-but-spaced",
+    });
+    expect(out).toEqual({
+      decided_by: "token:ci-bot",
+      approved_by: "token:root",
+      reconciled_by: "access:ada@example.com",
+      requested_by: "access-service:ci.access",
+      principal: "slack:T1:U1",
+      note: "token:[redacted]",
+      answered_by: "token: [redacted]",
+    });
+  });
+
   it("redacts values that are credentials on their own, under any key", () => {
     const out = redactSecrets({
       a: "Bearer abc.def-ghi",
@@ -164,9 +194,13 @@ describe("redactSecrets", () => {
       g: ["gho_abcdefghijklmnopqrstuvwxyz0123", "xoxb-1234567890-abcdef", "xoxp-1234567890-abcdef"],
       h: ["AKIAABCDEFGHIJKLMNOP", "AIzaSyA1234567890abcdefghijklmnopqrstuv"],
       i: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl",
+      // The engine's own named tokens (contract section 18).
+      j: "the ci token is aee_Q2hhbmdlIG1lIGJ1dCBsb25nIGVub3VnaCB0byBsb29r here",
     });
     const text = JSON.stringify(out);
+    expect(text).toContain(`"j":"the ci token is [redacted] here"`);
     for (const leaked of [
+      "aee_",
       "abc.def",
       "dXNlcjpw",
       "hunter2",

@@ -1,4 +1,4 @@
-// The sign-in page's script: posts {token, name} as JSON to /console/session
+// The sign-in page's script: posts {token} as JSON to /console/session
 // (same origin, so the answer's HttpOnly cookie is kept by the browser), then
 // loads the console. The token stays in the password field and this request's
 // body: never in a URL, never in page storage.
@@ -8,7 +8,7 @@ const errorLine = document.getElementById("sign-in-error");
 form?.addEventListener("submit", async (event) => {
   event.preventDefault();
   const data = new FormData(form);
-  const body = JSON.stringify({ token: String(data.get("token") ?? ""), name: String(data.get("name") ?? "") });
+  const body = JSON.stringify({ token: String(data.get("token") ?? "") });
   if (errorLine) errorLine.textContent = "";
   try {
     const response = await fetch("/console/session", {
@@ -26,7 +26,9 @@ form?.addEventListener("submit", async (event) => {
     const answer = (await response.json().catch(() => ({}))) as { message?: string };
     if (errorLine)
       errorLine.textContent =
-        response.status === 401 ? "That is not the API token." : (answer.message ?? `Sign-in failed (${response.status}).`);
+        response.status === 401
+          ? "That is neither the API token nor a live named token."
+          : (answer.message ?? `Sign-in failed (${response.status}).`);
   } catch (err) {
     if (errorLine) errorLine.textContent = `Sign-in failed: ${(err as Error).message}`;
   }

@@ -28,7 +28,7 @@ function queryObject(url: URL): Record<string, string | string[]> {
   return out;
 }
 
-async function listing<S extends z.ZodType, T>(
+export async function listing<S extends z.ZodType, T>(
   url: URL,
   db: ListingDb,
   waitMs: number,

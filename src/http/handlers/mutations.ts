@@ -16,12 +16,15 @@ import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, typ
 import { readJsonBody } from "../request-body";
 import { boundedStorage, guardedStorage } from "../../outcomes/storage-guard";
 import { MAX_IDENTIFIER_CHARS } from "../../ids";
+import { actorOf } from "../../auth/actor-fields";
+import type { Principal } from "../../auth/principal";
+import { auditStatement, newAuditId } from "../../audit/audit-log";
 
 export const reconcileRequestSchema = z
   .object({
     outcome: z.enum(["completed", "not_executed"]),
     evidence: z.string().min(1).max(4_000),
-    reconciled_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
+    reconciled_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
   })
   .strict();
 
@@ -123,11 +126,29 @@ export async function handleReconcile(
   config: HostConfig,
   ctx: ExecutionContext,
   mutationId: string,
+  principal: Principal,
 ): Promise<Response> {
   const body = await readJsonBody(request, reconcileRequestSchema);
+  const reconciledBy = actorOf(principal, "reconciled_by", body.reconciled_by);
   if (!isMutationId(mutationId)) throw mutationNotFound(mutationId);
   const at = new Date().toISOString();
-  const written = await guarded(env, config, ctx, `api:reconcile:${mutationId}`, (db) => reconcile(db, mutationId, { ...body, at }));
+  const settlement = { outcome: body.outcome, evidence: body.evidence, reconciled_by: reconciledBy, at };
+  const entry = auditStatement(
+    env.DB,
+    {
+      id: newAuditId(),
+      at,
+      principal: principal.id,
+      action: "mutation.reconcile",
+      target: mutationId,
+      result: "ok",
+      details: { outcome: body.outcome, evidence: body.evidence },
+    },
+    { onlyIfPreviousChanged: true },
+  );
+  const written = await guarded(env, config, ctx, `api:reconcile:${mutationId}`, (db) =>
+    reconcile(db, mutationId, settlement, { batch: (statements) => env.DB.batch(statements as D1PreparedStatement[]), entry }),
+  );
   if (!written.ok) return written.response;
   const result = written.value;
   if (result.ok) return jsonResponse(200, toProjection(result.row));

@@ -10,9 +10,15 @@ import { newRunId, MAX_IDENTIFIER_CHARS } from "../../ids";
 import { isKnownToolNameShape } from "../../execution/tool-policy";
 import { type ScriptTurn, triggerBodySchema } from "../trigger-request";
 import { openEventStream, wantsEventStream } from "./events";
+import type { Principal } from "../../auth/principal";
+import { grants } from "../../auth/roles";
+import { lacksRole } from "../../auth/authorize";
+import { countTrigger } from "../../auth/rate-limits";
+import { getDelivery } from "../deliveries";
 
-export async function handleTrigger(request: Request, env: Env, config: HostConfig): Promise<Response> {
+export async function handleTrigger(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, triggerBodySchema);
+  const requester = requesterOf(principal, body.user_id);
   const deliveryId = resolveDeliveryId(body.delivery_id, request.headers.get("idempotency-key"));
   if (body.script !== undefined && config.MODEL_PROVIDER !== "scripted") {
     throw apiError(400, {
@@ -41,10 +47,17 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     });
   }
 
+  // Contract section 18: a trigger whose delivery identity is already known is never counted (its receipt answers).
+  if (deliveryId === undefined || (await getDelivery(env.DB, deliveryId)) === null) {
+    await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
+  }
+
   const started = await startRun(env, {
     run_id: newRunId(),
     channel_id: body.channel_id,
-    user_id: body.user_id,
+    user_id: requester.user_id,
+    requested_by: principal.id,
+    ...(requester.on_behalf_of !== undefined ? { on_behalf_of: requester.on_behalf_of } : {}),
     delivery_id: deliveryId ?? null,
     message: body.message,
     max_tool_calls: body.max_tool_calls ?? null,
@@ -70,6 +83,22 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     events_url: eventsUrl,
     ...(deliveryId !== undefined ? { delivery_id: deliveryId } : {}),
   });
+}
+
+/**
+ * Who the run is for (contract section 18): the principal itself, unless an
+ * `adapter` relays someone else's request by naming them in `user_id`
+ * (recorded as on_behalf_of). Anyone else naming another user is refused.
+ */
+function requesterOf(principal: Principal, userId: string | undefined): { user_id: string; on_behalf_of?: string } {
+  if (userId === undefined || userId === principal.id) return { user_id: principal.id };
+  if (!grants(principal.roles, "adapter")) {
+    throw apiError(403, {
+      error: "forbidden",
+      message: `${lacksRole(principal.id, "adapter")}: only an adapter may trigger on behalf of someone else; leave user_id out.`,
+    });
+  }
+  return { user_id: userId, on_behalf_of: userId };
 }
 
 function resolveDeliveryId(fromBody: string | undefined, fromHeader: string | null): string | undefined {

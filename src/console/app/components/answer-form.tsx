@@ -34,7 +34,7 @@ export function AnswerForm({
         setBusy(true);
         setError(undefined);
         try {
-          await engine.answerInput(runId, toolCallId, { answer, answered_by: "console" });
+          await engine.answerInput(runId, toolCallId, { answer });
           setDone(true);
           onDone?.();
         } catch (err) {

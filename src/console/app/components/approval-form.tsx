@@ -32,7 +32,6 @@ export function ApprovalForm({
     try {
       const answer = await engine.decideApproval(runId, approval.approval_id, {
         decision,
-        decided_by: "console",
         ...(decision === "approve" && approval.level === "confirm" ? { confirmation } : {}),
         ...(reason !== "" ? { reason } : {}),
       });

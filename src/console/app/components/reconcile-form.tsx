@@ -23,7 +23,7 @@ export function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: (
         setBusy(true);
         setError(undefined);
         try {
-          await engine.reconcile(row.mutation_id, { outcome, evidence, reconciled_by: "console" });
+          await engine.reconcile(row.mutation_id, { outcome, evidence });
           onDone();
         } catch (err) {
           setError(errorText(err));

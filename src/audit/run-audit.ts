@@ -1,0 +1,70 @@
+// The audit entries of changes made in a run's Durable Object (contract
+// section 18), derived from the events that record them: run_started
+// (run.trigger), a person's approval_resolved (approval.decide: expiries and
+// cancellations are no one's vote) and human_input_received (input.answer).
+// Pure: the run's outputs put each entry in the run index's pending marks.
+// The id is the run and the event's sequence, so a replayed flush writes
+// nothing twice.
+import type { EventType } from "../stream/events";
+import type { AuditEntry } from "./audit-log";
+
+export interface RunAuditContext {
+  run_id: string;
+  user_id: string;
+  source: "api" | "slack";
+  requested_by?: string;
+}
+
+export function auditOfEvent(
+  context: RunAuditContext,
+  type: EventType,
+  fields: Record<string, unknown>,
+  sequence: number,
+  at: string,
+): AuditEntry | null {
+  const id = `aud_${context.run_id}_${sequence}`;
+  const text = (key: string): string | undefined => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
+  switch (type) {
+    case "run_started": {
+      const principal = context.requested_by ?? (context.source === "slack" ? `slack:${context.user_id}` : context.user_id);
+      const onBehalfOf = text("on_behalf_of");
+      return {
+        id,
+        at,
+        principal,
+        action: "run.trigger",
+        target: context.run_id,
+        result: "ok",
+        ...(onBehalfOf !== undefined ? { details: { on_behalf_of: onBehalfOf } } : {}),
+      };
+    }
+    case "approval_resolved": {
+      const decidedBy = text("decided_by");
+      if (decidedBy === undefined) return null;
+      const reason = text("reason");
+      return {
+        id,
+        at,
+        principal: decidedBy,
+        action: "approval.decide",
+        target: `${context.run_id}/approvals/${text("approval_id") ?? ""}`,
+        result: "ok",
+        details: { decision: fields.decision, tool_name: fields.tool_name, ...(reason !== undefined ? { reason } : {}) },
+      };
+    }
+    case "human_input_received": {
+      const answeredBy = text("answered_by");
+      if (answeredBy === undefined) return null;
+      return {
+        id,
+        at,
+        principal: answeredBy,
+        action: "input.answer",
+        target: `${context.run_id}/inputs/${text("tool_call_id") ?? ""}`,
+        result: "ok",
+      };
+    }
+    default:
+      return null;
+  }
+}
