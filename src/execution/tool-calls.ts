@@ -18,6 +18,7 @@ import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets, redactText } from "./redaction";
 import type { EventType } from "../stream/events";
 import type { EventFields } from "../stream/event-schemas";
+import type { McpToolAnnotations } from "./mcp-transport";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -46,6 +47,8 @@ interface CallBase {
   /** null: runs without a person's approval (read-only tools, policy, human__ask). */
   level: ApprovalLevel | null;
   description: string;
+  /** The MCP server's tool annotations as it gave them (contract section 21); absent when it gave none. */
+  annotations?: McpToolAnnotations;
   started_at: number;
 }
 
