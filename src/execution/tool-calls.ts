@@ -266,9 +266,15 @@ export function announce(
       description: call.description,
       arguments: redactedArguments,
       expires_at: iso(approval.expires_at),
+      ...(call.annotations ? { annotations: shownAnnotations(call.annotations) } : {}),
     }),
   );
   return effects;
+}
+
+/** The annotations as the server gave them; the title is the server's text, so it leaves redacted like any (section 20). */
+function shownAnnotations(annotations: McpToolAnnotations): McpToolAnnotations {
+  return annotations.title === undefined ? annotations : { ...annotations, title: redactText(annotations.title) };
 }
 
 /**
