@@ -131,13 +131,14 @@ describe.each([
     await demo().reset();
   });
 
-  it("lists the seven tools with their schemas and annotations as the server gave them", async () => {
+  it("lists the eight tools with their schemas and annotations as the server gave them", async () => {
     const tools = await listMcpTools(server(), CAPS);
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(Object.keys(byName).sort()).toEqual([
       "create_alert_from_chart",
       "create_dashboard",
       "create_kpi",
+      "delete_dashboard",
       "echo",
       "get_dashboard",
       "list_dashboards",
@@ -147,6 +148,12 @@ describe.each([
       expect(byName[name]?.annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: false, openWorldHint: false });
     }
     expect(byName.update_dashboard?.annotations?.idempotentHint).toBe(true);
+    expect(byName.delete_dashboard?.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
     expect(byName.create_dashboard?.annotations?.idempotentHint).toBe(false);
     for (const name of ["list_dashboards", "get_dashboard", "echo"]) {
       expect(byName[name]?.annotations, name).toEqual({ readOnlyHint: true, openWorldHint: false });
