@@ -25,6 +25,8 @@ export function e2eVars(mcpUrl: string): Record<string, string> {
       mcp__demo__update_dashboard: 2,
       mcp__demo__create_kpi: 1,
       mcp__demo__create_alert_from_chart: 1,
+      // Its server annotates it destructiveHint: true, so it asks confirm (contract section 21).
+      mcp__demo__delete_dashboard: 1,
     }),
     TOOL_POLICY: JSON.stringify({ mcp__demo__create_alert_from_chart: { level: "confirm" } }),
   };
