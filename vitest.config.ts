@@ -50,7 +50,8 @@ export default defineConfig(async () => {
                   ACCESS_TEST_TEAM_DOMAIN: inject("jwksUrl"),
                   // The engine's own MCP server is the demo one (SSE mode); the mutation-fault tests
                   // drive real runs against it. Short storage and call bounds keep their waits short.
-                  MCP_SERVERS: JSON.stringify({ demo: { url: inject("demoMcpUrl") } }),
+                  // The demo server's readOnlyHint tools run without approval only because it is marked trusted (contract section 21).
+                  MCP_SERVERS: JSON.stringify({ demo: { url: inject("demoMcpUrl"), trust_annotations: true } }),
                   MUTATION_BUDGET: JSON.stringify({
                     mcp__demo__create_dashboard: 5,
                     mcp__demo__update_dashboard: 5,

@@ -8,7 +8,7 @@ import { CREATE_DASHBOARD, LIST_DASHBOARDS } from "./settings";
 /** Host config of the servers of phases 5 and 6: the demo MCP server, one create_dashboard per run, list_dashboards behind an approval. */
 export function approvalVars(mcpUrl: string): Record<string, string> {
   return {
-    MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl } }),
+    MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl, trust_annotations: true } }),
     MUTATION_BUDGET: JSON.stringify({ [CREATE_DASHBOARD]: 1 }),
     TOOL_POLICY: JSON.stringify({ [LIST_DASHBOARDS]: { level: "approve" } }),
   };

@@ -2,8 +2,9 @@
  * Demo MCP server: a stand-in observability tool provider for end-to-end tests and `npm start`.
  *
  * Responsibilities:
- *  - Serve six observability tools (dashboards, KPIs, alerts) and `echo` (answers with its own
- *    arguments, so tests can see what a result echoing secrets does) over MCP Streamable HTTP at
+ *  - Serve seven observability tools (dashboards, KPIs, alerts; `delete_dashboard` the one its
+ *    annotations call destructive) and `echo` (answers with its own arguments, so tests can see
+ *    what a result echoing secrets does) over MCP Streamable HTTP at
  *    http://127.0.0.1:<port>/mcp, keeping all state in memory.
  *  - Accept both stateful clients (Mcp-Session-Id) and stateless ones (no session header),
  *    evicting sessions that are deleted or sit idle so per-call clients do not leak memory.
@@ -57,6 +58,7 @@ export const TOOL_NAMES = [
   "update_dashboard",
   "create_kpi",
   "create_alert_from_chart",
+  "delete_dashboard",
   "list_dashboards",
   "get_dashboard",
   "echo",
@@ -115,6 +117,12 @@ class DemoState {
     const updated = { ...current, ...changes, updated_at: new Date().toISOString() };
     this.dashboards.set(id, updated);
     return updated;
+  }
+
+  deleteDashboard(id: string): Dashboard | undefined {
+    const dashboard = this.dashboards.get(id);
+    this.dashboards.delete(id);
+    return dashboard;
   }
 
   getDashboard(id: string): Dashboard | undefined {
@@ -204,6 +212,19 @@ function registerTools(server: McpServer, state: DemoState): void {
     ({ dashboard_id, chart, threshold, channel }) => {
       if (!state.getDashboard(dashboard_id)) return unknownDashboard(dashboard_id);
       return jsonResult(state.createAlert({ dashboard_id, chart, threshold, channel: channel ?? null }));
+    },
+  );
+  server.registerTool(
+    "delete_dashboard" satisfies ToolName,
+    {
+      description: "Delete a dashboard for good. Returns the dashboard as it was.",
+      inputSchema: { dashboard_id: z.string() },
+      // The one tool whose server says it destroys (contract section 21: confirm unless the host sets a level).
+      annotations: { ...MUTATING, destructiveHint: true, idempotentHint: true },
+    },
+    ({ dashboard_id }) => {
+      const deleted = state.deleteDashboard(dashboard_id);
+      return deleted ? jsonResult(deleted) : unknownDashboard(dashboard_id);
     },
   );
   server.registerTool(

@@ -13,10 +13,17 @@ export function newDevVars(token: string, demoPort: number): string {
   return [
     "# Local settings for `npm start` (wrangler dev). Not committed.",
     `API_TOKEN=${token}`,
-    `MCP_SERVERS='${JSON.stringify({ demo: { url: demoMcpUrl(demoPort) } })}'`,
+    // The demo server is ours: its readOnlyHint tools may run without approval (contract section 21).
+    `MCP_SERVERS='${JSON.stringify({ demo: { url: demoMcpUrl(demoPort), trust_annotations: true } })}'`,
     // The README's confirm example: an alert needs the tool's name typed to approve, once per run.
     `TOOL_POLICY='${JSON.stringify({ mcp__demo__create_alert_from_chart: { level: "confirm" } })}'`,
-    `MUTATION_BUDGET='${JSON.stringify({ mcp__demo__create_dashboard: 2, mcp__demo__update_dashboard: 2, mcp__demo__create_alert_from_chart: 1 })}'`,
+    // delete_dashboard's server calls it destructive, so it asks for confirm (contract section 21) without a TOOL_POLICY line.
+    `MUTATION_BUDGET='${JSON.stringify({
+      mcp__demo__create_dashboard: 2,
+      mcp__demo__update_dashboard: 2,
+      mcp__demo__create_alert_from_chart: 1,
+      mcp__demo__delete_dashboard: 1,
+    })}'`,
     "",
   ].join("\n");
 }

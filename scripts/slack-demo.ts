@@ -21,7 +21,7 @@ const POLL_MS = 250;
 const demo = await startDemoMcpProcess();
 const slack = await startSlackStandIn({ port: STAND_IN_PORT, botToken: "xoxb-demo" });
 const worker = await startWorkerServer({
-  MCP_SERVERS: JSON.stringify({ demo: { url: demo.url } }),
+  MCP_SERVERS: JSON.stringify({ demo: { url: demo.url, trust_annotations: true } }),
   MUTATION_BUDGET: JSON.stringify({ mcp__demo__create_dashboard: 1 }),
   SLACK_SIGNING_SECRET: SECRET,
   SLACK_BOT_TOKEN: "xoxb-demo",

@@ -105,6 +105,15 @@ export type NotExecutedReason =
   | "prior_outcome_unknown"
   | "transport_unavailable";
 
+/** An MCP tool's annotations as its server gave them (contract section 21). A `destructiveHint: true` is shown as "Destructive". */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
 export type EngineEvent =
   | (Envelope<"run_started"> & { user_id: string; requested_by?: string; on_behalf_of?: string })
   | (Envelope<"assistant_message"> & { text: string })
@@ -118,6 +127,8 @@ export type EngineEvent =
       /** The call's arguments (a JSON object), secret-looking values redacted. */
       arguments: unknown;
       expires_at: string;
+      /** The tool's MCP annotations as its server gave them: claims, not facts (absent when it gave none, and from older servers). */
+      annotations?: ToolAnnotations;
     })
   | (Envelope<"approval_resolved"> & {
       tool_name: string;

@@ -94,7 +94,14 @@ const toolName = z.string().min(1);
 const mcpServersSchema = z.record(
   // A double underscore separates server and tool in `mcp__<server>__<tool>`, so it cannot appear in a server name.
   z.string().regex(/^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$/, "server names are letters, digits, - and single _"),
-  z.object({ url: z.url(), headers: z.record(z.string(), z.string()).optional() }).strict(),
+  z
+    .object({
+      url: z.url(),
+      headers: z.record(z.string(), z.string()).optional(),
+      // Contract section 21: annotations are the server's claims; its readOnlyHint counts only when the host trusts it.
+      trust_annotations: z.boolean().default(false),
+    })
+    .strict(),
 );
 const toolPolicySchema = z.record(
   toolName,

@@ -60,8 +60,16 @@ export interface McpToolInfo {
   name: string;
   description?: string;
   inputSchema: Record<string, unknown>;
-  /** The server's `annotations.readOnlyHint`, when it gave a boolean. Absent means unknown. */
+  /** The server's `annotations`, the fields it gave of the five the contract names (section 21). Claims, not facts. */
+  annotations?: McpToolAnnotations;
+}
+
+export interface McpToolAnnotations {
+  title?: string;
   readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
 }
 
 export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";
@@ -516,9 +524,21 @@ function toolCallIdIn(body: RequestInit["body"] | undefined): string | number | 
 function toToolInfo(tool: Tool): McpToolInfo {
   const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
   if (tool.description !== undefined) info.description = tool.description;
-  const readOnly = tool.annotations?.readOnlyHint;
-  if (typeof readOnly === "boolean") info.readOnlyHint = readOnly;
+  const annotations = toolAnnotations(tool.annotations);
+  if (annotations) info.annotations = annotations;
   return info;
+}
+
+/** The five annotation fields as the server gave them, each only when it has its declared type; undefined when none. */
+function toolAnnotations(given: Tool["annotations"]): McpToolAnnotations | undefined {
+  if (!given) return undefined;
+  const out: McpToolAnnotations = {};
+  if (typeof given.title === "string") out.title = given.title;
+  for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
+    const value = given[hint];
+    if (typeof value === "boolean") out[hint] = value;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutcome {

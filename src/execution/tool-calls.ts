@@ -18,6 +18,7 @@ import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets, redactText } from "./redaction";
 import type { EventType } from "../stream/events";
 import type { EventFields } from "../stream/event-schemas";
+import type { McpToolAnnotations } from "./mcp-transport";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -46,6 +47,8 @@ interface CallBase {
   /** null: runs without a person's approval (read-only tools, policy, human__ask). */
   level: ApprovalLevel | null;
   description: string;
+  /** The MCP server's tool annotations as it gave them (contract section 21); absent when it gave none. */
+  annotations?: McpToolAnnotations;
   started_at: number;
 }
 
@@ -263,9 +266,15 @@ export function announce(
       description: call.description,
       arguments: redactedArguments,
       expires_at: iso(approval.expires_at),
+      ...(call.annotations ? { annotations: shownAnnotations(call.annotations) } : {}),
     }),
   );
   return effects;
+}
+
+/** The annotations as the server gave them; the title is the server's text, so it leaves redacted like any (section 20). */
+function shownAnnotations(annotations: McpToolAnnotations): McpToolAnnotations {
+  return annotations.title === undefined ? annotations : { ...annotations, title: redactText(annotations.title) };
 }
 
 /**

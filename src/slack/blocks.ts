@@ -53,6 +53,8 @@ export interface ApprovalView {
   /** The redacted, truncated arguments as shown. */
   arguments_preview: string;
   expires_at: string;
+  /** The server gave the tool `destructiveHint: true` (contract section 21): marked "Destructive". Absent in older memory. */
+  destructive?: boolean;
 }
 
 /** The value carried by approve/deny buttons and read back on the click. */
@@ -101,7 +103,12 @@ export function assistantText(text: string): RenderedMessage {
 
 function approvalHeader(view: ApprovalView): SlackText {
   const level = view.level === "confirm" ? mrkdwn`approval with confirmation (type the tool name)` : mrkdwn`approval`;
-  return mrkdwn`*\`${code(view.tool_name)}\`* needs your ${level}.`;
+  return mrkdwn`${destructiveMark(view)}*\`${code(view.tool_name)}\`* needs your ${level}.`;
+}
+
+/** The app's own words before a destructive tool's name; nothing for any other. */
+function destructiveMark(view: ApprovalView): SlackText {
+  return view.destructive === true ? mrkdwn`:warning: *Destructive* · ` : mrkdwn``;
 }
 
 /** The preview inside the app's code block: escaped, its fences broken, cut to fit the section. */
@@ -159,7 +166,7 @@ export function approvalResolved(
   return {
     text: mrkdwn`${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}: ${code(decision)}`,
     blocks: [
-      section(mrkdwn`*\`${code(view.tool_name)}\`* (${code(view.level)})`),
+      section(mrkdwn`${destructiveMark(view)}*\`${code(view.tool_name)}\`* (${code(view.level)})`),
       argumentsBlock(view),
       section(outcome),
       ...(reason === undefined || reason === "" ? [] : [section(mrkdwn`*Reason:* ${untrusted(reason, SECTION_TEXT_MAX_CHARS)}`)]),

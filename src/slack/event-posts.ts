@@ -63,6 +63,7 @@ const eventSchema = z.discriminatedUnion("type", [
     level: z.enum(["approve", "confirm"]),
     arguments: z.unknown(),
     expires_at: z.string(),
+    annotations: z.object({ destructiveHint: z.boolean().optional() }).loose().optional(),
   }),
   z.object({
     ...base,
@@ -126,6 +127,7 @@ export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForE
         level: event.level,
         arguments_preview: argumentsPreview(event.arguments),
         expires_at: event.expires_at,
+        ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
       };
       next.approvals[event.approval_id] = view;
       return { items: [{ kind: "post", key: approvalKey(event.approval_id), message: approvalRequest(view) }], memory: next };

@@ -40,6 +40,18 @@ export const resultFactsSchema = z
 
 const toolIds = { tool_name: z.string(), tool_call_id: z.string() };
 
+/** An MCP tool's annotations as its server gave them (contract section 21): claims, shown to the person deciding. */
+const toolAnnotationsSchema = z
+  .object({
+    title: z.string().optional(),
+    readOnlyHint: z.boolean().optional(),
+    destructiveHint: z.boolean().optional(),
+    idempotentHint: z.boolean().optional(),
+    openWorldHint: z.boolean().optional(),
+  })
+  .strict()
+  .meta({ description: "The tool's MCP annotations as its server gave them (claims of the server, not facts); absent when it gave none." });
+
 /** The own fields of every event type (section 4's table), keyed by type. */
 const ownFields = {
   run_started: {
@@ -57,6 +69,7 @@ const ownFields = {
     description: z.string(),
     arguments: z.unknown().meta({ description: "The call's arguments, secret-looking values redacted." }),
     expires_at: isoTime,
+    annotations: toolAnnotationsSchema.optional(),
   },
   approval_resolved: {
     ...toolIds,

@@ -20,6 +20,7 @@ const SESSION_IDLE_TTL_MS = 200;
 
 const MUTATING_TOOLS = ["create_alert_from_chart", "create_dashboard", "create_kpi", "update_dashboard"];
 const READ_ONLY_TOOLS = ["get_dashboard", "list_dashboards", "echo"];
+const DESTRUCTIVE_TOOLS = ["delete_dashboard"];
 
 interface Dashboard {
   id: string;
@@ -110,15 +111,18 @@ describe("demo MCP server as a separate process", () => {
     expect((await control(server.mcpUrl, "POST", "/control/reset")).status).toBe(200);
   });
 
-  it("lists the seven tools with read-only and mutating annotations", async () => {
+  it("lists the eight tools with read-only, mutating and destructive annotations", async () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
-    expect([...byName.keys()].sort()).toEqual([...MUTATING_TOOLS, ...READ_ONLY_TOOLS].sort());
+    expect([...byName.keys()].sort()).toEqual([...MUTATING_TOOLS, ...READ_ONLY_TOOLS, ...DESTRUCTIVE_TOOLS].sort());
     for (const name of MUTATING_TOOLS) {
       expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
     }
     for (const name of READ_ONLY_TOOLS) {
       expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: true });
+    }
+    for (const name of DESTRUCTIVE_TOOLS) {
+      expect(byName.get(name)?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     }
     expect(byName.get("create_dashboard")?.inputSchema.required).toEqual(["title"]);
   });

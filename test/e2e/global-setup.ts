@@ -18,12 +18,15 @@ export function e2eVars(mcpUrl: string): Record<string, string> {
     ADMISSION_TIMEOUT_MS: "1500",
     MCP_CONNECT_TIMEOUT_MS: "3000",
     MCP_CALL_TIMEOUT_MS: "1000",
-    MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl } }),
+    // Trusted, so its readOnlyHint tools run without approval (contract section 21); host-annotations.test.ts runs it unmarked.
+    MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl, trust_annotations: true } }),
     MUTATION_BUDGET: JSON.stringify({
       mcp__demo__create_dashboard: 2,
       mcp__demo__update_dashboard: 2,
       mcp__demo__create_kpi: 1,
       mcp__demo__create_alert_from_chart: 1,
+      // Its server annotates it destructiveHint: true, so it asks confirm (contract section 21).
+      mcp__demo__delete_dashboard: 1,
     }),
     TOOL_POLICY: JSON.stringify({ mcp__demo__create_alert_from_chart: { level: "confirm" } }),
   };

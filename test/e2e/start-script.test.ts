@@ -175,6 +175,13 @@ describe(".dev.vars follows the ports in use", () => {
     const custom = `API_TOKEN=t\nMCP_SERVERS='{"demo":{"url":"https://demo.example/mcp"},"ops":{"url":"http://127.0.0.1:9/mcp"}}'\n`;
     expect(withDemoPort(custom, 4555)).toBe(custom);
   });
+
+  it("marks its demo server trust_annotations (contract section 21), and moving the port keeps the mark", () => {
+    const servers = (text: string) => JSON.parse(/^MCP_SERVERS='(.*)'$/m.exec(text)?.[1] ?? "null") as unknown;
+    const first = newDevVars("local-x", 3001);
+    expect(servers(first)).toEqual({ demo: { url: demoMcpUrl(3001), trust_annotations: true } });
+    expect(servers(withDemoPort(first, 4555))).toEqual({ demo: { url: demoMcpUrl(4555), trust_annotations: true } });
+  });
 });
 
 describe(".dev.vars keeps npm start working when tokens must be 32 characters (contract section 18)", () => {

@@ -131,22 +131,33 @@ describe.each([
     await demo().reset();
   });
 
-  it("lists the seven tools with their schemas and readOnlyHint", async () => {
+  it("lists the eight tools with their schemas and annotations as the server gave them", async () => {
     const tools = await listMcpTools(server(), CAPS);
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(Object.keys(byName).sort()).toEqual([
       "create_alert_from_chart",
       "create_dashboard",
       "create_kpi",
+      "delete_dashboard",
       "echo",
       "get_dashboard",
       "list_dashboards",
       "update_dashboard",
     ]);
     for (const name of ["create_dashboard", "update_dashboard", "create_kpi", "create_alert_from_chart"]) {
-      expect(byName[name]?.readOnlyHint, name).toBe(false);
+      expect(byName[name]?.annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: false, openWorldHint: false });
     }
-    for (const name of ["list_dashboards", "get_dashboard", "echo"]) expect(byName[name]?.readOnlyHint, name).toBe(true);
+    expect(byName.update_dashboard?.annotations?.idempotentHint).toBe(true);
+    expect(byName.delete_dashboard?.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(byName.create_dashboard?.annotations?.idempotentHint).toBe(false);
+    for (const name of ["list_dashboards", "get_dashboard", "echo"]) {
+      expect(byName[name]?.annotations, name).toEqual({ readOnlyHint: true, openWorldHint: false });
+    }
     expect(byName.create_dashboard?.description).toMatch(/Create a dashboard/);
     expect(byName.create_dashboard?.inputSchema).toMatchObject({
       type: "object",

@@ -45,6 +45,20 @@ describe("parseConfig", () => {
     expect(parseConfig({ API_TOKEN: "t".repeat(32) }).state).toBe("ready");
   });
 
+  it("reads MCP_SERVERS[server].trust_annotations, false unless the host says true (contract section 21)", () => {
+    const result = parseConfig({
+      API_TOKEN: "t".repeat(32),
+      MCP_SERVERS: '{"demo":{"url":"http://127.0.0.1:3001/mcp","trust_annotations":true},"ops":{"url":"https://ops.example/mcp"}}',
+    });
+    expect(result.state === "ready" && result.config.MCP_SERVERS.demo?.trust_annotations).toBe(true);
+    expect(result.state === "ready" && result.config.MCP_SERVERS.ops?.trust_annotations).toBe(false);
+    const bad = parseConfig({
+      API_TOKEN: "t".repeat(32),
+      MCP_SERVERS: '{"demo":{"url":"http://127.0.0.1:3001/mcp","trust_annotations":"yes"}}',
+    });
+    expect(bad.state === "bad_config" && bad.details.map((d) => d.path)).toEqual(["MCP_SERVERS.demo.trust_annotations"]);
+  });
+
   it("is not_configured without an API token, so the API fails closed", () => {
     expect(parseConfig({}).state).toBe("not_configured");
     expect(parseConfig({ API_TOKEN: "" }).state).toBe("not_configured");

@@ -76,6 +76,27 @@ describe("call cards", () => {
     expect(answered.cards[1]).toMatchObject({ stage: "answered", answered_by: "console:b" });
   });
 
+  it("marks a pending approval destructive only for an explicit destructiveHint: true", () => {
+    const requested = (id: string, annotations?: { destructiveHint?: boolean; readOnlyHint?: boolean }): EngineEvent[] => [
+      { ...env(), type: "tool_started", tool_name: "t", tool_call_id: id, approval_required: true },
+      {
+        ...env(),
+        type: "approval_requested",
+        tool_name: "t",
+        tool_call_id: id,
+        approval_id: `a-${id}`,
+        level: "confirm",
+        description: "d",
+        arguments: {},
+        expires_at: "2026-11-29T10:05:00.000Z",
+        ...(annotations ? { annotations } : {}),
+      },
+    ];
+    seq = 0;
+    const view = fold([...requested("c1", { destructiveHint: true }), ...requested("c2", { destructiveHint: false }), ...requested("c3")]);
+    expect(view.cards.map((c) => c.approval?.destructive === true)).toEqual([true, false, false]);
+  });
+
   it("ignores an event it has already folded (a replay after a resume)", () => {
     seq = 0;
     const first = { ...env(), type: "assistant_message" as const, text: "hi" };

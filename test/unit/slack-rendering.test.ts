@@ -137,6 +137,43 @@ describe("event → posts", () => {
     expect(JSON.stringify(items[4])).toContain("mut_9");
   });
 
+  it('marks a tool its server calls destructive (destructiveHint: true) "Destructive", before and after the decision; no other', () => {
+    const requested = (annotations?: Record<string, unknown>) => ({
+      type: "approval_requested",
+      tool_name: "mcp__demo__delete_dashboard",
+      tool_call_id: "c1",
+      approval_id: "a1",
+      level: "confirm",
+      arguments: {},
+      expires_at: "2026-01-01T00:00:00Z",
+      ...(annotations ? { annotations } : {}),
+    });
+    const resolved = {
+      type: "approval_resolved",
+      tool_name: "mcp__demo__delete_dashboard",
+      tool_call_id: "c1",
+      approval_id: "a1",
+      decision: "denied",
+    };
+    const [post, update] = play([requested({ destructiveHint: true, title: "Delete <!channel>" }), resolved]);
+    const header = (item: typeof post) => {
+      const message = item && "message" in item ? item.message : undefined;
+      const first = message?.blocks?.[0];
+      return first?.type === "section" ? first.text?.text : undefined;
+    };
+    expect(header(post)).toBe(
+      ":warning: *Destructive* · *`mcp__demo__delete_dashboard`* needs your approval with confirmation (type the tool name).",
+    );
+    expect(header(update)).toMatch(/^:warning: \*Destructive\* · /);
+    // The server's title is not shown, so its text cannot reach Slack unescaped.
+    expect(JSON.stringify(post)).not.toContain("<!channel>");
+    for (const annotations of [undefined, { destructiveHint: false }, { readOnlyHint: false }]) {
+      const [plain, plainUpdate] = play([requested(annotations), resolved]);
+      expect(JSON.stringify(plain)).not.toContain("Destructive");
+      expect(JSON.stringify(plainUpdate)).not.toContain("Destructive");
+    }
+  });
+
   it("a call that ended not_executed after approval names its reason; a denied one is told by the approval update only", () => {
     const approvedThenExpired = play([
       { type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "approved", decided_by: "slack:U2" },

@@ -84,6 +84,22 @@ describe("announce", () => {
     expect(calls[0]!.state).toBe("awaiting_approval");
   });
 
+  it("carries the tool's annotations on approval_requested as the server gave them, its title redacted; none when it gave none", () => {
+    const annotations = {
+      title: "Delete ghp_abcdefghijklmnopqrstuvwxyz0123",
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: true,
+    };
+    const c = call(0, { level: "confirm", annotations });
+    const requested = fields(announce(turnOf(c), c, {}, limits, T0, ids("approval-1")), "approval_requested");
+    expect(requested.annotations).toEqual({ ...annotations, title: "Delete [redacted]" });
+    const plain = call(0);
+    expect(fields(announce(turnOf(plain), plain, {}, limits, T0, ids("approval-1")), "approval_requested")).not.toHaveProperty(
+      "annotations",
+    );
+  });
+
   it("ends a mutating call outside the budget right after tool_started, without asking", () => {
     const c = call(0, { tool_name: "mcp__demo__create_kpi" });
     const calls = turnOf(c);

@@ -15,6 +15,8 @@ export interface PendingApproval {
   /** Redacted by the engine; only shown. The listing types them as any JSON value. */
   arguments: unknown;
   expires_at: string;
+  /** The server gave the tool `destructiveHint: true` (contract section 21): the card marks it "Destructive". */
+  destructive?: boolean;
 }
 
 export interface CallCard {
@@ -118,6 +120,7 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
           description: event.description,
           arguments: event.arguments,
           expires_at: event.expires_at,
+          ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
         },
       }));
       return next;

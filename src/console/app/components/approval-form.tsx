@@ -1,5 +1,6 @@
 // One approval's decision form (contract section 6): approve, deny with an
-// optional reason, and for a `confirm`-level tool the tool's name typed.
+// optional reason, and for a `confirm`-level tool the tool's name typed; a
+// tool its server calls destructive is marked so (section 21).
 import { useState } from "preact/hooks";
 import { engine, errorCode, errorText } from "../api";
 import type { PendingApproval } from "../call-cards";
@@ -60,6 +61,11 @@ export function ApprovalForm({
         void decide("approve");
       }}
     >
+      {approval.destructive ? (
+        <p class="destructive" data-destructive="true">
+          <strong>Destructive</strong>: its server says this tool may destroy or overwrite data.
+        </p>
+      ) : null}
       <p>
         {approval.description} <TimeLeft expiresAt={approval.expires_at} now={now} />
       </p>
