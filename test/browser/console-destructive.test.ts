@@ -31,7 +31,7 @@ beforeAll(async () => {
   browser = await launchConsoleBrowser();
   page = browser.page;
   page.on("pageerror", (err) => pageErrors.push(err));
-  await signIn(page, stack.server.url, stack.server.token, "lin");
+  await signIn(page, stack.server.url, stack.server.token);
 }, 120_000);
 
 afterAll(async () => {

@@ -50,7 +50,6 @@ async function runApproving(script: ScriptTurn[]): Promise<{ runId: string; even
     if (event.type === "approval_requested") {
       await engine.decideApproval(runId, event.approval_id, {
         decision: "approve",
-        decided_by: "e2e",
         ...(event.level === "confirm" ? { confirmation: event.tool_name } : {}),
       });
     }

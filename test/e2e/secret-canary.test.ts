@@ -305,7 +305,7 @@ describe("secret canary", () => {
     expectNoCanary("the summary (question pending)", await (await server.api(`/api/runs/${runId}`)).text());
     const answered = await server.api(`/api/runs/${runId}/inputs/ask-20`, {
       method: "POST",
-      body: JSON.stringify({ answer: "ok", answered_by: "canary" }),
+      body: JSON.stringify({ answer: "ok" }),
     });
     expect(answered.status).toBeLessThan(300);
     const approval = await waitFor("the approval", async () => {
@@ -315,7 +315,7 @@ describe("secret canary", () => {
     expectNoCanary("/api/approvals", await (await server.api("/api/approvals")).text());
     const decided = await server.api(`/api/runs/${runId}/approvals/${approval.approval_id}`, {
       method: "POST",
-      body: JSON.stringify({ decision: "approve", decided_by: "canary" }),
+      body: JSON.stringify({ decision: "approve" }),
     });
     expect(decided.status).toBeLessThan(300);
     const summaryText = await waitFor("the run's end", async () => {

@@ -144,7 +144,7 @@ describe("what a Slack-started run posts", () => {
     const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
     const denied = await server.api(`/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
-      body: JSON.stringify({ decision: "deny", decided_by: "oncall@example", reason: "not this quarter; password=hunter2-secret" }),
+      body: JSON.stringify({ decision: "deny", reason: "not this quarter; password=hunter2-secret" }),
     });
     expect(denied.status).toBe(200);
     await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
@@ -235,7 +235,7 @@ describe("what a Slack-started run posts", () => {
     await expect.poll(async () => (await summary(runId)).pending_inputs.length, { timeout: 15_000 }).toBe(1);
     const answered = await server.api(`/api/runs/${runId}/inputs/ask-hostile`, {
       method: "POST",
-      body: JSON.stringify({ answer: "ok", answered_by: hostile }),
+      body: JSON.stringify({ answer: "ok" }),
     });
     expect(answered.status).toBeLessThan(300);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");

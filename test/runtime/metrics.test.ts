@@ -90,7 +90,7 @@ describe("GET /api/metrics", () => {
 
     const res = await api(`/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
-      body: JSON.stringify({ decision: "approve", decided_by: "U-approver" }),
+      body: JSON.stringify({ decision: "approve" }),
     });
     expect(res.status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");

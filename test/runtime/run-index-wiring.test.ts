@@ -128,7 +128,7 @@ describe("the run index, written by the run's object", () => {
     const decide = (reason: string) =>
       api(`/api/runs/${runId}/approvals/${approvalId}`, {
         method: "POST",
-        body: JSON.stringify({ decision: "deny", decided_by: "ops@example", reason }),
+        body: JSON.stringify({ decision: "deny", reason }),
       });
 
     const tooLong = await decide("x".repeat(1_001));
@@ -140,7 +140,7 @@ describe("the run index, written by the run's object", () => {
     const kept = "wrong dashboard; api_key=[redacted]";
     const frames = await new SseReader(await openEvents(runId)).readToEnd();
     const resolved = frames.map((f) => JSON.parse(f.data)).find((e) => e.type === "approval_resolved");
-    expect(resolved).toMatchObject({ decision: "denied", decided_by: "ops@example", reason: kept });
+    expect(resolved).toMatchObject({ decision: "denied", decided_by: "token:root", reason: kept });
 
     const listed = await pollListed(runId, "/api/approvals?status=resolved&limit=200", (b) =>
       b.approvals.some((a: any) => a.approval_id === approvalId),
