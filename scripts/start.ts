@@ -114,28 +114,38 @@ function ensureDevVars(): string {
 const children: ChildProcess[] = [];
 /** After SIGTERM, how long a child's group gets before SIGKILL. */
 const STOP_GRACE_MS = 5_000;
+/** After SIGKILL, how long to wait for the kernel to take the groups down (their ports with them). */
+const KILL_WAIT_MS = 1_000;
 
-/** Signals a child's whole process group (wrangler's includes workerd and esbuild). */
-function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+/** Signals a child's whole process group (wrangler's includes workerd and esbuild), whether or not the child itself still runs. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals | 0): boolean {
+  if (child.pid === undefined) return false;
   try {
     process.kill(-child.pid, signal);
+    return true;
   } catch {
-    child.kill(signal);
+    return false; // the group is gone
   }
 }
 
+/** Whether anything of the child's group still runs (workerd can outlive the wrangler process that started it). */
+const groupAlive = (child: ChildProcess): boolean => signalGroup(child, 0);
+
+/** Waits until no child group is left, or `ms` passed. */
+async function groupsGone(ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (children.some(groupAlive) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
+}
+
 let stopping = false;
-/** Stops every child group (SIGTERM, SIGKILL after STOP_GRACE_MS), then exits with `code`. */
+/** Stops every child group (SIGTERM, SIGKILL after STOP_GRACE_MS), waits until they are gone, then exits with `code`. */
 async function stopAll(code = 0): Promise<never> {
   if (!stopping) {
     stopping = true;
-    const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
-    const exited = running.map((c) => new Promise<void>((r) => c.once("exit", () => r())));
-    for (const child of running) signalGroup(child, "SIGTERM");
-    const grace = new Promise<void>((r) => setTimeout(r, STOP_GRACE_MS).unref());
-    await Promise.race([Promise.all(exited), grace]);
-    for (const child of running) signalGroup(child, "SIGKILL");
+    for (const child of children) signalGroup(child, "SIGTERM");
+    await groupsGone(STOP_GRACE_MS);
+    for (const child of children) signalGroup(child, "SIGKILL");
+    await groupsGone(KILL_WAIT_MS);
   }
   process.exit(code);
 }
