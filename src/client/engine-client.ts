@@ -173,6 +173,13 @@ export class EngineClient {
     return this.#json("GET", "/api/storage-pool", undefined, options);
   }
 
+  /** GET /api/metrics: the Prometheus text exposition (contract section 22), as text. */
+  async metrics(options: RequestOptions = {}): Promise<string> {
+    const response = await this.raw("/api/metrics", { signal: options.signal });
+    if (!response.ok) throw await errorFromResponse(response, "GET /api/metrics");
+    return response.text();
+  }
+
   // ---- section 18: named tokens and the audit log (admin) -----------------------
 
   /** POST /api/tokens: the new token, its value shown only in this answer; ApiError 409 name_taken for a used name. */

@@ -268,6 +268,13 @@ describe.sequential("the console in Chromium", () => {
       .first()
       .waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await page.locator(".slots li").count()).toBe(16);
+    // The headline metrics of section 22, read from /api/metrics: the pool's refusals among them.
+    const refused = page.locator('[data-metric="pool refusals (total)"] dd');
+    await refused.waitFor({ timeout: UI_TIMEOUT_MS });
+    const pool = await engine.storagePool();
+    expect(Number(await refused.textContent())).toBe(pool.rejected_total);
+    for (const label of ["approvals pending", "outcomes unknown", "Slack posts failed (total)"])
+      expect(await page.locator(`[data-metric="${label}"] dd`).count(), label).toBe(1);
   });
 
   it("refuses a cross-origin POST that carries the cookie (403), and one without Origin", async () => {
