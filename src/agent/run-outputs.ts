@@ -82,7 +82,11 @@ export class RunOutputs implements EngineObserver {
       config.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
         ? undefined
         : {
-            spans: new TraceSpans(deps.sql, { run_id: run.run_id, channel_id: run.channel_id, user_id: run.user_id }),
+            spans: new TraceSpans(deps.sql, {
+              run_id: run.run_id,
+              channel_id: run.channel_id,
+              requested_by: run.requested_by ?? run.user_id,
+            }),
             target: { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, headers: config.OTEL_EXPORTER_OTLP_HEADERS },
           };
     const token = config.SLACK_BOT_TOKEN;

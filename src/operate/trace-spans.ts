@@ -41,7 +41,8 @@ interface StoredSpan extends Record<string, SqlStorageValue> {
 export interface TraceContext {
   run_id: string;
   channel_id: string;
-  user_id: string;
+  /** The run's principal (contract section 18): `aee.requested_by`. */
+  requested_by: string;
 }
 
 export const RUN_SPAN_KEY = "run";
@@ -112,7 +113,7 @@ export class TraceSpans {
       case "run_started":
         this.start(RUN_SPAN_KEY, "run", null, now, {
           "aee.channel_id": this.#context.channel_id,
-          "aee.requested_by": this.#context.user_id,
+          "aee.requested_by": this.#context.requested_by,
         });
         return false;
       case "tool_started":

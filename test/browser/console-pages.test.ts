@@ -138,7 +138,7 @@ describe.sequential("the console's pages in Chromium", () => {
     expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
     const text = await page.locator("main").innerText();
     expect(text).toContain("from the pages test: look, then create");
-    expect(text).toContain("api asked");
+    expect(text).toContain("token:root asked");
     expect(text).not.toContain(MESSAGE_SECRET);
     expect(text.split("All done: one dashboard.").length - 1).toBe(1);
     expect(await page.locator('li[data-kind="final"]').innerText()).toContain("Final answer");
@@ -242,7 +242,7 @@ describe.sequential("the console's pages in Chromium", () => {
     expect(await status(cancelled).getAttribute("class")).toContain("tone-stopped"); // grey, not a red "failed"
     expect(await status(waitingApproval).getAttribute("class")).toContain("tone-waiting");
     expect(await row(waitingApproval).innerText()).toContain("please create the payments dashboard");
-    expect(await row(waitingApproval).locator("td[data-label='Asked by']").innerText()).toContain("api");
+    expect(await row(waitingApproval).locator("td[data-label='Asked by']").innerText()).toContain("token:root");
     await expect.poll(() => row(approved).locator("td[data-label=Mutations]").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("1 completed");
     expect(await row(cancelled).locator("td[data-label=Mutations]").innerText()).toBe("none"); // cancelled before approval: no intent
     expect(await row(done).locator("td[data-label=Duration]").innerText()).toMatch(/^\d+(\.\d)? s$/);

@@ -320,11 +320,11 @@ describe("approved-exec against the engine", () => {
       await expect.poll(() => stderr, { timeout: RUN_TIMEOUT_MS }).toContain("cannot ask here");
       const [, runId, approvalId] = /approved-exec approve (run_\w+) (approval_\w+)/.exec(stderr) ?? [];
       expect(stderr).toContain(`approved-exec deny ${runId} ${approvalId} --reason`);
-      const denied = await cli(["deny", runId!, approvalId!, "--reason", "wrong title", "--as", "ops:eve"]);
-      expect(denied).toEqual({ code: 0, stdout: `denied ${approvalId} as ops:eve reason="wrong title"\n`, stderr: "" });
+      const denied = await cli(["deny", runId!, approvalId!, "--reason", "wrong title"]);
+      expect(denied).toEqual({ code: 0, stdout: `denied ${approvalId} reason="wrong title"\n`, stderr: "" });
       expect(await exited).toBe(0);
       expect(stdout).toMatch(
-        new RegExp(`approval_resolved +${CREATE} call=write-1 approval=${approvalId} decision=denied by=ops:eve reason="wrong title"`),
+        new RegExp(`approval_resolved +${CREATE} call=write-1 approval=${approvalId} decision=denied by=${ME} reason="wrong title"`),
       );
     } finally {
       child.kill("SIGKILL");

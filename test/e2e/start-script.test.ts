@@ -106,7 +106,10 @@ describe("npm start with a bad setting", () => {
     const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
     try {
       const settings = join(dir, "bad.vars");
-      await writeFile(settings, `API_TOKEN=local-test-token\nTOOL_POLICY='{"mcp__demo__create_dashboard":{"level":"sometimes"}}'\n`);
+      await writeFile(
+        settings,
+        `API_TOKEN=local-test-token-0123456789abcdefghijkl\nTOOL_POLICY='{"mcp__demo__create_dashboard":{"level":"sometimes"}}'\n`,
+      );
       const { code, output } = await runStart(
         { DEV_VARS_FILE: settings, PORT: String(await freePort()), DEMO_MCP_PORT: String(await freePort()) },
         BAD_CONFIG_EXIT_MS,

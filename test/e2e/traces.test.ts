@@ -97,7 +97,6 @@ async function approvedRun(client: EngineClient, title: string): Promise<{ runId
   const { run_id: runId } = await client.trigger({
     message: `create ${title}`,
     channel_id: `C-traces-${Date.now()}`,
-    user_id: "U-traced",
     script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: { title } }] }, { text: "Created." }],
   });
   const events: EngineEvent[] = [];
@@ -148,7 +147,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(new Set(spans.map((s) => s.spanId)).size).toBe(spans.length);
 
     expect(attr(root!, "aee.status")).toBe("completed");
-    expect(attr(root!, "aee.requested_by")).toBe("U-traced");
+    expect(attr(root!, "aee.requested_by")).toBe("token:root");
     expect(attr(root!, "aee.channel_id")).toMatch(/^C-traces-/);
     expect(attr(tool!, "aee.tool_call_id")).toBe("w1");
     expect(attr(tool!, "aee.mutation_id")).toMatch(/^mut_/);

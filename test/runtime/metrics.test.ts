@@ -74,7 +74,6 @@ describe("GET /api/metrics", () => {
     const { status, json } = await trigger({
       message: "metrics",
       channel_id: `C-metrics-${crypto.randomUUID().slice(0, 8)}`,
-      user_id: "U-metrics",
       script: [{ tool_calls: [{ tool_name: "mcp__demo__create_dashboard", tool_call_id: "w1", arguments: { title } }] }, { text: "done" }],
     });
     expect(status).toBe(202);

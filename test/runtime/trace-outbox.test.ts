@@ -16,7 +16,9 @@ const target = { endpoint: "https://collector.test", headers: { authorization: "
 function withSpans<T>(body: (spans: TraceSpans) => Promise<T>): Promise<T> {
   const runId = newRunId();
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
-  return runInDurableObject(stub, (_o, state) => body(new TraceSpans(state.storage.sql, { run_id: runId, channel_id: "C", user_id: "U" })));
+  return runInDurableObject(stub, (_o, state) =>
+    body(new TraceSpans(state.storage.sql, { run_id: runId, channel_id: "C", requested_by: "token:root" })),
+  );
 }
 
 const answering =
