@@ -14,7 +14,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../src/config/env";
 import { handleSlackRequest } from "../../src/slack/slack-app";
-import { api, trigger } from "./helpers";
+import { api, freshAddress, trigger } from "./helpers";
 
 /** Cases in CI per route family: 800 + 4 × 300 = 2,000. */
 const SCALE = Math.max(1, Number(env.FUZZ_RUNS || 0) / 2000);
@@ -456,7 +456,8 @@ describe("no input gets a 500", { timeout: FAMILY_TIMEOUT_MS }, () => {
         async (cookie, path, method) => {
           const res = await SELF.fetch(`https://engine.test${path}`, {
             method,
-            headers: { cookie: `console_session=${cookie}`, origin: "https://engine.test" },
+            // A fresh client address each: the failures would otherwise pass the auth rate limit (429, section 18).
+            headers: { cookie: `console_session=${cookie}`, origin: "https://engine.test", "cf-connecting-ip": freshAddress() },
           });
           const text = await res.text();
           const label = `${method} ${path} console_session=${cookie} → ${res.status} ${text.slice(0, 200)}`;

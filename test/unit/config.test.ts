@@ -122,7 +122,7 @@ describe("Slack settings (contract section 13)", () => {
 
 describe("retention settings (contract section 22)", () => {
   it("defaults: receipts 30 days, index 90, audit 400, mutation rows kept (unset)", () => {
-    const result = parseConfig({ API_TOKEN: "t" });
+    const result = parseConfig({ API_TOKEN: "t".repeat(32) });
     if (result.state !== "ready") throw new Error(result.state);
     expect(result.config.RECEIPT_RETENTION_DAYS).toBe(30);
     expect(result.config.INDEX_RETENTION_DAYS).toBe(90);
@@ -131,12 +131,12 @@ describe("retention settings (contract section 22)", () => {
   });
 
   it("takes decimal days and refuses zero, negative and non-numbers, naming the setting", () => {
-    const ok = parseConfig({ API_TOKEN: "t", RECEIPT_RETENTION_DAYS: "0.5", MUTATION_RETENTION_DAYS: "730" });
+    const ok = parseConfig({ API_TOKEN: "t".repeat(32), RECEIPT_RETENTION_DAYS: "0.5", MUTATION_RETENTION_DAYS: "730" });
     if (ok.state !== "ready") throw new Error(ok.state);
     expect(ok.config.RECEIPT_RETENTION_DAYS).toBe(0.5);
     expect(ok.config.MUTATION_RETENTION_DAYS).toBe(730);
     for (const bad of ["0", "-1", "soon"]) {
-      const result = parseConfig({ API_TOKEN: "t", INDEX_RETENTION_DAYS: bad });
+      const result = parseConfig({ API_TOKEN: "t".repeat(32), INDEX_RETENTION_DAYS: bad });
       expect(result.state).toBe("bad_config");
       if (result.state === "bad_config") expect(result.details.map((d) => d.path)).toEqual(["INDEX_RETENTION_DAYS"]);
     }

@@ -69,7 +69,7 @@ describe("credentials by name", () => {
 
 describe("the deployment's own secrets, by exact value", () => {
   it("the configured API_TOKEN and Slack secrets are redacted whatever their shape", () => {
-    const token = "plain words token 7";
+    const token = "plain words make a long root token 7";
     const signing = "another plain secret 9";
     expect(redactText(`said ${token} and ${signing}`)).toBe(`said ${token} and ${signing}`);
     expect(parseConfig({ API_TOKEN: token, SLACK_SIGNING_SECRET: signing }).state).toBe("ready");
