@@ -4,19 +4,12 @@
 // refusals of one principal, action and target within one minute. Details
 // are redacted before they are stored.
 import { ulid } from "ulidx";
+import type { AuditAction, AuditEntry } from "../client/types";
 import { redactSecrets } from "../execution/redaction";
 
-export type AuditAction =
-  | "token.create"
-  | "token.revoke"
-  | "session.create"
-  | "session.end"
-  | "run.trigger"
-  | "run.cancel"
-  | "approval.decide"
-  | "input.answer"
-  | "mutation.reconcile"
-  | "access.refused";
+// The entry's wire shape is declared once, in the client's types (the client ships on its own; test/unit/wire-types.test.ts
+// pins it to the listing's zod schema in ./audit-reads.ts).
+export type { AuditAction, AuditEntry } from "../client/types";
 
 export const AUDIT_ACTIONS: readonly AuditAction[] = [
   "token.create",
@@ -30,17 +23,6 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   "mutation.reconcile",
   "access.refused",
 ];
-
-export interface AuditEntry {
-  id: string;
-  at: string;
-  principal: string;
-  action: AuditAction;
-  target: string;
-  result: "ok" | "refused";
-  count?: number;
-  details?: Record<string, unknown>;
-}
 
 /** Refusals of one principal, action and target are one entry per minute. */
 export const REFUSAL_COALESCE_MS = 60_000;

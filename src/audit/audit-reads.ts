@@ -19,7 +19,7 @@ export const auditQuerySchema = z
   .strict();
 export type AuditQuery = z.output<typeof auditQuerySchema>;
 
-const auditEntrySchema = z
+export const auditEntrySchema = z
   .object({
     id: z.string(),
     at: z.iso.datetime(),

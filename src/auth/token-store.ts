@@ -4,6 +4,7 @@
 // (a 256-bit random value: the digest lookup reveals nothing a timing probe
 // could use, as with GitHub's token scanning), and is live while not revoked
 // and not expired. Rows are never deleted, so names are never reused.
+import type { TokenListItem } from "../client/types";
 import { z } from "zod";
 import { sha256Hex } from "./digest";
 import { type Role, roleSchema } from "./roles";
@@ -14,15 +15,8 @@ export const TOKEN_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** `last_used_at` is written at most once a minute per token. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export interface TokenRecord {
-  name: string;
-  roles: Role[];
-  owner: string | null;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+/** A named token as listed (never its value): the client's wire type, declared once (src/client/types.ts). */
+export type TokenRecord = TokenListItem;
 
 interface TokenRow extends Omit<TokenRecord, "roles"> {
   roles: string;

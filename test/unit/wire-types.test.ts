@@ -9,8 +9,11 @@
 // also fails under vitest alone.
 import { describe, expect, expectTypeOf, it } from "vitest";
 import type { z } from "zod";
+import type { auditEntrySchema, auditPageSchema } from "../../src/audit/audit-reads";
 import type {
   ApprovalListItem,
+  AuditEntry,
+  AuditPage,
   ApprovalsPage,
   EngineEvent,
   EngineEventType,
@@ -76,6 +79,8 @@ describe("the client's wire types are the server's schemas", () => {
     expectTypeOf<ApprovalsPage>().toEqualTypeOf<Wire<typeof approvalsPageSchema>>();
     expectTypeOf<InputsPage>().toEqualTypeOf<Wire<typeof inputsPageSchema>>();
     expectTypeOf<MutationsPage>().toEqualTypeOf<Wire<typeof mutationsPageSchema>>();
+    expectTypeOf<AuditEntry>().toEqualTypeOf<Wire<typeof auditEntrySchema>>();
+    expectTypeOf<AuditPage>().toEqualTypeOf<Wire<typeof auditPageSchema>>();
     expect(Object.keys(runsPageSchema.shape).sort()).toEqual(["next_cursor", "runs"]);
   });
 });
