@@ -70,7 +70,7 @@ describe("the trace outbox", () => {
       const ended = spans.ended(10);
       expect(ended.map((s) => s.name).sort()).toEqual(["approval.wait", "run", "tool.call"]);
       const run = ended.find((s) => s.key === RUN_SPAN_KEY);
-      expect(run).toMatchObject({ error: true, end_ms: 9, attrs: { "aee.status": "failed", "aee.requested_by": "U" } });
+      expect(run).toMatchObject({ error: true, end_ms: 9, attrs: { "aee.status": "failed", "aee.requested_by": "token:root" } });
     });
   });
 
