@@ -7,7 +7,7 @@
 import type { TokenListItem } from "../client/types";
 import { z } from "zod";
 import { sha256Hex } from "./digest";
-import { type Role, roleSchema } from "./roles";
+import { roleSchema } from "./roles";
 
 const TOKEN_PREFIX = "aee_";
 const TOKEN_RANDOM_BYTES = 32;
