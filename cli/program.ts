@@ -8,6 +8,7 @@
 import { readFile } from "node:fs/promises";
 import {
   ApiError,
+  AUDIT_ACTIONS,
   type AuditAction,
   EngineClient,
   type EngineEvent,
@@ -294,7 +295,7 @@ function buildProgram(act: Act): Command {
     .command("audit")
     .description("the audit log, newest first (admin)")
     .option("--principal <id>", "only this principal (e.g. token:ci)")
-    .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTION_CHOICES))
+    .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTIONS))
     .option("--limit <n>", "entries (1..200, default 50)", nonNegativeInt)
     .action(
       act(async (opts: { principal?: string; action?: AuditAction; limit?: number }, command: Command) => {
@@ -315,18 +316,6 @@ function buildProgram(act: Act): Command {
 }
 
 const ROLE_CHOICES: Role[] = ["viewer", "requester", "approver", "reconciler", "admin", "adapter"];
-const AUDIT_ACTION_CHOICES: AuditAction[] = [
-  "token.create",
-  "token.revoke",
-  "session.create",
-  "session.end",
-  "run.trigger",
-  "run.cancel",
-  "approval.decide",
-  "input.answer",
-  "mutation.reconcile",
-  "access.refused",
-];
 
 interface WatchOptions {
   after?: number;

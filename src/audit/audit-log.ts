@@ -9,20 +9,7 @@ import { redactSecrets } from "../execution/redaction";
 
 // The entry's wire shape is declared once, in the client's types (the client ships on its own; test/unit/wire-types.test.ts
 // pins it to the listing's zod schema in ./audit-reads.ts).
-export type { AuditAction, AuditEntry } from "../client/types";
-
-export const AUDIT_ACTIONS: readonly AuditAction[] = [
-  "token.create",
-  "token.revoke",
-  "session.create",
-  "session.end",
-  "run.trigger",
-  "run.cancel",
-  "approval.decide",
-  "input.answer",
-  "mutation.reconcile",
-  "access.refused",
-];
+export { AUDIT_ACTIONS, type AuditAction, type AuditEntry } from "../client/types";
 
 /** Refusals of one principal, action and target are one entry per minute. */
 export const REFUSAL_COALESCE_MS = 60_000;

@@ -7,7 +7,7 @@ import { type ListingDb, type Page, page } from "../listings/listing-reads";
 import { cursorParam, limitParam, nextCursor } from "../listings/listing-schemas";
 import { AUDIT_ACTIONS, type AuditAction, type AuditEntry } from "./audit-log";
 
-const actionSchema = z.enum(AUDIT_ACTIONS as [AuditAction, ...AuditAction[]]);
+const actionSchema = z.enum(AUDIT_ACTIONS);
 
 export const auditQuerySchema = z
   .object({

@@ -398,17 +398,21 @@ export interface TokenRevoked {
   revoked_at: string;
 }
 
-export type AuditAction =
-  | "token.create"
-  | "token.revoke"
-  | "session.create"
-  | "session.end"
-  | "run.trigger"
-  | "run.cancel"
-  | "approval.decide"
-  | "input.answer"
-  | "mutation.reconcile"
-  | "access.refused";
+/** Every action the audit log records (contract section 18), in the contract's order. */
+export const AUDIT_ACTIONS = [
+  "token.create",
+  "token.revoke",
+  "session.create",
+  "session.end",
+  "run.trigger",
+  "run.cancel",
+  "approval.decide",
+  "input.answer",
+  "mutation.reconcile",
+  "access.refused",
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditEntry {
   id: string;

@@ -27,7 +27,7 @@ import {
   type RunListItem,
 } from "./listing-schemas";
 import { logger } from "../operate/logger";
-import { AUDIT_ACTIONS, type AuditAction, type AuditEntry, auditStatement } from "../audit/audit-log";
+import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -36,7 +36,7 @@ const auditEntryMarkSchema = z
     id: z.string(),
     at: z.string(),
     principal: z.string(),
-    action: z.enum(AUDIT_ACTIONS as [AuditAction, ...AuditAction[]]),
+    action: z.enum(AUDIT_ACTIONS),
     target: z.string(),
     result: z.enum(["ok", "refused"]),
     count: z.number().int().optional(),
