@@ -137,17 +137,22 @@ async function groupsGone(ms: number): Promise<void> {
   while (children.some(groupAlive) && Date.now() < until) await new Promise((r) => setTimeout(r, 25));
 }
 
-let stopping = false;
-/** Stops every child group (SIGTERM, SIGKILL after STOP_GRACE_MS), waits until they are gone, then exits with `code`. */
-async function stopAll(code = 0): Promise<never> {
-  if (!stopping) {
-    stopping = true;
+let stopping: Promise<never> | undefined;
+/**
+ * Stops every child group (SIGTERM, SIGKILL after STOP_GRACE_MS), waits until
+ * they are gone, then exits with `code`. The first reason to stop wins: a
+ * child that exits 143 because this SIGTERMed it joins the stop already under
+ * way rather than exiting early with its own code.
+ */
+function stopAll(code = 0): Promise<never> {
+  stopping ??= (async () => {
     for (const child of children) signalGroup(child, "SIGTERM");
     await groupsGone(STOP_GRACE_MS);
     for (const child of children) signalGroup(child, "SIGKILL");
     await groupsGone(KILL_WAIT_MS);
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopping;
 }
 process.once("SIGINT", () => void stopAll(0));
 process.once("SIGTERM", () => void stopAll(0));
