@@ -31,8 +31,8 @@ import { mcpSpanKey } from "../src/operate/trace-spans";
 import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
 import { type ConversationItem, modelProviderFromConfig } from "../src/providers/model-provider";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
-import type { EventType, StoredEvent } from "../src/stream/events";
-import type { EventFields } from "../src/stream/event-schemas";
+import type { EventType, StoredEvent } from "../src/wire/events";
+import type { EventFields } from "../src/wire/event-schemas";
 import { RunStream } from "../src/stream/run-stream";
 import { logger } from "../src/operate/logger";
 

@@ -27,7 +27,7 @@ import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
 import { isPostingStopped } from "../slack/stop-posting";
 import { createSlackClient } from "../slack/web-api";
 import type { SqlLike } from "../stream/event-log";
-import { isTerminalEventType, type StoredEvent } from "../stream/events";
+import { isTerminalEventType, type StoredEvent } from "../wire/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";

@@ -4,7 +4,7 @@
 // validation and the OpenAPI document alike.
 import { z } from "zod";
 import { type ListingDb, type Page, page } from "../listings/listing-reads";
-import { cursorParam, limitParam, nextCursor } from "../listings/listing-schemas";
+import { cursorParam, limitParam, nextCursor } from "../wire/listing-schemas";
 import { AUDIT_ACTIONS, type AuditAction, type AuditEntry } from "./audit-log";
 
 const actionSchema = z.enum(AUDIT_ACTIONS);

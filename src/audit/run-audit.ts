@@ -5,7 +5,7 @@
 // Pure: the run's outputs put each entry in the run index's pending marks.
 // The id is the run and the event's sequence, so a replayed flush writes
 // nothing twice.
-import type { EventType } from "../stream/events";
+import type { EventType } from "../wire/events";
 import type { AuditEntry } from "./audit-log";
 
 export interface RunAuditContext {

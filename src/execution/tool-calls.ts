@@ -16,8 +16,8 @@
 // calls changed by reference.
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets, redactText } from "./redaction";
-import type { EventType } from "../stream/events";
-import type { EventFields } from "../stream/event-schemas";
+import type { EventType } from "../wire/events";
+import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-transport";
 
 export type ApprovalLevel = "approve" | "confirm";

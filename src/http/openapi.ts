@@ -7,8 +7,8 @@
 // prototype patching), so the document cannot drift from the validators.
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
-import { mutationOutcomeSchema } from "../outcomes/mutation-outcome-schema";
-import { runEventSchema } from "../stream/event-schemas";
+import { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
+import { runEventSchema } from "../wire/event-schemas";
 import {
   approvalsPageSchema,
   approvalsQuerySchema,
@@ -18,7 +18,7 @@ import {
   mutationsQuerySchema,
   runsPageSchema,
   runsQuerySchema,
-} from "../listings/listing-schemas";
+} from "../wire/listing-schemas";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
 import { healthSchema } from "../operate/health";

@@ -3,8 +3,8 @@
 // z.toJSONSchema. `npm run schemas` writes them; test/contract checks that
 // the committed files are exactly what this produces (no drift).
 import { z } from "zod";
-import { mutationOutcomeSchema } from "../outcomes/mutation-outcome-schema";
-import { EVENT_TYPES, eventSchemas, projectedEventSchema, runEventSchema } from "../stream/event-schemas";
+import { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
+import { EVENT_TYPES, eventSchemas, projectedEventSchema, runEventSchema } from "../wire/event-schemas";
 import { fixtureDocumentSchema } from "../stream/fixture-schema";
 
 /** Where the files go, relative to the repository root. */

@@ -13,7 +13,7 @@ import type {
   MutationsQuery,
   RunListItem,
   RunsQuery,
-} from "./listing-schemas";
+} from "../wire/listing-schemas";
 
 /** The part of D1Database the listings use; the real `env.DB` satisfies it. */
 export interface ListingDb {

@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { redactText } from "../execution/redaction";
 import { HUMAN_ASK_TOOL } from "../execution/tool-calls";
-import type { EventType } from "../stream/events";
+import type { EventType } from "../wire/events";
 import type { SqlLike } from "../stream/event-log";
 import {
   approvalListItemSchema,
@@ -25,7 +25,7 @@ import {
   type ApprovalListItem,
   type InputListItem,
   type RunListItem,
-} from "./listing-schemas";
+} from "../wire/listing-schemas";
 import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 

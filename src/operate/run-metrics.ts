@@ -10,7 +10,7 @@
 // resends that batch unchanged until D1 took it; D1 applies a batch only when
 // its seq is newer than the one it holds for this run (see the migration).
 import type { SqlLike } from "../stream/event-log";
-import type { EventType } from "../stream/events";
+import type { EventType } from "../wire/events";
 import { APPROVAL_DECISION_BUCKETS_S, APPROVAL_TO_DISPATCH_BUCKETS_S, bucketLabel, type DeltaSeries } from "./metric-series";
 
 /** The part of D1Database a flush uses; the real `env.DB` satisfies it, a test can wrap it to fail. */

@@ -10,7 +10,7 @@
 // be a durable row, not an in-memory Span; the SDK's span processors keep
 // spans in memory and would lose them on eviction.
 import type { SqlLike } from "../stream/event-log";
-import type { EventType } from "../stream/events";
+import type { EventType } from "../wire/events";
 import { spanIdOf, traceIdOf } from "./trace-ids";
 
 export type SpanName = "run" | "model.turn" | "tool.call" | "approval.wait" | "mcp.send" | "slack.post";

@@ -8,7 +8,7 @@
 // overwritten. Callers run these under a storage-pool slot (storage-guard.ts);
 // nothing here dispatches anything.
 import type { z } from "zod";
-import type { mutationOutcomeSchema } from "./mutation-outcome-schema";
+import type { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { ulid } from "ulidx";
 
 // ---- the D1 seam -----------------------------------------------------------

@@ -3,7 +3,7 @@
 // Responsible for: contiguous sequences from 1, storing each event's JSON
 // exactly once so replays are byte-for-byte identical, the per-run event cap,
 // and purging by retention. It knows nothing about subscribers or HTTP.
-import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "./events";
+import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "../wire/events";
 
 interface SqlCursorLike<T> {
   toArray(): T[];

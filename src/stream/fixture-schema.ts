@@ -3,9 +3,9 @@
 // and the projected durable outcome rows, identities normalised and times
 // replaced by placeholders. Generated into schemas/ with the event schemas.
 import { z } from "zod";
-import { mutationOutcomeShape } from "../outcomes/mutation-outcome-schema";
-import { PROTOCOL_VERSION } from "./events";
-import { projectedEventSchema } from "./event-schemas";
+import { mutationOutcomeShape } from "../wire/mutation-outcome-schema";
+import { PROTOCOL_VERSION } from "../wire/events";
+import { projectedEventSchema } from "../wire/event-schemas";
 
 const FIXTURE_DOCUMENT_SCHEMA = "approved_execution_v2_fixtures/v1";
 

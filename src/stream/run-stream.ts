@@ -6,7 +6,7 @@
 // without a Durable Object.
 import { newSubscriptionId } from "../ids";
 import { EventLog, type SqlLike } from "./event-log";
-import { isTerminalEventType, type EventType, type StoredEvent } from "./events";
+import { isTerminalEventType, type EventType, type StoredEvent } from "../wire/events";
 import { encodeSseFrame, SSE_HEADERS } from "./sse";
 import { SubscriberRegistry } from "./subscriber-registry";
 import { SubscriberStream } from "./subscriber-stream";

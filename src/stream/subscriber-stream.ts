@@ -5,7 +5,7 @@
 // replay mode instead of growing an unbounded queue. The stream ends right
 // after the terminal event.
 import type { EventLog } from "./event-log";
-import type { StoredEvent } from "./events";
+import type { StoredEvent } from "../wire/events";
 import { sseFrame } from "./sse";
 
 /**

@@ -8,7 +8,7 @@ import { join, relative } from "node:path";
 import { Validator } from "@cfworker/json-schema";
 import { describe, expect, it } from "vitest";
 import { contractJsonSchemas, SCHEMAS_DIR } from "../../src/listings/contract-json-schemas";
-import { projectedEventSchema } from "../../src/stream/event-schemas";
+import { projectedEventSchema } from "../../src/wire/event-schemas";
 import { fixtureDocumentSchema, projectedMutationOutcomeSchema } from "../../src/stream/fixture-schema";
 
 const ROOT = join(import.meta.dirname, "..", "..");

@@ -5,7 +5,7 @@
 // and the schemas are strict: an extra or missing field fails.
 import { Validator } from "@cfworker/json-schema";
 import { describe, expect, it } from "vitest";
-import { eventSchemas, EVENT_TYPES, runEventSchema } from "../../src/stream/event-schemas";
+import { eventSchemas, EVENT_TYPES, runEventSchema } from "../../src/wire/event-schemas";
 import eventJsonSchema from "../../schemas/event.json";
 import { api, openEvents, SseReader, trigger } from "./helpers";
 

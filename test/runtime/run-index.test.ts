@@ -7,7 +7,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newApprovalId, newRunId } from "../../src/ids";
-import { REQUEST_PREVIEW_CHARS } from "../../src/listings/listing-schemas";
+import { REQUEST_PREVIEW_CHARS } from "../../src/wire/listing-schemas";
 import {
   nextFlushDelayMs,
   RunIndex,
@@ -16,7 +16,7 @@ import {
   type IndexStatement,
   type RunIndexContext,
 } from "../../src/listings/run-index";
-import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/listings/listing-schemas";
+import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/wire/listing-schemas";
 
 const T0 = "2026-11-20T10:00:00.000Z";
 const T1 = "2026-11-20T10:00:05.000Z";

@@ -6,7 +6,7 @@
 // fields selected; gaps left where other events were omitted) and the
 // generator that runs the examples against a served Worker.
 import { EngineClient, type ScriptTurn } from "../../src/client";
-import { PROJECTION_EVENT_TYPES, PROJECTION_FIELDS } from "../../src/stream/event-schemas";
+import { PROJECTION_EVENT_TYPES, PROJECTION_FIELDS } from "../../src/wire/event-schemas";
 
 const FIXTURE_SCHEMA = "approved_execution_v2_fixtures/v1";
 

@@ -32,10 +32,10 @@ import {
   type mutationsPageSchema,
   type runListItemSchema,
   runsPageSchema,
-} from "../../src/listings/listing-schemas";
-import { mutationOutcomeSchema } from "../../src/outcomes/mutation-outcome-schema";
-import { EVENT_TYPES, eventSchemas, type runEventSchema } from "../../src/stream/event-schemas";
-import type { EventType } from "../../src/stream/events";
+} from "../../src/wire/listing-schemas";
+import { mutationOutcomeSchema } from "../../src/wire/mutation-outcome-schema";
+import { EVENT_TYPES, eventSchemas, type runEventSchema } from "../../src/wire/event-schemas";
+import type { EventType } from "../../src/wire/events";
 
 /** One object type, intersections flattened: expectTypeOf tells `A & B` from the same fields written out. */
 type Flat<T> = { [K in keyof T]: T[K] };

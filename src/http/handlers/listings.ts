@@ -9,7 +9,7 @@ import { validate } from "../request-body";
 import { type BoundedResult, boundedStorage } from "../../outcomes/storage-guard";
 import { CursorError } from "../../listings/cursor";
 import { listApprovals, listInputs, listMutations, listRuns, type ListingDb, type Page } from "../../listings/listing-reads";
-import { approvalsQuerySchema, inputsQuerySchema, mutationsQuerySchema, runsQuerySchema } from "../../listings/listing-schemas";
+import { approvalsQuerySchema, inputsQuerySchema, mutationsQuerySchema, runsQuerySchema } from "../../wire/listing-schemas";
 
 /** Seconds a client should wait before asking again when D1 is slow. */
 const STORAGE_RETRY_AFTER_SECONDS = 1;

@@ -2,7 +2,7 @@
 // query they accept and of every envelope they answer. The routes validate
 // with these, and the OpenAPI document is generated from these.
 import { z } from "zod";
-import { mutationOutcomeSchema, mutationStateSchema } from "../outcomes/mutation-outcome-schema";
+import { mutationOutcomeSchema, mutationStateSchema } from "./mutation-outcome-schema";
 
 /** Contract section 15: `limit` is 1..200, default 50. */
 const LISTING_LIMIT_MAX = 200;

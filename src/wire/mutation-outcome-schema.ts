@@ -3,8 +3,8 @@
 // and the source of schemas/mutation_outcome.v1.json. Strict: a key the
 // contract does not name is a failure, and optional keys are absent, never null.
 import { z } from "zod";
-import { resultFactsSchema } from "../stream/event-schemas";
-import { MUTATION_OUTCOME_SCHEMA } from "./mutation-outcomes";
+import { resultFactsSchema } from "./event-schemas";
+import { MUTATION_OUTCOME_SCHEMA } from "../outcomes/mutation-outcomes";
 
 const isoTime = z.iso.datetime();
 
