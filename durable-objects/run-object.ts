@@ -114,13 +114,10 @@ export class RunObject extends DurableObject<Env> {
       max_tool_calls: input.max_tool_calls,
       request: requestPreview(input.message),
       created_at: new Date(now).toISOString(),
-      ended_at: null,
-      status: "running",
-      phase: { kind: "thinking", turn: 0, ready_at: now + scripted.delayMs(0) },
+      lifecycle: { status: "running", phase: { kind: "thinking", turn: 0, ready_at: now + scripted.delayMs(0) }, cancel_requested: false },
       counters: { admitted: 0, used: {} },
       tool_calls: 0,
       last_text: null,
-      cancel_requested: false,
     };
     const store = RunStore.create(this.ctx.storage.sql, run, script);
     this.#parts = this.#build(store, run, script, [], null, input.message);
@@ -244,7 +241,7 @@ export class RunObject extends DurableObject<Env> {
   #build(store: RunStore, run: RunRecord, script: ScriptTurn[], calls: ToolCall[], armedAt: number | null, message: string): RunParts {
     const config = this.#config;
     const sql = this.ctx.storage.sql;
-    const terminal = run.status !== "running";
+    const terminal = run.lifecycle.status !== "running";
     const stream = new RunStream(sql, config.RUN_MAX_EVENTS, run, terminal);
     let engine: RunEngine | undefined;
     const schedule = new AlarmSchedule(sql, this.ctx.storage, armedAt, () => engine?.heartbeatDueAt());

@@ -47,7 +47,7 @@ import type { EventType, StoredEvent } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { RunStream } from "../stream/run-stream";
 import type { ModelSource, ProposedCall } from "./model-source";
-import { isTerminalStatus, type CancelResult, type RunRecord, type RunSummary } from "./run-record";
+import { cancelRequested, type CancelResult, type RunLifecycle, type RunRecord, type RunSummary } from "./run-record";
 import type { RunStore } from "./run-store";
 import { TurnDriver } from "./turn-driver";
 import { logger } from "../operate/logger";
@@ -97,7 +97,14 @@ export class RunEngine {
     this.#deps = deps;
     this.#run = run;
     this.#calls = calls;
-    this.#pipeline = new DispatchPipeline({ ledger: deps.ledger, open: deps.open, run: () => this.#run });
+    this.#pipeline = new DispatchPipeline({
+      ledger: deps.ledger,
+      open: deps.open,
+      run: () => {
+        const { run_id, channel_id, delivery_id } = this.#run;
+        return { run_id, channel_id, delivery_id, cancel_requested: cancelRequested(this.#run) };
+      },
+    });
   }
 
   get run(): Readonly<RunRecord> {
@@ -118,12 +125,13 @@ export class RunEngine {
 
   /** A run that was mid-turn when the object went away picks up where it was. */
   resume(): void {
-    if (this.#run.status === "running") this.#driver.kick();
+    if (this.#running()) this.#driver.kick();
   }
 
   summary(): RunSummary {
     const { stream } = this.#deps;
     const run = this.#run;
+    const { lifecycle } = run;
     const pendingApprovals: RunSummary["pending_approvals"] = [];
     const pendingInputs: RunSummary["pending_inputs"] = [];
     for (const c of this.#calls) {
@@ -141,25 +149,25 @@ export class RunEngine {
       ...(run.request !== undefined ? { request: run.request } : {}),
       ...(run.requested_by !== undefined ? { requested_by: run.requested_by } : {}),
       ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of } : {}),
-      status: run.status,
+      status: lifecycle.status,
       last_sequence: stream.lastSequence,
       earliest_sequence: stream.earliestSequence,
       subscribers: stream.subscriberCount,
       pending_approvals: pendingApprovals,
       pending_inputs: pendingInputs,
       created_at: run.created_at,
-      ...(run.ended_at ? { ended_at: run.ended_at } : {}),
+      ...(lifecycle.status !== "running" ? { ended_at: lifecycle.ended_at } : {}),
       ...this.#deps.observer?.summaryExtras(),
     };
   }
 
   cancel(): CancelResult {
-    const run = this.#run;
-    if (isTerminalStatus(run.status)) return { found: true, status: run.status, already_ended: true };
-    run.cancel_requested = true;
+    const { lifecycle } = this.#run;
+    if (lifecycle.status !== "running") return { found: true, status: lifecycle.status, already_ended: true };
+    lifecycle.cancel_requested = true;
     this.#deps.schedule.clear("turn");
     this.#modelCall?.abort();
-    const turn = run.phase.kind === "tools" ? run.phase.turn : undefined;
+    const turn = lifecycle.phase.kind === "tools" ? lifecycle.phase.turn : undefined;
     if (turn !== undefined) this.#apply(cancelPending(this.#calls, turn, Date.now()));
     this.#save();
     // A dispatched call is not abandoned: the run ends once its result is reported.
@@ -189,7 +197,7 @@ export class RunEngine {
   /** When the next heartbeat is due: while running with at least one subscriber. */
   heartbeatDueAt(): number | undefined {
     const { stream, config } = this.#deps;
-    if (this.#run.status !== "running" || stream.subscriberCount === 0) return undefined;
+    if (!this.#running() || stream.subscriberCount === 0) return undefined;
     return stream.lastAppendAt + config.HEARTBEAT_INTERVAL_MS;
   }
 
@@ -202,9 +210,11 @@ export class RunEngine {
         case "retention":
           purge = true;
           break;
-        case "calls":
-          if (this.#run.phase.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, this.#run.phase.turn, now), true);
+        case "calls": {
+          const phase = this.#phase();
+          if (phase?.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
           break;
+        }
         case "turn":
           this.#driver.kick();
           break;
@@ -238,8 +248,7 @@ export class RunEngine {
   #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
     if (event) this.#deps.observer?.appended(event, fields, now);
-    if (event && this.#deps.stream.terminal && this.#run.status === "running")
-      this.#ended(type === "run_completed" ? "completed" : "failed", now);
+    if (event && this.#deps.stream.terminal && this.#running()) this.#ended(type === "run_completed" ? "completed" : "failed", now);
     return event;
   }
 
@@ -247,9 +256,8 @@ export class RunEngine {
 
   async #drive(): Promise<void> {
     const run = this.#run;
-    while (run.status === "running") {
+    for (let phase = this.#phase(); phase !== undefined; phase = this.#phase()) {
       this.#driver.iterating();
-      const phase = run.phase;
       if (phase.kind === "thinking") {
         if (Date.now() < phase.ready_at) {
           // The model is still thinking; the alarm resumes the loop, even after eviction.
@@ -261,7 +269,7 @@ export class RunEngine {
         const step = await this.#deps.source.next(phase.turn, abort.signal).finally(() => {
           this.#modelCall = undefined;
         });
-        if (run.status !== "running") return;
+        if (!this.#running()) return;
         if (step.kind === "failed") {
           this.#fail("model_error", step.message);
           return;
@@ -283,10 +291,9 @@ export class RunEngine {
         } else this.#nextModelTurn(phase.turn + 1);
         continue;
       }
-      if (phase.kind !== "tools") return;
       await this.#recoverLostDispatches(phase.turn);
-      if (run.status !== "running") return;
-      if (run.cancel_requested && !hasDispatched(this.#calls, phase.turn)) {
+      if (!this.#running()) return;
+      if (cancelRequested(run) && !hasDispatched(this.#calls, phase.turn)) {
         // Cancelled while a call was in flight, and that call was lost to a restart: the cancel completes now.
         this.#endCancelled();
         return;
@@ -312,7 +319,7 @@ export class RunEngine {
       const tool = classifyTool(proposed.tool_name, await catalog.info(proposed.tool_name), config);
       prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments) });
     }
-    if (this.#run.status !== "running") return; // cancelled while the tool lists were fetched
+    if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();
     const calls: Proposed[] = prepared.map(({ proposed, tool, digest }, index) => ({
@@ -326,7 +333,7 @@ export class RunEngine {
       started_at: now,
       state: "proposed",
     }));
-    this.#run.phase = { kind: "tools", turn };
+    this.#setPhase({ kind: "tools", turn });
     this.#calls.push(...calls);
     this.#run.tool_calls += calls.length;
     const limits = this.#limits();
@@ -339,7 +346,7 @@ export class RunEngine {
   }
 
   #nextModelTurn(turn: number): void {
-    this.#run.phase = { kind: "thinking", turn, ready_at: Date.now() + this.#deps.source.delayMs(turn) };
+    this.#setPhase({ kind: "thinking", turn, ready_at: Date.now() + this.#deps.source.delayMs(turn) });
     this.#save();
   }
 
@@ -382,7 +389,7 @@ export class RunEngine {
     if (current?.state !== "dispatched") return;
     this.#applyDecision(current, decision);
     this.#save();
-    if (this.#run.cancel_requested && !hasDispatched(this.#calls, call.turn)) this.#endCancelled();
+    if (cancelRequested(this.#run) && !hasDispatched(this.#calls, call.turn)) this.#endCancelled();
     else this.#driver.kick();
   }
 
@@ -455,15 +462,30 @@ export class RunEngine {
   }
 
   #ended(status: "completed" | "failed", now: number): void {
-    const run = this.#run;
-    run.status = status;
-    run.ended_at = iso(now);
-    run.phase = { kind: "ended" };
+    this.#run.lifecycle = { status, ended_at: iso(now) };
     this.#save();
     const { schedule, config } = this.#deps;
     schedule.clear("turn");
     schedule.clear("calls");
     schedule.set("retention", now + config.RUN_RETENTION_SECONDS * MS_PER_SECOND);
+  }
+
+  // ---- the lifecycle ------------------------------------------------------------------
+
+  #running(): boolean {
+    return this.#run.lifecycle.status === "running";
+  }
+
+  /** Where the loop stands, or undefined once the run ended. */
+  #phase(): Extract<RunLifecycle, { status: "running" }>["phase"] | undefined {
+    const { lifecycle } = this.#run;
+    return lifecycle.status === "running" ? lifecycle.phase : undefined;
+  }
+
+  /** The loop moved on; a run that ended meanwhile stays ended. */
+  #setPhase(phase: Extract<RunLifecycle, { status: "running" }>["phase"]): void {
+    const { lifecycle } = this.#run;
+    if (lifecycle.status === "running") lifecycle.phase = phase;
   }
 
   #save(): void {

@@ -1,20 +1,29 @@
 // The run's own record, kept by its RunObject: who started it, where its
-// agent loop stands, and what the summary route shows. The status is a small
-// state machine: "running" → "completed" | "failed", and nothing leaves a
-// terminal status (terminal fencing).
+// agent loop stands, and what the summary route shows. Its lifecycle is one
+// discriminated union: "running" (with the loop's phase and whether a cancel
+// waits on a call in flight) → "completed" | "failed" (with when it ended),
+// and nothing leaves a terminal status (terminal fencing).
 import type { ScriptTurn } from "../http/trigger-request";
 import type { RunCounters } from "../execution/tool-calls";
 
-export type RunStatus = "running" | "completed" | "failed";
+type RunStatus = "running" | "completed" | "failed";
 
 /**
- * Where the agent loop stands between two steps; persisted (the calls as
- * their own rows) so an evicted object resumes where it was.
+ * Where the agent loop of a running run stands between two steps; persisted
+ * (the calls as their own rows) so an evicted object resumes where it was.
  *  - thinking: the model is producing turn `turn` (ready at `ready_at` for the scripted provider);
- *  - tools: the calls of turn `turn` are being approved, admitted and run;
- *  - ended: the terminal event was appended.
+ *  - tools: the calls of turn `turn` are being approved, admitted and run.
  */
-type RunPhase = { kind: "thinking"; turn: number; ready_at: number } | { kind: "tools"; turn: number } | { kind: "ended" };
+type RunPhase = { kind: "thinking"; turn: number; ready_at: number } | { kind: "tools"; turn: number };
+
+/**
+ * The run's lifecycle. While running: the loop's phase, and whether a cancel
+ * was asked while a dispatched call was in flight (the run ends when it
+ * settles). Once ended (the terminal event was appended): how, and when.
+ */
+export type RunLifecycle =
+  | { status: "running"; phase: RunPhase; cancel_requested: boolean }
+  | { status: "completed" | "failed"; ended_at: string };
 
 export interface RunRecord {
   run_id: string;
@@ -33,15 +42,39 @@ export interface RunRecord {
   /** The run's message, redacted and cut (requestPreview); absent in records written before it was kept. */
   request?: string;
   created_at: string;
-  ended_at: string | null;
-  status: RunStatus;
-  phase: RunPhase;
+  lifecycle: RunLifecycle;
   counters: RunCounters;
   /** Calls the model proposed in the run (run_completed.tool_calls). */
   tool_calls: number;
   last_text: string | null;
-  /** Cancel was asked while a dispatched call was in flight; the run ends when it settles. */
-  cancel_requested: boolean;
+}
+
+/** A record as written before the lifecycle was one union: four fields for it, side by side. */
+type LegacyLifecycleFields = {
+  ended_at?: string | null;
+  status?: RunStatus;
+  phase?: RunPhase | { kind: "ended" };
+  cancel_requested?: boolean;
+};
+
+/** A stored record, read back: one written before `lifecycle` existed gets it from its four old fields. */
+export function storedRunRecord(stored: RunRecord | (Omit<RunRecord, "lifecycle"> & LegacyLifecycleFields)): RunRecord {
+  if ("lifecycle" in stored && stored.lifecycle !== undefined) return stored;
+  const { ended_at, status, phase, cancel_requested, ...rest } = stored as Omit<RunRecord, "lifecycle"> & LegacyLifecycleFields;
+  const lifecycle: RunLifecycle =
+    status === "completed" || status === "failed"
+      ? { status, ended_at: ended_at ?? rest.created_at }
+      : {
+          status: "running",
+          phase: phase && phase.kind !== "ended" ? phase : { kind: "thinking", turn: 0, ready_at: 0 },
+          cancel_requested: cancel_requested ?? false,
+        };
+  return { ...rest, lifecycle };
+}
+
+/** Whether a cancel waits on a call in flight (only while running). */
+export function cancelRequested(run: Pick<RunRecord, "lifecycle">): boolean {
+  return run.lifecycle.status === "running" && run.lifecycle.cancel_requested;
 }
 
 interface PendingApproval {
@@ -95,10 +128,6 @@ interface SlackThreadRef {
    * the new run's conversation starts with that run's turns (contract section 14).
    */
   previous_run_id?: string;
-}
-
-export function isTerminalStatus(status: RunStatus): boolean {
-  return status !== "running";
 }
 
 /** What the Worker hands a RunObject to start a run (RPC input). */

@@ -6,7 +6,7 @@
 import type { SqlLike } from "../stream/event-log";
 import type { ScriptTurn } from "../http/trigger-request";
 import type { ToolCall } from "../execution/tool-calls";
-import type { RunRecord } from "./run-record";
+import { type RunRecord, storedRunRecord } from "./run-record";
 
 export interface StoredRun {
   run: RunRecord;
@@ -35,7 +35,10 @@ export class RunStore {
       .toArray()
       .map((r) => JSON.parse(r.record) as ToolCall);
     store.#written.push(...calls);
-    return { store, stored: { run: JSON.parse(row.record) as RunRecord, script: JSON.parse(row.script) as ScriptTurn[], calls } };
+    return {
+      store,
+      stored: { run: storedRunRecord(JSON.parse(row.record) as RunRecord), script: JSON.parse(row.script) as ScriptTurn[], calls },
+    };
   }
 
   /** Creates the run's tables and its first row. */

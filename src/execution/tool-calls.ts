@@ -233,14 +233,12 @@ export function announce(
   if (call.mutating && (limits.budget[call.tool_name] ?? 0) <= 0) {
     // Not in the ApprovedMutationBudget: no approval is asked for something that may never run.
     effects.push(
-      ...finish(
-        calls,
-        call,
+      ...finish(calls, call, {
         now,
-        false,
-        { execution_status: "not_executed", reason: "not_in_budget" },
-        "Not executed: this tool is not in the host's mutation budget.",
-      ),
+        approved: false,
+        execution: { execution_status: "not_executed", reason: "not_in_budget" },
+        modelResult: "Not executed: this tool is not in the host's mutation budget.",
+      }),
     );
     return effects;
   }
@@ -354,15 +352,13 @@ export function decideApproval(
       verdict,
       effects: [
         resolved,
-        ...finish(
-          calls,
-          call,
+        ...finish(calls, call, {
           now,
-          false,
-          { execution_status: "not_executed", reason: "denied" },
-          "Not executed: a person denied this call.",
-          ended,
-        ),
+          approved: false,
+          execution: { execution_status: "not_executed", reason: "denied" },
+          modelResult: "Not executed: a person denied this call.",
+          approval: ended,
+        }),
       ],
     };
   }
@@ -426,14 +422,12 @@ export function advanceAdmission(calls: ToolCall[], turn: number, counters: RunC
     if (call.state === "answered") {
       const { answer } = call.input;
       effects.push(
-        ...finish(
-          calls,
-          call,
+        ...finish(calls, call, {
           now,
-          true,
-          { execution_status: "executed", result: { is_error: false, content_bytes: utf8Length(answer) } },
-          answer,
-        ),
+          approved: true,
+          execution: { execution_status: "executed", result: { is_error: false, content_bytes: utf8Length(answer) } },
+          modelResult: answer,
+        }),
       );
       continue;
     }
@@ -484,14 +478,12 @@ export function settleDispatch(
   settlementLate = false,
 ): Effect[] {
   if (outcome.kind === "failed") {
-    return finish(
-      calls,
-      call,
+    return finish(calls, call, {
       now,
-      true,
-      { execution_status: "executed", error: { code: outcome.code, message: outcome.message } },
-      `The tool call failed: ${outcome.message}`,
-    );
+      approved: true,
+      execution: { execution_status: "executed", error: { code: outcome.code, message: outcome.message } },
+      modelResult: `The tool call failed: ${outcome.message}`,
+    });
   }
   const result: ResultFacts = { is_error: outcome.is_error, content_bytes: outcome.content_bytes, summary: outcome.summary };
   const error = settlementLate
@@ -504,7 +496,12 @@ export function settleDispatch(
     : outcome.is_error
       ? { error: { code: "tool_error" as const, message: outcome.summary || "The tool reported an error." } }
       : {};
-  return finish(calls, call, now, true, { execution_status: "executed", result, ...error }, outcome.model_text);
+  return finish(calls, call, {
+    now,
+    approved: true,
+    execution: { execution_status: "executed", result, ...error },
+    modelResult: outcome.model_text,
+  });
 }
 
 /** An admitted call that storage or replay protection stopped before it was sent (its row is the pipeline's to settle). */
@@ -516,7 +513,12 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
     prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
   }[reason];
-  return finish(calls, call, now, true, { execution_status: "not_executed", reason }, `Not executed: ${why}.`);
+  return finish(calls, call, {
+    now,
+    approved: true,
+    execution: { execution_status: "not_executed", reason },
+    modelResult: `Not executed: ${why}.`,
+  });
 }
 
 /** Cancellation: every call of the turn not yet dispatched ends now; a dispatched one is left to settle. */
@@ -532,14 +534,30 @@ export function cancelPending(calls: ToolCall[], turn: number, now: number): Eff
         continue;
       case "awaiting_approval":
         effects.push(emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "cancelled" }));
-        effects.push(...finish(calls, call, now, false, cancelled, message, { ...call.approval, decision: "cancelled" }));
+        effects.push(
+          ...finish(calls, call, {
+            now,
+            approved: false,
+            execution: cancelled,
+            modelResult: message,
+            approval: { ...call.approval, decision: "cancelled" },
+          }),
+        );
         continue;
       case "awaiting_input":
-        effects.push(...finish(calls, call, now, true, cancelled, message, undefined, { ...call.input, status: "cancelled" }));
+        effects.push(
+          ...finish(calls, call, {
+            now,
+            approved: true,
+            execution: cancelled,
+            modelResult: message,
+            input: { ...call.input, status: "cancelled" },
+          }),
+        );
         continue;
       case "answered":
       case "awaiting_admission":
-        effects.push(...finish(calls, call, now, true, cancelled, message));
+        effects.push(...finish(calls, call, { now, approved: true, execution: cancelled, modelResult: message }));
         continue;
     }
   }
@@ -586,32 +604,27 @@ function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] 
 function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
   return [
     emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "expired" }),
-    ...finish(
-      calls,
-      call,
+    ...finish(calls, call, {
       now,
-      false,
-      { execution_status: "not_executed", reason: "expired" },
-      "Not executed: nobody approved it in time.",
-      { ...call.approval, decision: "expired" },
-    ),
+      approved: false,
+      execution: { execution_status: "not_executed", reason: "expired" },
+      modelResult: "Not executed: nobody approved it in time.",
+      approval: { ...call.approval, decision: "expired" },
+    }),
   ];
 }
 
 function expireInput(calls: ToolCall[], call: AwaitingInput, now: number): Effect[] {
-  return finish(
-    calls,
-    call,
+  return finish(calls, call, {
     now,
-    true,
-    { execution_status: "not_executed", reason: "expired" },
-    "Nobody answered the question in time.",
-    undefined,
-    {
+    approved: true,
+    execution: { execution_status: "not_executed", reason: "expired" },
+    modelResult: "Nobody answered the question in time.",
+    input: {
       ...call.input,
       status: "expired",
     },
-  );
+  });
 }
 
 interface ExecutionFields {
@@ -634,19 +647,25 @@ function endApprovedUnsent(
   reason: NotExecutedReason,
   message: string,
 ): Effect[] {
-  return finish(calls, call, now, true, { execution_status: "not_executed", reason }, message);
+  return finish(calls, call, { now, approved: true, execution: { execution_status: "not_executed", reason }, modelResult: message });
 }
 
-function finish(
-  calls: ToolCall[],
-  call: Exclude<ToolCall, Done>,
-  now: number,
-  approved: boolean,
-  execution: ExecutionFields,
-  modelResult: string,
-  approval?: ResolvedApproval,
-  input?: EndedQuestion,
-): Effect[] {
+/** How a call ends: what `finish` records on its done record and reports on the stream. */
+interface CallEnding {
+  now: number;
+  /** Whether the call was approved (tool_completed.approved). */
+  approved: boolean;
+  execution: ExecutionFields;
+  /** What the model is told about the call. */
+  modelResult: string;
+  /** The approval as it ended, when it ended here (denied, expired, cancelled). */
+  approval?: ResolvedApproval;
+  /** The question as it ended, when it ended here (expired, cancelled). */
+  input?: EndedQuestion;
+}
+
+function finish(calls: ToolCall[], call: Exclude<ToolCall, Done>, ending: CallEnding): Effect[] {
+  const { now, approved, execution, modelResult, approval, input } = ending;
   const base: CallBase = {
     turn: call.turn,
     index: call.index,

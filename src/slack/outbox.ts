@@ -46,6 +46,13 @@ const GIVE_UP = {
 } as const;
 
 type ItemState = "pending" | "sent" | "failed";
+
+/**
+ * What sending one item came to (a failed call throws instead): a post
+ * Slack answered with its ts (kept for a later chat.update), another call
+ * done, or an item given up without a call (its original post is missing).
+ */
+type SendResult = { kind: "posted"; ts: string } | { kind: "done" } | { kind: "given_up"; reason: (typeof GIVE_UP)["noOriginal"] };
 type ChannelCheck = "unchecked" | "allowed" | "blocked";
 
 interface ItemRow extends Record<string, SqlStorageValue> {
@@ -197,11 +204,11 @@ export class SlackOutbox {
         this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'allowed' WHERE id = 1`);
       }
       const item = JSON.parse(head.body) as OutboxItem;
-      const ts = await this.#send(client, run, item);
-      if (ts === GIVE_UP.noOriginal) return this.#fail(head.id, GIVE_UP.noOriginal);
+      const sent = await this.#send(client, run, item);
+      if (sent.kind === "given_up") return this.#fail(head.id, sent.reason);
       this.#sql.exec(
         `UPDATE slack_outbox SET state = 'sent', attempts = attempts + 1, ts = ?, error = NULL WHERE id = ?`,
-        ts ?? null,
+        sent.kind === "posted" ? sent.ts : null,
         head.id,
       );
       return { kind: "sent", id: head.id };
@@ -231,8 +238,8 @@ export class SlackOutbox {
     }
   }
 
-  /** Returns the new message's ts for a post, null for other calls, or GIVE_UP.noOriginal. */
-  async #send(client: SlackAPIClient, run: RunRow, item: OutboxItem): Promise<string | null> {
+  /** Sends one item; a failed call throws (classified by the caller), an item that cannot be sent at all is given up. */
+  async #send(client: SlackAPIClient, run: RunRow, item: OutboxItem): Promise<SendResult> {
     const bounded = <T>(name: string, call: () => Promise<T>) => withTimeout(name, this.#callTimeoutMs, call);
     switch (item.kind) {
       case "post": {
@@ -247,7 +254,7 @@ export class SlackOutbox {
             unfurl_media: false,
           }),
         );
-        return answer.ts ?? null;
+        return answer.ts ? { kind: "posted", ts: answer.ts } : { kind: "done" };
       }
       case "update": {
         const original = this.#sql
@@ -256,12 +263,12 @@ export class SlackOutbox {
             item.ref,
           )
           .toArray()[0];
-        if (!original?.ts) return GIVE_UP.noOriginal;
+        if (!original?.ts) return { kind: "given_up", reason: GIVE_UP.noOriginal };
         const ts = original.ts;
         await bounded("chat.update", () =>
           client.chat.update({ channel: run.channel_id, ts, text: item.message.text, blocks: item.message.blocks ?? [] }),
         );
-        return null;
+        return { kind: "done" };
       }
       case "reaction":
         try {
@@ -272,7 +279,7 @@ export class SlackOutbox {
           // The reaction is there already (a retry whose first answer was lost): done.
           if (classifyFailure(err).detail !== "already_reacted") throw err;
         }
-        return null;
+        return { kind: "done" };
     }
   }
 
