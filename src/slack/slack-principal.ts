@@ -5,13 +5,10 @@
 // Slack run's requester (runs started before principals carry only the
 // Slack user id, a user of the installation's team).
 
-const TEAM = /^[TE][A-Z0-9]{1,30}$/;
 const USER = /^[UW][A-Z0-9]{1,30}$/;
 const PRINCIPAL = /^slack:([TE][A-Z0-9]{1,30}):([UW][A-Z0-9]{1,30})$/;
 /** Before principals, Slack actors were recorded as `slack:<user>`. */
 const LEGACY_PRINCIPAL = /^slack:([UW][A-Z0-9]{1,30})$/;
-
-export const isSlackTeamId = (team: string): boolean => TEAM.test(team);
 
 export function slackPrincipal(team: string, user: string): string {
   return `slack:${team}:${user}`;

@@ -346,7 +346,9 @@ describe("decisions from Slack", () => {
     const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
     expect(res.status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
-    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({ answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}` });
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
+      answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
+    });
   });
 
   it("refuses an unsigned interactivity request with 401 JSON", async () => {

@@ -18,7 +18,7 @@ export interface RecordedCall {
   answered: string;
 }
 
-export interface ChannelShareFlags {
+interface ChannelShareFlags {
   is_ext_shared?: boolean;
   is_pending_ext_shared?: boolean;
   is_shared?: boolean;
