@@ -34,14 +34,24 @@ export async function countAuthFailure(env: Env, headers: Headers): Promise<Retu
   );
 }
 
+/**
+ * Counts one trigger by `principal` against TRIGGER_RATE_PER_MINUTE (0: off):
+ * null while under the limit, else the seconds until its window ends. The
+ * Slack app answers a refusal with an ephemeral message (contract section 18).
+ */
+export async function countTriggerRetryAfter(env: Env, principal: string, perMinute: number): Promise<number | null> {
+  if (perMinute === 0) return null;
+  const verdict = await limiter(env, `triggers:${principal}`).hit(perMinute, RATE_WINDOW_MS);
+  return verdict.allowed ? null : verdict.retry_after_seconds;
+}
+
 /** Counts one trigger by `principal` against TRIGGER_RATE_PER_MINUTE (0: off); throws the 429 past it. */
 export async function countTrigger(env: Env, principal: string, perMinute: number): Promise<void> {
-  if (perMinute === 0) return;
-  const verdict = await limiter(env, `triggers:${principal}`).hit(perMinute, RATE_WINDOW_MS);
-  if (!verdict.allowed) {
+  const retryAfter = await countTriggerRetryAfter(env, principal, perMinute);
+  if (retryAfter !== null) {
     throw rateLimited(
-      `${principal} started more than ${perMinute} runs within a minute (TRIGGER_RATE_PER_MINUTE); try again in ${verdict.retry_after_seconds} s.`,
-      verdict.retry_after_seconds,
+      `${principal} started more than ${perMinute} runs within a minute (TRIGGER_RATE_PER_MINUTE); try again in ${retryAfter} s.`,
+      retryAfter,
     );
   }
 }

@@ -130,7 +130,17 @@ const boolVar = (fallback: boolean) =>
     });
 
 /** Slack user ids (U…, W…): the people who may decide any run's approvals. */
-const slackApproversSchema = z.array(z.string().regex(/^[UW][A-Z0-9]+$/, "a Slack user id such as U0123ABCD")).max(1_000);
+/** SLACK_APPROVERS (contract section 19): `U…` for a user of the installation's team, or `<team>:<user>`. */
+const slackApproversSchema = z
+  .array(
+    z
+      .string()
+      .regex(
+        /^(?:[TE][A-Z0-9]{1,30}:)?[UW][A-Z0-9]{1,30}$/,
+        "a Slack user id of the installation's team (U0123ABCD) or <team>:<user> (T0123ABCD:U0123ABCD)",
+      ),
+  )
+  .max(1_000);
 
 const optionalText = z
   .string()
@@ -229,7 +239,16 @@ export const hostConfigSchema = z.object({
   SLACK_BOT_TOKEN: optionalText,
   SLACK_API_BASE_URL: optionalText.pipe(z.url().optional()).transform((v) => v ?? DEFAULT_SLACK_API_BASE_URL),
   SLACK_APPROVERS: jsonVar(slackApproversSchema, []),
-  SLACK_ALLOW_EXTERNAL_CHANNELS: boolVar(true),
+  // Contract section 19: channels shared with other organisations, and users from them, are off unless allowed.
+  SLACK_ALLOW_EXTERNAL_CHANNELS: boolVar(false),
+  SLACK_ALLOW_EXTERNAL_USERS: boolVar(false),
+  // The installation's team (T… workspace, or E… enterprise on Grid); unset: asked of auth.test for the bot token.
+  SLACK_TEAM_ID: optionalText.pipe(
+    z
+      .string()
+      .regex(/^[TE][A-Z0-9]{1,30}$/, "a Slack team id such as T0123ABCD (or the enterprise id E0123ABCD on Enterprise Grid)")
+      .optional(),
+  ),
   SLACK_BOT_USER_ID: optionalText.pipe(
     z
       .string()

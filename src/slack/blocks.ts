@@ -2,6 +2,7 @@
 // the messages the outbox posts for a run's events, their updated forms, and
 // the two modals. Pure: no I/O, no clocks, no Cloudflare imports, so every
 // shape is unit-tested as data. Block Kit types come from slack-web-api-client.
+import { slackUserOf } from "./slack-principal";
 import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
 import { redactSecrets } from "../execution/redaction";
 import { mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
@@ -73,11 +74,15 @@ function truncate(text: string, max: number, note = "… (truncated)"): string {
   return text.length <= max ? text : `${text.slice(0, Math.max(0, max - note.length))}${note}`;
 }
 
-/** `slack:U123` → a mention; anything else (an API caller's name) as inline code. */
+/**
+ * A Slack principal (`slack:<team>:<user>`, or `slack:<user>` recorded before
+ * principals) → a mention of its user; anything else (an API or console
+ * principal) as inline code.
+ */
 export function renderPerson(decidedBy: string | undefined): SlackText {
   if (decidedBy === undefined) return mrkdwn`someone`;
-  const slack = /^slack:([UW][A-Z0-9]+)$/.exec(decidedBy);
-  return slack ? mention(slack[1]!) : mrkdwn`\`${code(decidedBy)}\``;
+  const user = slackUserOf(decidedBy);
+  return user !== null ? mention(user) : mrkdwn`\`${code(decidedBy)}\``;
 }
 
 /**

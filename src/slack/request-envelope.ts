@@ -18,7 +18,8 @@ export type SlackRoute = "events" | "interactivity";
 export type SlackEnvelope =
   | { kind: "bad_request"; message: string }
   | { kind: "acknowledge"; reason: string }
-  | { kind: "handle"; type: string };
+  /** `body`: the Events API envelope, or the interactivity payload (what the team scope reads, src/slack/team-scope.ts). */
+  | { kind: "handle"; type: string; body: Record<string, unknown> };
 
 /** Event types this app acts on; every other verified event is acknowledged and ignored. */
 const HANDLED_EVENTS: ReadonlySet<string> = new Set(["app_mention", "message", "app_uninstalled", "tokens_revoked"]);
@@ -138,7 +139,7 @@ function classifyEvent(contentType: string, raw: string): SlackEnvelope {
   if (body === null) return badRequest("The Events API body must be a JSON object.");
   if (body.type === "url_verification") {
     return typeof body.challenge === "string"
-      ? { kind: "handle", type: "url_verification" }
+      ? { kind: "handle", type: "url_verification", body }
       : badRequest("url_verification carries no challenge.");
   }
   if (body.type === "app_rate_limited") return { kind: "acknowledge", reason: "app_rate_limited" };
@@ -148,7 +149,7 @@ function classifyEvent(contentType: string, raw: string): SlackEnvelope {
   const parsed = eventCallbackSchema.safeParse(body);
   if (!parsed.success) return { kind: "acknowledge", reason: "an event envelope of a shape this app does not read" };
   if (!HANDLED_EVENTS.has(parsed.data.event.type)) return { kind: "acknowledge", reason: `event ${parsed.data.event.type}` };
-  return { kind: "handle", type: parsed.data.event.type };
+  return { kind: "handle", type: parsed.data.event.type, body };
 }
 
 function classifyInteraction(contentType: string, raw: string): SlackEnvelope {
@@ -159,13 +160,15 @@ function classifyInteraction(contentType: string, raw: string): SlackEnvelope {
     const parsed = blockActionsSchema.safeParse(body);
     if (!parsed.success) return { kind: "acknowledge", reason: "a block_actions payload of a shape this app does not read" };
     const action = parsed.data.actions[0]!.action_id;
-    return HANDLED_ACTIONS.has(action) ? { kind: "handle", type: "block_actions" } : { kind: "acknowledge", reason: `action ${action}` };
+    return HANDLED_ACTIONS.has(action)
+      ? { kind: "handle", type: "block_actions", body }
+      : { kind: "acknowledge", reason: `action ${action}` };
   }
   if (body.type === "view_submission") {
     const parsed = viewSubmissionSchema.safeParse(body);
     if (!parsed.success) return { kind: "acknowledge", reason: "a view_submission payload of a shape this app does not read" };
     const view = parsed.data.view.callback_id;
-    return HANDLED_VIEWS.has(view) ? { kind: "handle", type: "view_submission" } : { kind: "acknowledge", reason: `view ${view}` };
+    return HANDLED_VIEWS.has(view) ? { kind: "handle", type: "view_submission", body } : { kind: "acknowledge", reason: `view ${view}` };
   }
   return { kind: "acknowledge", reason: "an interaction type this app does not use" };
 }

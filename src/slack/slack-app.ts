@@ -43,6 +43,12 @@ import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
+import { installationTeam } from "./installation-team";
+import { EXTERNAL_USER_TEXT, rateLimitedText } from "./guard-replies";
+import { approverPrincipals, slackRequester, slackUserOf } from "./slack-principal";
+import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
+import { countTriggerRetryAfter } from "../auth/rate-limits";
+import { getDelivery } from "../http/deliveries";
 import { logger } from "../operate/logger";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
@@ -83,9 +89,37 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   if (envelope.kind === "bad_request") return jsonResponse(400, { error: "bad_request", message: envelope.message });
   if (envelope.kind === "acknowledge") return new Response("", { status: 200 });
 
+  // Contract section 19: only the installation's team, and (unless allowed) only its own users, start or decide.
+  const client = createSlackClient(slack);
+  let scope: InstallationScope = { team: "", principal: undefined };
+  if (envelope.type !== "url_verification") {
+    const team = await installationTeam(slack, () => client.auth.test());
+    if (team === null) {
+      logger.warn(
+        "slack: the installation's team is not known yet (SLACK_TEAM_ID unset, auth.test unanswered); acknowledged, nothing done",
+      );
+      return new Response("", { status: 200 });
+    }
+    const teams = route === "events" ? eventTeams(envelope.body) : interactionTeams(envelope.body);
+    const verdict = scopeOf(teams, team, slack.SLACK_ALLOW_EXTERNAL_USERS);
+    if (verdict.kind === "foreign_team") {
+      logger.info("slack: a request from another team was acknowledged and ignored", { type: envelope.type });
+      return new Response("", { status: 200 });
+    }
+    if (verdict.kind === "external_user") {
+      logger.info("slack: a user from another organisation was refused", { type: envelope.type });
+      if (envelope.type === "block_actions") {
+        const where = clickPlace(envelope.body);
+        if (where) ctx.waitUntil(ephemeral(client, where, verdict.user, EXTERNAL_USER_TEXT));
+      }
+      return new Response("", { status: 200 });
+    }
+    scope = { team, principal: verdict.principal };
+  }
+
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
-  const app = buildApp(env, slack, ctx, starts);
+  const app = buildApp(env, slack, ctx, starts, client, scope);
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
   let response: Response;
   try {
@@ -143,7 +177,20 @@ async function isVerified(headers: Headers, rawBody: string, signingSecret: stri
   return verifySlackRequest(signingSecret, headers, rawBody);
 }
 
-function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts: Promise<unknown>[]): SlackApp<SlackEdgeAppEnv> {
+/** The installation's team, and the acting user's principal when the request names one (both checked by scopeOf). */
+interface InstallationScope {
+  team: string;
+  principal: string | undefined;
+}
+
+function buildApp(
+  env: Env,
+  config: SlackOnConfig,
+  ctx: ExecutionContext,
+  starts: Promise<unknown>[],
+  client: SlackAPIClient,
+  scope: InstallationScope,
+): SlackApp<SlackEdgeAppEnv> {
   // Our own authorize: the bot token from config, the bot user id from the event's
   // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
   const authorize: Authorize<SlackEdgeAppEnv> = async (req) => ({
@@ -162,7 +209,6 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     },
     authorize,
   });
-  const client = createSlackClient(config);
 
   const startFromEvent = async (event: unknown, body: { event_id?: string; authorizations?: { user_id?: string }[] }) => {
     if (body.event_id === undefined) return;
@@ -171,8 +217,20 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       bot_user_id: botUserIdOf(body, config),
       scripted: config.MODEL_PROVIDER === "scripted",
     });
-    if (intake.kind === "ignore") return;
-    const started = startThreadRun(env, intake.input);
+    if (intake.kind === "ignore" || scope.principal === undefined) return;
+    const principal = scope.principal;
+    const input = { ...intake.input, requested_by: principal };
+    // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
+    // a delivery already known (Slack's retry) is never counted.
+    if ((await getDelivery(env.DB, body.event_id)) === null) {
+      const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
+      if (retryAfter !== null) {
+        const where = { channel_id: input.channel_id, ...(input.slack ? { thread_ts: input.slack.thread_ts } : {}) };
+        await ephemeral(client, where, input.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
+        return;
+      }
+    }
+    const started = startThreadRun(env, input);
     starts.push(started);
     await started;
   };
@@ -187,15 +245,20 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
   app.event("tokens_revoked", stop("tokens_revoked"));
 
   // ---- interactivity ------------------------------------------------------
-  /** The run's summary when `userId` may decide in it; otherwise the refusal is sent and null returned. */
-  const deciderSummary = async (runId: string, userId: string, reply: (text: SlackText) => unknown) => {
+  // The acting user as a principal (`slack:<team>:<user>`, contract section 18), and SLACK_APPROVERS as principals.
+  const decider = scope.principal ?? "";
+  const approvers = approverPrincipals(config.SLACK_APPROVERS, scope.team);
+  /** The run's summary when the acting user may decide in it; otherwise the refusal is sent and null returned. */
+  const deciderSummary = async (runId: string, reply: (text: SlackText) => unknown) => {
     const summary = await summaryOf(env, runId);
     if (!summary) {
       await reply(GONE_TEXT);
       return null;
     }
-    if (!mayDecide(userId, summary.user_id, config.SLACK_APPROVERS)) {
-      await reply(refusalText(summary.user_id, config.SLACK_APPROVERS));
+    const requester = slackRequester(summary, scope.team);
+    if (!mayDecide(decider, requester, approvers)) {
+      const users = (ids: (string | undefined)[]) => ids.flatMap((p) => (p === undefined ? [] : [slackUserOf(p) ?? p]));
+      await reply(refusalText(users([requester])[0], users(approvers)));
       return null;
     }
     return summary;
@@ -209,7 +272,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       const where = clickPlace(payload);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-      const summary = await deciderSummary(value.run_id, payload.user.id, reply);
+      const summary = await deciderSummary(value.run_id, reply);
       if (!summary) return;
       const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
       if (!pending) return reply(STALE_TEXT);
@@ -220,7 +283,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       }
       const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
         decision,
-        decided_by: `slack:${payload.user.id}`,
+        decided_by: decider,
       });
       const text = decisionReplyText(answer);
       if (text) await reply(text);
@@ -234,7 +297,7 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     const where = clickPlace(payload);
     if (!value || !where) return;
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-    const summary = await deciderSummary(value.run_id, payload.user.id, reply);
+    const summary = await deciderSummary(value.run_id, reply);
     if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
     if (!pending) return reply(STALE_TEXT);
@@ -252,11 +315,11 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(metadata.run_id, user, later))) return "";
+    if (!(await deciderSummary(metadata.run_id, later))) return "";
     const typed = modalText(payload.view.state.values);
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
-      decided_by: `slack:${user}`,
+      decided_by: decider,
       confirmation: typed,
     });
     if (isConfirmationMismatch(answer))
@@ -275,12 +338,8 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(metadata.run_id, user, later))) return "";
-    const answer = await runStubFor(env, metadata.run_id).answerInput(
-      metadata.tool_call_id,
-      modalText(payload.view.state.values),
-      `slack:${user}`,
-    );
+    if (!(await deciderSummary(metadata.run_id, later))) return "";
+    const answer = await runStubFor(env, metadata.run_id).answerInput(metadata.tool_call_id, modalText(payload.view.state.values), decider);
     const text = decisionReplyText(answer);
     if (text) later(text);
     return "";

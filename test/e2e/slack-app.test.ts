@@ -12,6 +12,8 @@ import {
   postSlackInteraction,
   scriptMessage,
   signedPost,
+  slackUserName,
+  TEST_TEAM_ID,
 } from "../support/slack-signing";
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
@@ -110,8 +112,8 @@ function click(actionId: string, user: string, value: unknown) {
 function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
   return postSlackInteraction(interactivityUrl(), SECRET, {
     type: "view_submission",
-    team: { id: "T0001", domain: "test" },
-    user: { id: user, username: user, name: user, team_id: "T0001" },
+    team: { id: TEST_TEAM_ID, domain: "test" },
+    user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
     api_app_id: "A0001",
     token: "legacy",
     trigger_id: `trigger-${++counter}`,
@@ -176,7 +178,11 @@ describe("requests from Slack", () => {
 
     await expect.poll(async () => (await summary(json!.run_id)).status, { timeout: 10_000 }).toBe("completed");
     const events = await runEvents(json!.run_id);
-    expect(events.filter((e) => e.type === "run_started")).toEqual([expect.objectContaining({ user_id: REQUESTER, channel_id: CHANNEL })]);
+    expect(events.filter((e) => e.type === "run_started")).toEqual([
+      expect.objectContaining({ user_id: REQUESTER, requested_by: `slack:${TEST_TEAM_ID}:${REQUESTER}`, channel_id: CHANNEL }),
+    ]);
+    // The summary and the run listing name the same principal (contract section 18).
+    expect(await summary(json!.run_id)).toMatchObject({ requested_by: `slack:${TEST_TEAM_ID}:${REQUESTER}` });
     expect(events.find((e) => e.type === "assistant_message")?.text).toBe("You said: hello there");
   });
 
@@ -243,7 +249,28 @@ describe("decisions from Slack", () => {
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(calls.by_tool.create_dashboard).toBe(1);
     const resolved = (await runEvents(runId)).find((e) => e.type === "approval_resolved");
-    expect(resolved).toMatchObject({ decision: "approved", decided_by: `slack:${APPROVER}` });
+    expect(resolved).toMatchObject({ decision: "approved", decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}` });
+    // The audit log and the run listing name the same principals (contract section 18).
+    const approverPrincipal = encodeURIComponent(`slack:${TEST_TEAM_ID}:${APPROVER}`);
+    await expect
+      .poll(
+        async () => {
+          const res = await server.api(`/api/audit?action=approval.decide&principal=${approverPrincipal}`);
+          const { entries } = (await res.json()) as { entries: { target: string }[] };
+          return entries.some((e) => e.target === `${runId}/approvals/${approval.approval_id}`);
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(true);
+    await expect
+      .poll(
+        async () => {
+          const { runs } = (await (await server.api("/api/runs?limit=50")).json()) as { runs: { run_id: string; requested_by?: string }[] };
+          return runs.find((r) => r.run_id === runId)?.requested_by;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(`slack:${TEST_TEAM_ID}:${REQUESTER}`);
 
     expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
     const [stale] = await slack
@@ -260,7 +287,7 @@ describe("decisions from Slack", () => {
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "denied",
-      decided_by: `slack:${APPROVER}`,
+      decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { total: number };
     expect(calls.total).toBe(0);
@@ -301,7 +328,7 @@ describe("decisions from Slack", () => {
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "approved",
-      decided_by: `slack:${APPROVER}`,
+      decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
   });
 
@@ -319,7 +346,9 @@ describe("decisions from Slack", () => {
     const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
     expect(res.status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
-    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({ answered_by: `slack:${APPROVER}` });
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
+      answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
+    });
   });
 
   it("refuses an unsigned interactivity request with 401 JSON", async () => {

@@ -6,7 +6,14 @@
 // through config, so no test waits for a production default.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
-import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, scriptMessage } from "../support/slack-signing";
+import {
+  blockActionsPayload,
+  eventEnvelope,
+  postSlackEvent,
+  postSlackInteraction,
+  scriptMessage,
+  TEST_TEAM_ID,
+} from "../support/slack-signing";
 import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
@@ -34,6 +41,10 @@ const slackVars = () => ({
   SLACK_BOT_TOKEN: BOT_TOKEN,
   SLACK_API_BASE_URL: slack.apiBaseUrl,
   SLACK_APPROVERS: JSON.stringify([APPROVER]),
+  // The team is set (so auth.test is never asked here; test/e2e/slack-app.test.ts asks it), and these posts
+  // are not about external channels (test/runtime/slack-outbox.test.ts and test/e2e/slack-scope.test.ts are).
+  SLACK_TEAM_ID: TEST_TEAM_ID,
+  SLACK_ALLOW_EXTERNAL_CHANNELS: "true",
   SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
   SLACK_RETRY_BASE_MS: "100",
   SLACK_RETRY_MAX_INTERVAL_MS: "300",

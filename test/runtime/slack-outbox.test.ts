@@ -211,6 +211,46 @@ describe("the Slack outbox", () => {
     expect((await calls()).map((c) => c.method)).toEqual(["conversations.info"]);
   });
 
+  it.each([
+    { flags: { is_ext_shared: true }, posted: false },
+    { flags: { is_pending_ext_shared: true }, posted: false },
+    { flags: { is_shared: true }, posted: false },
+    // Shared only inside one Enterprise Grid organisation: not external.
+    { flags: { is_shared: true, is_org_shared: true }, posted: true },
+  ])("SLACK_ALLOW_EXTERNAL_CHANNELS=false, conversations.info reporting only $flags: posted $posted", async ({ flags, posted }) => {
+    await control({ external: CHANNEL, external_flags: flags });
+    await withOutbox(async (sql) => {
+      const outbox = new SlackOutbox(sql, { ...settings, SLACK_ALLOW_EXTERNAL_CHANNELS: false });
+      outbox.init(target);
+      const now = Date.now();
+      outbox.enqueueEvent(event("assistant_message", { text: "flagged" }), now);
+      await outbox.drain(
+        client,
+        () => now,
+        async () => false,
+      );
+      expect(outbox.counts()).toEqual(posted ? { pending: 0, failed: 0 } : { pending: 0, failed: 1 });
+    });
+    expect((await calls()).map((c) => c.method)).toEqual(posted ? ["conversations.info", "chat.postMessage"] : ["conversations.info"]);
+  });
+
+  it("SLACK_ALLOW_EXTERNAL_CHANNELS=true: a channel shared with another organisation is never looked up and is posted to", async () => {
+    await control({ external: CHANNEL });
+    await withOutbox(async (sql) => {
+      const outbox = new SlackOutbox(sql, { ...settings, SLACK_ALLOW_EXTERNAL_CHANNELS: true });
+      outbox.init(target);
+      const now = Date.now();
+      outbox.enqueueEvent(event("assistant_message", { text: "shared" }), now);
+      await outbox.drain(
+        client,
+        () => now,
+        async () => false,
+      );
+      expect(outbox.counts()).toEqual({ pending: 0, failed: 0 });
+    });
+    expect((await calls()).map((c) => c.method)).toEqual(["chat.postMessage"]);
+  });
+
   it("SLACK_ALLOW_EXTERNAL_CHANNELS=false: an internal channel is looked up once and posted to", async () => {
     await withOutbox(async (sql) => {
       const outbox = new SlackOutbox(sql, { ...settings, SLACK_ALLOW_EXTERNAL_CHANNELS: false });

@@ -52,17 +52,25 @@ export function signedPost(
   return fetch(url, { method: "POST", headers, body: rawBody });
 }
 
-/** An Events API envelope as Slack sends it. */
-export function eventEnvelope(event: Record<string, unknown>, eventId: string, botUserId = "UBOT0001"): Record<string, unknown> {
+/** The team the helpers sign for by default: the Slack stand-in's auth.test names it too. */
+export const TEST_TEAM_ID = "T0001";
+
+/** An Events API envelope as Slack sends it (from `teamId`, default the test team). */
+export function eventEnvelope(
+  event: Record<string, unknown>,
+  eventId: string,
+  botUserId = "UBOT0001",
+  teamId = TEST_TEAM_ID,
+): Record<string, unknown> {
   return {
     token: "legacy-verification-token",
-    team_id: "T0001",
+    team_id: teamId,
     api_app_id: "A0001",
     event,
     type: "event_callback",
     event_id: eventId,
     event_time: Math.floor(Date.now() / 1000),
-    authorizations: [{ enterprise_id: null, team_id: "T0001", user_id: botUserId, is_bot: true, is_enterprise_install: false }],
+    authorizations: [{ enterprise_id: null, team_id: teamId, user_id: botUserId, is_bot: true, is_enterprise_install: false }],
     is_ext_shared_channel: false,
   };
 }
@@ -75,23 +83,33 @@ export interface ButtonClick {
   value: string;
   triggerId: string;
   botUserId?: string;
+  /** The workspace the click came from (default the test team). */
+  teamId?: string;
+  /** The clicking user's own team (default the workspace's: a member, not a guest from another organisation). */
+  userTeamId?: string;
 }
 
 /** A block_actions interaction payload as Slack sends it for one button click on a message in a thread. */
 export function blockActionsPayload(click: ButtonClick): Record<string, unknown> {
-  const { actionId, user, channel, value, triggerId, botUserId = "UBOT0001" } = click;
+  const { actionId, user, channel, value, triggerId, botUserId = "UBOT0001", teamId = TEST_TEAM_ID } = click;
   return {
     type: "block_actions",
-    user: { id: user, username: user, name: user, team_id: "T0001" },
+    // As Slack sends it: the user's id beside a display name that is not it (the app must decide by the id).
+    user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: click.userTeamId ?? teamId },
     api_app_id: "A0001",
     token: "legacy",
     container: { type: "message", message_ts: "1.000001", channel_id: channel, is_ephemeral: false },
     trigger_id: triggerId,
-    team: { id: "T0001", domain: "test" },
+    team: { id: teamId, domain: "test" },
     channel: { id: channel, name: "ops" },
     message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: botUserId, bot_id: "B0001" },
     actions: [{ type: "button", action_id: actionId, block_id: "b", value, text: { type: "plain_text", text: "x" }, action_ts: "1" }],
   };
+}
+
+/** A Slack user's name (handle), never equal to their id. */
+export function slackUserName(user: string): string {
+  return `${user.toLowerCase()}.name`;
 }
 
 /** A Slack message carrying a fenced JSON script, which the scripted provider plays (contract section 14). */

@@ -1,6 +1,6 @@
 // A local stand-in for Slack's Web API: a Node HTTP server on loopback that
 // answers chat.postMessage, chat.update, chat.postEphemeral, views.open,
-// conversations.info and reactions.add in Slack's wire format (form-encoded
+// conversations.info, reactions.add and auth.test (naming its team) in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
 // the tests (in-process, or over HTTP at /_control from inside workerd) and
@@ -18,6 +18,15 @@ export interface RecordedCall {
   answered: string;
 }
 
+interface ChannelShareFlags {
+  is_ext_shared?: boolean;
+  is_pending_ext_shared?: boolean;
+  is_shared?: boolean;
+  is_org_shared?: boolean;
+}
+
+const EXTERNAL_BY_DEFAULT: ChannelShareFlags = { is_ext_shared: true, is_shared: true };
+
 type Fault = { kind: "429"; retry_after_s: number } | { kind: "500" } | { kind: "hang" } | { kind: "error"; error: string };
 
 export interface SlackStandIn {
@@ -29,8 +38,11 @@ export interface SlackStandIn {
   failNext(count: number, fault: Fault): void;
   /** Calls posting to `channel` are refused with `error` (e.g. channel_not_found). */
   refuseChannel(channel: string, error: string): void;
-  /** conversations.info reports `channel` as shared with another organisation. */
-  markExternal(channel: string): void;
+  /**
+   * conversations.info reports `channel` as shared with another organisation: by default
+   * `is_ext_shared` and `is_shared`, or exactly the flags given.
+   */
+  markExternal(channel: string, flags?: ChannelShareFlags): void;
   reset(): void;
   /** Resolves when `predicate` holds for the recorded calls, or rejects after `timeoutMs`. */
   waitFor(predicate: (calls: RecordedCall[]) => boolean, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -46,13 +58,17 @@ export interface SlackStandInOptions {
   quiet?: boolean;
   /** Called as each Web API call is recorded, before it is answered (the benchmark times arrivals here). */
   onCall?: (call: RecordedCall) => void;
+  /** The team auth.test names for the bot token (default T0001, the signing helpers' team). */
+  teamId?: string;
+  /** On Enterprise Grid, the enterprise auth.test names too. */
+  enterpriseId?: string;
 }
 
 export async function startSlackStandIn(options: SlackStandInOptions = {}): Promise<SlackStandIn> {
   const calls: RecordedCall[] = [];
   const faults: Fault[] = [];
   const refused = new Map<string, string>();
-  const external = new Set<string>();
+  const external = new Map<string, ChannelShareFlags>();
   const hung = new Set<ServerResponse>();
   let seq = 0;
   let tsCounter = 0;
@@ -71,15 +87,29 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         return { ok: true, message_ts: nextTs() };
       case "views.open":
         return { ok: true, view: { id: `V${String(++tsCounter).padStart(8, "0")}`, ...(params.view as object) } };
-      case "conversations.info":
+      case "conversations.info": {
+        const flags = (channel !== undefined ? external.get(channel) : undefined) ?? {};
         return {
           ok: true,
           channel: {
             id: channel,
-            is_ext_shared: channel !== undefined && external.has(channel),
-            is_shared: channel !== undefined && external.has(channel),
-            is_org_shared: false,
+            is_ext_shared: flags.is_ext_shared ?? false,
+            is_pending_ext_shared: flags.is_pending_ext_shared ?? false,
+            is_shared: flags.is_shared ?? false,
+            is_org_shared: flags.is_org_shared ?? false,
           },
+        };
+      }
+      case "auth.test":
+        return {
+          ok: true,
+          url: "https://stand-in.slack.com/",
+          team: "Stand-in",
+          user: "bot",
+          team_id: options.teamId ?? "T0001",
+          user_id: "UBOT0001",
+          bot_id: "B0001",
+          ...(options.enterpriseId !== undefined ? { enterprise_id: options.enterpriseId, is_enterprise_install: false } : {}),
         };
       case "reactions.add":
         return { ok: true };
@@ -131,11 +161,12 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         fail?: { count: number; fault: Fault };
         refuse?: { channel: string; error: string };
         external?: string;
+        external_flags?: ChannelShareFlags;
       };
       if (command.reset) control.reset();
       if (command.fail) control.failNext(command.fail.count, command.fail.fault);
       if (command.refuse) control.refuseChannel(command.refuse.channel, command.refuse.error);
-      if (command.external) control.markExternal(command.external);
+      if (command.external) control.markExternal(command.external, command.external_flags);
       return send(res, 200, { ok: true });
     }
     if (!path.startsWith("/api/")) return send(res, 404, { ok: false, error: "not_found" });
@@ -185,7 +216,7 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
       for (let i = 0; i < count; i++) faults.push(fault);
     },
     refuseChannel: (channel, error) => void refused.set(channel, error),
-    markExternal: (channel) => void external.add(channel),
+    markExternal: (channel, flags = EXTERNAL_BY_DEFAULT) => void external.set(channel, flags),
     reset() {
       calls.length = 0;
       faults.length = 0;

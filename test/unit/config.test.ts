@@ -84,38 +84,54 @@ describe("parseConfig", () => {
 });
 
 describe("Slack settings (contract section 13)", () => {
-  it("defaults: off until both secrets are set, slack.com, no approvers, external channels allowed, 10 minutes", () => {
+  it("defaults: off until both secrets are set, slack.com, no approvers, no external channels or users, team from auth.test, 10 minutes", () => {
     const result = parseConfig({ API_TOKEN: "t".repeat(32) });
     expect(result.state === "ready" && [result.config.SLACK_SIGNING_SECRET, result.config.SLACK_BOT_TOKEN]).toEqual([undefined, undefined]);
     expect(result.state === "ready" && result.config).toMatchObject({
       SLACK_API_BASE_URL: "https://slack.com/api/",
       SLACK_APPROVERS: [],
-      SLACK_ALLOW_EXTERNAL_CHANNELS: true,
+      SLACK_ALLOW_EXTERNAL_CHANNELS: false,
+      SLACK_ALLOW_EXTERNAL_USERS: false,
       SLACK_DELIVERY_MAX_MS: 600_000,
     });
+    expect(result.state === "ready" && result.config.SLACK_TEAM_ID).toBeUndefined();
   });
 
   it("reads wrangler strings and fails closed on bad values", () => {
     const ok = parseConfig({
       API_TOKEN: "t".repeat(32),
-      SLACK_APPROVERS: '["U0AAA","W0BBB"]',
-      SLACK_ALLOW_EXTERNAL_CHANNELS: "false",
+      SLACK_APPROVERS: '["U0AAA","W0BBB","T0OTHER:U0CCC","E0GRID:W0DDD"]',
+      SLACK_ALLOW_EXTERNAL_CHANNELS: "true",
+      SLACK_ALLOW_EXTERNAL_USERS: "true",
+      SLACK_TEAM_ID: "T0HOME",
       SLACK_DELIVERY_MAX_MS: "5000",
     });
     expect(
-      ok.state === "ready" && [ok.config.SLACK_APPROVERS, ok.config.SLACK_ALLOW_EXTERNAL_CHANNELS, ok.config.SLACK_DELIVERY_MAX_MS],
-    ).toEqual([["U0AAA", "W0BBB"], false, 5000]);
+      ok.state === "ready" && [
+        ok.config.SLACK_APPROVERS,
+        ok.config.SLACK_ALLOW_EXTERNAL_CHANNELS,
+        ok.config.SLACK_ALLOW_EXTERNAL_USERS,
+        ok.config.SLACK_TEAM_ID,
+        ok.config.SLACK_DELIVERY_MAX_MS,
+      ],
+    ).toEqual([["U0AAA", "W0BBB", "T0OTHER:U0CCC", "E0GRID:W0DDD"], true, true, "T0HOME", 5000]);
     const bad = parseConfig({
       API_TOKEN: "t".repeat(32),
-      SLACK_APPROVERS: '["alice"]',
+      SLACK_APPROVERS: '["U0AAA","alice","slack:T1:U1","T1:alice"]',
       SLACK_ALLOW_EXTERNAL_CHANNELS: "nope",
+      SLACK_ALLOW_EXTERNAL_USERS: "yes please",
+      SLACK_TEAM_ID: "workspace-1",
       SLACK_API_BASE_URL: "not a url",
     });
     expect(bad.state).toBe("bad_config");
     expect(bad.state === "bad_config" && bad.details.map((d) => d.path).sort()).toEqual([
       "SLACK_ALLOW_EXTERNAL_CHANNELS",
+      "SLACK_ALLOW_EXTERNAL_USERS",
       "SLACK_API_BASE_URL",
-      "SLACK_APPROVERS.0",
+      "SLACK_APPROVERS.1",
+      "SLACK_APPROVERS.2",
+      "SLACK_APPROVERS.3",
+      "SLACK_TEAM_ID",
     ]);
   });
 });

@@ -48,7 +48,7 @@ describe("classifySlackRequest", () => {
       event_id: "Ev1",
       event: { type: "app_mention", user: "U1", channel: "C1", text: "hi", ts: "1.0" },
     };
-    expect(classifySlackRequest("events", JSON_TYPE, JSON.stringify(event))).toEqual({ kind: "handle", type: "app_mention" });
+    expect(classifySlackRequest("events", JSON_TYPE, JSON.stringify(event))).toEqual({ kind: "handle", type: "app_mention", body: event });
     expect(classifySlackRequest("events", JSON_TYPE, '{"type":"url_verification","challenge":"c"}').kind).toBe("handle");
     expect(classifySlackRequest("interactivity", FORM, form(click([{ action_id: "approval_deny", value: "{}" }]))).kind).toBe("handle");
     const submission = {
