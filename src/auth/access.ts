@@ -1,5 +1,7 @@
-// Cloudflare Access (contract section 18): a request's `Cf-Access-Jwt-Assertion`
-// verified with jose against the team's JWKS at
+// Cloudflare Access (contract section 18): a request's Access assertion, the
+// `Cf-Access-Jwt-Assertion` header Access adds on its way to the origin or,
+// without it, the `CF_Authorization` cookie Access gives browsers (the same
+// JWT), verified with jose against the team's JWKS at
 // <ACCESS_TEAM_DOMAIN>/cdn-cgi/access/certs. jose's remote key set keeps the
 // keys at most JWKS_CACHE_MAX_AGE_MS and, for a `kid` it does not know, fetches
 // again at most once per JWKS_REFETCH_COOLDOWN_MS; RS256 only, `iss` the team
@@ -7,14 +9,24 @@
 // A user is `access:<email>` (lower-cased), a service token
 // `access-service:<common_name>`; roles come from ACCESS_ROLES.
 import { createRemoteJWKSet, jwtVerify } from "jose";
+import { readCookie } from "./cookie-header";
 import { grantsOf } from "./access-roles";
-import type { Principal } from "./principal";
+import type { AssertionSource, Principal } from "./principal";
 import type { Role } from "./roles";
 
 const JWKS_CACHE_MAX_AGE_MS = 600_000;
 const JWKS_REFETCH_COOLDOWN_MS = 30_000;
 const CLOCK_LEEWAY_SECONDS = 60;
-export const ACCESS_ASSERTION_HEADER = "cf-access-jwt-assertion";
+const ACCESS_ASSERTION_HEADER = "cf-access-jwt-assertion";
+const ACCESS_COOKIE = "CF_Authorization";
+
+/** The request's Access assertion: the header when there is one (it decides alone), else the cookie; null for neither. */
+export function accessAssertionOf(headers: Headers): { jwt: string; via: AssertionSource } | null {
+  const header = headers.get(ACCESS_ASSERTION_HEADER);
+  if (header !== null) return { jwt: header, via: "header" };
+  const cookie = readCookie(headers.get("cookie"), ACCESS_COOKIE);
+  return cookie !== null ? { jwt: cookie, via: "cookie" } : null;
+}
 
 export interface AccessSettings {
   ACCESS_TEAM_DOMAIN?: string | undefined;
@@ -45,7 +57,7 @@ export function accessConfigured(
   return settings.ACCESS_TEAM_DOMAIN !== undefined && settings.ACCESS_AUD !== undefined;
 }
 
-export async function verifyAccessAssertion(assertion: string, settings: AccessSettings): Promise<AccessVerdict> {
+export async function verifyAccessAssertion(assertion: string, settings: AccessSettings, via: AssertionSource): Promise<AccessVerdict> {
   if (!accessConfigured(settings)) return { ok: false, message: "Cloudflare Access is not configured here." };
   let payload: Record<string, unknown>;
   try {
@@ -65,14 +77,14 @@ export async function verifyAccessAssertion(assertion: string, settings: AccessS
     const id = `access:${email}`;
     return {
       ok: true,
-      principal: { id, roles: grantsOf(settings.ACCESS_ROLES, { kind: "user", email }), credential: { kind: "access_user" } },
+      principal: { id, roles: grantsOf(settings.ACCESS_ROLES, { kind: "user", email }), credential: { kind: "access_user", via } },
     };
   }
   if (commonName !== undefined) {
     const id = `access-service:${commonName}`;
     return {
       ok: true,
-      principal: { id, roles: grantsOf(settings.ACCESS_ROLES, { kind: "service", id }), credential: { kind: "access_service" } },
+      principal: { id, roles: grantsOf(settings.ACCESS_ROLES, { kind: "service", id }), credential: { kind: "access_service", via } },
     };
   }
   return { ok: false, message: "The Cloudflare Access assertion names neither a user (email) nor a service token (common_name)." };

@@ -1,13 +1,14 @@
 // A request's principal from its credentials (contract section 18), never
 // from its body. When several come together, `Authorization` decides alone,
-// then the console cookie, then the Access assertion: a wrong credential is
+// then the console cookie, then the Access assertion (its header, else its
+// CF_Authorization cookie): a wrong credential is
 // never rescued by another one. The answer is a principal, "anonymous" (no
 // credential at all) or "refused" (a credential that proves nobody: a wrong,
 // revoked or expired token, a malformed, forged or ended cookie).
 import { readSessionCookie, verifySessionCookie } from "../console/session-cookie";
 import { liveSession } from "../console/session-store";
 import { isAuthorized } from "../http/auth";
-import { ACCESS_ASSERTION_HEADER, type AccessSettings, accessConfigured, verifyAccessAssertion } from "./access";
+import { type AccessSettings, accessAssertionOf, accessConfigured, verifyAccessAssertion } from "./access";
 import { sha256Hex } from "./digest";
 import { type Principal, ROOT_PRINCIPAL_ID } from "./principal";
 import { ROOT_ROLES } from "./roles";
@@ -48,9 +49,9 @@ export async function authenticate(headers: Headers, deps: AuthDeps): Promise<Au
   if (authorization !== null) return bearer(authorization, deps, now);
   const cookie = readSessionCookie(headers.get("cookie"));
   if (cookie !== null) return consoleSession(cookie, deps, now);
-  const assertion = headers.get(ACCESS_ASSERTION_HEADER);
+  const assertion = accessAssertionOf(headers);
   if (assertion !== null && accessConfigured(deps.config)) {
-    const verdict = await verifyAccessAssertion(assertion, deps.config);
+    const verdict = await verifyAccessAssertion(assertion.jwt, deps.config, assertion.via);
     return verdict.ok ? { kind: "authenticated", principal: verdict.principal } : { kind: "refused", message: verdict.message };
   }
   return { kind: "anonymous" };

@@ -18,7 +18,7 @@ import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from 
 import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
 import { rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
-import { ACCESS_ASSERTION_HEADER, accessConfigured, verifyAccessAssertion } from "../auth/access";
+import { accessAssertionOf, accessConfigured, verifyAccessAssertion } from "../auth/access";
 import { findLiveToken } from "../auth/token-store";
 import { countAuthFailure } from "../auth/rate-limits";
 import { auditStatement, newAuditId } from "../audit/audit-log";
@@ -123,9 +123,9 @@ async function viewerOf(request: Request, env: Env): Promise<{ principal: string
   const session = await sessionOf(request, env);
   if (session) return { principal: session.principal, roles: session.roles, expires_at: session.expires_at };
   const loaded = loadConfig(env);
-  const assertion = request.headers.get(ACCESS_ASSERTION_HEADER);
+  const assertion = accessAssertionOf(request.headers);
   if (loaded.state !== "ready" || assertion === null || !accessConfigured(loaded.config)) return null;
-  const verdict = await verifyAccessAssertion(assertion, loaded.config);
+  const verdict = await verifyAccessAssertion(assertion.jwt, loaded.config, assertion.via);
   return verdict.ok ? { principal: verdict.principal.id, roles: verdict.principal.roles } : null;
 }
 

@@ -5,6 +5,8 @@
 // reference, never the API token; a forged or altered one fails the MAC
 // before any database read.
 
+import { readCookie } from "../auth/cookie-header";
+
 const SESSION_COOKIE = "console_session";
 /** 128 random bits: session ids are unguessable even without the MAC. */
 const SESSION_ID_BYTES = 16;
@@ -64,11 +66,7 @@ export async function verifySessionCookie(value: string, secret: string): Promis
 
 /** The value of the console cookie in a Cookie header, if any. */
 export function readSessionCookie(cookieHeader: string | null): string | null {
-  for (const part of (cookieHeader ?? "").split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
-  }
-  return null;
+  return readCookie(cookieHeader, SESSION_COOKIE);
 }
 
 /** Set-Cookie for a new session: HttpOnly (no script reads it), Secure, SameSite=Strict, whole site. */

@@ -165,6 +165,88 @@ describe("Access assertions", () => {
   });
 });
 
+/** The request as a browser behind Access sends it: the assertion in Access's CF_Authorization cookie, no header. */
+function callWithCookie(
+  path: string,
+  cookie: string,
+  init: { method?: string; origin?: string; body?: string; extra?: Record<string, string> } = {},
+) {
+  const headers = new Headers({ cookie, "cf-connecting-ip": freshAddress(), ...init.extra });
+  if (init.origin !== undefined) headers.set("origin", init.origin);
+  if (init.body !== undefined) headers.set("content-type", "application/json");
+  return worker.fetch(
+    new Request(`${ORIGIN}${path}`, { method: init.method ?? "GET", headers, body: init.body }),
+    accessEnv,
+    createExecutionContext(),
+  );
+}
+
+describe("Access's CF_Authorization cookie", () => {
+  it("is the assertion when no header comes, verified the same: access:<email> with its roles", async () => {
+    const cookie = `theme=dark; CF_Authorization=${await assertion()}; other=1`;
+    const runs = await callWithCookie("/api/runs", cookie);
+    expect(runs.status).toBe(200);
+    const trigger = await callWithCookie("/api/trigger", cookie, { method: "POST", origin: ORIGIN, body: '{"message":"x"}' });
+    expect(await trigger.json()).toEqual({ error: "forbidden", message: "access:ada@example.com lacks the requester role" });
+  });
+
+  for (const [what, options] of [
+    ["a wrong aud", { aud: "someone-else" }],
+    ["a wrong iss", { iss: "https://evil.cloudflareaccess.com" }],
+    ["an expired one", { exp: Math.floor(Date.now() / 1_000) - 120 }],
+    ["one signed by a foreign key under the known kid", { foreign: true }],
+    ["one signed by an unknown key", { kid: "k-cookie-unknown", foreign: true }],
+  ] as [string, AssertionOptions & { foreign?: true }][]) {
+    it(`${what} is 401 on the API and no console`, async () => {
+      const { foreign, ...rest } = options;
+      const cookie = `CF_Authorization=${await assertion({ ...rest, ...(foreign ? { key: strayKey } : {}) })}`;
+      const res = await callWithCookie("/api/runs", cookie);
+      expect(res.status).toBe(401);
+      expect((await res.json<any>()).error).toBe("unauthorized");
+      expect(await (await callWithCookie("/console", cookie)).text()).toContain('src="/console/assets/sign-in.js"');
+      expect((await callWithCookie("/console/session", cookie)).status).toBe(401);
+      expect((await callWithCookie("/console/assets/console.js", cookie)).status).toBe(401);
+    });
+  }
+
+  it("the console works behind Access on the cookie alone", async () => {
+    const cookie = `CF_Authorization=${await assertion()}`;
+    expect(await (await callWithCookie("/console", cookie)).text()).toContain('src="/console/assets/console.js"');
+    expect((await callWithCookie("/console/assets/console.js", cookie)).status).toBe(200);
+    expect(await (await callWithCookie("/console/session", cookie)).json()).toMatchObject({ principal: "access:ada@example.com" });
+  });
+
+  it("is sent by the browser by itself: a state change on it needs the request's own Origin, a service token's too", async () => {
+    const service = await assertion({ payload: { common_name: "ci.access" } });
+    const started = await call("/api/trigger", service, { method: "POST", body: '{"message":"from ci"}' });
+    const { run_id } = await started.json<any>();
+    for (const jwt of [await assertion(), service]) {
+      for (const origin of [undefined, "https://evil.test"]) {
+        const refused = await callWithCookie(`/api/runs/${run_id}/cancel`, `CF_Authorization=${jwt}`, {
+          method: "POST",
+          ...(origin ? { origin } : {}),
+        });
+        expect(refused.status).toBe(403);
+        expect((await refused.json<any>()).error).toBe("forbidden_origin");
+      }
+    }
+    const cancelled = await callWithCookie(`/api/runs/${run_id}/cancel`, `CF_Authorization=${await assertion()}`, {
+      method: "POST",
+      origin: ORIGIN,
+    });
+    // 202 while the run is live, 200 once it has ended: either way past the Origin rule and the role.
+    expect([200, 202]).toContain(cancelled.status);
+  });
+
+  it("the header decides when both come, and the console cookie before either", async () => {
+    const good = `CF_Authorization=${await assertion()}`;
+    const badHeader = await callWithCookie("/api/runs", good, { extra: { "cf-access-jwt-assertion": "x.y.z" } });
+    expect(badHeader.status).toBe(401);
+    const forged = await callWithCookie("/api/runs", `console_session=${"0".repeat(32)}.${"A".repeat(43)}; ${good}`);
+    expect(forged.status).toBe(401);
+  });
+});
+
 describe("Access settings", () => {
   const base = { API_TOKEN: "t".repeat(32), ACCESS_AUD: AUD };
   it("takes https, or plain http on loopback with a port; anything else is bad_config", () => {

@@ -35,9 +35,10 @@ export interface ConsoleStack {
 /**
  * The Worker for the console: the e2e settings, plus the console's secret and
  * decision windows of a minute (a person clicking in a browser is slower than a
- * test client; nothing here waits for them to pass).
+ * test client; nothing here waits for them to pass). `vars` adds settings
+ * (Cloudflare Access's, for one).
  */
-export async function startConsoleStack(): Promise<ConsoleStack> {
+export async function startConsoleStack(vars: Record<string, string> = {}): Promise<ConsoleStack> {
   const demo = await startDemoMcpProcess();
   try {
     const server = await startWorkerServer({
@@ -46,6 +47,7 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
       APPROVAL_TIMEOUT_MS: "60000",
       ADMISSION_TIMEOUT_MS: "60000",
       CONSOLE_SESSION_SECRET: CONSOLE_SECRET,
+      ...vars,
     });
     return {
       demo,

@@ -23,6 +23,10 @@ describe("the console's hash router", () => {
     ["#/outcomes", { page: "outcomes" }],
     ["#/pool", { page: "pool" }],
     ["#/pool/x", { page: "unknown", fragment: "pool/x" }],
+    ["#/audit", { page: "audit", filters: {} }],
+    ["#/audit?principal=token%3Aci&action=run.trigger", { page: "audit", filters: { principal: "token:ci", action: "run.trigger" } }],
+    ["#/audit?action=run.explode&principal=%20", { page: "audit", filters: {} }],
+    ["#/audit/x", { page: "unknown", fragment: "audit/x" }],
     ["#/runs/a/b", { page: "unknown", fragment: "runs/a/b" }],
     ["#/%E0%A4%A", { page: "unknown", fragment: "%E0%A4%A" }],
     ["#/nope", { page: "unknown", fragment: "nope" }],
@@ -34,6 +38,12 @@ describe("the console's hash router", () => {
     const filters = { status: "cancelled", channel_id: "C 1&x", user_id: "U?=" } as const;
     expect(parseRoute(href.runsWith(filters))).toEqual({ page: "runs", filters });
     expect(href.runsWith({})).toBe("#/runs");
+  });
+
+  it("round-trips the audit log's filters through its link", () => {
+    const filters = { principal: "access:ada@example.com", action: "access.refused" } as const;
+    expect(parseRoute(href.auditWith(filters))).toEqual({ page: "audit", filters });
+    expect(href.auditWith({})).toBe("#/audit");
   });
 
   it("round-trips a run id through its link", () => {

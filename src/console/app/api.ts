@@ -42,16 +42,18 @@ export function errorText(err: unknown): string {
 export const session = {
   /**
    * Who is signed in: the session's `name`, or its `principal` where the
-   * server names sessions by principal (contract section 18). Read by hand,
-   * not with zod, to keep zod out of the page's bundle for two fields.
+   * server names sessions by principal (contract section 18), and its roles
+   * (which pages it may use). Read by hand, not with zod, to keep zod out of
+   * the page's bundle for three fields.
    */
-  async who(): Promise<{ name: string }> {
+  async who(): Promise<{ name: string; roles: string[] }> {
     const response = await engine.raw("/console/session");
     if (!response.ok) throw new Error(`GET /console/session answered ${response.status}`);
-    const body = (await response.json()) as { name?: unknown; principal?: unknown };
+    const body = (await response.json()) as { name?: unknown; principal?: unknown; roles?: unknown };
     const name = typeof body.name === "string" ? body.name : typeof body.principal === "string" ? body.principal : undefined;
     if (name === undefined) throw new Error("GET /console/session named nobody");
-    return { name };
+    const roles = Array.isArray(body.roles) ? body.roles.filter((r): r is string => typeof r === "string") : [];
+    return { name, roles };
   },
   async signOut(): Promise<void> {
     await engine.raw("/console/session", { method: "DELETE" }).catch(() => undefined);

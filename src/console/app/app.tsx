@@ -6,6 +6,7 @@ import { useEffect, useState } from "preact/hooks";
 import { session } from "./api";
 import { useNow } from "./hooks";
 import { ApprovalsPage } from "./pages/approvals-page";
+import { AuditPage, type Viewer } from "./pages/audit-page";
 import { OutcomesPage } from "./pages/outcomes-page";
 import { PoolPage } from "./pages/pool-page";
 import { QuestionsPage } from "./pages/questions-page";
@@ -18,7 +19,14 @@ import { countText, unexpired, useWaiting, type Waiting } from "./waiting";
 
 type NavPage = Exclude<Route["page"], "run" | "unknown">;
 
-const NAV: { href: string; label: string; page: NavPage; count?: (w: Waiting, now: number) => string }[] = [
+const NAV: {
+  href: string;
+  label: string;
+  page: NavPage;
+  count?: (w: Waiting, now: number) => string;
+  /** Shown only to a viewer holding this role. */
+  role?: string;
+}[] = [
   { href: href.waiting, label: "Waiting", page: "waiting" },
   { href: href.runs, label: "Runs", page: "runs" },
   {
@@ -30,12 +38,13 @@ const NAV: { href: string; label: string; page: NavPage; count?: (w: Waiting, no
   { href: href.questions, label: "Questions", page: "questions", count: (w, now) => countText(unexpired(w.inputs, now), w.more.inputs) },
   { href: href.outcomes, label: "Outcomes", page: "outcomes", count: (w) => countText(w.unknown, w.more.unknown) },
   { href: href.pool, label: "Storage pool", page: "pool" },
+  { href: href.audit, label: "Audit log", page: "audit", role: "admin" },
 ];
 
-function Page({ route, now, waiting, who }: { route: Route; now: number; waiting: Waiting; who?: string }) {
+function Page({ route, now, waiting, who }: { route: Route; now: number; waiting: Waiting; who?: Viewer }) {
   switch (route.page) {
     case "waiting":
-      return <WaitingPage waiting={waiting} now={now} who={who} />;
+      return <WaitingPage waiting={waiting} now={now} who={who?.name} />;
     case "runs":
       return <RunsPage waiting={waiting} filters={route.filters} now={now} />;
     case "run":
@@ -48,6 +57,8 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
       return <OutcomesPage mutations={waiting.unknown} error={waiting.errors.unknown} reload={waiting.reload.unknown} />;
     case "pool":
       return <PoolPage />;
+    case "audit":
+      return <AuditPage filters={route.filters} viewer={who} />;
     case "unknown":
       return <UnknownPage fragment={route.fragment} />;
   }
@@ -55,7 +66,7 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
 
 export function App() {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
-  const [who, setWho] = useState<{ name: string }>();
+  const [who, setWho] = useState<Viewer>();
   const now = useNow();
   const waiting = useWaiting();
   useEffect(() => {
@@ -72,7 +83,7 @@ export function App() {
           <a href={href.waiting}>Approved execution</a>
         </h1>
         <nav aria-label="Console pages">
-          {NAV.map((n) => {
+          {NAV.filter((n) => n.role === undefined || who?.roles.includes(n.role)).map((n) => {
             const count = n.count?.(waiting, now) ?? "";
             return (
               <a key={n.page} href={n.href} aria-current={n.page === active ? "page" : undefined} data-page={n.page}>
@@ -95,7 +106,7 @@ export function App() {
         </p>
       </header>
       <main>
-        <Page route={route} now={now} waiting={waiting} who={who?.name} />
+        <Page route={route} now={now} waiting={waiting} who={who} />
       </main>
     </>
   );

@@ -3,6 +3,7 @@
 // malformed percent-escape (`#/runs/%E0%A4%A`) is kept as typed instead of
 // throwing URIError (contract section 20: the console renders for any
 // fragment), and an unknown page is its own route, shown as such.
+import { AUDIT_ACTIONS, type AuditAction } from "../../client/types";
 
 /** The runs list's filters; absent means any. */
 export interface RunFilters {
@@ -28,6 +29,29 @@ function filtersOf(query: string): RunFilters {
   };
 }
 
+/** The audit log's filters (the ones GET /api/audit takes); absent means any. */
+export interface AuditFilters {
+  principal?: string;
+  action?: AuditAction;
+}
+
+function auditFiltersOf(query: string): AuditFilters {
+  const params = new URLSearchParams(query);
+  const principal = params.get("principal")?.trim();
+  const action = params.get("action");
+  return {
+    ...(principal ? { principal } : {}),
+    ...(AUDIT_ACTIONS.some((a) => a === action) ? { action: action as AuditAction } : {}),
+  };
+}
+
+/** A fragment's query from filters, leaving out the empty ones. */
+function withQuery(path: string, filters: object): string {
+  const params = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""));
+  const query = params.toString();
+  return query === "" ? path : `${path}?${query}`;
+}
+
 export type Route =
   /** The landing page: what waits for a person (approvals, questions, outcomes to reconcile). */
   | { page: "waiting" }
@@ -38,6 +62,8 @@ export type Route =
   | { page: "questions" }
   | { page: "outcomes" }
   | { page: "pool" }
+  /** `filters`: the audit log's filters from the fragment's query (`#/audit?action=run.trigger`); admins only. */
+  | { page: "audit"; filters: AuditFilters }
   | { page: "unknown"; fragment: string };
 
 /** decodeURIComponent that never throws: a malformed escape stays as it was typed. */
@@ -60,6 +86,9 @@ export function parseRoute(hash: string): Route {
       if (simple || second === "") return { page: "runs", filters: filtersOf(query) };
       if (rest.length === 0 && second !== undefined) return { page: "run", runId: safeDecode(second) };
       break;
+    case "audit":
+      if (simple) return { page: "audit", filters: auditFiltersOf(query) };
+      break;
     case "approvals":
     case "questions":
     case "outcomes":
@@ -74,16 +103,13 @@ export const href = {
   waiting: "#/",
   runs: "#/runs",
   /** The runs list with these filters. */
-  runsWith: (filters: RunFilters) => {
-    const params = new URLSearchParams(
-      Object.entries(filters).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""),
-    );
-    const query = params.toString();
-    return query === "" ? "#/runs" : `#/runs?${query}`;
-  },
+  runsWith: (filters: RunFilters) => withQuery("#/runs", filters),
   run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
   approvals: "#/approvals",
   questions: "#/questions",
   outcomes: "#/outcomes",
   pool: "#/pool",
+  audit: "#/audit",
+  /** The audit log with these filters. */
+  auditWith: (filters: AuditFilters) => withQuery("#/audit", filters),
 } as const;
