@@ -220,17 +220,21 @@ function buildApp(
     if (intake.kind === "ignore" || scope.principal === undefined) return;
     const principal = scope.principal;
     const input = { ...intake.input, requested_by: principal };
-    // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
-    // a delivery already known (Slack's retry) is never counted.
-    if ((await getDelivery(env.DB, body.event_id)) === null) {
-      const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
-      if (retryAfter !== null) {
-        const where = { channel_id: input.channel_id, ...(input.slack ? { thread_ts: input.slack.thread_ts } : {}) };
-        await ephemeral(client, where, input.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
-        return;
+    const eventId = body.event_id;
+    // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
+    const started = (async () => {
+      // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
+      // a delivery already known (Slack's retry) is never counted.
+      if ((await getDelivery(env.DB, eventId)) === null) {
+        const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
+        if (retryAfter !== null) {
+          const where = { channel_id: input.channel_id, ...(input.slack ? { thread_ts: input.slack.thread_ts } : {}) };
+          await ephemeral(client, where, input.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
+          return;
+        }
       }
-    }
-    const started = startThreadRun(env, input);
+      await startThreadRun(env, input);
+    })();
     starts.push(started);
     await started;
   };

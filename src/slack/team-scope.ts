@@ -9,6 +9,7 @@
 //  - "in_scope": with the acting user's principal (`slack:<team>:<user>`),
 //    when the request names a user.
 // A team is the enterprise id on Enterprise Grid, else the workspace id.
+import { z } from "zod";
 import { slackPrincipal } from "./slack-principal";
 
 export type SlackScope =
@@ -22,21 +23,27 @@ export interface RequestTeams {
   user?: { id: string; team: string };
 }
 
-interface Authorization {
-  team_id?: string | null;
-  enterprise_id?: string | null;
-}
-interface EventBody {
-  team_id?: string;
-  enterprise_id?: string | null;
-  authorizations?: Authorization[];
-  event?: { user?: unknown; user_team?: string; team?: string };
-}
-interface InteractionBody {
-  user?: { id?: string; team_id?: string };
-  team?: { id?: string; enterprise_id?: string } | null;
-  enterprise?: { id?: string } | null;
-}
+const id = z.string().min(1).max(200);
+/** The fields of an Events API envelope the scope reads; a body of another shape is no team's (foreign). */
+const eventBodySchema = z
+  .object({
+    team_id: id.optional(),
+    enterprise_id: id.nullish(),
+    authorizations: z
+      .array(z.object({ team_id: id.nullish(), enterprise_id: id.nullish() }).loose())
+      .max(100)
+      .optional(),
+    event: z.object({ user: z.unknown().optional(), user_team: id.optional(), team: id.optional() }).loose().optional(),
+  })
+  .loose();
+/** The fields of a block_actions / view_submission payload the scope reads. */
+const interactionBodySchema = z
+  .object({
+    user: z.object({ id: id.optional(), team_id: id.optional() }).loose().optional(),
+    team: z.object({ id: id.optional(), enterprise_id: id.optional() }).loose().nullish(),
+    enterprise: z.object({ id: id.optional() }).loose().nullish(),
+  })
+  .loose();
 
 /** A workspace id mapped to its enterprise when the request says which enterprise it belongs to. */
 function enterpriseOf(team: string, known: ReadonlyMap<string, string>): string {
@@ -49,7 +56,10 @@ function enterpriseOf(team: string, known: ReadonlyMap<string, string>): string 
  * envelope's team_id, mapped to the enterprise the envelope or its
  * authorizations name for that workspace.
  */
-export function eventTeams(body: EventBody): RequestTeams {
+export function eventTeams(raw: unknown): RequestTeams {
+  const parsed = eventBodySchema.safeParse(raw);
+  if (!parsed.success) return { team: undefined };
+  const body = parsed.data;
   const known = new Map<string, string>();
   for (const a of body.authorizations ?? []) if (a.team_id && a.enterprise_id) known.set(a.team_id, a.enterprise_id);
   if (body.team_id && body.enterprise_id) known.set(body.team_id, body.enterprise_id);
@@ -66,7 +76,10 @@ export function eventTeams(body: EventBody): RequestTeams {
  * else the workspace the click came from; the user's team is `user.team_id`
  * (Slack already reports the enterprise id there on Grid).
  */
-export function interactionTeams(body: InteractionBody): RequestTeams {
+export function interactionTeams(raw: unknown): RequestTeams {
+  const parsed = interactionBodySchema.safeParse(raw);
+  if (!parsed.success) return { team: undefined };
+  const body = parsed.data;
   const known = new Map<string, string>();
   const enterprise = body.enterprise?.id ?? body.team?.enterprise_id;
   if (body.team?.id && enterprise) known.set(body.team.id, enterprise);

@@ -24,6 +24,9 @@ const BOT = "UBOT0001";
 const REQUESTER = "UREQUESTER1";
 const APPROVER = "UAPPROVER1";
 const STRANGER = "USTRANGER1";
+/** A user of another organisation (Slack Connect), listed in SLACK_APPROVERS as <team>:<user>. */
+const PARTNER_TEAM = "T0PARTNER";
+const PARTNER = "UPARTNER01";
 const CHANNEL = "C0TEST0001";
 const demoBase = inject("demoMcpBaseUrl");
 
@@ -42,7 +45,9 @@ beforeAll(async () => {
     SLACK_SIGNING_SECRET: SECRET,
     SLACK_BOT_TOKEN: BOT_TOKEN,
     SLACK_API_BASE_URL: slack.apiBaseUrl,
-    SLACK_APPROVERS: JSON.stringify([APPROVER]),
+    SLACK_APPROVERS: JSON.stringify([APPROVER, `${PARTNER_TEAM}:${PARTNER}`]),
+    // Users of other organisations may act here (test/e2e/slack-scope.test.ts covers the default, false).
+    SLACK_ALLOW_EXTERNAL_USERS: "true",
   });
 });
 
@@ -97,7 +102,7 @@ async function pendingApproval(runId: string) {
   return (await summary(runId)).pending_approvals[0]!;
 }
 
-function click(actionId: string, user: string, value: unknown) {
+function click(actionId: string, user: string, value: unknown, userTeamId?: string) {
   const payload = blockActionsPayload({
     actionId,
     user,
@@ -105,6 +110,7 @@ function click(actionId: string, user: string, value: unknown) {
     value: JSON.stringify(value),
     triggerId: `trigger-${++counter}`,
     botUserId: BOT,
+    ...(userTeamId !== undefined ? { userTeamId } : {}),
   });
   return postSlackInteraction(interactivityUrl(), SECRET, payload);
 }
@@ -348,6 +354,29 @@ describe("decisions from Slack", () => {
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
     expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
       answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
+    });
+  });
+
+  it("SLACK_ALLOW_EXTERNAL_USERS=true: another organisation's user starts a run as slack:<their team>:<user>; one listed as <team>:<user> decides, the same id of the installation's team does not", async () => {
+    const id = eventId();
+    const external = { ...mention("from a partner"), user: PARTNER, user_team: PARTNER_TEAM };
+    expect((await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(external, id, BOT))).status).toBe(200);
+    const started = (await receipt(id)).json!.run_id;
+    await expect.poll(async () => (await summary(started)).status, { timeout: 10_000 }).toBe("completed");
+    expect(await summary(started)).toMatchObject({ user_id: PARTNER, requested_by: `slack:${PARTNER_TEAM}:${PARTNER}` });
+
+    const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
+    const approval = await pendingApproval(runId);
+    const value = { run_id: runId, approval_id: approval.approval_id, level: "approve" };
+    // The same user id in the installation's team is someone else: not listed.
+    await click("approval_approve", PARTNER, value);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    await click("approval_approve", PARTNER, value, PARTNER_TEAM);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "approved",
+      decided_by: `slack:${PARTNER_TEAM}:${PARTNER}`,
     });
   });
 

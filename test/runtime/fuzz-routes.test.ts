@@ -196,12 +196,15 @@ async function expectNoServerError(req: Sent): Promise<void> {
 }
 
 const SLACK_SECRET = "fuzz-signing-secret";
+const FUZZ_TEAM = "T0FUZZ";
 /** The runtime's bindings with the Slack app on; its Web API calls go to the stand-in. */
 const slackEnv = {
   ...env,
   SLACK_SIGNING_SECRET: SLACK_SECRET,
   SLACK_BOT_TOKEN: "xoxb-fuzz",
   SLACK_API_BASE_URL: `${env.SLACK_STAND_IN_URL}/api/`,
+  // The installation's team, so garbage that names it reaches the listeners past the team scope (contract section 19).
+  SLACK_TEAM_ID: FUZZ_TEAM,
 } as unknown as Env;
 
 async function slackSignature(timestamp: string, body: string): Promise<string> {
@@ -248,7 +251,7 @@ const slackEventBody = fc
       type: fc.oneof(fc.constantFrom("event_callback", "url_verification", "app_rate_limited", "x"), slackOdd),
       challenge: slackOdd,
       event_id: slackOdd,
-      team_id: slackOdd,
+      team_id: fc.oneof(slackOdd, fc.constant(FUZZ_TEAM)),
       enterprise_id: slackOdd,
       authorizations: slackOdd,
       is_ext_shared_channel: slackOdd,
@@ -258,6 +261,8 @@ const slackEventBody = fc
           {
             type: fc.oneof(fc.constantFrom("app_mention", "message", "app_uninstalled", "tokens_revoked", "reaction_added"), slackOdd),
             user: slackOdd,
+            user_team: fc.oneof(slackOdd, fc.constant(FUZZ_TEAM)),
+            team: fc.oneof(slackOdd, fc.constant(FUZZ_TEAM)),
             channel: slackOdd,
             channel_type: fc.oneof(fc.constant("im"), slackOdd),
             text: slackOdd,
@@ -277,8 +282,8 @@ const slackEventBody = fc
 const slackInteraction = fc.record(
   {
     type: fc.oneof(fc.constantFrom("block_actions", "view_submission", "view_closed", "shortcut", "x"), slackOdd),
-    user: fc.oneof(slackOdd, fc.constant({ id: "U1" })),
-    team: slackOdd,
+    user: fc.oneof(slackOdd, fc.constant({ id: "U1" }), fc.constant({ id: "U1", team_id: FUZZ_TEAM })),
+    team: fc.oneof(slackOdd, fc.constant({ id: FUZZ_TEAM }), fc.record({ id: fc.constant(FUZZ_TEAM), enterprise_id: slackOdd })),
     enterprise: slackOdd,
     trigger_id: slackOdd,
     channel: fc.oneof(slackOdd, fc.constant({ id: "C1" })),
