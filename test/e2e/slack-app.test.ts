@@ -15,6 +15,7 @@ import {
 } from "../support/slack-signing";
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { untilCompleted } from "../support/run-waits";
 
 const SECRET = "test-signing-secret-e2e";
 const BOT_TOKEN = "xoxb-test-bot-token";
@@ -174,7 +175,7 @@ describe("requests from Slack", () => {
     expect(retry.status).toBe(200);
     expect((await receipt(id)).json?.run_id).toBe(json!.run_id);
 
-    await expect.poll(async () => (await summary(json!.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, json!.run_id);
     const events = await runEvents(json!.run_id);
     expect(events.filter((e) => e.type === "run_started")).toEqual([expect.objectContaining({ user_id: REQUESTER, channel_id: CHANNEL })]);
     expect(events.find((e) => e.type === "assistant_message")?.text).toBe("You said: hello there");
@@ -239,7 +240,7 @@ describe("decisions from Slack", () => {
     const approval = await pendingApproval(runId);
     const value = { run_id: runId, approval_id: approval.approval_id, level: "approve" };
     expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(calls.by_tool.create_dashboard).toBe(1);
     const resolved = (await runEvents(runId)).find((e) => e.type === "approval_resolved");
@@ -257,7 +258,7 @@ describe("decisions from Slack", () => {
     const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
     const approval = await pendingApproval(runId);
     await click("approval_deny", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "approve" });
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "denied",
       decided_by: `slack:${APPROVER}`,
@@ -298,7 +299,7 @@ describe("decisions from Slack", () => {
     const right = await submit(view.callback_id, APPROVER, view.private_metadata, ALERT);
     expect(right.status).toBe(200);
     expect(await right.text()).toBe("");
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "approved",
       decided_by: `slack:${APPROVER}`,
@@ -318,7 +319,7 @@ describe("decisions from Slack", () => {
     const view = slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
     const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
     expect(res.status).toBe(200);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({ answered_by: `slack:${APPROVER}` });
   });
 
