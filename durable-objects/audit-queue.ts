@@ -6,8 +6,12 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Refusal } from "../src/audit/audit-log";
 import { REFUSAL_COALESCE_MS } from "../src/audit/audit-log";
-import { RefusalQueue } from "../src/audit/refusal-queue";
+import { REFUSALS_TABLE, RefusalQueue } from "../src/audit/refusal-queue";
+import { createTables, type SqlTable } from "../src/stream/sql-schema";
 import type { Env } from "../src/config/env";
+
+/** The object's SQLite schema: the refusals' rows. */
+const AUDIT_QUEUE_TABLES: readonly SqlTable[] = [REFUSALS_TABLE];
 
 /** After a failed write to D1, try again this much later. */
 const RETRY_AFTER_FAILURE_MS = 5_000;
@@ -17,6 +21,7 @@ export class AuditQueue extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    createTables(ctx.storage.sql, AUDIT_QUEUE_TABLES);
     this.#queue = new RefusalQueue(ctx.storage.sql);
   }
 

@@ -4,14 +4,19 @@
 // SQLite (src/auth/rate-limit.ts). The alarm drops the window once it ends,
 // so an idle key keeps no storage.
 import { DurableObject } from "cloudflare:workers";
-import { FixedWindow, type RateVerdict } from "../src/auth/rate-limit";
+import { FixedWindow, RATE_WINDOW_TABLE, type RateVerdict } from "../src/auth/rate-limit";
+import { createTables, type SqlTable } from "../src/stream/sql-schema";
 import type { Env } from "../src/config/env";
+
+/** The object's SQLite schema: its one window. */
+const RATE_LIMITER_TABLES: readonly SqlTable[] = [RATE_WINDOW_TABLE];
 
 export class RateLimiter extends DurableObject<Env> {
   readonly #window: FixedWindow;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    createTables(ctx.storage.sql, RATE_LIMITER_TABLES);
     this.#window = new FixedWindow(ctx.storage.sql);
   }
 

@@ -25,7 +25,6 @@ import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
 import { observeSends, observeTurns } from "../src/operate/run-hooks";
-import { RUN_METRICS_TABLES } from "../src/operate/run-metrics";
 import { traceparentOf } from "../src/operate/trace-ids";
 import { mcpSpanKey } from "../src/operate/trace-spans";
 import { globalStoragePool } from "../src/outcomes/storage-pool-rpc";
@@ -35,9 +34,6 @@ import type { EventType, StoredEvent } from "../src/wire/events";
 import type { EventFields } from "../src/wire/event-schemas";
 import { RunStream } from "../src/stream/run-stream";
 import { logger } from "../src/operate/logger";
-
-/** What outlives retention: the stream's purge marker, the run's identity, and index marks D1 has not taken yet. */
-const PURGE_KEEPS = ["event_log_purged", "purged_run", "run_index_marks", ...RUN_METRICS_TABLES] as const;
 
 /** The parts of a live run the object itself talks to (beside the engine). */
 interface RunParts {
@@ -217,7 +213,7 @@ export class RunObject extends DurableObject<Env> {
     this.#engine = undefined;
     this.#parts = undefined;
     await this.ctx.storage.deleteAlarm();
-    await RunStore.scrub(this.ctx.storage.sql, this.ctx.storage, PURGE_KEEPS);
+    await RunStore.scrub(this.ctx.storage.sql, this.ctx.storage);
     this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
     // The index marks outlive the events: the run stays listed after retention.
     await this.#flushLeftovers(now);

@@ -33,6 +33,8 @@
 // answers at once or hands back a promise created in the same step), so two
 // acquires can never both take the 16th slot.
 import { DurableObject } from "cloudflare:workers";
+import { DEADLINES_TABLE } from "../src/schedule/deadlines";
+import { createTables, type SqlTable } from "../src/stream/sql-schema";
 import { ulid } from "ulidx";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
@@ -51,6 +53,23 @@ interface Waiter {
   answer: (result: AcquireResult) => void;
   timer: ReturnType<typeof setTimeout>;
 }
+
+/** The pool's SQLite schema, in order: its leases, its counters, its alarm's deadlines. */
+const STORAGE_POOL_TABLES: readonly SqlTable[] = [
+  {
+    name: "leases",
+    ddl: [
+      `CREATE TABLE IF NOT EXISTS leases (
+        lease_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        acquired_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      )`,
+    ],
+  },
+  { name: "counters", ddl: [`CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`] },
+  DEADLINES_TABLE,
+];
 
 export class StoragePool extends DurableObject<Env> {
   #leaseMs!: number;
@@ -72,13 +91,7 @@ export class StoragePool extends DurableObject<Env> {
       this.#leaseMs = loaded.config.STORAGE_LEASE_MS;
       this.#maxWaiters = loaded.config.STORAGE_POOL_MAX_WAITERS;
       const sql = ctx.storage.sql;
-      sql.exec(`CREATE TABLE IF NOT EXISTS leases (
-        lease_id TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        acquired_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      )`);
-      sql.exec(`CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)`);
+      createTables(sql, STORAGE_POOL_TABLES);
       for (const row of sql.exec<{ name: string; value: number }>(`SELECT name, value FROM counters`)) {
         if ((COUNTERS as readonly string[]).includes(row.name)) this.#counters[row.name as Counter] = row.value;
       }

@@ -4,13 +4,18 @@
 import type { SqlLike } from "../stream/event-log";
 import type { ConversationItem } from "../providers/model-provider";
 import type { Done } from "../execution/tool-calls";
+import type { SqlTable } from "../stream/sql-schema";
+
+export const CONVERSATION_TABLE: SqlTable = {
+  name: "conversation",
+  ddl: [`CREATE TABLE IF NOT EXISTS conversation (seq INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`],
+};
 
 export class Conversation {
   readonly #sql: SqlLike;
 
   constructor(sql: SqlLike) {
     this.#sql = sql;
-    sql.exec(`CREATE TABLE IF NOT EXISTS conversation (seq INTEGER PRIMARY KEY AUTOINCREMENT, item TEXT NOT NULL)`);
   }
 
   append(item: ConversationItem): void {

@@ -6,7 +6,25 @@
 import type { SqlLike } from "../stream/event-log";
 import type { ScriptTurn } from "../http/trigger-request";
 import type { ToolCall } from "../execution/tool-calls";
+import type { SqlTable } from "../stream/sql-schema";
 import { type RunRecord, storedRunRecord } from "./run-record";
+import { createPurgedRunTables, createRunTables, dropAtRetention, keptAtRetention } from "./run-schema";
+
+export const RUN_TABLE: SqlTable = {
+  name: "run",
+  ddl: [`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`],
+};
+
+export const CALLS_TABLE: SqlTable = {
+  name: "calls",
+  ddl: [`CREATE TABLE IF NOT EXISTS calls (position INTEGER PRIMARY KEY, record TEXT NOT NULL)`],
+};
+
+/** After retention: the run's identity, nothing else. */
+export const PURGED_RUN_TABLE: SqlTable = {
+  name: "purged_run",
+  ddl: [`CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`],
+};
 
 export interface StoredRun {
   run: RunRecord;
@@ -29,6 +47,8 @@ export class RunStore {
     if (!exists?.n) return null;
     const row = sql.exec<{ record: string; script: string }>(`SELECT record, script FROM run WHERE id = 1`).toArray()[0];
     if (!row) return null;
+    // A table a later version added appears now (every statement is IF NOT EXISTS).
+    createRunTables(sql);
     const store = new RunStore(sql);
     const calls = sql
       .exec<{ record: string }>(`SELECT record FROM calls ORDER BY position`)
@@ -41,10 +61,9 @@ export class RunStore {
     };
   }
 
-  /** Creates the run's tables and its first row. */
+  /** Creates the object's tables (src/agent/run-schema.ts) and the run's first row. */
   static create(sql: SqlLike, run: RunRecord, script: readonly ScriptTurn[]): RunStore {
-    sql.exec(`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS calls (position INTEGER PRIMARY KEY, record TEXT NOT NULL)`);
+    createRunTables(sql);
     sql.exec(`INSERT INTO run (id, record, script) VALUES (1, ?, ?)`, JSON.stringify(run), JSON.stringify(script));
     return new RunStore(sql);
   }
@@ -56,31 +75,28 @@ export class RunStore {
    * 204, never a silent restart) and the run's identity, nothing else.
    */
   static purge(sql: SqlLike, identity: { run_id: string; channel_id: string }): void {
-    for (const table of ["run", "calls", "conversation", "deadlines"]) sql.exec(`DROP TABLE IF EXISTS ${table}`);
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`,
-    );
+    dropAtRetention(sql);
+    createPurgedRunTables(sql);
     sql.exec(`INSERT OR REPLACE INTO purged_run (id, run_id, channel_id) VALUES (1, ?, ?)`, identity.run_id, identity.channel_id);
   }
 
   /**
-   * After purge(): rebuilds the object's SQLite storage with only `keep`'s
-   * tables (the purge marker, the identity, the index marks not yet written).
+   * After purge(): rebuilds the object's SQLite storage with only the tables
+   * retention keeps (src/agent/run-schema.ts: the purge marker, the identity,
+   * the index marks not yet written), rows included, and those it empties.
    * Dropped rows stay in SQLite's freed pages and write-ahead log until
-   * overwritten, so the tables are copied out, the whole storage is deleted
-   * (deleteAll discards the database file, log included) and the kept tables
-   * are written back: no byte of the run's input survives retention.
+   * overwritten, so the kept rows are copied out, the whole storage is deleted
+   * (deleteAll discards the database file, log included) and they are written
+   * back: no byte of the run's input survives retention.
    */
-  static async scrub(sql: SqlLike, storage: { deleteAll(): Promise<void> }, keep: readonly string[]): Promise<void> {
-    const saved = keep.flatMap((table) => {
-      const created = sql.exec<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).toArray()[0];
-      if (!created) return [];
-      const rows = sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM ${table}`).toArray();
-      return [{ table, create: created.sql, rows }];
-    });
+  static async scrub(sql: SqlLike, storage: { deleteAll(): Promise<void> }): Promise<void> {
+    const saved = keptAtRetention().map(({ name }) => ({
+      table: name,
+      rows: sql.exec<Record<string, SqlStorageValue>>(`SELECT * FROM ${name}`).toArray(),
+    }));
     await storage.deleteAll();
-    for (const { table, create, rows } of saved) {
-      sql.exec(create);
+    createPurgedRunTables(sql);
+    for (const { table, rows } of saved) {
       for (const row of rows) {
         const columns = Object.keys(row);
         sql.exec(
@@ -97,7 +113,11 @@ export class RunStore {
       .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'purged_run'`)
       .toArray()[0];
     if (!exists?.n) return null;
-    return sql.exec<{ run_id: string; channel_id: string }>(`SELECT run_id, channel_id FROM purged_run WHERE id = 1`).toArray()[0] ?? null;
+    const identity =
+      sql.exec<{ run_id: string; channel_id: string }>(`SELECT run_id, channel_id FROM purged_run WHERE id = 1`).toArray()[0] ?? null;
+    // What a purged object reads and writes, also for one purged by a version that left a table out.
+    if (identity) createPurgedRunTables(sql);
+    return identity;
   }
 
   /** Writes the run record and every call that changed since the last save. */

@@ -8,6 +8,7 @@
 import type { SqlLike } from "../stream/event-log";
 import { type AuditAction, type AuditDb, newAuditId, REFUSAL_COALESCE_MS, type Refusal } from "./audit-log";
 import { redactSecrets } from "../execution/redaction";
+import type { SqlTable } from "../stream/sql-schema";
 
 interface QueueRow extends Record<string, SqlStorageValue> {
   key: string;
@@ -28,16 +29,20 @@ export interface QueueFlush {
   error?: string;
 }
 
+export const REFUSALS_TABLE: SqlTable = {
+  name: "refusals",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS refusals (
+         key TEXT PRIMARY KEY, principal TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
+         minute INTEGER NOT NULL, first_at TEXT NOT NULL, details TEXT, count INTEGER NOT NULL, flushed INTEGER NOT NULL)`,
+  ],
+};
+
 export class RefusalQueue {
   readonly #sql: SqlLike;
 
   constructor(sql: SqlLike) {
     this.#sql = sql;
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS refusals (
-         key TEXT PRIMARY KEY, principal TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL,
-         minute INTEGER NOT NULL, first_at TEXT NOT NULL, details TEXT, count INTEGER NOT NULL, flushed INTEGER NOT NULL)`,
-    );
   }
 
   /** Counts one refusal in its minute's row. */

@@ -5,6 +5,7 @@
 // over SqlLike, so the Durable Object that owns one key (rate-limiter.ts) is
 // a thin shell and this is tested without it.
 import type { SqlLike } from "../stream/event-log";
+import type { SqlTable } from "../stream/sql-schema";
 
 /** Contract section 18: past 10 failed authentications from one address in 60 s, further failures are 429. */
 export const AUTH_FAILURE_LIMIT = 10;
@@ -17,14 +18,18 @@ interface WindowRow extends Record<string, SqlStorageValue> {
   count: number;
 }
 
+export const RATE_WINDOW_TABLE: SqlTable = {
+  name: "rate_window",
+  ddl: [
+    "CREATE TABLE IF NOT EXISTS rate_window (id INTEGER PRIMARY KEY CHECK (id = 1), started_at INTEGER NOT NULL, count INTEGER NOT NULL)",
+  ],
+};
+
 export class FixedWindow {
   readonly #sql: SqlLike;
 
   constructor(sql: SqlLike) {
     this.#sql = sql;
-    sql.exec(
-      "CREATE TABLE IF NOT EXISTS rate_window (id INTEGER PRIMARY KEY CHECK (id = 1), started_at INTEGER NOT NULL, count INTEGER NOT NULL)",
-    );
   }
 
   /** Counts one hit at `now`; refused when it is past `limit` in the current window. */

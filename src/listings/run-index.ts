@@ -28,6 +28,7 @@ import {
 } from "../wire/listing-schemas";
 import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
+import type { SqlTable } from "../stream/sql-schema";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -152,17 +153,21 @@ interface MarkRow extends Record<string, SqlStorageValue> {
   version: number;
 }
 
+export const RUN_INDEX_MARKS_TABLE: SqlTable = {
+  name: "run_index_marks",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS run_index_marks (
+         kind TEXT NOT NULL, key TEXT NOT NULL, rank INTEGER NOT NULL, fields TEXT NOT NULL, version INTEGER NOT NULL,
+         PRIMARY KEY (kind, key))`,
+  ],
+};
+
 export class RunIndex {
   readonly #sql: SqlLike;
   #flushing: Promise<FlushResult> | null = null;
 
   constructor(sql: SqlLike) {
     this.#sql = sql;
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS run_index_marks (
-         kind TEXT NOT NULL, key TEXT NOT NULL, rank INTEGER NOT NULL, fields TEXT NOT NULL, version INTEGER NOT NULL,
-         PRIMARY KEY (kind, key))`,
-    );
   }
 
   /** Marks left to write to D1. */

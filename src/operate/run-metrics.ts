@@ -12,6 +12,7 @@
 import type { SqlLike } from "../stream/event-log";
 import type { EventType } from "../wire/events";
 import { APPROVAL_DECISION_BUCKETS_S, APPROVAL_TO_DISPATCH_BUCKETS_S, bucketLabel, type DeltaSeries } from "./metric-series";
+import type { SqlTable } from "../stream/sql-schema";
 
 /** The part of D1Database a flush uses; the real `env.DB` satisfies it, a test can wrap it to fail. */
 export interface MetricsDb {
@@ -25,8 +26,36 @@ export interface SlackCounts {
   failed: number;
 }
 
-/** Tables a purge must keep until they reached D1 (the run object's PURGE_KEEPS). */
+/** Tables a purge must keep until they reached D1 (src/agent/run-schema.ts keeps them at retention). */
 export const RUN_METRICS_TABLES = ["metric_deltas", "metric_batch"] as const;
+
+export const METRIC_DELTAS_TABLE: SqlTable = {
+  name: "metric_deltas",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS metric_deltas (name TEXT NOT NULL, label TEXT NOT NULL, delta REAL NOT NULL,
+      PRIMARY KEY (name, label))`,
+  ],
+};
+
+/** One row: the batch being sent (deltas NULL once D1 took it) and its seq. */
+export const METRIC_BATCH_TABLE: SqlTable = {
+  name: "metric_batch",
+  ddl: [`CREATE TABLE IF NOT EXISTS metric_batch (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, deltas TEXT)`],
+};
+
+/** When an approval was asked / approved, for the two histograms. */
+export const METRIC_TIMERS_TABLE: SqlTable = {
+  name: "metric_timers",
+  ddl: [`CREATE TABLE IF NOT EXISTS metric_timers (key TEXT PRIMARY KEY, at INTEGER NOT NULL)`],
+};
+
+/** The Slack counts last reported. */
+export const METRIC_SLACK_SEEN_TABLE: SqlTable = {
+  name: "metric_slack_seen",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS metric_slack_seen (id INTEGER PRIMARY KEY CHECK (id = 1), pending INTEGER NOT NULL, failed INTEGER NOT NULL)`,
+  ],
+};
 
 const UPSERT_BATCH = `INSERT INTO metric_sources (source, seq, deltas, updated_at) VALUES (?, ?, ?, ?)
   ON CONFLICT (source) DO UPDATE SET seq = excluded.seq, deltas = excluded.deltas, updated_at = excluded.updated_at
@@ -40,15 +69,6 @@ export class RunMetrics {
   constructor(sql: SqlLike, source: string) {
     this.#sql = sql;
     this.#source = source;
-    sql.exec(`CREATE TABLE IF NOT EXISTS metric_deltas (name TEXT NOT NULL, label TEXT NOT NULL, delta REAL NOT NULL,
-      PRIMARY KEY (name, label))`);
-    // One row: the batch being sent (deltas NULL once D1 took it) and its seq.
-    sql.exec(`CREATE TABLE IF NOT EXISTS metric_batch (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, deltas TEXT)`);
-    // When an approval was asked / approved, for the two histograms; and the Slack counts last reported.
-    sql.exec(`CREATE TABLE IF NOT EXISTS metric_timers (key TEXT PRIMARY KEY, at INTEGER NOT NULL)`);
-    sql.exec(
-      `CREATE TABLE IF NOT EXISTS metric_slack_seen (id INTEGER PRIMARY KEY CHECK (id = 1), pending INTEGER NOT NULL, failed INTEGER NOT NULL)`,
-    );
   }
 
   /** Deltas or a batch still to send. */

@@ -12,6 +12,7 @@
 import type { SqlLike } from "../stream/event-log";
 import type { EventType } from "../wire/events";
 import { spanIdOf, traceIdOf } from "./trace-ids";
+import type { SqlTable } from "../stream/sql-schema";
 
 export type SpanName = "run" | "model.turn" | "tool.call" | "approval.wait" | "mcp.send" | "slack.post";
 
@@ -49,6 +50,16 @@ export const RUN_SPAN_KEY = "run";
 export const toolSpanKey = (toolCallId: string) => `tool:${toolCallId}`;
 export const mcpSpanKey = (toolCallId: string) => `mcp:${toolCallId}`;
 
+export const TRACE_SPANS_TABLE: SqlTable = {
+  name: "trace_spans",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS trace_spans (
+      key TEXT PRIMARY KEY, name TEXT NOT NULL, parent TEXT, start_ms INTEGER NOT NULL, end_ms INTEGER,
+      attrs TEXT NOT NULL, error INTEGER NOT NULL DEFAULT 0)`,
+    `CREATE INDEX IF NOT EXISTS trace_spans_ended ON trace_spans (end_ms) WHERE end_ms IS NOT NULL`,
+  ],
+};
+
 export class TraceSpans {
   readonly #sql: SqlLike;
   readonly #context: TraceContext;
@@ -58,10 +69,6 @@ export class TraceSpans {
     this.#sql = sql;
     this.#context = context;
     this.traceId = traceIdOf(context.run_id);
-    sql.exec(`CREATE TABLE IF NOT EXISTS trace_spans (
-      key TEXT PRIMARY KEY, name TEXT NOT NULL, parent TEXT, start_ms INTEGER NOT NULL, end_ms INTEGER,
-      attrs TEXT NOT NULL, error INTEGER NOT NULL DEFAULT 0)`);
-    sql.exec(`CREATE INDEX IF NOT EXISTS trace_spans_ended ON trace_spans (end_ms) WHERE end_ms IS NOT NULL`);
   }
 
   spanId(key: string): string {

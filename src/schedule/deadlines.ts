@@ -2,6 +2,7 @@
 // all served by the object's single alarm. The object arms its alarm for the
 // earliest deadline; when the alarm fires it takes every deadline that is due.
 import type { SqlLike } from "../stream/event-log";
+import type { SqlTable } from "../stream/sql-schema";
 
 /**
  * turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events;
@@ -9,12 +10,16 @@ import type { SqlLike } from "../stream/event-log";
  */
 export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack";
 
+export const DEADLINES_TABLE: SqlTable = {
+  name: "deadlines",
+  ddl: [`CREATE TABLE IF NOT EXISTS deadlines (name TEXT PRIMARY KEY, due_at INTEGER NOT NULL)`],
+};
+
 export class Deadlines<Name extends string = DeadlineName> {
   readonly #sql: SqlLike;
 
   constructor(sql: SqlLike) {
     this.#sql = sql;
-    sql.exec(`CREATE TABLE IF NOT EXISTS deadlines (name TEXT PRIMARY KEY, due_at INTEGER NOT NULL)`);
   }
 
   set(name: Name, dueAt: number): void {

@@ -14,6 +14,7 @@ import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from
 import type { SqlLike } from "../stream/event-log";
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
+import type { SqlTable } from "../stream/sql-schema";
 
 /** Where a Slack-started run posts. */
 export interface SlackRunTarget {
@@ -76,6 +77,32 @@ export type DeliveryStep =
   | { kind: "retry"; id: number; at: number; failure: CallFailure }
   | { kind: "failed"; id: number; error: string };
 
+/** The run's target and the posts' memory (one row, written by init()). */
+export const SLACK_OUTBOX_RUN_TABLE: SqlTable = {
+  name: "slack_outbox_run",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS slack_outbox_run (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      channel_id TEXT NOT NULL, thread_ts TEXT NOT NULL, message_ts TEXT NOT NULL,
+      memory TEXT NOT NULL, channel_check TEXT NOT NULL DEFAULT 'unchecked')`,
+  ],
+};
+
+export const SLACK_OUTBOX_TABLE: SqlTable = {
+  name: "slack_outbox",
+  ddl: [
+    `CREATE TABLE IF NOT EXISTS slack_outbox (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      body TEXT NOT NULL,
+      state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
+      attempts INTEGER NOT NULL DEFAULT 0,
+      enqueued_at INTEGER NOT NULL,
+      next_attempt_at INTEGER NOT NULL,
+      post_key TEXT, ts TEXT, error TEXT)`,
+    `CREATE INDEX IF NOT EXISTS slack_outbox_by_state ON slack_outbox (state, id)`,
+  ],
+};
+
 export class SlackOutbox {
   readonly #sql: SqlLike;
   readonly #settings: OutboxSettings;
@@ -86,19 +113,6 @@ export class SlackOutbox {
     this.#sql = sql;
     this.#settings = settings;
     this.#callTimeoutMs = callTimeoutMs;
-    sql.exec(`CREATE TABLE IF NOT EXISTS slack_outbox_run (
-      id INTEGER PRIMARY KEY CHECK (id = 1),
-      channel_id TEXT NOT NULL, thread_ts TEXT NOT NULL, message_ts TEXT NOT NULL,
-      memory TEXT NOT NULL, channel_check TEXT NOT NULL DEFAULT 'unchecked')`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS slack_outbox (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      body TEXT NOT NULL,
-      state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'failed')),
-      attempts INTEGER NOT NULL DEFAULT 0,
-      enqueued_at INTEGER NOT NULL,
-      next_attempt_at INTEGER NOT NULL,
-      post_key TEXT, ts TEXT, error TEXT)`);
-    sql.exec(`CREATE INDEX IF NOT EXISTS slack_outbox_by_state ON slack_outbox (state, id)`);
   }
 
   /** Called once when a Slack-started run starts; a second call changes nothing. */

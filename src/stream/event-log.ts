@@ -4,6 +4,7 @@
 // exactly once so replays are byte-for-byte identical, the per-run event cap,
 // and purging by retention. It knows nothing about subscribers or HTTP.
 import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "../wire/events";
+import type { SqlTable } from "./sql-schema";
 
 interface SqlCursorLike<T> {
   toArray(): T[];
@@ -21,6 +22,20 @@ const REPLAY_BATCH_EVENTS = 256;
  */
 const PRUNE_BATCH_MAX_EVENTS = 512;
 
+export const EVENTS_TABLE: SqlTable = {
+  name: "events",
+  ddl: [`CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`],
+};
+
+/**
+ * Only a purge needs remembering: while events exist, the bounds are derived
+ * from them, so the append path writes one row and nothing else.
+ */
+export const EVENT_LOG_PURGED_TABLE: SqlTable = {
+  name: "event_log_purged",
+  ddl: [`CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`],
+};
+
 export class EventLog {
   readonly #sql: SqlLike;
   readonly #maxEvents: number;
@@ -32,10 +47,6 @@ export class EventLog {
     this.#sql = sql;
     this.#maxEvents = maxEvents;
     this.#pruneBatch = Math.max(1, Math.min(PRUNE_BATCH_MAX_EVENTS, Math.floor(maxEvents / 10)));
-    sql.exec(`CREATE TABLE IF NOT EXISTS events (sequence INTEGER PRIMARY KEY, type TEXT NOT NULL, json TEXT NOT NULL)`);
-    // Only a purge needs remembering: while events exist, the bounds are derived
-    // from them, so the append path writes one row and nothing else.
-    sql.exec(`CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`);
     const bounds = sql
       .exec<{ first: number | null; last: number | null }>(`SELECT MIN(sequence) AS first, MAX(sequence) AS last FROM events`)
       .toArray()[0];

@@ -22,6 +22,7 @@ import {
   url,
 } from "../support/e2e-client";
 import { eventIds, eventTypes } from "../support/sse-client";
+import { untilCompleted } from "../support/run-waits";
 
 beforeEach(demoReset);
 
@@ -54,7 +55,7 @@ describe("engine entry points", () => {
     const deliveryId = `accepted-${Date.now()}`;
     const json = await engine.trigger({ message: "m", delivery_id: deliveryId, script: slowScript(2, 50) });
     expect(json).toMatchObject({ status: "accepted", delivery_id: deliveryId });
-    await expect.poll(async () => (await engine.summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted((id) => engine.summary(id), json.run_id);
     const later = await rawEvents(json.run_id);
     await later.toEnd();
     const duplicate = await fetch(`${url}/api/trigger`, {
@@ -146,7 +147,7 @@ describe("trigger defaults and bounds", () => {
 describe("unattended runs", () => {
   it("finishes with nobody attached and replays completely afterwards", async () => {
     const json = await engine.trigger({ message: "m", script: slowScript(3, 100) });
-    await expect.poll(async () => (await engine.summary(json.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted((id) => engine.summary(id), json.run_id);
     const replay = await rawEvents(json.run_id);
     await replay.toEnd();
     expect(eventTypes(replay.events)).toEqual([

@@ -17,6 +17,7 @@ import {
 } from "../support/slack-signing";
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { untilCompleted } from "../support/run-waits";
 
 const SECRET = "test-signing-secret-e2e";
 const BOT_TOKEN = "xoxb-test-bot-token";
@@ -182,7 +183,7 @@ describe("requests from Slack", () => {
     expect(retry.status).toBe(200);
     expect((await receipt(id)).json?.run_id).toBe(json!.run_id);
 
-    await expect.poll(async () => (await summary(json!.run_id)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, json!.run_id);
     const events = await runEvents(json!.run_id);
     expect(events.filter((e) => e.type === "run_started")).toEqual([
       expect.objectContaining({ user_id: REQUESTER, requested_by: `slack:${TEST_TEAM_ID}:${REQUESTER}`, channel_id: CHANNEL }),
@@ -251,7 +252,7 @@ describe("decisions from Slack", () => {
     const approval = await pendingApproval(runId);
     const value = { run_id: runId, approval_id: approval.approval_id, level: "approve" };
     expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(calls.by_tool.create_dashboard).toBe(1);
     const resolved = (await runEvents(runId)).find((e) => e.type === "approval_resolved");
@@ -290,7 +291,7 @@ describe("decisions from Slack", () => {
     const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
     const approval = await pendingApproval(runId);
     await click("approval_deny", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "approve" });
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "denied",
       decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
@@ -331,7 +332,7 @@ describe("decisions from Slack", () => {
     const right = await submit(view.callback_id, APPROVER, view.private_metadata, ALERT);
     expect(right.status).toBe(200);
     expect(await right.text()).toBe("");
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "approved",
       decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
@@ -351,7 +352,7 @@ describe("decisions from Slack", () => {
     const view = slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
     const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
     expect(res.status).toBe(200);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
       answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
@@ -362,7 +363,7 @@ describe("decisions from Slack", () => {
     const external = { ...mention("from a partner"), user: PARTNER, user_team: PARTNER_TEAM };
     expect((await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(external, id, BOT))).status).toBe(200);
     const started = (await receipt(id)).json!.run_id;
-    await expect.poll(async () => (await summary(started)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, started);
     expect(await summary(started)).toMatchObject({ user_id: PARTNER, requested_by: `slack:${PARTNER_TEAM}:${PARTNER}` });
 
     const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
@@ -373,7 +374,7 @@ describe("decisions from Slack", () => {
     await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     await click("approval_approve", PARTNER, value, PARTNER_TEAM);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "approval_resolved")).toMatchObject({
       decision: "approved",
       decided_by: `slack:${PARTNER_TEAM}:${PARTNER}`,

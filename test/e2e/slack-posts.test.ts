@@ -17,6 +17,7 @@ import {
 import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
+import { untilCompleted, untilPostsDelivered } from "../support/run-waits";
 
 const SECRET = "test-signing-secret-posts";
 const BOT_TOKEN = "xoxb-test-bot-token-posts";
@@ -136,7 +137,7 @@ describe("what a Slack-started run posts", () => {
     // The requester (not in SLACK_APPROVERS) may decide.
     const value = JSON.parse(buttonsOf(approvalPost)[0]!.value!) as Record<string, unknown>;
     expect((await click("approval_approve", REQUESTER, value)).status).toBe(200);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    await untilCompleted(summary, runId, 15_000);
     const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(demoCalls.by_tool.create_dashboard).toBe(1);
     await slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some((x) => String(x.params.text).includes("done")));
@@ -145,7 +146,7 @@ describe("what a Slack-started run posts", () => {
     expect(String(update.params.ts)).toMatch(/^\d+\.\d{6}$/);
     expect(buttonsOf(update)).toEqual([]);
     expect(JSON.stringify(update.params.blocks)).toContain(REQUESTER);
-    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(0);
   });
 
@@ -175,7 +176,7 @@ describe("what a Slack-started run posts", () => {
     await slack.waitFor((c) => c.some((x) => buttonsOf(x).length > 0));
     const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
     await click("approval_approve", APPROVER, JSON.parse(buttonsOf(approvalPost)[0]!.value!));
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    await untilCompleted(summary, runId, 15_000);
     const events = await runEvents(runId);
     const execution = events.find((e) => e.type === "tool_execution") as { mutation_id?: string } | undefined;
     expect(execution?.mutation_id).toMatch(/^mut_/);
@@ -188,7 +189,7 @@ describe("what a Slack-started run posts", () => {
     slack.failNext(20, { kind: "429", retry_after_s: 0 });
     const script = [{ text: "one" }, { text: "two" }, { text: "three" }];
     const runId = await startBySlack(server, scriptMessage(script));
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("three")), 20_000);
     expect(slack.calls().filter((c) => c.answered === "429")).toHaveLength(20);
     const postTexts = delivered(slack.calls("chat.postMessage")).map((c) => String(c.params.text));
@@ -197,20 +198,20 @@ describe("what a Slack-started run posts", () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     // Each post once: the retries did not duplicate any.
     expect(postTexts.filter((p) => p.includes("two"))).toHaveLength(1);
-    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(0);
   });
 
   it("Slack down (500) for a whole run: the run completes, the summary counts the waiting posts, and they arrive once Slack is back", async () => {
     slack.failNext(10_000, { kind: "500" });
     const runId = await startBySlack(server, scriptMessage([{ text: "while slack is down" }]));
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     const waiting = await summary(runId);
     expect(waiting.slack_posts_pending).toBeGreaterThan(0);
     expect(delivered(slack.calls())).toEqual([]);
     slack.reset(); // Slack is back
     await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("while slack is down")), 15_000);
-    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(0);
     expect(texts(slack.calls())[0]).toMatch(/^reactions\.add/);
   });
@@ -219,10 +220,10 @@ describe("what a Slack-started run posts", () => {
     // Only the first call is refused for good (the working indicator); everything behind it goes on.
     slack.failNext(1, { kind: "error", error: "channel_not_found" });
     const runId = await startBySlack(server, scriptMessage([{ text: "after the refusal" }]));
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, runId);
     await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("after the refusal")));
     expect(slack.calls()[0]?.answered).toBe("channel_not_found");
-    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(1);
   });
 
@@ -249,8 +250,8 @@ describe("what a Slack-started run posts", () => {
       body: JSON.stringify({ answer: "ok" }),
     });
     expect(answered.status).toBeLessThan(300);
-    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
-    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+    await untilCompleted(summary, runId, 15_000);
+    await untilPostsDelivered(summary, runId);
 
     const calls = delivered(slack.calls()).filter((c) => c.method === "chat.postMessage" || c.method === "chat.update");
     // Each kind arrived: assistant text, the approval and its update, the question and its update, the outcome, the final text.
@@ -272,7 +273,7 @@ describe("what a Slack-started run posts", () => {
   it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {
     const res = await server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "from the api" }) });
     const { run_id } = (await res.json()) as { run_id: string };
-    await expect.poll(async () => (await summary(run_id)).status, { timeout: 10_000 }).toBe("completed");
+    await untilCompleted(summary, run_id);
     expect(await summary(run_id)).toMatchObject({ user_id: "token:root", slack_posts_pending: 0, slack_posts_failed: 0 });
     expect(slack.calls()).toEqual([]);
   });

@@ -1,5 +1,6 @@
 // The anthropic provider against a local stand-in that speaks the Messages
 // API and enforces its tool_use / tool_result rules.
+// The failures and retries both providers share are in failures.test.ts (one table over both).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   createModelProvider,
@@ -167,24 +168,6 @@ describe("anthropic: requests and turns", () => {
 });
 
 describe("anthropic: failures and retries", () => {
-  it("retries a 429 and honours retry-after", async () => {
-    standIn.enqueue(
-      {
-        status: 429,
-        headers: { "retry-after": "1" },
-        body: { type: "error", error: { type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" } },
-      },
-      { body: anthropicMessage({ text: "hello" }) },
-    );
-    const started = Date.now();
-    const turn = await provider({ retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5_000 } }).next(firstRequest());
-    const elapsed = Date.now() - started;
-
-    expect(turn.text).toBe("hello");
-    expect(standIn.requests).toHaveLength(2);
-    expect(elapsed).toBeGreaterThanOrEqual(950);
-  });
-
   it("caps a long retry-after at maxDelayMs", async () => {
     standIn.enqueue(
       {
@@ -198,21 +181,6 @@ describe("anthropic: failures and retries", () => {
     const turn = await provider({ retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 50 } }).next(firstRequest());
     expect(turn.text).toBe("hello");
     expect(Date.now() - started).toBeLessThan(5_000);
-  });
-
-  it("gives up on a persistent 500 with a readable ModelError after the policy's attempts", async () => {
-    for (let i = 0; i < 3; i++) {
-      standIn.enqueue({ status: 500, body: { type: "error", error: { type: "api_error", message: "Internal server error" } } });
-    }
-    const error = await rejectionOf(provider().next(firstRequest()));
-
-    expect(error).toBeInstanceOf(ModelError);
-    const e = error as ModelError;
-    expect(e.message).toBe("The model provider (anthropic) kept failing: HTTP 500 after 3 attempts: Internal server error");
-    expect(e.code).toBe("unavailable");
-    expect(e.status).toBe(500);
-    expect(e.attempts).toBe(3);
-    expect(standIn.requests).toHaveLength(3);
   });
 
   it("retries 529 (overloaded) and network errors", async () => {
@@ -234,18 +202,6 @@ describe("anthropic: failures and retries", () => {
     standIn = await startAnthropicStandIn(); // for afterEach
   });
 
-  it("does not retry a 401 and says the key is wrong without printing it", async () => {
-    const error = await rejectionOf(provider({ apiKey: "another-dummy-key-1234" }).next(firstRequest()));
-
-    expect(error).toBeInstanceOf(ModelError);
-    const e = error as ModelError;
-    expect(e.code).toBe("auth");
-    expect(e.status).toBe(401);
-    expect(e.message).toMatch(/refused the API key \(HTTP 401\): MODEL_API_KEY is wrong or missing/);
-    expect(e.message).not.toContain("another-dummy-key-1234");
-    expect(standIn.requests).toHaveLength(1);
-  });
-
   it("does not retry a 400 and quotes the provider's reason", async () => {
     standIn.enqueue({ status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "max_tokens: too large" } } });
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
@@ -253,24 +209,6 @@ describe("anthropic: failures and retries", () => {
     expect(e.message).toBe("The model provider (anthropic) refused the request (HTTP 400): max_tokens: too large");
     expect(e.code).toBe("rejected");
     expect(standIn.requests).toHaveLength(1);
-  });
-
-  it("turns a malformed JSON body into a ModelError, without retrying", async () => {
-    standIn.enqueue({ body: '{"id": "msg_1", "content": [' });
-    const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.code).toBe("bad_response");
-    expect(e.message).toMatch(/^The model provider \(anthropic\) answered something unusable: the response body is not valid JSON/);
-    expect(standIn.requests).toHaveLength(1);
-  });
-
-  it("turns a JSON body that is not a message into a ModelError", async () => {
-    standIn.enqueue({ body: { hello: "world" } });
-    const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.message).toBe(
-      "The model provider (anthropic) answered something unusable: the response is not a Messages API message (no content list).",
-    );
   });
 
   it("refuses to call without an API key, and never takes one from the environment", async () => {
@@ -300,17 +238,6 @@ describe("anthropic: failures and retries", () => {
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
     expect(e.message).toContain("upstream rejected [redacted]");
     expect(e.message).not.toContain(DUMMY_KEY);
-  });
-
-  it("honours the abort signal during a call", async () => {
-    standIn.enqueue({ delayMs: 3_000, body: anthropicMessage({ text: "too late" }) });
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-    const started = Date.now();
-    const e = (await rejectionOf(provider().next(firstRequest(), controller.signal))) as ModelError;
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.code).toBe("aborted");
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it("honours the abort signal while waiting to retry", async () => {

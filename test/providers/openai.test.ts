@@ -1,5 +1,6 @@
 // The openai provider against a local stand-in that speaks chat completions
 // and enforces its tool_calls / tool-message rules.
+// The failures and retries both providers share are in failures.test.ts (one table over both).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { buildOpenAiRequest, TOOL_ERROR_PREFIX } from "../../src/providers/openai";
 import {
@@ -210,24 +211,6 @@ describe("openai: requests and turns", () => {
 });
 
 describe("openai: failures and retries", () => {
-  it("retries a 429 and honours retry-after", async () => {
-    standIn.enqueue(
-      {
-        status: 429,
-        headers: { "retry-after": "1" },
-        body: { error: { message: "Rate limit reached", type: "requests", code: "rate_limit_exceeded" } },
-      },
-      { body: openAiCompletion({ text: "hello" }) },
-    );
-    const started = Date.now();
-    const turn = await provider({ retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5_000 } }).next(firstRequest());
-    const elapsed = Date.now() - started;
-
-    expect(turn.text).toBe("hello");
-    expect(standIn.requests).toHaveLength(2);
-    expect(elapsed).toBeGreaterThanOrEqual(950);
-  });
-
   it("honours retry-after-ms", async () => {
     standIn.enqueue(
       { status: 429, headers: { "retry-after-ms": "400" }, body: { error: { message: "slow down" } } },
@@ -236,24 +219,6 @@ describe("openai: failures and retries", () => {
     const started = Date.now();
     await provider({ retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5_000 } }).next(firstRequest());
     expect(Date.now() - started).toBeGreaterThanOrEqual(380);
-  });
-
-  it("gives up on a persistent 500 with a readable ModelError after the policy's attempts", async () => {
-    for (let i = 0; i < 3; i++) {
-      standIn.enqueue({
-        status: 500,
-        body: { error: { message: "The server had an error while processing your request.", type: "server_error" } },
-      });
-    }
-    const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
-
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.message).toBe(
-      "The model provider (openai) kept failing: HTTP 500 after 3 attempts: The server had an error while processing your request.",
-    );
-    expect(e.code).toBe("unavailable");
-    expect(e.status).toBe(500);
-    expect(standIn.requests).toHaveLength(3);
   });
 
   it("quotes a non-JSON error page briefly", async () => {
@@ -269,22 +234,6 @@ describe("openai: failures and retries", () => {
     expect(e.message.length).toBeLessThan(450);
   });
 
-  it("does not retry a 401 and never prints the key, even the part the provider echoes", async () => {
-    const closed = await startOpenAiStandIn({ apiKey: "the-right-key" });
-    try {
-      const e = (await rejectionOf(
-        provider({ baseUrl: closed.baseUrl, apiKey: "sk-wrong-dummy-key-1234" }).next(firstRequest()),
-      )) as ModelError;
-      expect(e).toBeInstanceOf(ModelError);
-      expect(e.code).toBe("auth");
-      expect(e.status).toBe(401);
-      expect(e.message).toBe("The model provider (openai) refused the API key (HTTP 401): MODEL_API_KEY is wrong or missing.");
-      expect(closed.requests).toHaveLength(1);
-    } finally {
-      await closed.close();
-    }
-  });
-
   it("does not retry a 404 and hints at the model name and base URL", async () => {
     standIn.enqueue({ status: 404, body: { error: { message: "The model `gpt-nope` does not exist", code: "model_not_found" } } });
     const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
@@ -293,38 +242,6 @@ describe("openai: failures and retries", () => {
     );
     expect(e.code).toBe("rejected");
     expect(standIn.requests).toHaveLength(1);
-  });
-
-  it("turns a malformed JSON body into a ModelError, without retrying", async () => {
-    standIn.enqueue({ body: '{"id": "chatcmpl-1", "choices": [' });
-    const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.code).toBe("bad_response");
-    expect(e.message).toMatch(/^The model provider \(openai\) answered something unusable: the response body is not valid JSON/);
-    expect(standIn.requests).toHaveLength(1);
-  });
-
-  it("turns a body without choices into a ModelError", async () => {
-    standIn.enqueue({ body: { object: "chat.completion", choices: [] } });
-    const e = (await rejectionOf(provider().next(firstRequest()))) as ModelError;
-    expect(e.message).toBe("The model provider (openai) answered something unusable: the chat completion has no message.");
-  });
-
-  it("retries network errors", async () => {
-    standIn.enqueue({ disconnect: true }, { body: openAiCompletion({ text: "back" }) });
-    expect((await provider().next(firstRequest())).text).toBe("back");
-    expect(standIn.requests).toHaveLength(2);
-  });
-
-  it("honours the abort signal during a call", async () => {
-    standIn.enqueue({ delayMs: 3_000, body: openAiCompletion({ text: "too late" }) });
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-    const started = Date.now();
-    const e = (await rejectionOf(provider().next(firstRequest(), controller.signal))) as ModelError;
-    expect(e).toBeInstanceOf(ModelError);
-    expect(e.code).toBe("aborted");
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it("does not call at all with an already aborted signal", async () => {

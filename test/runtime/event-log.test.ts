@@ -4,12 +4,13 @@ import { describe, expect, it } from "vitest";
 import { EventLog } from "../../src/stream/event-log";
 import { encodeSseFrame } from "../../src/stream/sse";
 import { SubscriberStream } from "../../src/stream/subscriber-stream";
+import { runTablesOf } from "./helpers";
 
 const envelope = { run_id: "run-1", channel_id: "C1", at: "2026-11-29T10:00:00.000Z" };
 
 function withSql<T>(fn: (sql: SqlStorage) => T | Promise<T>): Promise<T> {
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.newUniqueId());
-  return runInDurableObject(stub, (_instance, state) => fn(state.storage.sql));
+  return runInDurableObject(stub, (_instance, state) => fn(runTablesOf(state)));
 }
 
 describe("EventLog", () => {

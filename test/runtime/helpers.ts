@@ -8,6 +8,7 @@ import type { RunObject } from "../../durable-objects/run-object";
 import type { Role } from "../../src/auth/roles";
 import { insertTokenStatement, newTokenValue } from "../../src/auth/token-store";
 import { EngineClient } from "../../src/client";
+import { createRunTables } from "../../src/agent/run-schema";
 
 export const TOKEN = "runtime-test-token-0123456789abcdefghijklmnop";
 
@@ -122,4 +123,13 @@ export function apiAs(token: string, path: string, init: RequestInit = {}): Prom
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${token}`);
   return api(path, { ...init, headers });
+}
+
+/**
+ * A run object's SQLite with the object's tables created (src/agent/run-schema.ts),
+ * as a started run has them: for tests that drive one module over it directly.
+ */
+export function runTablesOf(state: DurableObjectState): SqlStorage {
+  createRunTables(state.storage.sql);
+  return state.storage.sql;
 }

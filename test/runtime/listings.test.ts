@@ -13,14 +13,14 @@ import { encodeCursor } from "../../src/listings/cursor";
 import type { ListingDb } from "../../src/listings/listing-reads";
 import { RunIndex } from "../../src/listings/run-index";
 import { insertIntent, settle, toProjection } from "../../src/outcomes/mutation-outcomes";
-import { api } from "./helpers";
+import { api, runTablesOf } from "./helpers";
 import { checkpointRow } from "./outcome-rows";
 
 /** Marks through a RunIndex in a fresh object's SQLite, then flushes them into D1, as a run object does. */
 async function indexed(mark: (index: RunIndex) => void): Promise<void> {
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(newRunId()));
   await runInDurableObject(stub, async (_i, state) => {
-    const index = new RunIndex(state.storage.sql);
+    const index = new RunIndex(runTablesOf(state));
     mark(index);
     const flushed = await index.flush(env.DB);
     if (flushed.status !== "ok" || flushed.remaining !== 0) throw new Error(`flush did not finish: ${JSON.stringify(flushed)}`);

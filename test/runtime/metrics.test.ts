@@ -13,7 +13,7 @@ import { storedRows } from "../../src/operate/metric-series";
 import { readMetrics, SCRAPE_MAX_ROWS_READ, SCRAPE_MAX_STATEMENTS, type ScrapeDb } from "../../src/operate/metrics-scrape";
 import { RunMetrics } from "../../src/operate/run-metrics";
 import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../src/outcomes/storage-pool-rpc";
-import { api, runStub, trigger } from "./helpers";
+import { api, runStub, trigger, runTablesOf } from "./helpers";
 
 /** Every sample of a scrape: `name{labels}` → value. */
 async function scrape(): Promise<Map<string, number>> {
@@ -148,7 +148,7 @@ describe("GET /api/metrics", () => {
     const before = await scrape();
     const source = newRunId();
     await runInDurableObject(runStub(source), async (_instance, state) => {
-      const metrics = new RunMetrics(state.storage.sql, source);
+      const metrics = new RunMetrics(runTablesOf(state), source);
       metrics.slackCounts({ pending: 3, failed: 0 });
       metrics.add("aee_trace_spans_dropped_total", "", 2);
       // A flush whose answer was lost: D1 applied the batch, the object did not hear it.

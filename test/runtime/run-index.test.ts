@@ -17,6 +17,7 @@ import {
   type RunIndexContext,
 } from "../../src/listings/run-index";
 import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/wire/listing-schemas";
+import { runTablesOf } from "./helpers";
 
 const T0 = "2026-11-20T10:00:00.000Z";
 const T1 = "2026-11-20T10:00:05.000Z";
@@ -25,7 +26,7 @@ const T2 = "2026-11-20T10:05:00.000Z";
 /** Runs `body` with a RunIndex over a fresh Durable Object's own SQLite storage. */
 function withIndex<T>(body: (index: RunIndex, sql: SqlStorage) => Promise<T>, objectName = newRunId()): Promise<T> {
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(objectName));
-  return runInDurableObject(stub, (_instance, state) => body(new RunIndex(state.storage.sql), state.storage.sql));
+  return runInDurableObject(stub, (_instance, state) => body(new RunIndex(runTablesOf(state)), runTablesOf(state)));
 }
 
 function runRow(runId: string, overrides: Partial<RunListItem> = {}): RunListItem {

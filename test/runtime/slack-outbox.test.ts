@@ -7,6 +7,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import { type OutboxSettings, SlackOutbox } from "../../src/slack/outbox";
 import { createSlackClient } from "../../src/slack/web-api";
+import { runTablesOf } from "./helpers";
 
 const standIn = env.SLACK_STAND_IN_URL;
 const client = createSlackClient({ SLACK_BOT_TOKEN: "xoxb-runtime-test", SLACK_API_BASE_URL: `${standIn}/api/` });
@@ -25,7 +26,7 @@ const control = (command: unknown) => fetch(`${standIn}/_control`, { method: "PO
 let n = 0;
 function withOutbox<T>(fn: (sql: SqlStorage) => Promise<T>): Promise<T> {
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(`slack-outbox-${Date.now()}-${++n}`));
-  return runInDurableObject(stub, (_instance, state) => fn(state.storage.sql));
+  return runInDurableObject(stub, (_instance, state) => fn(runTablesOf(state)));
 }
 
 let seq = 0;

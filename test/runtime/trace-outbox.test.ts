@@ -10,6 +10,7 @@ import { newRunId } from "../../src/ids";
 import { observePosts } from "../../src/operate/run-hooks";
 import { exportSpans, TRACE_RETRY_WINDOW_MS } from "../../src/operate/trace-export";
 import { RUN_SPAN_KEY, TraceSpans } from "../../src/operate/trace-spans";
+import { runTablesOf } from "./helpers";
 
 const target = { endpoint: "https://collector.test", headers: { authorization: "Bearer c" } };
 
@@ -17,7 +18,7 @@ function withSpans<T>(body: (spans: TraceSpans) => Promise<T>): Promise<T> {
   const runId = newRunId();
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
   return runInDurableObject(stub, (_o, state) =>
-    body(new TraceSpans(state.storage.sql, { run_id: runId, channel_id: "C", requested_by: "token:root" })),
+    body(new TraceSpans(runTablesOf(state), { run_id: runId, channel_id: "C", requested_by: "token:root" })),
   );
 }
 

@@ -4,6 +4,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AlarmSchedule, type AlarmStorage } from "../../src/schedule/alarm-schedule";
+import { runTablesOf } from "../runtime/helpers";
 
 function fakeAlarm() {
   const set: number[] = [];
@@ -17,7 +18,7 @@ function fakeAlarm() {
 }
 
 function withSql<T>(fn: (sql: SqlStorage) => T): Promise<T> {
-  return runInDurableObject(env.RUN_OBJECT.get(env.RUN_OBJECT.newUniqueId()), (_i, state) => fn(state.storage.sql));
+  return runInDurableObject(env.RUN_OBJECT.get(env.RUN_OBJECT.newUniqueId()), (_i, state) => fn(runTablesOf(state)));
 }
 
 describe("AlarmSchedule", () => {

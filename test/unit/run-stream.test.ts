@@ -1,17 +1,17 @@
 // The run's stream (src/stream/run-stream.ts) on its own, over a bare SQLite
-// handle (a fresh Durable Object's storage, which the stream fills itself):
+// handle (a fresh Durable Object's storage with the run object's tables):
 // sequences, fan-out to live subscribers, terminal fencing, 204 and 410.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { RunStream } from "../../src/stream/run-stream";
-import { SseReader, types } from "../runtime/helpers";
+import { SseReader, types, runTablesOf } from "../runtime/helpers";
 
 const identity = { run_id: "run-x", channel_id: "C1" };
 
 /** Runs `fn` with the SQL storage of a Durable Object nobody else uses. */
 function withSql<T>(fn: (sql: SqlStorage) => Promise<T> | T): Promise<T> {
   const stub = env.RUN_OBJECT.get(env.RUN_OBJECT.newUniqueId());
-  return runInDurableObject(stub, (_instance, state) => fn(state.storage.sql));
+  return runInDurableObject(stub, (_instance, state) => fn(runTablesOf(state)));
 }
 
 describe("RunStream", () => {
