@@ -23,6 +23,12 @@
 //   POST /bench/index/runs?count=N
 //        writes N ended runs straight into the D1 run index (one statement;
 //        the metrics triggers count them), for the scrape's cost over many runs.
+//   GET  /bench/auth/bare             204 after the config check, nothing else
+//   GET  /bench/auth/check            the same, then the real authenticate()
+//        (src/auth/authenticate.ts) on the request's credential: 204 for a
+//        principal, else 401. These two take any credential, or none (the
+//        one under test is the point), and touch no state but what
+//        authenticate() itself reads (phases/auth-cost.ts).
 //
 // Bench-only storage seams, set by the bench's vars, never in production
 // code: BENCH_STORAGE_DELAY_MS adds a fixed delay before every pool acquire
@@ -42,6 +48,7 @@ import { isAuthorized } from "../src/http/auth";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import realWorker from "../src/index";
+import { authenticate } from "../src/auth/authenticate";
 
 import { StoragePool } from "../durable-objects/storage-pool";
 
@@ -377,9 +384,20 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
   return json(404, { error: "not_found", message: `No bench route for ${request.method} ${path}.` });
 }
 
+/** The auth-cost pair: the same work but for authenticate(), so their difference is its cost per request. */
+async function authRoute(request: Request, env: BenchEnv, ctx: ExecutionContext, check: boolean): Promise<Response> {
+  const loaded = loadConfig(env);
+  if (loaded.state !== "ready") return json(503, { error: loaded.state, message: loaded.message });
+  if (!check) return new Response(null, { status: 204 });
+  const auth = await authenticate(request.headers, { db: env.DB, config: loaded.config, waitUntil: (p) => ctx.waitUntil(p) });
+  return auth.kind === "authenticated" ? new Response(null, { status: 204 }) : json(401, { error: "unauthorized", message: auth.kind });
+}
+
 export default {
   fetch(request: Request, env: BenchEnv, ctx: ExecutionContext): Promise<Response> {
     const url = new URL(request.url);
+    if (env.BENCH === "1" && request.method === "GET" && url.pathname === "/bench/auth/bare") return authRoute(request, env, ctx, false);
+    if (env.BENCH === "1" && request.method === "GET" && url.pathname === "/bench/auth/check") return authRoute(request, env, ctx, true);
     if (env.BENCH === "1" && url.pathname.startsWith("/bench/")) return benchRoute(request, env, url);
     // BenchRunObject is a RunObject, so the real Worker's view of the binding holds.
     return realWorker.fetch(request, env as unknown as Env, ctx);

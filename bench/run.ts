@@ -58,6 +58,11 @@
 //      over 10 and over 10,000 indexed runs, and the scrape's own D1 statements.
 //   12. tracing's cost (issue 22, phases/tracing-cpu.ts): the phase 1 trial with
 //      tracing off and on (a local OTLP collector), runtime CPU per 1,000 events.
+//   13. authentication's cost (issue 18, phases/auth-cost.ts): p50/p99 of one
+//      request with API_TOKEN, a named token and an Access JWT (warm JWKS)
+//      through the real authenticate(), beside the same route without it and
+//      GET /healthz, in one loop. `BENCH_ONLY=auth npm run bench` runs this
+//      phase alone.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -76,6 +81,7 @@
 import { readFileSync } from "node:fs";
 import { type Client, log } from "./http-client";
 import { approvalPhase } from "./phases/approvals";
+import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { consolePhase } from "./phases/console";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
@@ -128,6 +134,10 @@ async function measurePath(client: Client, replayRunId: string): Promise<PathRes
 
 async function main(): Promise<void> {
   await buildBenchBundle();
+  if (process.env.BENCH_ONLY === "auth") {
+    process.stdout.write(authCostReport(await authCostPhase()));
+    return;
+  }
   const loadBefore = loadAverage();
   const paths = await withServer(async (_server, client, direct) => {
     const replayRunId = await prepareReplayRun(client);
@@ -150,6 +160,7 @@ async function main(): Promise<void> {
   const consoleLatency = await consolePhase();
   const scrape = await scrapePhase();
   const tracing = await tracingCpuPhase();
+  const auth = await authCostPhase();
   process.stdout.write(
     report({
       paths,
@@ -162,7 +173,8 @@ async function main(): Promise<void> {
       load: { before: loadBefore, after: loadAverage() },
     }) +
       scrapeReport(scrape) +
-      tracingCpuReport(tracing),
+      tracingCpuReport(tracing) +
+      authCostReport(auth),
   );
 }
 

@@ -117,3 +117,6 @@ export const KIB_PER_MIB = 1_024;
 
 /** Phase 11: timed metrics scrapes at each index size. */
 export const SCRAPE_REPEATS = count(50, 5);
+/** Phase 13, authentication's cost: timed requests per credential (and for the bare route), after a warm-up each. */
+export const AUTH_REQUESTS = count(400, 40);
+export const AUTH_WARMUP_REQUESTS = count(20, 4);

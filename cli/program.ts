@@ -297,17 +297,21 @@ function buildProgram(act: Act): Command {
     .option("--principal <id>", "only this principal (e.g. token:ci)")
     .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTIONS))
     .option("--limit <n>", "entries (1..200, default 50)", nonNegativeInt)
+    .option("--cursor <cursor>", "the next page: the cursor a previous page named")
     .action(
-      act(async (opts: { principal?: string; action?: AuditAction; limit?: number }, command: Command) => {
+      act(async (opts: { principal?: string; action?: AuditAction; limit?: number; cursor?: string }, command: Command) => {
         const { out, client } = context(command);
         const page = await client.audit({
           ...(opts.principal === undefined ? {} : { principal: opts.principal }),
           ...(opts.action === undefined ? {} : { action: opts.action }),
           ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+          ...(opts.cursor === undefined ? {} : { cursor: opts.cursor }),
         });
         if (out.json) out.object(page);
         else if (page.entries.length === 0) out.line("no audit entries");
         else for (const e of page.entries) out.line(auditLine(e));
+        // On stderr, so stdout stays one entry per line.
+        if (!out.json && page.next_cursor !== null) out.note(`older entries: audit --cursor ${page.next_cursor} (same filters)`);
         return EXIT_OK;
       }),
     );

@@ -6,6 +6,8 @@
 import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
 import type { Env } from "../config/env";
 import { authenticate } from "../auth/authenticate";
+import type { Principal } from "../auth/principal";
+import { countAuthFailure } from "../auth/rate-limits";
 import { authorize, lacksRole } from "../auth/authorize";
 import { apiError, jsonResponse } from "../http/api-error";
 import { ruleOf } from "../http/route-roles";
@@ -77,7 +79,9 @@ function probeMcp(server: { url: string; headers?: Record<string, string> }, con
  * The router's guard, for the one route ahead of it: with a valid configuration the
  * principal is proven as on every route (section 18) and needs the route table's role;
  * with a bad one there is nothing to prove a named token or a session against, so only
- * the raw API_TOKEN (token:root) may see which component is down.
+ * the raw API_TOKEN (token:root) may see which component is down. As on every /api
+ * route, a failed authentication counts against the client address (429 past the limit)
+ * and a 403 names its principal on the request, so the router's refusal audit sees it.
  */
 async function admitViewer(
   request: Request,
@@ -85,16 +89,21 @@ async function admitViewer(
   ctx: Pick<ExecutionContext, "waitUntil">,
   loaded: ReturnType<typeof loadConfig>,
 ): Promise<void> {
-  const unauthorized = () =>
+  const unauthorized = async () =>
+    (await countAuthFailure(env, request.headers)) ??
     apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <token> (API_TOKEN or a named token)." });
   if (loaded.state !== "ready") {
     const raw = (env as unknown as Record<string, unknown>).API_TOKEN;
-    if (typeof raw !== "string" || raw === "" || !(await isAuthorized(request.headers.get("authorization"), raw))) throw unauthorized();
+    if (typeof raw !== "string" || raw === "" || !(await isAuthorized(request.headers.get("authorization"), raw)))
+      throw await unauthorized();
     return;
   }
   const auth = await authenticate(request.headers, { db: env.DB, config: loaded.config, waitUntil: (p) => ctx.waitUntil(p) });
-  if (auth.kind !== "authenticated") throw unauthorized();
+  if (auth.kind !== "authenticated") throw await unauthorized();
   const rule = ruleOf("GET", "/api/health");
   const verdict = rule ? authorize(auth.principal.roles, rule) : ({ kind: "forbidden", role: "viewer" } as const);
-  if (verdict.kind !== "allowed") throw apiError(403, { error: "forbidden", message: lacksRole(auth.principal.id, verdict.role) });
+  if (verdict.kind !== "allowed") {
+    (request as Request & { principal?: Principal }).principal = auth.principal;
+    throw apiError(403, { error: "forbidden", message: lacksRole(auth.principal.id, verdict.role) });
+  }
 }

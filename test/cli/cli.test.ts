@@ -545,6 +545,34 @@ describe("approved-exec with named tokens (contract section 18)", () => {
     expect(after.code).toBe(1);
     expect(after.stderr).toMatch(/^error: unauthorized \(401\)/);
     expect((await cli(["tokens", "create", bot, "--role", "viewer"])).stderr).toMatch(/^error: name_taken \(409\)/);
+
+    // The audit log names who did each of it (admin only).
+    const revokes = await cli(["audit", "--action", "token.revoke", "--principal", ME]);
+    expect(revokes.code, revokes.stderr).toBe(0);
+    expect(revokes.stdout).toMatch(new RegExp(`^\\S+ token\\.revoke by=${ME} target=token:${bot} ok$`, "m"));
+    const creates = await cli(["audit", "--action", "token.create", "--limit", "1"]);
+    expect(creates.stdout.trimEnd().split("\n")).toHaveLength(1);
+    expect(creates.stdout).toContain(`target=token:${ops} ok {"roles":["approver"]`);
+    const cursor = /audit --cursor (\S+) /.exec(creates.stderr)?.[1];
+    expect(cursor, creates.stderr).toBeDefined();
+    const older = await cli(["audit", "--action", "token.create", "--limit", "1", "--cursor", cursor!]);
+    expect(older.stdout).toContain(`target=token:${bot} ok`);
+    // run.trigger reaches D1 through the run object's pending marks: polled for.
+    let triggered: any;
+    await expect
+      .poll(
+        async () => {
+          const found = await cli(["audit", "--principal", `token:${bot}`, "--action", "run.trigger", "--json"]);
+          triggered = JSON.parse(found.stdout);
+          return triggered.entries.length;
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(1);
+    expect(triggered.entries[0]).toMatchObject({ principal: `token:${bot}`, action: "run.trigger", target: runId, result: "ok" });
+    expect(await cli(["audit", "--principal", "token:nobody"])).toEqual({ code: 0, stdout: "no audit entries\n", stderr: "" });
+    expect((await cli(["audit"], asOps)).stderr).toBe(`error: forbidden (403): token:${ops} lacks the admin role\n`);
+    expect((await cli(["audit", "--action", "run.explode"])).code).toBe(2);
   });
 });
 

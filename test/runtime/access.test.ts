@@ -4,7 +4,7 @@
 // unknown key), and the Worker verifies them with jose: access:<email>
 // principals with ACCESS_ROLES, service tokens, the Origin rule for users,
 // the console with no sign-in of its own, and the JWKS cache.
-import { createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, runDurableObjectAlarm } from "cloudflare:test";
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config";
@@ -114,6 +114,28 @@ describe("Access assertions", () => {
     const res = await call("/api/runs", await assertion({ payload: { email: "mallory@other.test" } }));
     expect(res.status).toBe(403);
     expect(await res.json()).toEqual({ error: "forbidden", message: "access:mallory@other.test lacks the viewer role" });
+  });
+
+  it("its 403 on /api/health (served ahead of the router's guard) is audited like any other", async () => {
+    const who = "access:nobody-health@other.test";
+    const res = await call("/api/health", await assertion({ payload: { email: "nobody-health@other.test" } }));
+    expect(res.status).toBe(403);
+    expect(await res.json()).toEqual({ error: "forbidden", message: `${who} lacks the viewer role` });
+    // The queue's alarm writes to D1: fired here, unless it has already fired by itself (then polled for).
+    await runDurableObjectAlarm(env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(who)));
+    const refusals = async () => {
+      const listed = await worker.fetch(
+        new Request(`${ORIGIN}/api/audit?action=access.refused&principal=${encodeURIComponent(who)}`, {
+          headers: { authorization: `Bearer ${TOKEN}`, "cf-connecting-ip": freshAddress() },
+        }),
+        accessEnv,
+        createExecutionContext(),
+      );
+      return (await listed.json<any>()).entries;
+    };
+    await expect
+      .poll(refusals, { timeout: 5_000, interval: 25 })
+      .toEqual([expect.objectContaining({ target: "GET /api/health", result: "refused", count: 1, details: { error: "forbidden" } })]);
   });
 
   it("a service token is access-service:<common_name>; the Origin rule is for users' browser-sent assertions", async () => {

@@ -34,6 +34,17 @@ describe("failed authentications per client address", () => {
     expect((await from(freshAddress(), "Bearer wrong-token")).status).toBe(401);
   });
 
+  it("counts failures on /api/health too (it answers ahead of the router's guard)", async () => {
+    const address = freshAddress();
+    for (let i = 1; i <= 10; i++) expect((await from(address, "Bearer wrong-token", "/api/health")).status, `failure ${i}`).toBe(401);
+    const limited = await from(address, "Bearer wrong-token", "/api/health");
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    // The same address's count, wherever the failures happened.
+    expect((await from(address, "Bearer wrong-token")).status).toBe(429);
+    expect((await from(address, `Bearer ${TOKEN}`, "/api/health")).status).not.toBe(429);
+  });
+
   it("counts failed console sign-ins too", async () => {
     const address = freshAddress();
     const signIn = () =>
