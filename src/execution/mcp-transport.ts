@@ -19,23 +19,23 @@
  * Not responsible for: approvals, budgets, write-ahead checkpoints or durable outcomes (the Run
  * Durable Object decides those from the outcome returned here), nor for reading host config.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-  type StreamableHTTPReconnectionOptions,
-} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import {
-  ErrorCode,
+  Client,
   isJSONRPCErrorResponse,
   isJSONRPCResultResponse,
-  McpError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
   type CallToolResult,
   type JSONRPCMessage,
+  type PriorDiscovery,
+  type RequestOptions,
+  type StreamableHTTPReconnectionOptions,
   type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+} from "@modelcontextprotocol/client";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
+import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
 import { redactText } from "./redaction";
 
 // ---------------------------------------------------------------------------------------------
@@ -133,6 +133,8 @@ const MAX_TOOL_LIST_PAGES = 100;
 const MESSAGE_MAX_BYTES = 512;
 
 const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
+/** The revisions spoken (contract section 21): the stateless one first, then the two with initialize and sessions. */
+const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"] as const;
 
 /**
  * No SSE resumption. The SDK only ever resumes with a GET carrying Last-Event-ID (it never
@@ -150,12 +152,17 @@ const NO_RECONNECTION: StreamableHTTPReconnectionOptions = {
 // ---------------------------------------------------------------------------------------------
 // Entry points
 
+/** A server's tools (all pages) and the protocol version spoken to list them. */
+export interface McpToolListing {
+  tools: McpToolInfo[];
+  protocolVersion: string;
+}
+
 /** Lists a server's tools (all pages). Throws McpTransportError on failure. */
-export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolInfo[]> {
+export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolListing> {
   let session: McpSession | undefined;
   try {
-    session = new McpSession(server, caps);
-    await session.connect();
+    session = await connectSession(server, caps);
     // One bound for the whole listing: pagination must not multiply the caller's wait.
     const deadline = Date.now() + caps.callTimeoutMs;
     const tools: McpToolInfo[] = [];
@@ -173,11 +180,13 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
       );
       tools.push(...result.tools.map(toToolInfo));
       cursor = result.nextCursor;
-      if (cursor === undefined) return tools;
+      if (cursor === undefined) return { tools, protocolVersion: session.protocolVersion };
       if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
       seenCursors.add(cursor);
     }
   } catch (error) {
+    // The next contact probes the era again: a server that stopped answering may have changed it.
+    forgetEra(server.url);
     throw toTransportError(error);
   } finally {
     await session?.close();
@@ -190,6 +199,8 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
  * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
  */
 interface McpCallSession {
+  /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
+  readonly protocolVersion: string;
   /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. `meta`: the request's `params._meta`. */
   call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
@@ -200,30 +211,33 @@ interface McpCallSession {
 export type McpOpenResult = { kind: "open"; session: McpCallSession } | { kind: "failed"; code: McpFailureCode; message: string };
 
 /**
- * Connects to a server and completes the initialize handshake, bounded by `connectTimeoutMs`.
- * Never throws: a server that cannot be reached, refuses the connection or fails the handshake
- * (or a URL that does not parse) answers `failed`, with the session already closed.
+ * Learns the server's era (a cached one, else the `server/discover` probe) and, for the earlier
+ * revisions, completes the initialize handshake, bounded by `connectTimeoutMs`. Never throws: a
+ * server that cannot be reached, refuses the connection, answers the probe unusably or fails the
+ * handshake (or a URL that does not parse) answers `failed`, with the session already closed.
  */
 export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
-  let session: McpSession | undefined;
+  let open: McpSession;
   try {
-    session = new McpSession(server, caps);
-    await session.connect();
+    open = await connectSession(server, caps);
   } catch (error) {
-    await session?.close();
+    forgetEra(server.url);
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message };
   }
-  const open = session;
   let called = false;
   return {
     kind: "open",
     session: {
+      protocolVersion: open.protocolVersion,
       call: async (toolName, args, meta) => {
         if (called)
           return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
         called = true;
-        return open.callTool(toolName, args, meta);
+        const outcome = await open.callTool(toolName, args, meta);
+        // Never a re-send: only the next contact's connect probes the era again.
+        if (outcome.kind === "failed") forgetEra(server.url);
+        return outcome;
       },
       close: () => open.close(),
     },
@@ -232,6 +246,39 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 
 // ---------------------------------------------------------------------------------------------
 // One client session
+
+/**
+ * A connected session: with the era cached, the SDK adopts it (no probe; for a stateless server no
+ * request at all); else it probes with `server/discover` and falls back to initialize. A cached
+ * era that fails (a server that dropped its older revision) is forgotten and probed once more,
+ * within the same connect bound: nothing of a tools/call has been sent yet. Throws on failure,
+ * with every session it opened closed.
+ */
+async function connectSession(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
+  const deadline = Date.now() + caps.connectTimeoutMs;
+  const prior = cachedEra(server.url);
+  const first = new McpSession(server, caps);
+  try {
+    await first.connect(caps.connectTimeoutMs, prior);
+    rememberEra(server.url, first.learnedEra());
+    return first;
+  } catch (error) {
+    await first.close();
+    if (prior === undefined) throw error;
+    forgetEra(server.url);
+  }
+  const remainingMs = deadline - Date.now();
+  if (remainingMs <= 0) throw new McpTransportError("transport_timeout", `connect timed out after ${caps.connectTimeoutMs} ms`);
+  const second = new McpSession(server, caps);
+  try {
+    await second.connect(remainingMs, undefined);
+    rememberEra(server.url, second.learnedEra());
+    return second;
+  } catch (error) {
+    await second.close();
+    throw error;
+  }
+}
 
 /** What the fetch layer and the message hook learned about the tools/call request. */
 interface ToolCallTrace {
@@ -255,7 +302,7 @@ class McpSession {
   readonly client: Client;
   readonly transport: StreamableHTTPClientTransport;
   readonly toolCall: ToolCallTrace = { sent: false, answered: false };
-  /** Whether any JSON-RPC error response arrived: then an McpError may be the server's, not the SDK's. */
+  /** Whether any JSON-RPC error response arrived: then an error may be the server's, not the SDK's. */
   private rpcErrorSeen = false;
   /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
   private readonly failure: Promise<McpTransportError>;
@@ -278,7 +325,13 @@ class McpSession {
     // before the SDK resolves the matching request.
     this.transport.onmessage = (message) => this.observe(message);
     this.client = new Client(CLIENT_INFO, {
+      // No elicitation, sampling or roots: a server must not expect any answer from this client.
       capabilities: {},
+      // 2026-07-28 first (server/discover), falling back to initialize for the earlier revisions.
+      versionNegotiation: { mode: "auto" },
+      supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
+      // The SDK must never answer an input_required by sending the tools/call again on its own.
+      inputRequired: { autoFulfill: false },
       // The default (ajv) compiles schemas with `new Function`, which workerd forbids; listTools
       // compiles every tool's outputSchema.
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
@@ -289,30 +342,56 @@ class McpSession {
     this.client.onerror = () => {};
   }
 
-  async connect(): Promise<void> {
-    const { connectTimeoutMs } = this.caps;
-    await this.bounded(this.client.connect(this.transport, requestOptions(connectTimeoutMs)), connectTimeoutMs, "connect");
+  /** Connects within `timeoutMs`: adopting `prior` when given, else probing the era. */
+  async connect(timeoutMs: number, prior: PriorDiscovery | undefined): Promise<void> {
+    const options = { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) };
+    await this.bounded(this.client.connect(this.transport, options), timeoutMs, "connect");
   }
 
-  /** The one tools/call of this session, as an outcome. Never throws. */
+  /** The revision this connected session speaks. */
+  get protocolVersion(): string {
+    return this.client.getNegotiatedProtocolVersion() ?? "unknown";
+  }
+
+  /** What to cache of this connected session's era. */
+  learnedEra(): PriorDiscovery {
+    const discover = this.client.getDiscoverResult();
+    return this.client.getProtocolEra() === "modern" && discover !== undefined ? { kind: "modern", discover } : { kind: "legacy" };
+  }
+
+  /**
+   * The one tools/call of this session, as an outcome. Never throws. Sent with `request`, not the
+   * SDK's `callTool`: on a header-mismatch answer that one lists the tools and sends the call a
+   * second time, which the contract forbids (section 7); nor may its output-schema check turn a
+   * tool's actual answer into an error after the call took effect.
+   */
   async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome> {
     const { callTimeoutMs } = this.caps;
     try {
-      let result: CallToolResult;
+      let result: unknown;
       try {
-        result = (await this.bounded(
-          this.client.callTool(
-            { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) },
-            undefined,
-            requestOptions(callTimeoutMs),
-          ),
+        const params = { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) };
+        // allowInputRequired: an input_required answer comes back as a value, never re-sent by the SDK.
+        result = await this.bounded(
+          this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true }),
           callTimeoutMs,
           "tools/call",
-        )) as CallToolResult;
+        );
       } catch (error) {
         return this.callFailureOutcome(error);
       }
-      return resultOutcome(result, this.caps);
+      const resultType = (result as { resultType?: unknown }).resultType;
+      if (resultType !== undefined && resultType !== "complete") {
+        // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
+        const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
+        return {
+          kind: "failed",
+          code: "transport_error",
+          message: `tools/call answered with resultType ${kind}, which this engine does not continue`,
+          sent: true,
+        };
+      }
+      return resultOutcome(result as CallToolResult, this.caps);
     } catch (error) {
       // Defensive: nothing above should throw, but a caller relies on "never throws".
       return { kind: "failed", code: "transport_error", message: errorText(error), sent: this.toolCall.sent };
@@ -345,13 +424,12 @@ class McpSession {
   /**
    * What a failed operation amounts to. A failure the fetch layer saw (too large, stream broken)
    * explains whatever the SDK made of it, so it wins. The SDK's own request timeout is an
-   * McpError(RequestTimeout), a code a server may also answer with; it only counts as a timeout
-   * while no JSON-RPC error response arrived.
+   * SdkError(RequestTimeout); it only counts as a timeout while no JSON-RPC error response arrived.
    */
   private classify(error: unknown, what: string, timeoutMs: number): McpTransportError {
     if (this.failed) return this.failed;
     if (error instanceof McpTransportError) return error;
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout && !this.rpcErrorSeen) {
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout && !this.rpcErrorSeen) {
       return new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
     }
     return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
@@ -614,9 +692,9 @@ function toTransportError(error: unknown): McpTransportError {
   return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
 }
 
-/** The HTTP status of a refusal: the SDK's StreamableHTTPError carries it as its numeric `code`. */
+/** The HTTP status of a refusal, as the SDK's SdkHttpError carries it. */
 function httpStatusOf(error: unknown): number | undefined {
-  return error instanceof StreamableHTTPError && typeof error.code === "number" && error.code >= 400 ? error.code : undefined;
+  return error instanceof SdkHttpError && error.status >= 400 ? error.status : undefined;
 }
 
 /** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */
