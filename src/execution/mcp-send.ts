@@ -10,6 +10,7 @@ import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
 import type { McpContactSink } from "./mcp-contacts";
 import type { CallSession } from "./dispatch-pipeline";
+import { shapeAnswer } from "./mcp-result";
 import { openMcpSession, type TransportCaps } from "./mcp-transport";
 import type { Dispatched } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";
@@ -41,7 +42,8 @@ export async function openMcpCall(
     return { kind: "unreachable", message: "The arguments changed after approval; the call was not sent." };
   }
   const traced = traceparent === undefined ? server : { ...server, headers: { ...server.headers, traceparent } };
-  const opened = await openMcpSession(traced, transportCaps(config));
+  const caps = transportCaps(config);
+  const opened = await openMcpSession(traced, caps);
   if (opened.kind === "failed") {
     contacts(target.server, { kind: "failed" });
     return { kind: "unreachable", message: opened.message };
@@ -51,7 +53,8 @@ export async function openMcpCall(
   return {
     kind: "open",
     send: async () => {
-      const outcome = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
+      const answer = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
+      const outcome = shapeAnswer(answer, caps.maxResponseBytes);
       if (outcome.kind === "failed") {
         contacts(target.server, { kind: "failed" });
         return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };

@@ -1,27 +1,33 @@
 /**
  * The engine's MCP client: lists a server's tools and dispatches one tool call, over MCP
- * Streamable HTTP with the official SDK, from inside workerd (the Run Durable Object).
+ * Streamable HTTP with the official v2 SDK, from inside workerd (the Run Durable Object).
  *
  * Responsibilities:
- *  - One short-lived SDK client per operation (connect, list or call, terminate, close), so no
- *    state has to survive a Durable Object eviction and no session outlives its use.
- *  - Enforce the transport caps of the contract (section 7): the connect (initialize handshake)
- *    is bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as
- *    progress notifications extends it), and every response body by `maxResponseBytes`.
- *  - Never retry a tools/call: not here, and not inside the SDK (its SSE resumption is turned
- *    off and the standalone GET stream is never opened).
- *  - Turn every ending of a call into an `McpCallOutcome`, deciding `sent` from what actually
- *    reached `fetch`: the engine marks an outcome `outcome_unknown` from it, so a call that
- *    provably never left must say so, and one that may have left must never claim otherwise.
- *  - Reduce a result to facts (is_error, content_bytes, a 2 KiB summary) plus capped text for
- *    the model, and keep the server config's headers (credentials) out of every message.
+ *  - One short-lived SDK client per operation (connect, list or call, close), so no state has to
+ *    survive a Durable Object eviction and no session outlives its use.
+ *  - Speak MCP 2026-07-28 (stateless) where the server does and the earlier revisions
+ *    (initialize and sessions) where it does not (contract section 21): the era is the SDK's
+ *    `server/discover` probe, cached per server (mcp-era-cache.ts), learned during the connect,
+ *    so before any checkpoint and never from a tools/call.
+ *  - Enforce the transport caps of the contract (section 7): the connect (probe, handshake) is
+ *    bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as progress
+ *    notifications extends it), and every response body by `maxResponseBytes`.
+ *  - Never retry a tools/call: not here, and not inside the SDK (SSE resumption off, the
+ *    standalone GET stream never opened, no input_required auto-fulfilment, and no `callTool`,
+ *    whose header-mismatch path sends the call again).
+ *  - Turn every ending of a call into an `McpCallAnswer`, deciding `sent` from what actually
+ *    reached the transport's `send`: the engine marks an outcome `outcome_unknown` from it, so a
+ *    call that provably never left must say so, and one that may have left must never claim
+ *    otherwise. Keep the server config's headers (credentials) out of every message.
  *
- * Not responsible for: approvals, budgets, write-ahead checkpoints or durable outcomes (the Run
- * Durable Object decides those from the outcome returned here), nor for reading host config.
+ * Not responsible for: shaping and redacting results (mcp-result.ts), approvals, budgets,
+ * write-ahead checkpoints or durable outcomes (the Run Durable Object decides those from the
+ * answer returned here), nor for reading host config.
  */
 import {
   Client,
   isJSONRPCErrorResponse,
+  isJSONRPCRequest,
   isJSONRPCResultResponse,
   SdkError,
   SdkErrorCode,
@@ -36,6 +42,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
+import { truncateUtf8 } from "./mcp-result";
 import { redactText } from "./redaction";
 
 // ---------------------------------------------------------------------------------------------
@@ -74,27 +81,18 @@ export interface McpToolAnnotations {
 
 export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";
 
-export type McpCallOutcome =
-  | {
-      kind: "result";
-      /** The tool's `isError`, or true when the server answered the call with a JSON-RPC error. */
-      isError: boolean;
-      /** UTF-8 bytes of JSON.stringify(result.content); 0 for a JSON-RPC error answer. */
-      contentBytes: number;
-      /** The content as text, at most SUMMARY_MAX_BYTES UTF-8 bytes. */
-      summary: string;
-      /** The content as text for the model, at most MODEL_TEXT_MAX_BYTES UTF-8 bytes. */
-      modelText: string;
-      /** Present when the server answered the call with a JSON-RPC error instead of a result. */
-      rpcError?: { code: number; message: string };
-    }
+/** A tools/call's answer as the server gave it; execution shapes it (mcp-result.ts). */
+export type McpCallAnswer =
+  | { kind: "result"; result: CallToolResult }
+  /** The server answered the call with a JSON-RPC error: it reached the server, which said no. */
+  | { kind: "rpc_error"; code: number; message: string }
   | {
       kind: "failed";
       code: McpFailureCode;
       message: string;
       /**
-       * Whether the tools/call request was handed to fetch, i.e. whether it may have reached the
-       * server. false only when it certainly did not.
+       * Whether the tools/call request was handed to the transport, i.e. whether it may have
+       * reached the server. false only when it certainly did not.
        */
       sent: boolean;
     };
@@ -114,10 +112,6 @@ export class McpTransportError extends Error {
 // ---------------------------------------------------------------------------------------------
 // Constants
 
-/** The contract's bound on `tool_execution.result.summary` (section 4: "at most 2 KiB"). */
-export const SUMMARY_MAX_BYTES = 2048;
-/** Bound on the text handed back to the model: enough for any sane tool answer, far below the response cap. */
-export const MODEL_TEXT_MAX_BYTES = 64 * 1024;
 /** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
 const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
 /**
@@ -202,7 +196,7 @@ interface McpCallSession {
   /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
   readonly protocolVersion: string;
   /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. `meta`: the request's `params._meta`. */
-  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome>;
+  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
   close(): Promise<void>;
 }
@@ -248,6 +242,28 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 // One client session
 
 /**
+ * The SDK's Streamable HTTP transport, told at its typed `send` seam when the tools/call goes
+ * out: the JSON-RPC message as the SDK built it, so nothing has to re-parse a request body.
+ */
+class ToolCallTracingTransport extends StreamableHTTPClientTransport {
+  constructor(
+    url: URL,
+    private readonly trace: ToolCallTrace,
+    options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
+  ) {
+    super(url, options);
+  }
+
+  override send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
+    if (isJSONRPCRequest(message) && message.method === "tools/call") {
+      this.trace.id = message.id;
+      this.trace.sent = true;
+    }
+    return super.send(message, options);
+  }
+}
+
+/**
  * A connected session: with the era cached, the SDK adopts it (no probe; for a stateless server no
  * request at all); else it probes with `server/discover` and falls back to initialize. A cached
  * era that fails (a server that dropped its older revision) is forgotten and probed once more,
@@ -282,9 +298,11 @@ async function connectSession(server: McpServerConfig, caps: TransportCaps): Pro
 
 /** What the fetch layer and the message hook learned about the tools/call request. */
 interface ToolCallTrace {
-  /** The tools/call POST was handed to fetch: from here on it may have reached the server. */
+  /** The tools/call was handed to the transport: from here on it may have reached the server. */
   sent: boolean;
-  /** Its JSON-RPC id, read from the body, to recognise its answer. */
+  /** Its POST went to fetch (the next POST after `sent`): that response is the one watched. */
+  fetched: boolean;
+  /** Its JSON-RPC id, as the transport was given it, to recognise its answer. */
   id?: string | number;
   /** A response (result or error) for it arrived. */
   answered: boolean;
@@ -301,7 +319,7 @@ interface ToolCallTrace {
 class McpSession {
   readonly client: Client;
   readonly transport: StreamableHTTPClientTransport;
-  readonly toolCall: ToolCallTrace = { sent: false, answered: false };
+  readonly toolCall: ToolCallTrace = { sent: false, fetched: false, answered: false };
   /** Whether any JSON-RPC error response arrived: then an error may be the server's, not the SDK's. */
   private rpcErrorSeen = false;
   /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
@@ -316,7 +334,7 @@ class McpSession {
     private readonly caps: TransportCaps,
   ) {
     this.failure = new Promise((resolve) => (this.signalFailure = resolve));
-    this.transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    this.transport = new ToolCallTracingTransport(new URL(server.url), this.toolCall, {
       requestInit: { headers: { ...server.headers } },
       fetch: (url, init) => this.fetch(url, init),
       reconnectionOptions: NO_RECONNECTION,
@@ -365,7 +383,7 @@ class McpSession {
    * second time, which the contract forbids (section 7); nor may its output-schema check turn a
    * tool's actual answer into an error after the call took effect.
    */
-  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome> {
+  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer> {
     const { callTimeoutMs } = this.caps;
     try {
       let result: unknown;
@@ -391,7 +409,7 @@ class McpSession {
           sent: true,
         };
       }
-      return resultOutcome(result as CallToolResult, this.caps);
+      return { kind: "result", result: result as CallToolResult };
     } catch (error) {
       // Defensive: nothing above should throw, but a caller relies on "never throws".
       return { kind: "failed", code: "transport_error", message: errorText(error), sent: this.toolCall.sent };
@@ -436,22 +454,10 @@ class McpSession {
   }
 
   /** The outcome of a tools/call that did not resolve with a result. */
-  callFailureOutcome(error: unknown): McpCallOutcome {
+  callFailureOutcome(error: unknown): McpCallAnswer {
     const { rpcError, sent } = this.toolCall;
-    if (rpcError && !this.failed) {
-      // The server answered: the call reached it and it said no. A tool error, not ambiguity.
-      // Server-provided text: redacted like any other output (contract section 17).
-      const message = redactText(rpcError.message);
-      const text = `JSON-RPC error ${rpcError.code}: ${message}`;
-      return {
-        kind: "result",
-        isError: true,
-        contentBytes: 0,
-        summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
-        modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
-        rpcError: { code: rpcError.code, message: truncateUtf8(message, MESSAGE_MAX_BYTES) },
-      };
-    }
+    // The server answered: the call reached it and it said no (execution redacts the text).
+    if (rpcError && !this.failed) return { kind: "rpc_error", code: rpcError.code, message: rpcError.message };
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message, sent };
   }
@@ -500,13 +506,11 @@ class McpSession {
       // nothing to abort on close, nothing to reconnect.
       return new Response(null, { status: 405, statusText: "Method Not Allowed" });
     }
-    const toolCallId = method === "POST" ? toolCallIdIn(init?.body) : undefined;
-    if (toolCallId !== undefined) {
-      this.toolCall.id = toolCallId;
-      this.toolCall.sent = true;
-    }
+    // The POST carrying the tools/call is the first one after the transport's send saw it.
+    const isToolCall = method === "POST" && this.toolCall.sent && !this.toolCall.fetched;
+    if (isToolCall) this.toolCall.fetched = true;
     const response = await fetch(url, init);
-    return this.capBody(response, toolCallId !== undefined);
+    return this.capBody(response, isToolCall);
   }
 
   /**
@@ -582,23 +586,6 @@ function requestOptions(timeoutMs: number): RequestOptions {
   return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
 }
 
-/** The JSON-RPC id of a tools/call request in a POST body, if that is what the body is. */
-function toolCallIdIn(body: RequestInit["body"] | undefined): string | number | undefined {
-  if (typeof body !== "string") return undefined;
-  try {
-    const parsed: unknown = JSON.parse(body);
-    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call") {
-        const id = (message as { id?: unknown }).id;
-        if (typeof id === "string" || typeof id === "number") return id;
-      }
-    }
-  } catch {
-    // Not JSON: not a tools/call.
-  }
-  return undefined;
-}
-
 function toToolInfo(tool: Tool): McpToolInfo {
   const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
   if (tool.description !== undefined) info.description = tool.description;
@@ -617,74 +604,6 @@ function toolAnnotations(given: Tool["annotations"]): McpToolAnnotations | undef
     if (typeof value === "boolean") out[hint] = value;
   }
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutcome {
-  const content = result.content ?? [];
-  const contentBytes = utf8Length(JSON.stringify(content));
-  if (contentBytes > caps.maxResponseBytes) {
-    // The body cap already bounds the wire; this catches a result that grew in decoding.
-    return {
-      kind: "failed",
-      code: "response_too_large",
-      message: `result content is ${contentBytes} bytes, over the ${caps.maxResponseBytes}-byte cap`,
-      sent: true,
-    };
-  }
-  const text = contentText(result);
-  return {
-    kind: "result",
-    isError: result.isError === true,
-    contentBytes,
-    // Redacted before the cut, so a cut cannot leave part of a credential unrecognised. The
-    // model's copy stays whole: it is the tool's answer to the model, kept only in the run's object.
-    summary: truncateUtf8(redactText(text), SUMMARY_MAX_BYTES),
-    modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
-  };
-}
-
-/** The content as text: text items verbatim, other items as a short placeholder. */
-function contentText(result: CallToolResult): string {
-  const content = result.content ?? [];
-  if (content.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
-  return content
-    .map((item) => {
-      switch (item.type) {
-        case "text":
-          return item.text;
-        case "image":
-        case "audio":
-          return `[${item.type}: ${item.mimeType}]`;
-        case "resource":
-          return `[resource: ${item.resource.uri}]`;
-        case "resource_link":
-          return `[resource link: ${item.uri}]`;
-        default:
-          return `[${(item as { type: string }).type} content]`;
-      }
-    })
-    .join("\n");
-}
-
-const encoder = new TextEncoder();
-
-function utf8Length(text: string): number {
-  return encoder.encode(text).byteLength;
-}
-
-/**
- * `text` cut to at most `maxBytes` UTF-8 bytes, ending in "…" when cut, never splitting a
- * character (a cut never lands inside a code point's bytes).
- */
-export function truncateUtf8(text: string, maxBytes: number): string {
-  const bytes = encoder.encode(text);
-  if (bytes.byteLength <= maxBytes) return text;
-  // The marker only when it fits: a budget under 3 bytes gets a bare cut.
-  const ellipsis = maxBytes >= utf8Length("…") ? "…" : "";
-  let end = Math.max(0, maxBytes - utf8Length(ellipsis));
-  // Back off continuation bytes (10xxxxxx) so the cut falls on a code point boundary.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
-  return new TextDecoder().decode(bytes.subarray(0, end)) + ellipsis;
 }
 
 /** Anything thrown, as an McpTransportError (bounded() already classified what it saw). */

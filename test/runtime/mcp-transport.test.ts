@@ -9,14 +9,11 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { MODEL_TEXT_MAX_BYTES, type McpCallOutcome, SUMMARY_MAX_BYTES, shapeAnswer, truncateUtf8 } from "../../src/execution/mcp-result";
 import {
   listMcpTools,
   McpTransportError,
-  MODEL_TEXT_MAX_BYTES,
   openMcpSession,
-  SUMMARY_MAX_BYTES,
-  truncateUtf8,
-  type McpCallOutcome,
   type McpServerConfig,
   type TransportCaps,
 } from "../../src/execution/mcp-transport";
@@ -41,7 +38,7 @@ async function callMcpTool(
   const opened = await openMcpSession(server, caps);
   if (opened.kind === "failed") return { ...opened, sent: false };
   try {
-    return await opened.session.call(toolName, args);
+    return shapeAnswer(await opened.session.call(toolName, args), caps.maxResponseBytes);
   } finally {
     await opened.session.close();
   }
@@ -176,7 +173,7 @@ describe.each([
     try {
       // Connected and initialized, and the server has received no tools/call.
       expect((await demo().calls()).total).toBe(0);
-      expectResult(await opened.session.call("create_dashboard", { title: "Opened first" }));
+      expectResult(shapeAnswer(await opened.session.call("create_dashboard", { title: "Opened first" }), CAPS.maxResponseBytes));
       // One call per session: a second is refused without leaving.
       expect(await opened.session.call("create_dashboard", { title: "Twice" })).toMatchObject({ kind: "failed", sent: false });
     } finally {
