@@ -20,7 +20,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView } from "./live-view.js";
-import { approvalLine, auditLine, inputLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
+import { approvalLine, auditLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
 const ENVIRONMENT_HELP = `
@@ -235,6 +235,21 @@ function buildProgram(act: Act): Command {
         const { out, client } = context(command);
         const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence });
         out.result(mutationLine(row), row);
+        return EXIT_OK;
+      }),
+    );
+
+  const mcp = program.command("mcp").description("the configured MCP servers");
+  mcp
+    .command("list")
+    .description("each configured MCP server as last seen: protocol version, tools, last contact (viewer)")
+    .action(
+      act(async (_opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const list = await client.listMcpServers();
+        if (out.json) out.object({ servers: list });
+        else if (list.length === 0) out.line("no MCP servers configured");
+        else for (const s of list) out.line(mcpServerLine(s));
         return EXIT_OK;
       }),
     );

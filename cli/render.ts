@@ -9,6 +9,7 @@ import type {
   InputListItem,
   MutationOutcome,
   RunSummary,
+  McpServerListItem,
   TokenListItem,
 } from "approved-execution-engine/client";
 
@@ -134,6 +135,21 @@ export function tokenLine(t: TokenListItem): string {
     `expires=${t.expires_at}`,
     `last_used=${t.last_used_at ?? "never"}`,
     ...(t.revoked_at === null ? [] : [`revoked=${t.revoked_at}`]),
+  ].join(" ");
+}
+
+/** `<server> <url> protocol=<version|-> tools=<n|-> connected=<yes|no|-> last_contact=<at|never>[ trusted]`: one MCP server. */
+export function mcpServerLine(s: McpServerListItem): string {
+  const connected = s.connected === null ? "-" : s.connected ? "yes" : "no";
+  return [
+    s.server,
+    s.url,
+    `protocol=${s.protocol_version ?? "-"}`,
+    `auth=${s.auth}`,
+    `tools=${s.tools ?? "-"}`,
+    `connected=${connected}`,
+    `last_contact=${s.last_contact_at ?? "never"}`,
+    ...(s.trust_annotations ? ["trust_annotations"] : []),
   ].join(" ");
 }
 

@@ -18,6 +18,7 @@ import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
 import { requestPreview } from "../src/listings/run-index";
 import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
+import { recordMcpContact, type McpContactSink } from "../src/execution/mcp-contacts";
 import { openMcpCall } from "../src/execution/mcp-send";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
@@ -50,12 +51,16 @@ export class RunObject extends DurableObject<Env> {
   /** After retention: the stream's purge marker only, answering 410 replay_gap or 204. */
   #purged: RunStream | undefined;
   readonly #catalog: () => ToolCatalog;
+  /** Each MCP contact, recorded in D1 without holding up the run (GET /api/mcp/servers). */
+  readonly #contacts: McpContactSink = (server, contact) => {
+    this.ctx.waitUntil(recordMcpContact(this.env.DB, server, contact));
+  };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     let catalog: ToolCatalog | undefined;
     this.#catalog = () => {
-      catalog ??= new ToolCatalog(this.#config);
+      catalog ??= new ToolCatalog(this.#config, this.#contacts);
       return catalog;
     };
     void ctx.blockConcurrencyWhile(async () => {
@@ -273,7 +278,13 @@ export class RunObject extends DurableObject<Env> {
         ledger,
         // Each tools/call carries the run's trace context when tracing is on (contract section 22).
         open: observeSends(
-          (call) => openMcpCall(config, call, outputs.tracing ? traceparentOf(run.run_id, mcpSpanKey(call.tool_call_id)) : undefined),
+          (call) =>
+            openMcpCall(
+              config,
+              call,
+              outputs.tracing ? traceparentOf(run.run_id, mcpSpanKey(call.tool_call_id)) : undefined,
+              this.#contacts,
+            ),
           {
             sent: (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),
             answered: (toolCallId, outcome) => outputs.toolCallAnswered(toolCallId, outcome, Date.now()),

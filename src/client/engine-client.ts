@@ -13,6 +13,8 @@ import type {
   TokenCreateRequest,
   TokenListItem,
   TokenRevoked,
+  McpServerListItem,
+  McpServersListing,
   ApprovalAnswer,
   ApprovalDecision,
   CancelAnswer,
@@ -185,6 +187,11 @@ export class EngineClient {
   /** POST /api/tokens: the new token, its value shown only in this answer; ApiError 409 name_taken for a used name. */
   createToken(body: TokenCreateRequest, options: RequestOptions = {}): Promise<TokenCreated> {
     return this.#json("POST", "/api/tokens", body, options);
+  }
+
+  /** GET /api/mcp/servers: each configured MCP server as last seen (contract section 21). */
+  async listMcpServers(options: RequestOptions = {}): Promise<McpServerListItem[]> {
+    return (await this.#json<McpServersListing>("GET", "/api/mcp/servers", undefined, options)).servers;
   }
 
   /** GET /api/tokens: every named token, never a value. */

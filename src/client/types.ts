@@ -393,6 +393,27 @@ export interface TokenListItem {
   revoked_at: string | null;
 }
 
+/** One server of MCP_SERVERS as last seen (GET /api/mcp/servers, contract section 21). */
+export interface McpServerListItem {
+  /** The name in MCP_SERVERS (tools are `mcp__<server>__<tool>`). */
+  server: string;
+  /** Origin and path; never a query, user info or header value. */
+  url: string;
+  /** The revision the last successful contact spoke (`2026-07-28`, or `2025-11-25` / `2025-06-18`); null before one. */
+  protocol_version: string | null;
+  auth: "none" | "headers" | "oauth";
+  trust_annotations: boolean;
+  /** Whether the last contact succeeded; null before the first. */
+  connected: boolean | null;
+  /** Tools in the last listing; null before one. */
+  tools: number | null;
+  last_contact_at: string | null;
+}
+
+export interface McpServersListing {
+  servers: McpServerListItem[];
+}
+
 export interface TokenRevoked {
   name: string;
   revoked_at: string;

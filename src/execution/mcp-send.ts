@@ -8,7 +8,9 @@
 // reached nothing.
 import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
+import type { McpContactSink } from "./mcp-contacts";
 import type { CallSession } from "./dispatch-pipeline";
+import { shapeAnswer } from "./mcp-result";
 import { openMcpSession, type TransportCaps } from "./mcp-transport";
 import type { Dispatched } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";
@@ -24,8 +26,14 @@ export function transportCaps(config: HostConfig): TransportCaps {
 /**
  * Opens the call's MCP session; `unreachable` (nothing sent) when there is no server, the arguments changed, or connect/initialize failed. Never throws.
  * `traceparent` (tracing on, contract section 22): sent as the W3C header on every request of the session and in the tools/call's `params._meta`.
+ * `contacts`: told how the connect and the call went (GET /api/mcp/servers).
  */
-export async function openMcpCall(config: HostConfig, call: Dispatched, traceparent?: string): Promise<CallSession> {
+export async function openMcpCall(
+  config: HostConfig,
+  call: Dispatched,
+  traceparent?: string,
+  contacts: McpContactSink = () => {},
+): Promise<CallSession> {
   const target = parseMcpToolName(call.tool_name);
   const server = target ? config.MCP_SERVERS[target.server] : undefined;
   if (!target || !server) return { kind: "unreachable", message: `No MCP server is configured for ${call.tool_name}.` };
@@ -34,14 +42,23 @@ export async function openMcpCall(config: HostConfig, call: Dispatched, tracepar
     return { kind: "unreachable", message: "The arguments changed after approval; the call was not sent." };
   }
   const traced = traceparent === undefined ? server : { ...server, headers: { ...server.headers, traceparent } };
-  const opened = await openMcpSession(traced, transportCaps(config));
-  if (opened.kind === "failed") return { kind: "unreachable", message: opened.message };
+  const caps = transportCaps(config);
+  const opened = await openMcpSession(traced, caps);
+  if (opened.kind === "failed") {
+    contacts(target.server, { kind: "failed" });
+    return { kind: "unreachable", message: opened.message };
+  }
   const { session } = opened;
+  contacts(target.server, { kind: "connected", protocol_version: session.protocolVersion });
   return {
     kind: "open",
     send: async () => {
-      const outcome = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
-      if (outcome.kind === "failed") return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
+      const answer = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
+      const outcome = shapeAnswer(answer, caps.maxResponseBytes);
+      if (outcome.kind === "failed") {
+        contacts(target.server, { kind: "failed" });
+        return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
+      }
       return {
         kind: "result",
         is_error: outcome.isError,

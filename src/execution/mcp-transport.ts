@@ -1,41 +1,48 @@
 /**
  * The engine's MCP client: lists a server's tools and dispatches one tool call, over MCP
- * Streamable HTTP with the official SDK, from inside workerd (the Run Durable Object).
+ * Streamable HTTP with the official v2 SDK, from inside workerd (the Run Durable Object).
  *
  * Responsibilities:
- *  - One short-lived SDK client per operation (connect, list or call, terminate, close), so no
- *    state has to survive a Durable Object eviction and no session outlives its use.
- *  - Enforce the transport caps of the contract (section 7): the connect (initialize handshake)
- *    is bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as
- *    progress notifications extends it), and every response body by `maxResponseBytes`.
- *  - Never retry a tools/call: not here, and not inside the SDK (its SSE resumption is turned
- *    off and the standalone GET stream is never opened).
- *  - Turn every ending of a call into an `McpCallOutcome`, deciding `sent` from what actually
- *    reached `fetch`: the engine marks an outcome `outcome_unknown` from it, so a call that
- *    provably never left must say so, and one that may have left must never claim otherwise.
- *  - Reduce a result to facts (is_error, content_bytes, a 2 KiB summary) plus capped text for
- *    the model, and keep the server config's headers (credentials) out of every message.
+ *  - One short-lived SDK client per operation (connect, list or call, close), so no state has to
+ *    survive a Durable Object eviction and no session outlives its use.
+ *  - Speak MCP 2026-07-28 (stateless) where the server does and the earlier revisions
+ *    (initialize and sessions) where it does not (contract section 21): the era is the SDK's
+ *    `server/discover` probe, cached per server (mcp-era-cache.ts), learned during the connect,
+ *    so before any checkpoint and never from a tools/call.
+ *  - Enforce the transport caps of the contract (section 7): the connect (probe, handshake) is
+ *    bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as progress
+ *    notifications extends it), and every response body by `maxResponseBytes`.
+ *  - Never retry a tools/call: not here, and not inside the SDK (SSE resumption off, the
+ *    standalone GET stream never opened, no input_required auto-fulfilment, and no `callTool`,
+ *    whose header-mismatch path sends the call again).
+ *  - Turn every ending of a call into an `McpCallAnswer`, deciding `sent` from what actually
+ *    reached the transport's `send`: the engine marks an outcome `outcome_unknown` from it, so a
+ *    call that provably never left must say so, and one that may have left must never claim
+ *    otherwise. Keep the server config's headers (credentials) out of every message.
  *
- * Not responsible for: approvals, budgets, write-ahead checkpoints or durable outcomes (the Run
- * Durable Object decides those from the outcome returned here), nor for reading host config.
+ * Not responsible for: shaping and redacting results (mcp-result.ts), approvals, budgets,
+ * write-ahead checkpoints or durable outcomes (the Run Durable Object decides those from the
+ * answer returned here), nor for reading host config.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-  type StreamableHTTPReconnectionOptions,
-} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import {
-  ErrorCode,
+  Client,
   isJSONRPCErrorResponse,
+  isJSONRPCRequest,
   isJSONRPCResultResponse,
-  McpError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
   type CallToolResult,
   type JSONRPCMessage,
+  type PriorDiscovery,
+  type RequestOptions,
+  type StreamableHTTPReconnectionOptions,
   type Tool,
-} from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+} from "@modelcontextprotocol/client";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
+import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
+import { truncateUtf8 } from "./mcp-result";
 import { redactText } from "./redaction";
 
 // ---------------------------------------------------------------------------------------------
@@ -74,27 +81,18 @@ export interface McpToolAnnotations {
 
 export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";
 
-export type McpCallOutcome =
-  | {
-      kind: "result";
-      /** The tool's `isError`, or true when the server answered the call with a JSON-RPC error. */
-      isError: boolean;
-      /** UTF-8 bytes of JSON.stringify(result.content); 0 for a JSON-RPC error answer. */
-      contentBytes: number;
-      /** The content as text, at most SUMMARY_MAX_BYTES UTF-8 bytes. */
-      summary: string;
-      /** The content as text for the model, at most MODEL_TEXT_MAX_BYTES UTF-8 bytes. */
-      modelText: string;
-      /** Present when the server answered the call with a JSON-RPC error instead of a result. */
-      rpcError?: { code: number; message: string };
-    }
+/** A tools/call's answer as the server gave it; execution shapes it (mcp-result.ts). */
+export type McpCallAnswer =
+  | { kind: "result"; result: CallToolResult }
+  /** The server answered the call with a JSON-RPC error: it reached the server, which said no. */
+  | { kind: "rpc_error"; code: number; message: string }
   | {
       kind: "failed";
       code: McpFailureCode;
       message: string;
       /**
-       * Whether the tools/call request was handed to fetch, i.e. whether it may have reached the
-       * server. false only when it certainly did not.
+       * Whether the tools/call request was handed to the transport, i.e. whether it may have
+       * reached the server. false only when it certainly did not.
        */
       sent: boolean;
     };
@@ -114,10 +112,6 @@ export class McpTransportError extends Error {
 // ---------------------------------------------------------------------------------------------
 // Constants
 
-/** The contract's bound on `tool_execution.result.summary` (section 4: "at most 2 KiB"). */
-export const SUMMARY_MAX_BYTES = 2048;
-/** Bound on the text handed back to the model: enough for any sane tool answer, far below the response cap. */
-export const MODEL_TEXT_MAX_BYTES = 64 * 1024;
 /** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
 const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
 /**
@@ -133,6 +127,8 @@ const MAX_TOOL_LIST_PAGES = 100;
 const MESSAGE_MAX_BYTES = 512;
 
 const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
+/** The revisions spoken (contract section 21): the stateless one first, then the two with initialize and sessions. */
+const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"] as const;
 
 /**
  * No SSE resumption. The SDK only ever resumes with a GET carrying Last-Event-ID (it never
@@ -150,12 +146,17 @@ const NO_RECONNECTION: StreamableHTTPReconnectionOptions = {
 // ---------------------------------------------------------------------------------------------
 // Entry points
 
+/** A server's tools (all pages) and the protocol version spoken to list them. */
+export interface McpToolListing {
+  tools: McpToolInfo[];
+  protocolVersion: string;
+}
+
 /** Lists a server's tools (all pages). Throws McpTransportError on failure. */
-export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolInfo[]> {
+export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolListing> {
   let session: McpSession | undefined;
   try {
-    session = new McpSession(server, caps);
-    await session.connect();
+    session = await connectSession(server, caps);
     // One bound for the whole listing: pagination must not multiply the caller's wait.
     const deadline = Date.now() + caps.callTimeoutMs;
     const tools: McpToolInfo[] = [];
@@ -173,11 +174,13 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
       );
       tools.push(...result.tools.map(toToolInfo));
       cursor = result.nextCursor;
-      if (cursor === undefined) return tools;
+      if (cursor === undefined) return { tools, protocolVersion: session.protocolVersion };
       if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
       seenCursors.add(cursor);
     }
   } catch (error) {
+    // The next contact probes the era again: a server that stopped answering may have changed it.
+    forgetEra(server.url);
     throw toTransportError(error);
   } finally {
     await session?.close();
@@ -190,8 +193,10 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
  * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
  */
 interface McpCallSession {
+  /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
+  readonly protocolVersion: string;
   /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. `meta`: the request's `params._meta`. */
-  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome>;
+  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
   close(): Promise<void>;
 }
@@ -200,30 +205,33 @@ interface McpCallSession {
 export type McpOpenResult = { kind: "open"; session: McpCallSession } | { kind: "failed"; code: McpFailureCode; message: string };
 
 /**
- * Connects to a server and completes the initialize handshake, bounded by `connectTimeoutMs`.
- * Never throws: a server that cannot be reached, refuses the connection or fails the handshake
- * (or a URL that does not parse) answers `failed`, with the session already closed.
+ * Learns the server's era (a cached one, else the `server/discover` probe) and, for the earlier
+ * revisions, completes the initialize handshake, bounded by `connectTimeoutMs`. Never throws: a
+ * server that cannot be reached, refuses the connection, answers the probe unusably or fails the
+ * handshake (or a URL that does not parse) answers `failed`, with the session already closed.
  */
 export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
-  let session: McpSession | undefined;
+  let open: McpSession;
   try {
-    session = new McpSession(server, caps);
-    await session.connect();
+    open = await connectSession(server, caps);
   } catch (error) {
-    await session?.close();
+    forgetEra(server.url);
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message };
   }
-  const open = session;
   let called = false;
   return {
     kind: "open",
     session: {
+      protocolVersion: open.protocolVersion,
       call: async (toolName, args, meta) => {
         if (called)
           return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
         called = true;
-        return open.callTool(toolName, args, meta);
+        const outcome = await open.callTool(toolName, args, meta);
+        // Never a re-send: only the next contact's connect probes the era again.
+        if (outcome.kind === "failed") forgetEra(server.url);
+        return outcome;
       },
       close: () => open.close(),
     },
@@ -233,11 +241,68 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 // ---------------------------------------------------------------------------------------------
 // One client session
 
+/**
+ * The SDK's Streamable HTTP transport, told at its typed `send` seam when the tools/call goes
+ * out: the JSON-RPC message as the SDK built it, so nothing has to re-parse a request body.
+ */
+class ToolCallTracingTransport extends StreamableHTTPClientTransport {
+  constructor(
+    url: URL,
+    private readonly trace: ToolCallTrace,
+    options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
+  ) {
+    super(url, options);
+  }
+
+  override send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
+    if (isJSONRPCRequest(message) && message.method === "tools/call") {
+      this.trace.id = message.id;
+      this.trace.sent = true;
+    }
+    return super.send(message, options);
+  }
+}
+
+/**
+ * A connected session: with the era cached, the SDK adopts it (no probe; for a stateless server no
+ * request at all); else it probes with `server/discover` and falls back to initialize. A cached
+ * era that fails (a server that dropped its older revision) is forgotten and probed once more,
+ * within the same connect bound: nothing of a tools/call has been sent yet. Throws on failure,
+ * with every session it opened closed.
+ */
+async function connectSession(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
+  const deadline = Date.now() + caps.connectTimeoutMs;
+  const prior = cachedEra(server.url);
+  const first = new McpSession(server, caps);
+  try {
+    await first.connect(caps.connectTimeoutMs, prior);
+    rememberEra(server.url, first.learnedEra());
+    return first;
+  } catch (error) {
+    await first.close();
+    if (prior === undefined) throw error;
+    forgetEra(server.url);
+  }
+  const remainingMs = deadline - Date.now();
+  if (remainingMs <= 0) throw new McpTransportError("transport_timeout", `connect timed out after ${caps.connectTimeoutMs} ms`);
+  const second = new McpSession(server, caps);
+  try {
+    await second.connect(remainingMs, undefined);
+    rememberEra(server.url, second.learnedEra());
+    return second;
+  } catch (error) {
+    await second.close();
+    throw error;
+  }
+}
+
 /** What the fetch layer and the message hook learned about the tools/call request. */
 interface ToolCallTrace {
-  /** The tools/call POST was handed to fetch: from here on it may have reached the server. */
+  /** The tools/call was handed to the transport: from here on it may have reached the server. */
   sent: boolean;
-  /** Its JSON-RPC id, read from the body, to recognise its answer. */
+  /** Its POST went to fetch (the next POST after `sent`): that response is the one watched. */
+  fetched: boolean;
+  /** Its JSON-RPC id, as the transport was given it, to recognise its answer. */
   id?: string | number;
   /** A response (result or error) for it arrived. */
   answered: boolean;
@@ -254,8 +319,8 @@ interface ToolCallTrace {
 class McpSession {
   readonly client: Client;
   readonly transport: StreamableHTTPClientTransport;
-  readonly toolCall: ToolCallTrace = { sent: false, answered: false };
-  /** Whether any JSON-RPC error response arrived: then an McpError may be the server's, not the SDK's. */
+  readonly toolCall: ToolCallTrace = { sent: false, fetched: false, answered: false };
+  /** Whether any JSON-RPC error response arrived: then an error may be the server's, not the SDK's. */
   private rpcErrorSeen = false;
   /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
   private readonly failure: Promise<McpTransportError>;
@@ -269,7 +334,7 @@ class McpSession {
     private readonly caps: TransportCaps,
   ) {
     this.failure = new Promise((resolve) => (this.signalFailure = resolve));
-    this.transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    this.transport = new ToolCallTracingTransport(new URL(server.url), this.toolCall, {
       requestInit: { headers: { ...server.headers } },
       fetch: (url, init) => this.fetch(url, init),
       reconnectionOptions: NO_RECONNECTION,
@@ -278,7 +343,13 @@ class McpSession {
     // before the SDK resolves the matching request.
     this.transport.onmessage = (message) => this.observe(message);
     this.client = new Client(CLIENT_INFO, {
+      // No elicitation, sampling or roots: a server must not expect any answer from this client.
       capabilities: {},
+      // 2026-07-28 first (server/discover), falling back to initialize for the earlier revisions.
+      versionNegotiation: { mode: "auto" },
+      supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
+      // The SDK must never answer an input_required by sending the tools/call again on its own.
+      inputRequired: { autoFulfill: false },
       // The default (ajv) compiles schemas with `new Function`, which workerd forbids; listTools
       // compiles every tool's outputSchema.
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
@@ -289,30 +360,56 @@ class McpSession {
     this.client.onerror = () => {};
   }
 
-  async connect(): Promise<void> {
-    const { connectTimeoutMs } = this.caps;
-    await this.bounded(this.client.connect(this.transport, requestOptions(connectTimeoutMs)), connectTimeoutMs, "connect");
+  /** Connects within `timeoutMs`: adopting `prior` when given, else probing the era. */
+  async connect(timeoutMs: number, prior: PriorDiscovery | undefined): Promise<void> {
+    const options = { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) };
+    await this.bounded(this.client.connect(this.transport, options), timeoutMs, "connect");
   }
 
-  /** The one tools/call of this session, as an outcome. Never throws. */
-  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallOutcome> {
+  /** The revision this connected session speaks. */
+  get protocolVersion(): string {
+    return this.client.getNegotiatedProtocolVersion() ?? "unknown";
+  }
+
+  /** What to cache of this connected session's era. */
+  learnedEra(): PriorDiscovery {
+    const discover = this.client.getDiscoverResult();
+    return this.client.getProtocolEra() === "modern" && discover !== undefined ? { kind: "modern", discover } : { kind: "legacy" };
+  }
+
+  /**
+   * The one tools/call of this session, as an outcome. Never throws. Sent with `request`, not the
+   * SDK's `callTool`: on a header-mismatch answer that one lists the tools and sends the call a
+   * second time, which the contract forbids (section 7); nor may its output-schema check turn a
+   * tool's actual answer into an error after the call took effect.
+   */
+  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer> {
     const { callTimeoutMs } = this.caps;
     try {
-      let result: CallToolResult;
+      let result: unknown;
       try {
-        result = (await this.bounded(
-          this.client.callTool(
-            { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) },
-            undefined,
-            requestOptions(callTimeoutMs),
-          ),
+        const params = { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) };
+        // allowInputRequired: an input_required answer comes back as a value, never re-sent by the SDK.
+        result = await this.bounded(
+          this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true }),
           callTimeoutMs,
           "tools/call",
-        )) as CallToolResult;
+        );
       } catch (error) {
         return this.callFailureOutcome(error);
       }
-      return resultOutcome(result, this.caps);
+      const resultType = (result as { resultType?: unknown }).resultType;
+      if (resultType !== undefined && resultType !== "complete") {
+        // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
+        const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
+        return {
+          kind: "failed",
+          code: "transport_error",
+          message: `tools/call answered with resultType ${kind}, which this engine does not continue`,
+          sent: true,
+        };
+      }
+      return { kind: "result", result: result as CallToolResult };
     } catch (error) {
       // Defensive: nothing above should throw, but a caller relies on "never throws".
       return { kind: "failed", code: "transport_error", message: errorText(error), sent: this.toolCall.sent };
@@ -345,35 +442,22 @@ class McpSession {
   /**
    * What a failed operation amounts to. A failure the fetch layer saw (too large, stream broken)
    * explains whatever the SDK made of it, so it wins. The SDK's own request timeout is an
-   * McpError(RequestTimeout), a code a server may also answer with; it only counts as a timeout
-   * while no JSON-RPC error response arrived.
+   * SdkError(RequestTimeout); it only counts as a timeout while no JSON-RPC error response arrived.
    */
   private classify(error: unknown, what: string, timeoutMs: number): McpTransportError {
     if (this.failed) return this.failed;
     if (error instanceof McpTransportError) return error;
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout && !this.rpcErrorSeen) {
+    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout && !this.rpcErrorSeen) {
       return new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
     }
     return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
   }
 
   /** The outcome of a tools/call that did not resolve with a result. */
-  callFailureOutcome(error: unknown): McpCallOutcome {
+  callFailureOutcome(error: unknown): McpCallAnswer {
     const { rpcError, sent } = this.toolCall;
-    if (rpcError && !this.failed) {
-      // The server answered: the call reached it and it said no. A tool error, not ambiguity.
-      // Server-provided text: redacted like any other output (contract section 17).
-      const message = redactText(rpcError.message);
-      const text = `JSON-RPC error ${rpcError.code}: ${message}`;
-      return {
-        kind: "result",
-        isError: true,
-        contentBytes: 0,
-        summary: truncateUtf8(text, SUMMARY_MAX_BYTES),
-        modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
-        rpcError: { code: rpcError.code, message: truncateUtf8(message, MESSAGE_MAX_BYTES) },
-      };
-    }
+    // The server answered: the call reached it and it said no (execution redacts the text).
+    if (rpcError && !this.failed) return { kind: "rpc_error", code: rpcError.code, message: rpcError.message };
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message, sent };
   }
@@ -422,13 +506,11 @@ class McpSession {
       // nothing to abort on close, nothing to reconnect.
       return new Response(null, { status: 405, statusText: "Method Not Allowed" });
     }
-    const toolCallId = method === "POST" ? toolCallIdIn(init?.body) : undefined;
-    if (toolCallId !== undefined) {
-      this.toolCall.id = toolCallId;
-      this.toolCall.sent = true;
-    }
+    // The POST carrying the tools/call is the first one after the transport's send saw it.
+    const isToolCall = method === "POST" && this.toolCall.sent && !this.toolCall.fetched;
+    if (isToolCall) this.toolCall.fetched = true;
     const response = await fetch(url, init);
-    return this.capBody(response, toolCallId !== undefined);
+    return this.capBody(response, isToolCall);
   }
 
   /**
@@ -504,23 +586,6 @@ function requestOptions(timeoutMs: number): RequestOptions {
   return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
 }
 
-/** The JSON-RPC id of a tools/call request in a POST body, if that is what the body is. */
-function toolCallIdIn(body: RequestInit["body"] | undefined): string | number | undefined {
-  if (typeof body !== "string") return undefined;
-  try {
-    const parsed: unknown = JSON.parse(body);
-    for (const message of Array.isArray(parsed) ? parsed : [parsed]) {
-      if (typeof message === "object" && message !== null && (message as { method?: unknown }).method === "tools/call") {
-        const id = (message as { id?: unknown }).id;
-        if (typeof id === "string" || typeof id === "number") return id;
-      }
-    }
-  } catch {
-    // Not JSON: not a tools/call.
-  }
-  return undefined;
-}
-
 function toToolInfo(tool: Tool): McpToolInfo {
   const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
   if (tool.description !== undefined) info.description = tool.description;
@@ -541,82 +606,14 @@ function toolAnnotations(given: Tool["annotations"]): McpToolAnnotations | undef
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-function resultOutcome(result: CallToolResult, caps: TransportCaps): McpCallOutcome {
-  const content = result.content ?? [];
-  const contentBytes = utf8Length(JSON.stringify(content));
-  if (contentBytes > caps.maxResponseBytes) {
-    // The body cap already bounds the wire; this catches a result that grew in decoding.
-    return {
-      kind: "failed",
-      code: "response_too_large",
-      message: `result content is ${contentBytes} bytes, over the ${caps.maxResponseBytes}-byte cap`,
-      sent: true,
-    };
-  }
-  const text = contentText(result);
-  return {
-    kind: "result",
-    isError: result.isError === true,
-    contentBytes,
-    // Redacted before the cut, so a cut cannot leave part of a credential unrecognised. The
-    // model's copy stays whole: it is the tool's answer to the model, kept only in the run's object.
-    summary: truncateUtf8(redactText(text), SUMMARY_MAX_BYTES),
-    modelText: truncateUtf8(text, MODEL_TEXT_MAX_BYTES),
-  };
-}
-
-/** The content as text: text items verbatim, other items as a short placeholder. */
-function contentText(result: CallToolResult): string {
-  const content = result.content ?? [];
-  if (content.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
-  return content
-    .map((item) => {
-      switch (item.type) {
-        case "text":
-          return item.text;
-        case "image":
-        case "audio":
-          return `[${item.type}: ${item.mimeType}]`;
-        case "resource":
-          return `[resource: ${item.resource.uri}]`;
-        case "resource_link":
-          return `[resource link: ${item.uri}]`;
-        default:
-          return `[${(item as { type: string }).type} content]`;
-      }
-    })
-    .join("\n");
-}
-
-const encoder = new TextEncoder();
-
-function utf8Length(text: string): number {
-  return encoder.encode(text).byteLength;
-}
-
-/**
- * `text` cut to at most `maxBytes` UTF-8 bytes, ending in "…" when cut, never splitting a
- * character (a cut never lands inside a code point's bytes).
- */
-export function truncateUtf8(text: string, maxBytes: number): string {
-  const bytes = encoder.encode(text);
-  if (bytes.byteLength <= maxBytes) return text;
-  // The marker only when it fits: a budget under 3 bytes gets a bare cut.
-  const ellipsis = maxBytes >= utf8Length("…") ? "…" : "";
-  let end = Math.max(0, maxBytes - utf8Length(ellipsis));
-  // Back off continuation bytes (10xxxxxx) so the cut falls on a code point boundary.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
-  return new TextDecoder().decode(bytes.subarray(0, end)) + ellipsis;
-}
-
 /** Anything thrown, as an McpTransportError (bounded() already classified what it saw). */
 function toTransportError(error: unknown): McpTransportError {
   return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
 }
 
-/** The HTTP status of a refusal: the SDK's StreamableHTTPError carries it as its numeric `code`. */
+/** The HTTP status of a refusal, as the SDK's SdkHttpError carries it. */
 function httpStatusOf(error: unknown): number | undefined {
-  return error instanceof StreamableHTTPError && typeof error.code === "number" && error.code >= 400 ? error.code : undefined;
+  return error instanceof SdkHttpError && error.status >= 400 ? error.status : undefined;
 }
 
 /** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */

@@ -2,8 +2,10 @@
 // what the model is offered (every tool of every configured server, plus
 // human__ask) and each tool's annotations for the policy. A server that
 // cannot list its tools leaves them unknown, and unknown means mutating.
+// Each listing is reported as a contact (GET /api/mcp/servers).
 import type { HostConfig } from "../config/config";
 import type { ModelToolSpec } from "../providers/model-provider";
+import type { McpContactSink } from "./mcp-contacts";
 import { listMcpTools, type McpServerConfig, type McpToolInfo } from "./mcp-transport";
 import { transportCaps } from "./mcp-send";
 import { HUMAN_ASK_TOOL } from "./tool-calls";
@@ -23,8 +25,11 @@ export class ToolCatalog {
   readonly #config: HostConfig;
   readonly #lists = new Map<string, Promise<McpToolInfo[] | undefined>>();
 
-  constructor(config: HostConfig) {
+  readonly #contacts: McpContactSink;
+
+  constructor(config: HostConfig, contacts: McpContactSink = () => {}) {
     this.#config = config;
+    this.#contacts = contacts;
   }
 
   /** One tool's listing, or undefined when it is not an MCP tool of a configured server or the server could not list it. */
@@ -49,7 +54,16 @@ export class ToolCatalog {
   #list(name: string, server: McpServerConfig): Promise<McpToolInfo[] | undefined> {
     let list = this.#lists.get(name);
     if (!list) {
-      list = listMcpTools(server, transportCaps(this.#config)).catch(() => undefined);
+      list = listMcpTools(server, transportCaps(this.#config)).then(
+        (listing) => {
+          this.#contacts(name, { kind: "connected", protocol_version: listing.protocolVersion, tools: listing.tools.length });
+          return listing.tools;
+        },
+        () => {
+          this.#contacts(name, { kind: "failed" });
+          return undefined;
+        },
+      );
       this.#lists.set(name, list);
     }
     return list;

@@ -14,6 +14,7 @@ import {
   approvalsQuerySchema,
   inputsPageSchema,
   inputsQuerySchema,
+  mcpServersListingSchema,
   mutationsPageSchema,
   mutationsQuerySchema,
   runsPageSchema,
@@ -332,6 +333,13 @@ function buildDocument() {
     responses: { 200: { description: "OpenAPI 3.1", content: json(z.looseObject({ openapi: z.string() })) }, ...errors(...API_ERRORS) },
   });
 
+  registry.registerPath({
+    method: "get",
+    path: "/api/mcp/servers",
+    summary:
+      "Each configured MCP server as last seen: protocol version, tools, last contact; never header values (contract section 21, viewer)",
+    responses: { 200: { description: "Every server of MCP_SERVERS", content: json(mcpServersListingSchema) }, ...errors(...API_ERRORS) },
+  });
   registry.registerPath({
     method: "post",
     path: "/api/tokens",

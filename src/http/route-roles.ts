@@ -31,6 +31,7 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/inputs": { role: "viewer" },
   "GET /api/mutations": { role: "viewer" },
   "GET /api/openapi.json": { role: "viewer" },
+  "GET /api/mcp/servers": { role: "viewer" },
   "POST /api/tokens": { role: "admin" },
   "GET /api/tokens": { role: "admin" },
   "DELETE /api/tokens/:name": { role: "admin" },

@@ -31,6 +31,7 @@ import { openApiDocument } from "./openapi";
 import { handleMetrics } from "../operate/metrics-route";
 import { handleHealth } from "../operate/health-route";
 import { handleCreateToken, handleListTokens, handleRevokeToken, type TokenAudit } from "./handlers/tokens";
+import { handleListMcpServers } from "./handlers/mcp-servers";
 import { auditStatement, newAuditId } from "../audit/audit-log";
 import { logger } from "../operate/logger";
 
@@ -249,7 +250,9 @@ router
   .get("/api/inputs", (request, env) => handleListInputs(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/mutations", (request, env) => handleListMutations(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS))
   .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()))
-  .get("/api/metrics", (request, env) => handleMetrics(env, request.config));
+  .get("/api/metrics", (request, env) => handleMetrics(env, request.config))
+  // The configured MCP servers as last seen (contract section 21).
+  .get("/api/mcp/servers", (request, env) => handleListMcpServers(env.DB, request.config));
 
 // Named tokens and the audit log (contract section 18).
 router

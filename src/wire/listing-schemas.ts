@@ -151,6 +151,30 @@ export const mutationsPageSchema = z
   .strict()
   .meta({ id: "MutationsPage" });
 
+// ---- MCP servers (contract section 21) -------------------------------------------------
+
+export const mcpServerListItemSchema = z
+  .object({
+    server: z.string().meta({ description: "The name in MCP_SERVERS (tools are mcp__<server>__<tool>)." }),
+    url: z.string().meta({ description: "The server's origin and path; never its query, user info or header values." }),
+    protocol_version: z
+      .string()
+      .nullable()
+      .meta({ description: "The revision the last successful contact spoke (2026-07-28, or 2025-11-25 / 2025-06-18); null before one." }),
+    auth: z.enum(["none", "headers", "oauth"]).meta({ description: "headers: MCP_SERVERS sends configured headers (never shown)." }),
+    trust_annotations: z.boolean().meta({ description: "Whether the server's readOnlyHint counts (MCP_SERVERS, default false)." }),
+    connected: z.boolean().nullable().meta({ description: "Whether the last contact succeeded; null before the first." }),
+    tools: z.number().int().nonnegative().nullable().meta({ description: "Tools in the last listing; null before one." }),
+    last_contact_at: z.string().nullable(),
+  })
+  .strict()
+  .meta({ id: "McpServerListItem" });
+
+export const mcpServersListingSchema = z
+  .object({ servers: z.array(mcpServerListItemSchema) })
+  .strict()
+  .meta({ id: "McpServersListing" });
+
 export type RunListItem = z.output<typeof runListItemSchema>;
 export type ApprovalListItem = z.output<typeof approvalListItemSchema>;
 export type InputListItem = z.output<typeof inputListItemSchema>;

@@ -9,14 +9,11 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { MODEL_TEXT_MAX_BYTES, type McpCallOutcome, SUMMARY_MAX_BYTES, shapeAnswer, truncateUtf8 } from "../../src/execution/mcp-result";
 import {
   listMcpTools,
   McpTransportError,
-  MODEL_TEXT_MAX_BYTES,
   openMcpSession,
-  SUMMARY_MAX_BYTES,
-  truncateUtf8,
-  type McpCallOutcome,
   type McpServerConfig,
   type TransportCaps,
 } from "../../src/execution/mcp-transport";
@@ -41,7 +38,7 @@ async function callMcpTool(
   const opened = await openMcpSession(server, caps);
   if (opened.kind === "failed") return { ...opened, sent: false };
   try {
-    return await opened.session.call(toolName, args);
+    return shapeAnswer(await opened.session.call(toolName, args), caps.maxResponseBytes);
   } finally {
     await opened.session.close();
   }
@@ -132,7 +129,9 @@ describe.each([
   });
 
   it("lists the eight tools with their schemas and annotations as the server gave them", async () => {
-    const tools = await listMcpTools(server(), CAPS);
+    const { tools, protocolVersion } = await listMcpTools(server(), CAPS);
+    // The demo server speaks only the revisions before 2026-07-28: the server/discover probe fell back to initialize.
+    expect(protocolVersion).toBe("2025-11-25");
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
     expect(Object.keys(byName).sort()).toEqual([
       "create_alert_from_chart",
@@ -174,7 +173,7 @@ describe.each([
     try {
       // Connected and initialized, and the server has received no tools/call.
       expect((await demo().calls()).total).toBe(0);
-      expectResult(await opened.session.call("create_dashboard", { title: "Opened first" }));
+      expectResult(shapeAnswer(await opened.session.call("create_dashboard", { title: "Opened first" }), CAPS.maxResponseBytes));
       // One call per session: a second is refused without leaving.
       expect(await opened.session.call("create_dashboard", { title: "Twice" })).toMatchObject({ kind: "failed", sent: false });
     } finally {
@@ -305,16 +304,26 @@ describe.each([
   });
 
   it("sends the config's headers on the MCP requests, and keeps them out of messages", async () => {
-    // The demo server checks no auth, but it does act on Mcp-Session-Id: a configured one that
-    // names no session makes it refuse the initialize, which proves the header went out.
-    const secret = "not-a-session-s3cr3t";
-    const outcome = expectFailed(
-      await callMcpTool({ url: url(), headers: { "mcp-session-id": secret } }, "create_dashboard", { title: "x" }, CAPS),
+    // The demo server's /mcp-protected endpoint takes only `Bearer demo-mcp-token`: the right
+    // header gets the call through, a wrong one is refused before anything is called, which
+    // proves the configured header went out on the connect's requests (probe and handshake).
+    const protectedUrl = url().replace(/\/mcp$/, "/mcp-protected");
+    const secret = "Bearer not-the-token-s3cr3t";
+    const refused = expectFailed(
+      await callMcpTool({ url: protectedUrl, headers: { authorization: secret } }, "create_dashboard", { title: "x" }, CAPS),
     );
-    expect(outcome).toMatchObject({ code: "transport_error", sent: false });
-    expect(outcome.message).toMatch(/404|Session not found/);
-    expect(outcome.message).not.toContain(secret);
+    expect(refused).toMatchObject({ code: "transport_error", sent: false });
+    expect(refused.message).toMatch(/401/);
+    expect(refused.message).not.toContain("s3cr3t");
     expect((await demo().calls()).total).toBe(0);
+    const accepted = await callMcpTool(
+      { url: protectedUrl, headers: { authorization: "Bearer demo-mcp-token" } },
+      "create_dashboard",
+      { title: "x" },
+      CAPS,
+    );
+    expect(accepted).toMatchObject({ kind: "result", isError: false });
+    expect((await demo().calls()).total).toBe(1);
   });
 
   it("summarises a long multi-byte result within 2 KiB without splitting a character", async () => {

@@ -19,6 +19,8 @@ import type {
   EngineEventType,
   InputListItem,
   InputsPage,
+  McpServerListItem,
+  McpServersListing,
   MutationOutcome,
   MutationsPage,
   RunListItem,
@@ -29,6 +31,8 @@ import {
   type approvalsPageSchema,
   type inputListItemSchema,
   type inputsPageSchema,
+  type mcpServerListItemSchema,
+  mcpServersListingSchema,
   type mutationsPageSchema,
   type runListItemSchema,
   runsPageSchema,
@@ -82,5 +86,11 @@ describe("the client's wire types are the server's schemas", () => {
     expectTypeOf<AuditEntry>().toEqualTypeOf<Wire<typeof auditEntrySchema>>();
     expectTypeOf<AuditPage>().toEqualTypeOf<Wire<typeof auditPageSchema>>();
     expect(Object.keys(runsPageSchema.shape).sort()).toEqual(["next_cursor", "runs"]);
+  });
+
+  it("declares the MCP servers listing as its schema", () => {
+    expectTypeOf<McpServerListItem>().toEqualTypeOf<Wire<typeof mcpServerListItemSchema>>();
+    expectTypeOf<McpServersListing>().toEqualTypeOf<Wire<typeof mcpServersListingSchema>>();
+    expect(Object.keys(mcpServersListingSchema.shape)).toEqual(["servers"]);
   });
 });

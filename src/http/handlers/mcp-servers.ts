@@ -1,0 +1,38 @@
+// GET /api/mcp/servers (contract section 21, viewer): each server of
+// MCP_SERVERS as last seen, from the host config (name, URL without query or
+// user info, whether headers are sent, trust_annotations) and the contacts
+// the Run Durable Objects recorded in D1 (src/execution/mcp-contacts.ts).
+// Header values never appear.
+import type { HostConfig } from "../../config/config";
+import { readMcpContacts } from "../../execution/mcp-contacts";
+import type { mcpServersListingSchema } from "../../wire/listing-schemas";
+import type { z } from "zod";
+import { jsonResponse } from "../api-error";
+
+type McpServersListing = z.output<typeof mcpServersListingSchema>;
+
+export async function handleListMcpServers(db: D1Database, config: HostConfig): Promise<Response> {
+  const contacts = await readMcpContacts(db);
+  const listing: McpServersListing = {
+    servers: Object.entries(config.MCP_SERVERS).map(([server, settings]) => {
+      const contact = contacts.get(server);
+      return {
+        server,
+        url: shownUrl(settings.url),
+        protocol_version: contact?.protocol_version ?? null,
+        auth: Object.keys(settings.headers ?? {}).length > 0 ? "headers" : "none",
+        trust_annotations: settings.trust_annotations,
+        connected: contact?.connected ?? null,
+        tools: contact?.tools ?? null,
+        last_contact_at: contact?.last_contact_at ?? null,
+      };
+    }),
+  };
+  return jsonResponse(200, listing);
+}
+
+/** Origin and path only: a query or user info may carry a credential. */
+function shownUrl(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}

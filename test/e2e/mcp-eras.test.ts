@@ -1,0 +1,191 @@
+// The two MCP eras end to end (contract section 21), over loopback against
+// real local servers: a stateless server of the 2026-07-28 revision only (the
+// v2 server package, refusing initialize; test/support/stateless-mcp-server.ts)
+// and the demo server, which speaks only the earlier revisions. One Worker
+// names both. The era is learned with server/discover before any
+// checkpoint; the stateless server gets the revision's headers and `_meta`
+// on every request, never initialize or a session, and exactly one
+// tools/call per approved mutation; the demo server gets initialize after
+// the probe. GET /api/mcp/servers (and the CLI's `mcp list`) show each as
+// last seen, without header values.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
+import { demoCalls, demoReset } from "../support/e2e-client";
+import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
+import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { e2eVars } from "./global-setup";
+
+const demo = inject("demoMcpBaseUrl");
+const API_KEY = "stateless-api-key-s3cr3t";
+const CREATE_NOTE = "mcp__stateless__create_note";
+const LIST_NOTES = "mcp__stateless__list_notes";
+const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
+const MODERN = "2026-07-28";
+
+let stateless: StatelessMcpServer;
+let server: WorkerServer;
+let engine: EngineClient;
+
+beforeAll(async () => {
+  stateless = await startStatelessMcpServer(API_KEY);
+  server = await startWorkerServer({
+    ...e2eVars(`${demo}/mcp`),
+    APPROVAL_TIMEOUT_MS: "30000",
+    MCP_SERVERS: JSON.stringify({
+      stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: API_KEY }, trust_annotations: true },
+      demo: { url: `${demo}/mcp` },
+    }),
+    MUTATION_BUDGET: JSON.stringify({ [CREATE_NOTE]: 3, [CREATE_DASHBOARD]: 1 }),
+  });
+  engine = new EngineClient({ baseUrl: server.url, token: server.token });
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await stateless?.stop();
+});
+
+beforeEach(async () => {
+  await demoReset();
+});
+
+/** Runs `script` to its end, approving every approval it asks for. */
+async function runApproving(script: ScriptTurn[]): Promise<EngineEvent[]> {
+  const { run_id: runId } = await engine.trigger({ message: "m", channel_id: `C-eras-${Date.now()}`, script });
+  const events: EngineEvent[] = [];
+  for await (const event of engine.events(runId)) {
+    events.push(event);
+    if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+  }
+  return events;
+}
+
+const executionOf = (events: EngineEvent[], toolCallId: string) =>
+  events.find((e): e is Extract<EngineEvent, { type: "tool_execution" }> => e.type === "tool_execution" && e.tool_call_id === toolCallId);
+
+/** `approved-exec <args>` as a process against the Worker, to its exit. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_URL: server.url, ENGINE_TOKEN: server.token, NO_COLOR: "1" };
+  delete env.API_TOKEN;
+  const child = spawn(process.execPath, [join(PROJECT_ROOT, "dist/cli/main.js"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += String(d)));
+  child.stderr.on("data", (d) => (stderr += String(d)));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
+  it("the stateless server refuses initialize: it is not a server that would also take the older handshake", async () => {
+    const refused = await fetch(stateless.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", [STATELESS_API_KEY_HEADER]: API_KEY },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "probe", version: "0" } },
+      }),
+    });
+    expect(refused.ok).toBe(false);
+  });
+
+  it("lists every configured server before any contact with nulls, and never a header value", async () => {
+    const response = await fetch(`${server.url}/api/mcp/servers`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).not.toContain(API_KEY);
+    expect(JSON.parse(text)).toEqual({
+      servers: [
+        {
+          server: "stateless",
+          url: stateless.url,
+          protocol_version: null,
+          auth: "headers",
+          trust_annotations: true,
+          connected: null,
+          tools: null,
+          last_contact_at: null,
+        },
+        {
+          server: "demo",
+          url: `${demo}/mcp`,
+          protocol_version: null,
+          auth: "none",
+          trust_annotations: false,
+          connected: null,
+          tools: null,
+          last_contact_at: null,
+        },
+      ],
+    });
+  });
+
+  it("speaks 2026-07-28 to the stateless server (one tools/call, no initialize) and initialize to the older one", async () => {
+    stateless.reset();
+    const events = await runApproving([
+      {
+        tool_calls: [
+          { tool_name: CREATE_NOTE, tool_call_id: "note", arguments: { text: "hello" } },
+          { tool_name: LIST_NOTES, tool_call_id: "notes", arguments: {} },
+          { tool_name: CREATE_DASHBOARD, tool_call_id: "dash", arguments: { title: "eras" } },
+        ],
+      },
+    ]);
+    expect(executionOf(events, "note")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(executionOf(events, "notes")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(executionOf(events, "dash")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(stateless.notes()).toEqual(["hello"]);
+    expect(await demoCalls()).toMatchObject({ total: 1, by_tool: { create_dashboard: 1 } });
+
+    const seen = stateless.seen();
+    // Every request carried the key and reached the server; the era came from server/discover, not a tools/call.
+    expect(seen.every((r) => r.status === 200)).toBe(true);
+    expect(seen.map((r) => r.method)).not.toContain("initialize");
+    expect(seen.filter((r) => r.method === "server/discover").length).toBeLessThanOrEqual(1);
+    expect(seen.filter((r) => r.headers["mcp-session-id"] !== undefined)).toEqual([]);
+    const calls = seen.filter((r) => r.method === "tools/call");
+    expect(calls.map((r) => r.tool)).toEqual(["create_note", "list_notes"]);
+    for (const request of seen) {
+      expect(request.headers).toMatchObject({ "mcp-protocol-version": MODERN, "mcp-method": request.method });
+      expect(request.meta).toMatchObject({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": { name: "approved-execution-engine" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+      });
+    }
+    expect(calls.map((r) => r.headers["mcp-name"])).toEqual(["create_note", "list_notes"]);
+  });
+
+  it("learns the era once per server: a second run sends no probe and exactly one tools/call", async () => {
+    stateless.reset();
+    const events = await runApproving([{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "again", arguments: { text: "again" } }] }]);
+    expect(executionOf(events, "again")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    const methods = stateless.seen().map((r) => r.method);
+    expect(methods).not.toContain("server/discover");
+    expect(methods.filter((m) => m === "tools/call")).toEqual(["tools/call"]);
+  });
+
+  it("shows each server as last seen: the revision it speaks, its tools, its last contact", async () => {
+    const listed = await engine.listMcpServers();
+    const byName = Object.fromEntries(listed.map((s) => [s.server, s]));
+    expect(byName.stateless).toMatchObject({ protocol_version: MODERN, connected: true, tools: 2, auth: "headers" });
+    expect(byName.demo).toMatchObject({ protocol_version: "2025-11-25", connected: true, tools: 8, auth: "none" });
+    for (const s of listed) expect(Date.parse(s.last_contact_at ?? "")).not.toBeNaN();
+
+    const printed = await cli(["mcp", "list"]);
+    expect(printed).toMatchObject({ code: 0, stderr: "" });
+    const lines = printed.stdout.trim().split("\n");
+    expect(lines).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^stateless ${stateless.url} protocol=${MODERN} auth=headers tools=2 connected=yes last_contact=\\S+ trust_annotations$`,
+        ),
+      ),
+      expect.stringMatching(new RegExp(`^demo ${demo}/mcp protocol=2025-11-25 auth=none tools=8 connected=yes last_contact=\\S+$`)),
+    ]);
+    expect(printed.stdout).not.toContain(API_KEY);
+  });
+});

@@ -1,0 +1,138 @@
+// A real MCP server of the 2026-07-28 revision only, for the end-to-end tests
+// (contract section 21): the official v2 server package's per-request handler
+// with `legacy: "reject"`, so it is stateless (no initialize, no
+// Mcp-Session-Id) and refuses every request of the earlier revisions. Served
+// over loopback HTTP from the test process. It keeps a log of every request
+// that reached it (JSON-RPC method, the MCP headers, the request's `_meta`),
+// which is how the tests see what the engine sent, and how many times; and it
+// takes only requests carrying the API key it was given, so a test can see
+// configured headers go out without them appearing anywhere else.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import { z } from "zod";
+
+export const STATELESS_API_KEY_HEADER = "x-api-key";
+
+interface SeenRequest {
+  /** The JSON-RPC method of the POST body, or the HTTP method for a body-less request. */
+  method: string;
+  /** The tool of a tools/call. */
+  tool?: string;
+  /** The request's `params._meta`. */
+  meta?: Record<string, unknown>;
+  headers: { "mcp-protocol-version"?: string; "mcp-method"?: string; "mcp-name"?: string; "mcp-session-id"?: string };
+  /** The HTTP status the server answered. */
+  status: number;
+}
+
+export interface StatelessMcpServer {
+  /** The MCP endpoint, http://127.0.0.1:<port>/mcp. */
+  url: string;
+  /** Every request that reached the endpoint, in order. */
+  seen(): SeenRequest[];
+  /** The notes created so far. */
+  notes(): string[];
+  reset(): void;
+  stop(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+export async function startStatelessMcpServer(apiKey: string): Promise<StatelessMcpServer> {
+  const seen: SeenRequest[] = [];
+  const notes: string[] = [];
+  const factory = () => {
+    const server = new McpServer({ name: "stateless-test-server", version: "1.0.0" });
+    server.registerTool("create_note", { description: "Create a note.", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => {
+      notes.push(text);
+      return { content: [{ type: "text", text: `created note ${notes.length}: ${text}` }] };
+    });
+    server.registerTool(
+      "list_notes",
+      { description: "List the notes.", inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+      async () => ({ content: [{ type: "text", text: JSON.stringify(notes) }] }),
+    );
+    return server;
+  };
+  const handler = createMcpHandler(factory, { legacy: "reject" });
+
+  const http = createServer((req, res) => {
+    void serve(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    });
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).byteLength;
+      if (size > MAX_BODY_BYTES) {
+        res.writeHead(413).end();
+        return;
+      }
+      chunks.push(chunk as Buffer);
+    }
+    const body = Buffer.concat(chunks);
+    const entry = describe(req, body);
+    if (req.headers[STATELESS_API_KEY_HEADER] !== apiKey) {
+      seen.push({ ...entry, status: 401 });
+      res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: "unauthorized" }));
+      return;
+    }
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
+    const hasBody = req.method !== "GET" && req.method !== "HEAD";
+    const response = await handler.fetch(
+      new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers, ...(hasBody ? { body } : {}) }),
+    );
+    seen.push({ ...entry, status: response.status });
+    const outHeaders: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      outHeaders[name] = value;
+    });
+    res.writeHead(response.status, outHeaders);
+    const reader = response.body?.getReader();
+    for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read()) res.write(chunk.value);
+    res.end();
+  }
+
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    seen: () => [...seen],
+    notes: () => [...notes],
+    reset: () => {
+      seen.length = 0;
+      notes.length = 0;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+function describe(req: IncomingMessage, body: Buffer): Omit<SeenRequest, "status"> {
+  const header = (name: string) => (typeof req.headers[name] === "string" ? { [name]: req.headers[name] } : {});
+  const headers = { ...header("mcp-protocol-version"), ...header("mcp-method"), ...header("mcp-name"), ...header("mcp-session-id") };
+  let message: { method?: unknown; params?: { name?: unknown; _meta?: unknown } } | undefined;
+  try {
+    message = body.byteLength > 0 ? JSON.parse(body.toString("utf8")) : undefined;
+  } catch {
+    message = undefined;
+  }
+  const method = typeof message?.method === "string" ? message.method : (req.method ?? "?");
+  const tool = method === "tools/call" && typeof message?.params?.name === "string" ? message.params.name : undefined;
+  const meta = message?.params?._meta;
+  return {
+    method,
+    headers,
+    ...(tool !== undefined ? { tool } : {}),
+    ...(typeof meta === "object" && meta !== null ? { meta: meta as Record<string, unknown> } : {}),
+  };
+}
