@@ -22,6 +22,7 @@ import { accessAssertionOf, accessConfigured, verifyAccessAssertion } from "../a
 import { findLiveToken } from "../auth/token-store";
 import { countAuthFailure } from "../auth/rate-limits";
 import { auditStatement, newAuditId } from "../audit/audit-log";
+import { queueRefusal } from "../audit/queue-refusal";
 
 /** A session as the audit log names it: a prefix of its id (never the cookie, whose MAC the id alone lacks). */
 function sessionTarget(id: string): string {
@@ -118,15 +119,22 @@ async function route(request: Request, env: Env): Promise<Response> {
   return new Response(request.method === "HEAD" ? null : asset.body, { headers: { "content-type": asset.type } });
 }
 
-/** Who is looking: a live console session, else a verified Cloudflare Access user (no sign-in of its own). */
-async function viewerOf(request: Request, env: Env): Promise<{ principal: string; roles: readonly string[]; expires_at?: string } | null> {
+/**
+ * Who is looking: a live console session, else a verified Cloudflare Access
+ * user (no sign-in of its own). `credential` tells the page how to sign out:
+ * a session ends here (DELETE /console/session), Access at its own logout.
+ */
+async function viewerOf(
+  request: Request,
+  env: Env,
+): Promise<{ principal: string; roles: readonly string[]; credential: "console_session" | "access"; expires_at?: string } | null> {
   const session = await sessionOf(request, env);
-  if (session) return { principal: session.principal, roles: session.roles, expires_at: session.expires_at };
+  if (session) return { principal: session.principal, roles: session.roles, credential: "console_session", expires_at: session.expires_at };
   const loaded = loadConfig(env);
   const assertion = accessAssertionOf(request.headers);
   if (loaded.state !== "ready" || assertion === null || !accessConfigured(loaded.config)) return null;
   const verdict = await verifyAccessAssertion(assertion.jwt, loaded.config, assertion.via);
-  return verdict.ok ? { principal: verdict.principal.id, roles: verdict.principal.roles } : null;
+  return verdict.ok ? { principal: verdict.principal.id, roles: verdict.principal.roles, credential: "access" } : null;
 }
 
 async function signIn(request: Request, env: Env, apiToken: string | undefined, secret: string, ttlSeconds: number): Promise<Response> {
@@ -179,6 +187,7 @@ async function signOut(request: Request, env: Env): Promise<Response> {
   const session = await sessionOf(request, env);
   if (!session) return unauthorized();
   if (!isSameOrigin(request)) {
+    await queueRefusal(env, session.principal, "DELETE /console/session", "forbidden_origin");
     return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
   }
   await env.DB.batch([

@@ -33,7 +33,7 @@ import { handleHealth } from "../operate/health-route";
 import { handleCreateToken, handleListTokens, handleRevokeToken, type TokenAudit } from "./handlers/tokens";
 import { handleListMcpServers } from "./handlers/mcp-servers";
 import { auditStatement, newAuditId } from "../audit/audit-log";
-import { logger } from "../operate/logger";
+import { queueRefusal } from "../audit/queue-refusal";
 
 type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 type Args = [Env, ExecutionContext];
@@ -176,19 +176,7 @@ async function auditRefusal(response: Response, request: ApiRequest, env: Env): 
     .json<{ error?: unknown }>()
     .then((b) => String(b.error ?? "forbidden"))
     .catch(() => "forbidden");
-  try {
-    const queue = env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal.id));
-    await queue.enqueue({
-      principal: principal.id,
-      action: "access.refused",
-      target: `${request.method} ${new URL(request.url).pathname}`,
-      at: new Date().toISOString(),
-      details: { error: code },
-    });
-  } catch (err) {
-    // The refusal still stands; only its audit entry is missing, which the log says.
-    logger.error("audit: a refusal could not be queued", { principal: principal.id, error: (err as Error).message });
-  }
+  await queueRefusal(env, principal.id, `${request.method} ${new URL(request.url).pathname}`, code);
   return response;
 }
 

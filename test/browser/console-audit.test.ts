@@ -4,7 +4,8 @@
 // the cursor; a viewer-only token sees why it may not (and the page sends no
 // audit read); and behind Cloudflare Access the console works on Access's
 // CF_Authorization cookie alone, verified against a loopback JWKS stand-in
-// (test/support/jwks-server.ts) with keys jose made here.
+// (test/support/jwks-server.ts) with keys jose made here, and signs out
+// through Access's own logout.
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -133,6 +134,10 @@ describe.sequential("the console's audit log in Chromium", () => {
         await expect.poll(() => rows(page).count(), { timeout: UI_TIMEOUT_MS }).toBe(50);
         const principals = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.querySelector("[data-label=Principal]")?.textContent));
         expect(new Set(principals)).toEqual(new Set(["token:root"]));
+        // No console session to end here: signing out is Access's own logout on this hostname.
+        const leaving = page.waitForRequest((req) => new URL(req.url()).pathname === "/cdn-cgi/access/logout");
+        await page.getByRole("button", { name: "Sign out" }).click();
+        await leaving;
       },
       await accessJwt("Ada@Example.com"),
     );

@@ -173,6 +173,7 @@ describe("Access assertions", () => {
     expect(await (await call("/console/session", jwt)).json()).toMatchObject({
       principal: "access:ada@example.com",
       roles: ["approver", "viewer"],
+      credential: "access",
     });
   });
 

@@ -3,7 +3,7 @@
 // Origin rule for state-changing requests, the session's principal as the
 // actor (contract section 18), the session's binding to API_TOKEN, the gate on
 // every console asset, the security headers, and 503 when unconfigured.
-import { createExecutionContext, env, SELF } from "cloudflare:test";
+import { createExecutionContext, env, runDurableObjectAlarm, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import { api, freshAddress, sleep, TOKEN, trigger } from "./helpers";
@@ -79,6 +79,7 @@ describe("sign-in", () => {
     expect(await who.json<any>()).toMatchObject({
       principal: "token:root",
       roles: ["viewer", "requester", "approver", "reconciler", "admin"],
+      credential: "console_session",
     });
   });
 
@@ -224,10 +225,20 @@ describe("sign-out", () => {
     expect((await withCookie(cookie, "/console/assets/console.js", { method: "GET" })).status).toBe(401);
   });
 
-  it("a cross-origin DELETE cannot sign a person out", async () => {
+  it("a cross-origin DELETE cannot sign a person out, and the refusal is audited as the session's principal", async () => {
     const cookie = await cookieFor();
     expect((await withCookie(cookie, "/console/session", { method: "DELETE", origin: "https://evil.test" })).status).toBe(403);
     expect((await withCookie(cookie, "/api/storage-pool")).status).toBe(200);
+    await runDurableObjectAlarm(env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName("token:root")));
+    await expect
+      .poll(
+        async () =>
+          (await (await api("/api/audit?action=access.refused&principal=token%3Aroot")).json<any>()).entries.find(
+            (e: any) => e.target === "DELETE /console/session",
+          ),
+        { timeout: 5_000, interval: 25 },
+      )
+      .toMatchObject({ result: "refused", details: { error: "forbidden_origin" } });
   });
 
   it("an expired session is refused", async () => {

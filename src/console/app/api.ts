@@ -5,6 +5,9 @@
 import { EngineClient } from "../../client/engine-client";
 import { ApiError } from "../../client/errors";
 
+/** Cloudflare Access's logout on the application's own hostname: it ends the Access session and its CF_Authorization cookie. */
+const ACCESS_LOGOUT_PATH = "/cdn-cgi/access/logout";
+
 /** Back to the sign-in page when the session is gone (signed out elsewhere, expired). */
 function toSignIn(): void {
   location.assign("/console");
@@ -46,16 +49,21 @@ export const session = {
    * (which pages it may use). Read by hand, not with zod, to keep zod out of
    * the page's bundle for three fields.
    */
-  async who(): Promise<{ name: string; roles: string[] }> {
+  async who(): Promise<{ name: string; roles: string[]; access: boolean }> {
     const response = await engine.raw("/console/session");
     if (!response.ok) throw new Error(`GET /console/session answered ${response.status}`);
-    const body = (await response.json()) as { name?: unknown; principal?: unknown; roles?: unknown };
+    const body = (await response.json()) as { name?: unknown; principal?: unknown; roles?: unknown; credential?: unknown };
     const name = typeof body.name === "string" ? body.name : typeof body.principal === "string" ? body.principal : undefined;
     if (name === undefined) throw new Error("GET /console/session named nobody");
     const roles = Array.isArray(body.roles) ? body.roles.filter((r): r is string => typeof r === "string") : [];
-    return { name, roles };
+    return { name, roles, access: body.credential === "access" };
   },
-  async signOut(): Promise<void> {
+  /** Ends the console session; behind Cloudflare Access (no session of ours) it is Access's own logout. */
+  async signOut(access = false): Promise<void> {
+    if (access) {
+      location.assign(ACCESS_LOGOUT_PATH);
+      return;
+    }
     await engine.raw("/console/session", { method: "DELETE" }).catch(() => undefined);
     location.assign("/console");
   },

@@ -100,7 +100,7 @@ export function App() {
         </nav>
         <p class="who">
           {who ? <span>signed in as {who.name}</span> : null}{" "}
-          <button type="button" onClick={() => void session.signOut()}>
+          <button type="button" onClick={() => void session.signOut(who?.access)}>
             Sign out
           </button>
         </p>

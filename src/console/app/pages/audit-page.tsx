@@ -18,6 +18,8 @@ const AUDIT_PAGE_SIZE = 50;
 export interface Viewer {
   name: string;
   roles: readonly string[];
+  /** Signed in by Cloudflare Access (no console session of its own). */
+  access: boolean;
 }
 
 function AuditFilterForm({ filters }: { filters: AuditFilters }) {
