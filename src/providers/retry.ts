@@ -13,7 +13,7 @@
 //    jitter; calculateDefaultRetryTimeoutMillis is `private` in both type
 //    declarations): a network error or a timeout carries no retry-after, so
 //    every such retry would sleep at least 375 ms, in tests too, and
-//    MODEL_RETRY_* could no longer shape it;
+//    our RetryPolicy (ProviderSettings.retry) could no longer shape it;
 //  - openai's retryRequest sleeps without the request's AbortSignal
 //    (`await sleep(timeoutMillis)`): a cancelled run would wait out a long
 //    retry-after before its model call stopped; ours stops at once;
