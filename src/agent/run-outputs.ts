@@ -71,6 +71,10 @@ export class RunOutputs implements EngineObserver {
   readonly #slack: SlackSide | undefined;
   readonly #slackOn: boolean;
   #flushFailures = 0;
+  /** The run's index context: built once (its fields never change after the start), not on every append. */
+  #indexContext: RunIndexContext | undefined;
+  /** The last append's time, and its ISO 8601 form. */
+  #at = { now: Number.NaN, iso: "" };
 
   constructor(deps: RunOutputsDeps, run: RunRecord) {
     this.#deps = deps;
@@ -119,7 +123,9 @@ export class RunOutputs implements EngineObserver {
   // ---- on the append path: storage only --------------------------------------
 
   appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void {
-    const at = new Date(now).toISOString();
+    // Appends of one step share their millisecond: its ISO form is made once for them.
+    if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
+    const at = this.#at.iso;
     const context = this.#context();
     let marked = this.#index.markEvent(context, event.type, fields, at);
     const audit = auditOfEvent(context, event.type, fields, event.sequence, at);
@@ -302,6 +308,11 @@ export class RunOutputs implements EngineObserver {
   }
 
   #context(): RunIndexContext {
+    this.#indexContext ??= this.#buildContext();
+    return this.#indexContext;
+  }
+
+  #buildContext(): RunIndexContext {
     const run = this.#run;
     return {
       run_id: run.run_id,

@@ -29,6 +29,7 @@ import {
 import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 import type { SqlTable } from "../stream/sql-schema";
+import { backoffMs } from "../schedule/deadline";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -140,7 +141,7 @@ const FLUSH_RETRY_MAX_MS = 60_000;
 export function nextFlushDelayMs(result: FlushResult, failuresInARow = 1): number | null {
   if (result.remaining === 0) return null;
   if (result.status === "ok") return 0;
-  return Math.min(FLUSH_RETRY_MAX_MS, FLUSH_RETRY_AFTER_FAILURE_MS * 2 ** Math.max(0, failuresInARow - 1));
+  return backoffMs({ baseMs: FLUSH_RETRY_AFTER_FAILURE_MS, capMs: FLUSH_RETRY_MAX_MS }, failuresInARow - 1);
 }
 
 // ---- the run index ---------------------------------------------------------------
@@ -210,7 +211,8 @@ export class RunIndex {
    */
   markEvent(context: RunIndexContext, type: EventType, fields: Record<string, unknown>, at: string): boolean {
     const str = (key: string): string => String(fields[key]);
-    const run = { ...context };
+    // Each mark spreads the context into a row of its own: no copy is made for the events that mark nothing.
+    const run = context;
     switch (type) {
       case "run_started":
         this.markRun({ ...run, status: "running" });

@@ -6,6 +6,7 @@
 // MCP_PROBE_CACHE_MS per server, so a health check every few seconds never
 // becomes a stream of connections to every tool server.
 import { z } from "zod";
+import { raceDeadline } from "../schedule/deadline";
 
 /** Contract section 22: an MCP probe's answer is reused for 30 s. */
 export const MCP_PROBE_CACHE_MS = 30_000;
@@ -64,11 +65,11 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
 
 /** Resolves to `fallback` if `work` has not settled within `ms` (the late result is dropped, never unhandled). */
 export function within<T>(ms: number, work: Promise<T>, fallback: T): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<T>((resolve) => {
-    timer = setTimeout(() => resolve(fallback), ms);
-  });
-  return Promise.race([work.catch(() => fallback), late]).finally(() => clearTimeout(timer));
+  return raceDeadline(
+    ms,
+    work.catch(() => fallback),
+    () => fallback,
+  );
 }
 
 interface CachedProbe {

@@ -9,6 +9,7 @@
 // ReadableSpans and send them themselves, while these spans are durable rows
 // sent by the object's alarm with its own retry and drop rules.
 import type { SpanRow, TraceSpans } from "./trace-spans";
+import { backoffMs } from "../schedule/deadline";
 
 /** Contract section 22: spans are retried for up to 10 minutes, then dropped and counted. */
 export const TRACE_RETRY_WINDOW_MS = 600_000;
@@ -103,5 +104,5 @@ export async function exportSpans(
 export function nextExportDelayMs(result: TraceExportResult, failuresInARow: number): number | null {
   if (result.status === "idle" || result.remaining === 0) return null;
   if (result.status === "ok") return 0;
-  return Math.min(TRACE_RETRY_MAX_MS, TRACE_RETRY_BASE_MS * 2 ** Math.max(0, failuresInARow - 1));
+  return backoffMs({ baseMs: TRACE_RETRY_BASE_MS, capMs: TRACE_RETRY_MAX_MS }, failuresInARow - 1);
 }

@@ -31,6 +31,7 @@ import {
 } from "./mutation-outcomes";
 import { guardedStorage, type SlotPool } from "./storage-guard";
 import { logger } from "../operate/logger";
+import { backoffMs, sleep } from "../schedule/deadline";
 
 /** Attempts for background storage work that found no free slot. */
 const BACKGROUND_ATTEMPTS = 8;
@@ -133,12 +134,10 @@ export class MutationLedger {
 
   /** Runs storage work until it gets a slot (or the attempts run out); true once it ran. */
   async #retrying(holder: string, work: () => Promise<unknown>): Promise<boolean> {
-    let delay = BACKGROUND_FIRST_DELAY_MS;
     for (let attempt = 1; attempt <= BACKGROUND_ATTEMPTS; attempt++) {
       const answer = await this.#guard(holder, work);
       if (answer.status !== "unavailable") return true;
-      await new Promise((r) => setTimeout(r, delay));
-      delay *= 2;
+      await sleep(backoffMs({ baseMs: BACKGROUND_FIRST_DELAY_MS, capMs: Number.POSITIVE_INFINITY }, attempt - 1));
     }
     logger.error("mutation storage: no free slot; the row is left to the restart rule or reconciliation", {
       holder,

@@ -26,6 +26,7 @@
 // No Cloudflare imports: the pool is any object with acquire/release (the
 // StoragePool stub in production and in-runtime tests).
 import { logger } from "../operate/logger";
+import { DEADLINE_PASSED, deadline } from "../schedule/deadline";
 
 /** What the guard needs of the pool; a DurableObjectStub<StoragePool> fits. */
 export interface SlotPool {
@@ -66,18 +67,18 @@ export async function guardedStorage<T>(
   options: GuardOptions = {},
 ): Promise<GuardedResult<T>> {
   const keepAlive = keeper(options);
-  const deadline = boundary(waitMs);
+  const bound = deadline(waitMs);
   try {
     // ---- 1. a slot, within the bound (waiting in line included) ---------------
-    const acquiring = Promise.resolve().then(() => pool.acquire(holder, deadline.remainingMs()));
+    const acquiring = Promise.resolve().then(() => pool.acquire(holder, bound.remainingMs()));
     const acquired = await Promise.race([
       acquiring.then(
         (r) => ({ r }),
         () => ({ r: { ok: false as const } }),
       ),
-      deadline.passed,
+      bound.passed,
     ]);
-    if (acquired === TIMED_OUT) {
+    if (acquired === DEADLINE_PASSED) {
       // No slot in time: nothing runs. A slot granted after we gave up is handed straight back.
       keepAlive(acquiring.then((r) => (r.ok ? pool.release(r.lease_id) : undefined)));
       return { status: "unavailable" };
@@ -112,12 +113,12 @@ export async function guardedStorage<T>(
     // The release is always sent, but nobody waits for it on the caller's path.
     keepAlive(settled);
 
-    const first = await Promise.race([settle(running), deadline.passed]);
-    if (first === TIMED_OUT) return { status: "timeout", late: settled };
+    const first = await Promise.race([settle(running), bound.passed]);
+    if (first === DEADLINE_PASSED) return { status: "timeout", late: settled };
     if (!first.ok) throw first.error;
     return { status: "ok", value: first.value };
   } finally {
-    deadline.clear();
+    bound.clear();
   }
 }
 
@@ -127,22 +128,20 @@ export async function guardedStorage<T>(
  * → "timeout", with the still-running work as `late`.
  */
 export async function boundedStorage<T>(waitMs: number, work: () => Promise<T>, options: GuardOptions = {}): Promise<BoundedResult<T>> {
-  const deadline = boundary(waitMs);
+  const bound = deadline(waitMs);
   try {
     const running = Promise.resolve().then(work);
-    const first = await Promise.race([settle(running), deadline.passed]);
-    if (first === TIMED_OUT) {
+    const first = await Promise.race([settle(running), bound.passed]);
+    if (first === DEADLINE_PASSED) {
       keeper(options)(running);
       return { status: "timeout", late: running };
     }
     if (!first.ok) throw first.error;
     return { status: "ok", value: first.value };
   } finally {
-    deadline.clear();
+    bound.clear();
   }
 }
-
-const TIMED_OUT = Symbol("timed out");
 
 /** Handles a promise that outlives the call, whether or not anyone keeps it alive: nothing may reject unhandled. */
 function keeper(options: GuardOptions): (p: Promise<unknown>) => void {
@@ -157,17 +156,4 @@ function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false;
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
-}
-
-function boundary(waitMs: number): { passed: Promise<typeof TIMED_OUT>; remainingMs(): number; clear(): void } {
-  const endsAt = Date.now() + waitMs;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const passed = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), waitMs);
-  });
-  return {
-    passed,
-    remainingMs: () => Math.max(0, endsAt - Date.now()),
-    clear: () => (timer === null ? undefined : clearTimeout(timer)),
-  };
 }

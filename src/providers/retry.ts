@@ -5,8 +5,27 @@
 // jitter, honouring `retry-after-ms` / `retry-after` (capped by maxDelayMs).
 // Not retried: every other 4xx (the same request would be refused again).
 // After the last attempt the caller gets a ModelError a person can read.
+//
+// Why not the SDKs' own retries (maxRetries), which also honour
+// retry-after-ms / retry-after (checked in @anthropic-ai/sdk 1.14.0 and
+// openai 6.30.1, node_modules/*/client.mjs, retryRequest):
+//  - their backoff is private and fixed (0.5 s doubling to 8 s, up to 25 %
+//    jitter; calculateDefaultRetryTimeoutMillis is `private` in both type
+//    declarations): a network error or a timeout carries no retry-after, so
+//    every such retry would sleep at least 375 ms, in tests too, and
+//    our RetryPolicy (ProviderSettings.retry) could no longer shape it;
+//  - openai's retryRequest sleeps without the request's AbortSignal
+//    (`await sleep(timeoutMillis)`): a cancelled run would wait out a long
+//    retry-after before its model call stopped; ours stops at once;
+//  - neither caps a retry-after (a 120 s retry-after is slept in full);
+//    ours caps it at maxDelayMs, within the run's deadline;
+//  - the final error would not say how many attempts were made, which our
+//    ModelError reports ("kept failing: HTTP 500 after 3 attempts").
+// So this module stays; its waits and backoff come from the shared helper
+// (src/schedule/deadline.ts).
 import { ModelError, type ModelErrorCode, type ModelProviderName } from "./model-error";
 import type { RetryPolicy } from "./model-provider";
+import { backoffMs, sleep } from "../schedule/deadline";
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 4, baseDelayMs: 500, maxDelayMs: 8_000 };
 
@@ -38,9 +57,8 @@ export function retryDelayMs(
   if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
     return Math.min(retryAfterMs, cap);
   }
-  const exponential = Math.min(cap, Math.max(0, policy.baseDelayMs) * 2 ** retryIndex);
   // Half fixed, half random: never a thundering herd, never a zero wait.
-  return Math.round(exponential / 2 + random() * (exponential / 2));
+  return backoffMs({ baseMs: policy.baseDelayMs, capMs: cap }, retryIndex, random);
 }
 
 /**
@@ -66,22 +84,6 @@ export function parseRetryAfter(headers: Headers | undefined | null, now: number
 /** Whether an HTTP status is worth another attempt. */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
-}
-
-/** Waits `ms`, or rejects as soon as the signal fires. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 function abortedError(provider: ModelProviderName, attempts: number): ModelError {

@@ -11,6 +11,7 @@
 // It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
 import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
+import { backoffMs } from "../schedule/deadline";
 import type { SqlLike } from "../stream/event-log";
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
@@ -232,7 +233,7 @@ export class SlackOutbox {
       const attempts = head.attempts + 1;
       const base = this.#settings.SLACK_RETRY_BASE_MS ?? RETRY_BASE_MS;
       const cap = this.#settings.SLACK_RETRY_MAX_INTERVAL_MS ?? RETRY_MAX_INTERVAL_MS;
-      const backoff = Math.min(cap, base * 2 ** Math.min(attempts - 1, 16));
+      const backoff = backoffMs({ baseMs: base, capMs: cap }, attempts - 1);
       // A 429 says exactly when to come back (Retry-After); growing a backoff on top of it would
       // give up on a merely busy Slack. Other failures back off exponentially.
       const wait = failure.kind === "rate_limited" ? failure.retry_after_ms : backoff;

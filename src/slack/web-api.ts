@@ -5,6 +5,7 @@
 // "try again later" and "Slack refused it for good".
 import { SLACK_LIBRARY_LOG_LEVEL } from "./library-logging";
 import { SlackAPIClient, SlackAPIConnectionError, SlackAPIError } from "slack-web-api-client";
+import { raceDeadline } from "../schedule/deadline";
 
 export interface SlackClientSettings {
   SLACK_BOT_TOKEN: string;
@@ -80,13 +81,7 @@ export function classifyFailure(err: unknown): CallFailure {
  * twice.
  */
 export async function withTimeout<T>(apiName: string, timeoutMs: number, call: () => Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SlackCallTimeout(apiName, timeoutMs)), timeoutMs);
+  return raceDeadline(timeoutMs, call(), () => {
+    throw new SlackCallTimeout(apiName, timeoutMs);
   });
-  try {
-    return await Promise.race([call(), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
