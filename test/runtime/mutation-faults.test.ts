@@ -483,11 +483,15 @@ describe("the storage pool", () => {
       expect(exec).toStrictEqual(
         executionEvent(exec, runId, channel, approvalId, { execution_status: "not_executed", reason: "storage_unavailable" }),
       );
-      const after = await poolStats();
+      // It waited in line (not refused at once), and its guard passed before any slot freed. The pool counts
+      // the refusal when its own wait for the line ends, which a loaded machine may run a moment after the
+      // guard's equal bound answered the run: poll for it.
+      let after = await poolStats();
+      await expect
+        .poll(async () => (after = await poolStats()).rejected_total, { timeout: 5_000, interval: 25 })
+        .toBeGreaterThan(full.rejected_total);
       expect(after.in_use).toBe(16);
-      // It waited in line (not refused at once), and its guard passed before any slot freed.
       expect(after.waited_total).toBeGreaterThan(full.waited_total);
-      expect(after.rejected_total).toBeGreaterThan(full.rejected_total);
       expect(after.acquired_total).toBe(full.acquired_total); // the run got no slot at all
       // The read routes take no slot (section 9): they answer while every slot is held. No row yet:
       // its intent never got a slot, and its background write waits for one.
@@ -601,12 +605,12 @@ describe("the storage pool", () => {
     await poolIdle();
   }, 60_000);
 
-  it("24 approvals at once against healthy storage (more than the 16 slots): every call executes exactly once, none is refused, in_use never above 16", async () => {
+  it("20 approvals at once against healthy storage (more than the 16 slots): every call executes exactly once, none is refused, in_use never above 16", async () => {
     await poolIdle();
     // Past the 16 slots, so callers wait in line; not so many that local D1, which runs one statement at a
     // time on two loaded cores, needs longer than this project's short 300 ms bound to serve them all (the
     // bench's phase 6 runs 200 against the production bound).
-    const RUNS = 24;
+    const RUNS = 20;
     const runs = await Promise.all(
       Array.from({ length: RUNS }, async (_, i) => {
         const { title, channel } = fresh(`healthy-${i}`);
