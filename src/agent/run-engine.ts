@@ -20,6 +20,7 @@ import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
   announce,
+  approvalPolicyOf,
   answerInput,
   cancelPending,
   decideApproval,
@@ -40,7 +41,7 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
-import { effectivePolicy, type Requester } from "../policy/approval-policy";
+import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester } from "../policy/approval-policy";
 import { personOf, personOfUserId } from "../policy/persons";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
@@ -185,6 +186,22 @@ export class RunEngine {
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
     return result.verdict;
+  }
+
+  /**
+   * Whether this decider may decide this approval (contract section 19), asked
+   * before a Slack modal opens so a refused user never sees one: the refusal
+   * (null: none) and the policy in force; null for an approval the run never asked.
+   */
+  approvalRefusal(
+    approvalId: string,
+    decider: Decider,
+    decision: "approve" | "deny",
+  ): { refusal: "not_an_approver" | "self_approval_forbidden" | null; policy: ApprovalPolicy } | null {
+    const policy = approvalPolicyOf(this.#calls, approvalId);
+    if (policy === undefined) return null;
+    const refusal = refusalOf({ policy, groups: this.#deps.config.APPROVER_GROUPS, decider, requester: this.#requester(), decision });
+    return { refusal, policy };
   }
 
   /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */

@@ -444,6 +444,12 @@ export function decideApproval(
   };
 }
 
+/** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
+export function approvalPolicyOf(calls: readonly ToolCall[], approvalId: string): ApprovalPolicy | undefined {
+  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
+  return call === undefined ? undefined : (approvalOf(call)?.policy ?? DEFAULT_POLICY);
+}
+
 /** The approval record of a call in any state after it was asked. */
 function approvalOf(call: ToolCall): PendingApproval | undefined {
   switch (call.state) {

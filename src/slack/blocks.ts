@@ -4,7 +4,7 @@
 // shape is unit-tested as data. Block Kit types come from slack-web-api-client.
 import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
 import { redactSecrets } from "../execution/redaction";
-import { mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
+import { joined, mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
 
 /** action_ids Slack sends back on a click (contract section 14). */
 export const ACTION_APPROVE = "approval_approve";
@@ -55,6 +55,9 @@ export interface ApprovalView {
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): marked "Destructive". Absent in older memory. */
   destructive?: boolean;
+  /** Contract section 19: distinct persons that must approve (absent: 1), and who voted so far, in order. */
+  required?: number;
+  votes?: string[];
 }
 
 /** The value carried by approve/deny buttons and read back on the click. */
@@ -76,7 +79,7 @@ function truncate(text: string, max: number, note = "… (truncated)"): string {
 /** `slack:U123` → a mention; anything else (an API caller's name) as inline code. */
 export function renderPerson(decidedBy: string | undefined): SlackText {
   if (decidedBy === undefined) return mrkdwn`someone`;
-  const slack = /^slack:([UW][A-Z0-9]+)$/.exec(decidedBy);
+  const slack = /^slack:(?:[A-Z0-9]+:)?([UW][A-Z0-9]+)$/.exec(decidedBy);
   return slack ? mention(slack[1]!) : mrkdwn`\`${code(decidedBy)}\``;
 }
 
@@ -139,9 +142,19 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
       section(approvalHeader(view)),
       argumentsBlock(view),
       context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
+      ...votesBlocks(view),
       { type: "actions", block_id: `approval:${view.approval_id}`, elements: [approve, deny] },
     ],
   };
+}
+
+/** "1 of 2: <@U…>" under a message whose call needs several persons (contract section 19); nothing for one. */
+function votesBlocks(view: ApprovalView): AnyMessageBlock[] {
+  const required = view.required ?? 1;
+  if (required <= 1) return [];
+  const votes = view.votes ?? [];
+  const who = votes.length === 0 ? mrkdwn`no approval yet` : joined(votes.map(renderPerson), ", ");
+  return [context(mrkdwn`${votes.length} of ${required}: ${who}`)];
 }
 
 /** The decided form of an approval message: who decided, and why when they said (the engine already redacted `reason`). */

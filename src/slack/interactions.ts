@@ -43,6 +43,17 @@ export function refusalText(requester: string | undefined, approvers: readonly s
   return mrkdwn`Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
 }
 
+/**
+ * A decision the approval policy refused (contract section 19), naming the
+ * Slack users who may decide by exact id, else an approver in the console.
+ */
+export function policyRefusalText(error: "not_an_approver" | "self_approval_forbidden", eligible: readonly string[]): SlackText {
+  const who = eligible.length === 0 ? mrkdwn`an approver in the console` : joined(eligible.map(mention), ", ");
+  return error === "not_an_approver"
+    ? mrkdwn`You may not decide this approval. Who may: ${who}. Nothing was changed.`
+    : mrkdwn`This tool forbids approving your own request: you may deny it, but another person must approve it (${who}). Nothing was changed.`;
+}
+
 export const STALE_TEXT = mrkdwn`This was already decided, expired or cancelled. Nothing was changed.`;
 export const GONE_TEXT = mrkdwn`This run no longer exists (its events were retained for a limited time). Nothing was changed.`;
 /** A name or code shown in a reply. */

@@ -9,8 +9,9 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import type { Decider } from "../policy/approval-policy";
-import { personOf } from "../policy/persons";
+import type { ApprovalPolicy, Decider } from "../policy/approval-policy";
+import { slackPersonOf } from "./slack-persons";
+import { expandApprovers } from "../policy/approver-patterns";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -36,6 +37,7 @@ import {
   parseApprovalValue,
   parseInputValue,
   parseModalMetadata,
+  policyRefusalText,
   refusalText,
   STALE_TEXT,
 } from "./interactions";
@@ -174,7 +176,11 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       scripted: config.MODEL_PROVIDER === "scripted",
     });
     if (intake.kind === "ignore") return;
-    const started = startThreadRun(env, intake.input);
+    // The requester's person (contract section 19) matters only where a tool forbids self-approval: asked only then.
+    const input = needsRequesterPerson(config)
+      ? { ...intake.input, requester_person: await slackPersonOf(client, slackPrincipal(intake.input.user_id), intake.input.user_id) }
+      : intake.input;
+    const started = startThreadRun(env, input);
     starts.push(started);
     await started;
   };
@@ -203,13 +209,39 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
     return summary;
   };
   const clickAck = async () => "";
-  /** A Slack user as the eligibility module sees them (contract section 19); a person of their own until step 3 asks users.info. */
-  const slackDecider = (userId: string): Decider => ({
+  /** A Slack user as the eligibility module sees them (contract section 19), their person from users.info. */
+  const slackDecider = async (userId: string): Promise<Decider> => ({
     via: "slack",
-    principal_id: `slack:${userId}`,
-    person: personOf(`slack:${userId}`),
+    principal_id: slackPrincipal(userId),
+    person: await slackPersonOf(client, slackPrincipal(userId), userId),
     listed_in_slack_approvers: config.SLACK_APPROVERS.includes(userId),
   });
+  /**
+   * Section 19 before anything else: a refused user hears who may decide (by
+   * exact Slack id), nothing about the approval's state, and the refusal is
+   * audited. Returns the decider when they may go on, else null.
+   */
+  const approvalDecider = async (
+    runId: string,
+    approvalId: string,
+    userId: string,
+    decision: "approve" | "deny",
+    reply: (text: SlackText) => unknown,
+  ): Promise<Decider | null> => {
+    const summary = await summaryOf(env, runId);
+    if (!summary) {
+      await reply(GONE_TEXT);
+      return null;
+    }
+    const decider = await slackDecider(userId);
+    const checked = await runStubFor(env, runId).approvalRefusal(approvalId, decider, decision);
+    if (checked?.refusal) {
+      await auditSlackRefusal(env, decider.principal_id, `slack ${decision} ${runId}/approvals/${approvalId}`, checked.refusal);
+      await reply(policyRefusalText(checked.refusal, eligibleSlackUsers(checked.policy, config, summary.user_id)));
+      return null;
+    }
+    return decider;
+  };
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
       const payload = req.payload;
@@ -218,9 +250,10 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       const where = clickPlace(payload);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-      const summary = await deciderSummary(value.run_id, payload.user.id, reply);
-      if (!summary) return;
-      const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
+      const decider = await approvalDecider(value.run_id, value.approval_id, payload.user.id, decision, reply);
+      if (!decider) return;
+      const summary = await summaryOf(env, value.run_id);
+      const pending = summary?.pending_approvals.find((a) => a.approval_id === value.approval_id);
       if (!pending) return reply(STALE_TEXT);
       if (decision === "approve" && value.level === "confirm") {
         const metadata = encodeModalMetadata({ kind: "approval", run_id: value.run_id, approval_id: value.approval_id, ...where });
@@ -229,8 +262,8 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       }
       const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
         decision,
-        decided_by: `slack:${payload.user.id}`,
-        decider: slackDecider(payload.user.id),
+        decided_by: decider.principal_id,
+        decider,
       });
       const text = decisionReplyText(answer);
       if (text) await reply(text);
@@ -262,12 +295,13 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(metadata.run_id, user, later))) return "";
+    const decider = await approvalDecider(metadata.run_id, metadata.approval_id, user, "approve", later);
+    if (!decider) return "";
     const typed = modalText(payload.view.state.values);
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
-      decided_by: `slack:${user}`,
-      decider: slackDecider(user),
+      decided_by: decider.principal_id,
+      decider,
       confirmation: typed,
     });
     if (isConfirmationMismatch(answer))
@@ -319,6 +353,51 @@ async function startThreadRun(env: Env, input: Omit<StartRunInput, "run_id">): P
     slack: previous === null ? slack : { ...slack, previous_run_id: previous },
   });
   if (!started.duplicate) await recordThreadRun(env.DB, thread, started.input.run_id, new Date());
+}
+
+/**
+ * A Slack user's principal id, in one place (contract section 18 names it
+ * `slack:<team>:<user>`; this app still writes `slack:<user>` everywhere).
+ */
+function slackPrincipal(userId: string): string {
+  return `slack:${userId}`;
+}
+
+/** True when some tool's policy (or the "*" defaults) forbids self-approval: only then is the requester's person looked up. */
+function needsRequesterPerson(config: HostConfig): boolean {
+  return Object.values(config.TOOL_POLICY).some((entry) => entry.self_approval === false);
+}
+
+/**
+ * The Slack users a refusal names as eligible, by exact id (contract section
+ * 19): under the default rule the run's requester and SLACK_APPROVERS; with
+ * `approvers`, every exact `slack:` id among the patterns (groups expanded).
+ * Wildcards name nobody in particular: the text then points to the console.
+ */
+function eligibleSlackUsers(policy: ApprovalPolicy, config: HostConfig, requester: string | undefined): string[] {
+  const ids =
+    policy.approvers === null
+      ? [...(requester !== undefined && policy.self_approval ? [requester] : []), ...config.SLACK_APPROVERS]
+      : expandApprovers(policy.approvers, config.APPROVER_GROUPS).flatMap((p) => {
+          const user = /^slack:(?:[A-Z0-9]+:)?([UW][A-Z0-9]+)$/.exec(p)?.[1];
+          return user === undefined ? [] : [user];
+        });
+  return [...new Set(ids)];
+}
+
+/** A refused Slack decision's access.refused entry, through the principal's durable queue (as the API's 403s are). */
+async function auditSlackRefusal(env: Env, principal: string, target: string, error: string): Promise<void> {
+  try {
+    await env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal)).enqueue({
+      principal,
+      action: "access.refused",
+      target,
+      at: new Date().toISOString(),
+      details: { error },
+    });
+  } catch (err) {
+    logger.error("audit: a Slack refusal could not be queued", { principal, error: (err as Error).message });
+  }
 }
 
 function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: HostConfig): string | undefined {

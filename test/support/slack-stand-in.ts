@@ -1,6 +1,6 @@
 // A local stand-in for Slack's Web API: a Node HTTP server on loopback that
 // answers chat.postMessage, chat.update, chat.postEphemeral, views.open,
-// conversations.info and reactions.add in Slack's wire format (form-encoded
+// conversations.info, reactions.add and users.info in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
 // the tests (in-process, or over HTTP at /_control from inside workerd) and
@@ -31,6 +31,8 @@ export interface SlackStandIn {
   refuseChannel(channel: string, error: string): void;
   /** conversations.info reports `channel` as shared with another organisation. */
   markExternal(channel: string): void;
+  /** users.info reports `user` with this email, confirmed or not (other users have none). */
+  setUserEmail(user: string, email: string, confirmed?: boolean): void;
   reset(): void;
   /** Resolves when `predicate` holds for the recorded calls, or rejects after `timeoutMs`. */
   waitFor(predicate: (calls: RecordedCall[]) => boolean, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -53,6 +55,7 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
   const faults: Fault[] = [];
   const refused = new Map<string, string>();
   const external = new Set<string>();
+  const emails = new Map<string, { email: string; confirmed: boolean }>();
   const hung = new Set<ServerResponse>();
   let seq = 0;
   let tsCounter = 0;
@@ -83,6 +86,14 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         };
       case "reactions.add":
         return { ok: true };
+      case "users.info": {
+        const user = String(params.user ?? "");
+        const known = emails.get(user);
+        return {
+          ok: true,
+          user: { id: user, is_email_confirmed: known?.confirmed ?? false, profile: known ? { email: known.email } : {} },
+        };
+      }
       default:
         return { ok: false, error: "unknown_method" };
     }
@@ -131,11 +142,13 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         fail?: { count: number; fault: Fault };
         refuse?: { channel: string; error: string };
         external?: string;
+        email?: { user: string; email: string; confirmed?: boolean };
       };
       if (command.reset) control.reset();
       if (command.fail) control.failNext(command.fail.count, command.fail.fault);
       if (command.refuse) control.refuseChannel(command.refuse.channel, command.refuse.error);
       if (command.external) control.markExternal(command.external);
+      if (command.email) control.setUserEmail(command.email.user, command.email.email, command.email.confirmed);
       return send(res, 200, { ok: true });
     }
     if (!path.startsWith("/api/")) return send(res, 404, { ok: false, error: "not_found" });
@@ -186,11 +199,13 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     },
     refuseChannel: (channel, error) => void refused.set(channel, error),
     markExternal: (channel) => void external.add(channel),
+    setUserEmail: (user, email, confirmed = true) => void emails.set(user, { email, confirmed }),
     reset() {
       calls.length = 0;
       faults.length = 0;
       refused.clear();
       external.clear();
+      emails.clear();
     },
     async waitFor(predicate, timeoutMs = 10_000) {
       const started = Date.now();
