@@ -22,6 +22,7 @@ import { recordMcpContact, type McpContactSink } from "../src/execution/mcp-cont
 import { openMcpCall } from "../src/execution/mcp-send";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
+import type { Decider } from "../src/policy/approval-policy";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
@@ -109,6 +110,7 @@ export class RunObject extends DurableObject<Env> {
       user_id: input.user_id,
       ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
       ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
+      ...(input.requester_person !== undefined ? { requester_person: input.requester_person } : {}),
       delivery_id: input.delivery_id,
       source: input.source ?? "api",
       ...(input.slack ? { slack: input.slack } : {}),
@@ -178,6 +180,11 @@ export class RunObject extends DurableObject<Env> {
 
   async decideApproval(approvalId: string, decision: Decision): Promise<Verdict> {
     return this.#engine?.decideApproval(approvalId, decision) ?? { kind: "not_found", what: "approval", id: approvalId };
+  }
+
+  /** Contract section 19: may this decider decide this approval? Asked by the Slack app before it opens a modal. */
+  async approvalRefusal(approvalId: string, decider: Decider, decision: "approve" | "deny") {
+    return this.#engine?.approvalRefusal(approvalId, decider, decision) ?? null;
   }
 
   async answerInput(toolCallId: string, answer: string, answeredBy: string): Promise<Verdict> {

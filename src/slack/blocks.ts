@@ -5,7 +5,7 @@
 import { slackUserOf } from "./slack-principal";
 import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
 import { redactSecrets } from "../execution/redaction";
-import { mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
+import { joined, mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
 
 /** action_ids Slack sends back on a click (contract section 14). */
 export const ACTION_APPROVE = "approval_approve";
@@ -56,6 +56,9 @@ export interface ApprovalView {
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): marked "Destructive". Absent in older memory. */
   destructive?: boolean;
+  /** Contract section 19: distinct persons that must approve (absent: 1), and who voted so far, in order. */
+  required?: number;
+  votes?: string[];
 }
 
 /** The value carried by approve/deny buttons and read back on the click. */
@@ -144,9 +147,19 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
       section(approvalHeader(view)),
       argumentsBlock(view),
       context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
+      ...votesBlocks(view),
       { type: "actions", block_id: `approval:${view.approval_id}`, elements: [approve, deny] },
     ],
   };
+}
+
+/** "1 of 2: <@U…>" under a message whose call needs several persons (contract section 19); nothing for one. */
+function votesBlocks(view: ApprovalView): AnyMessageBlock[] {
+  const required = view.required ?? 1;
+  if (required <= 1) return [];
+  const votes = view.votes ?? [];
+  const who = votes.length === 0 ? mrkdwn`no approval yet` : joined(votes.map(renderPerson), ", ");
+  return [context(mrkdwn`${votes.length} of ${required}: ${who}`)];
 }
 
 /** The decided form of an approval message: who decided, and why when they said (the engine already redacted `reason`). */

@@ -64,7 +64,9 @@ const eventSchema = z.discriminatedUnion("type", [
     arguments: z.unknown(),
     expires_at: z.string(),
     annotations: z.object({ destructiveHint: z.boolean().optional() }).loose().optional(),
+    required: z.number().optional(),
   }),
+  z.object({ ...base, type: z.literal("approval_vote"), approval_id: z.string(), decided_by: z.string() }),
   z.object({
     ...base,
     type: z.literal("approval_resolved"),
@@ -128,9 +130,17 @@ export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForE
         arguments_preview: argumentsPreview(event.arguments),
         expires_at: event.expires_at,
         ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
+        ...(event.required !== undefined && event.required > 1 ? { required: event.required, votes: [] } : {}),
       };
       next.approvals[event.approval_id] = view;
       return { items: [{ kind: "post", key: approvalKey(event.approval_id), message: approvalRequest(view) }], memory: next };
+    }
+    case "approval_vote": {
+      // Contract section 19: each vote updates the message ("1 of 2: <@U…>") and keeps its buttons.
+      const view = next.approvals[event.approval_id];
+      if (!view) return { items: [], memory: next };
+      view.votes = [...(view.votes ?? []), event.decided_by];
+      return { items: [{ kind: "update", ref: approvalKey(event.approval_id), message: approvalRequest(view) }], memory: next };
     }
     case "approval_resolved": {
       if (event.decision === "approved") next.approved_calls.push(event.tool_call_id);

@@ -43,6 +43,17 @@ export function refusalText(requester: string | undefined, approvers: readonly s
   return mrkdwn`Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
 }
 
+/**
+ * A decision the approval policy refused (contract section 19), naming the
+ * Slack users who may decide by exact id, else an approver in the console.
+ */
+export function policyRefusalText(error: "not_an_approver" | "self_approval_forbidden", eligible: readonly string[]): SlackText {
+  const who = eligible.length === 0 ? mrkdwn`an approver in the console` : joined(eligible.map(mention), ", ");
+  return error === "not_an_approver"
+    ? mrkdwn`You may not decide this approval. Who may: ${who}. Nothing was changed.`
+    : mrkdwn`This tool forbids approving your own request: you may deny it, but another person must approve it (${who}). Nothing was changed.`;
+}
+
 export const STALE_TEXT = mrkdwn`This was already decided, expired or cancelled. Nothing was changed.`;
 export const GONE_TEXT = mrkdwn`This run no longer exists (its events were retained for a limited time). Nothing was changed.`;
 /** A name or code shown in a reply. */
@@ -56,7 +67,12 @@ export function decisionReplyText(verdict: Verdict): SlackText | null {
   switch (verdict.kind) {
     case "resolved":
     case "answered":
+    case "vote_pending":
       return null;
+    case "refused":
+      return verdict.error === "not_an_approver"
+        ? mrkdwn`This tool's approval policy does not let you decide this. Nothing was changed.`
+        : mrkdwn`You asked for this run, and this tool forbids self-approval: you may deny it, another approver must approve. Nothing was changed.`;
     case "already_resolved":
       return mrkdwn`This was already decided (${untrustedCode(verdict.decision, NAME_MAX_CHARS)}). Nothing was changed.`;
     case "expired":

@@ -9,6 +9,9 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
+import type { ApprovalPolicy, Decider } from "../policy/approval-policy";
+import { slackPersonOf } from "./slack-persons";
+import { expandApprovers } from "../policy/approver-patterns";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -34,6 +37,7 @@ import {
   parseApprovalValue,
   parseInputValue,
   parseModalMetadata,
+  policyRefusalText,
   refusalText,
   STALE_TEXT,
 } from "./interactions";
@@ -219,7 +223,7 @@ function buildApp(
     });
     if (intake.kind === "ignore" || scope.principal === undefined) return;
     const principal = scope.principal;
-    const input = { ...intake.input, requested_by: principal };
+    const requested = { ...intake.input, requested_by: principal };
     const eventId = body.event_id;
     // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
     const started = (async () => {
@@ -228,11 +232,15 @@ function buildApp(
       if ((await getDelivery(env.DB, eventId)) === null) {
         const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
         if (retryAfter !== null) {
-          const where = { channel_id: input.channel_id, ...(input.slack ? { thread_ts: input.slack.thread_ts } : {}) };
-          await ephemeral(client, where, input.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
+          const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };
+          await ephemeral(client, where, requested.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
           return;
         }
       }
+      // The requester's person (contract section 19) matters only where a tool forbids self-approval: asked only then.
+      const input = needsRequesterPerson(config)
+        ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id) }
+        : requested;
       await startThreadRun(env, input);
     })();
     starts.push(started);
@@ -250,7 +258,7 @@ function buildApp(
 
   // ---- interactivity ------------------------------------------------------
   // The acting user as a principal (`slack:<team>:<user>`, contract section 18), and SLACK_APPROVERS as principals.
-  const decider = scope.principal ?? "";
+  const actor = scope.principal ?? "";
   const approvers = approverPrincipals(config.SLACK_APPROVERS, scope.team);
   /** The run's summary when the acting user may decide in it; otherwise the refusal is sent and null returned. */
   const deciderSummary = async (runId: string, reply: (text: SlackText) => unknown) => {
@@ -260,7 +268,7 @@ function buildApp(
       return null;
     }
     const requester = slackRequester(summary, scope.team);
-    if (!mayDecide(decider, requester, approvers)) {
+    if (!mayDecide(actor, requester, approvers)) {
       const users = (ids: (string | undefined)[]) => ids.flatMap((p) => (p === undefined ? [] : [slackUserOf(p) ?? p]));
       await reply(refusalText(users([requester])[0], users(approvers)));
       return null;
@@ -268,6 +276,41 @@ function buildApp(
     return summary;
   };
   const clickAck = async () => "";
+  /** A Slack user as the eligibility module sees them (contract section 19), their person from users.info. */
+  const slackDecider = async (userId: string): Promise<Decider> => ({
+    via: "slack",
+    principal_id: actor,
+    person: await slackPersonOf(client, actor, userId),
+    listed_in_slack_approvers: approvers.includes(actor),
+  });
+  /**
+   * Section 19 before anything else: a refused user hears who may decide (by
+   * exact Slack id), nothing about the approval's state, and the refusal is
+   * audited. Returns the decider when they may go on, else null.
+   */
+  const approvalDecider = async (
+    runId: string,
+    approvalId: string,
+    userId: string,
+    decision: "approve" | "deny",
+    reply: (text: SlackText) => unknown,
+  ): Promise<Decider | null> => {
+    const summary = await summaryOf(env, runId);
+    if (!summary) {
+      await reply(GONE_TEXT);
+      return null;
+    }
+    const decider = await slackDecider(userId);
+    const checked = await runStubFor(env, runId).approvalRefusal(approvalId, decider, decision);
+    if (checked?.refusal) {
+      await auditSlackRefusal(env, decider.principal_id, `slack ${decision} ${runId}/approvals/${approvalId}`, checked.refusal);
+      await reply(
+        policyRefusalText(checked.refusal, eligibleSlackUsers(checked.policy, config, slackRequester(summary, scope.team), approvers)),
+      );
+      return null;
+    }
+    return decider;
+  };
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
       const payload = req.payload;
@@ -276,9 +319,10 @@ function buildApp(
       const where = clickPlace(payload);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-      const summary = await deciderSummary(value.run_id, reply);
-      if (!summary) return;
-      const pending = summary.pending_approvals.find((a) => a.approval_id === value.approval_id);
+      const decider = await approvalDecider(value.run_id, value.approval_id, payload.user.id, decision, reply);
+      if (!decider) return;
+      const summary = await summaryOf(env, value.run_id);
+      const pending = summary?.pending_approvals.find((a) => a.approval_id === value.approval_id);
       if (!pending) return reply(STALE_TEXT);
       if (decision === "approve" && value.level === "confirm") {
         const metadata = encodeModalMetadata({ kind: "approval", run_id: value.run_id, approval_id: value.approval_id, ...where });
@@ -287,7 +331,8 @@ function buildApp(
       }
       const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
         decision,
-        decided_by: decider,
+        decided_by: decider.principal_id,
+        decider,
       });
       const text = decisionReplyText(answer);
       if (text) await reply(text);
@@ -319,11 +364,13 @@ function buildApp(
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(metadata.run_id, later))) return "";
+    const decider = await approvalDecider(metadata.run_id, metadata.approval_id, user, "approve", later);
+    if (!decider) return "";
     const typed = modalText(payload.view.state.values);
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
-      decided_by: decider,
+      decided_by: decider.principal_id,
+      decider,
       confirmation: typed,
     });
     if (isConfirmationMismatch(answer))
@@ -343,7 +390,7 @@ function buildApp(
       return "";
     };
     if (!(await deciderSummary(metadata.run_id, later))) return "";
-    const answer = await runStubFor(env, metadata.run_id).answerInput(metadata.tool_call_id, modalText(payload.view.state.values), decider);
+    const answer = await runStubFor(env, metadata.run_id).answerInput(metadata.tool_call_id, modalText(payload.view.state.values), actor);
     const text = decisionReplyText(answer);
     if (text) later(text);
     return "";
@@ -371,6 +418,49 @@ async function startThreadRun(env: Env, input: Omit<StartRunInput, "run_id">): P
     slack: previous === null ? slack : { ...slack, previous_run_id: previous },
   });
   if (!started.duplicate) await recordThreadRun(env.DB, thread, started.input.run_id, new Date());
+}
+
+/** True when some tool's policy (or the "*" defaults) forbids self-approval: only then is the requester's person looked up. */
+function needsRequesterPerson(config: HostConfig): boolean {
+  return Object.values(config.TOOL_POLICY).some((entry) => entry.self_approval === false);
+}
+
+/**
+ * The Slack users a refusal names as eligible, by exact id (contract section
+ * 19): under the default rule the run's requester and SLACK_APPROVERS; with
+ * `approvers`, every exact `slack:` id among the patterns (groups expanded).
+ * Wildcards name nobody in particular: the text then points to the console.
+ */
+function eligibleSlackUsers(
+  policy: ApprovalPolicy,
+  config: HostConfig,
+  requester: string | undefined,
+  approvers: readonly string[],
+): string[] {
+  const users = (principals: (string | undefined)[]) => principals.flatMap((p) => (p === undefined ? [] : [slackUserOf(p) ?? p]));
+  const ids =
+    policy.approvers === null
+      ? [...(policy.self_approval ? users([requester]) : []), ...users([...approvers])]
+      : expandApprovers(policy.approvers, config.APPROVER_GROUPS).flatMap((p) => {
+          const user = /^slack:(?:[A-Z0-9]+:)?([UW][A-Z0-9]+)$/.exec(p)?.[1];
+          return user === undefined ? [] : [user];
+        });
+  return [...new Set(ids)];
+}
+
+/** A refused Slack decision's access.refused entry, through the principal's durable queue (as the API's 403s are). */
+async function auditSlackRefusal(env: Env, principal: string, target: string, error: string): Promise<void> {
+  try {
+    await env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal)).enqueue({
+      principal,
+      action: "access.refused",
+      target,
+      at: new Date().toISOString(),
+      details: { error },
+    });
+  } catch (err) {
+    logger.error("audit: a Slack refusal could not be queued", { principal, error: (err as Error).message });
+  }
 }
 
 function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: HostConfig): string | undefined {

@@ -1,6 +1,6 @@
 // A local stand-in for Slack's Web API: a Node HTTP server on loopback that
 // answers chat.postMessage, chat.update, chat.postEphemeral, views.open,
-// conversations.info, reactions.add and auth.test (naming its team) in Slack's wire format (form-encoded
+// conversations.info, reactions.add, auth.test (naming its team) and users.info in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
 // the tests (in-process, or over HTTP at /_control from inside workerd) and
@@ -43,6 +43,8 @@ export interface SlackStandIn {
    * `is_ext_shared` and `is_shared`, or exactly the flags given.
    */
   markExternal(channel: string, flags?: ChannelShareFlags): void;
+  /** users.info reports `user` with this email, confirmed or not (other users have none). */
+  setUserEmail(user: string, email: string, confirmed?: boolean): void;
   reset(): void;
   /** Resolves when `predicate` holds for the recorded calls, or rejects after `timeoutMs`. */
   waitFor(predicate: (calls: RecordedCall[]) => boolean, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -69,6 +71,7 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
   const faults: Fault[] = [];
   const refused = new Map<string, string>();
   const external = new Map<string, ChannelShareFlags>();
+  const emails = new Map<string, { email: string; confirmed: boolean }>();
   const hung = new Set<ServerResponse>();
   let seq = 0;
   let tsCounter = 0;
@@ -113,6 +116,14 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         };
       case "reactions.add":
         return { ok: true };
+      case "users.info": {
+        const user = String(params.user ?? "");
+        const known = emails.get(user);
+        return {
+          ok: true,
+          user: { id: user, is_email_confirmed: known?.confirmed ?? false, profile: known ? { email: known.email } : {} },
+        };
+      }
       default:
         return { ok: false, error: "unknown_method" };
     }
@@ -162,11 +173,13 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         refuse?: { channel: string; error: string };
         external?: string;
         external_flags?: ChannelShareFlags;
+        email?: { user: string; email: string; confirmed?: boolean };
       };
       if (command.reset) control.reset();
       if (command.fail) control.failNext(command.fail.count, command.fail.fault);
       if (command.refuse) control.refuseChannel(command.refuse.channel, command.refuse.error);
       if (command.external) control.markExternal(command.external, command.external_flags);
+      if (command.email) control.setUserEmail(command.email.user, command.email.email, command.email.confirmed);
       return send(res, 200, { ok: true });
     }
     if (!path.startsWith("/api/")) return send(res, 404, { ok: false, error: "not_found" });
@@ -217,11 +230,13 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     },
     refuseChannel: (channel, error) => void refused.set(channel, error),
     markExternal: (channel, flags = EXTERNAL_BY_DEFAULT) => void external.set(channel, flags),
+    setUserEmail: (user, email, confirmed = true) => void emails.set(user, { email, confirmed }),
     reset() {
       calls.length = 0;
       faults.length = 0;
       refused.clear();
       external.clear();
+      emails.clear();
     },
     async waitFor(predicate, timeoutMs = 10_000) {
       const started = Date.now();

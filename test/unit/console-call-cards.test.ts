@@ -18,6 +18,8 @@ describe("call cards", () => {
       {
         ...env(),
         type: "approval_requested",
+        required: 1,
+        approvers: null,
         tool_name: "t",
         tool_call_id: "c1",
         approval_id: "a1",
@@ -82,6 +84,8 @@ describe("call cards", () => {
       {
         ...env(),
         type: "approval_requested",
+        required: 1,
+        approvers: null,
         tool_name: "t",
         tool_call_id: id,
         approval_id: `a-${id}`,
@@ -176,5 +180,36 @@ describe("call cards", () => {
     expect(formatTimeLeft(secondsLeft("2026-11-29T10:04:05.000Z", now))).toBe("4m 05s");
     expect(formatTimeLeft(secondsLeft("2026-11-29T10:00:12.000Z", now))).toBe("12s");
     expect(formatTimeLeft(secondsLeft("2026-11-29T09:59:00.000Z", now))).toBe("expired");
+  });
+});
+
+describe("votes (contract section 19)", () => {
+  it("keeps required and approvers from approval_requested and adds each approval_vote in order", () => {
+    const ids = { tool_name: "t", tool_call_id: "c9", approval_id: "a9" };
+    const view = fold([
+      { ...env(), type: "tool_started", tool_name: "t", tool_call_id: "c9", approval_required: true },
+      {
+        ...env(),
+        type: "approval_requested",
+        ...ids,
+        level: "approve",
+        description: "d",
+        arguments: {},
+        expires_at: "2026-11-29T10:05:00.000Z",
+        required: 3,
+        approvers: ["group:sre"],
+      },
+      { ...env(), type: "approval_vote", ...ids, decided_by: "token:ann", votes: 1, required: 3 },
+      { ...env(), type: "approval_vote", ...ids, decided_by: "access:bob@example.com", votes: 2, required: 3 },
+    ]);
+    expect(view.cards[0]?.approval).toMatchObject({
+      required: 3,
+      approvers: ["group:sre"],
+      votes: [
+        { by: "token:ann", at: "2026-11-29T10:00:00.000Z" },
+        { by: "access:bob@example.com", at: "2026-11-29T10:00:00.000Z" },
+      ],
+    });
+    expect(view.cards[0]?.stage).toBe("waiting_for_approval");
   });
 });

@@ -1,12 +1,33 @@
 // One approval's decision form (contract section 6): approve, deny with an
 // optional reason, and for a `confirm`-level tool the tool's name typed; a
-// tool its server calls destructive is marked so (section 21).
+// tool its server calls destructive is marked so (section 21); the votes so
+// far and who may still decide under the tool's approval policy (section 19).
 import { useState } from "preact/hooks";
 import { engine, errorCode, errorText } from "../api";
 import type { PendingApproval } from "../call-cards";
 import { ErrorLine } from "./error-line";
 import { JsonView } from "./json-view";
 import { TimeLeft } from "./time-left";
+
+/** Contract section 19: how many persons must approve, who did, and who may still decide. */
+function Votes({ approval }: { approval: PendingApproval }) {
+  const { required, votes, approvers } = approval;
+  const who = approvers === null ? "anyone with the approver role" : approvers.join(", ");
+  return (
+    <p class="votes" data-votes={votes.length} data-required={required}>
+      {required > 1 ? (
+        <>
+          <strong>
+            {votes.length} of {required}
+          </strong>{" "}
+          distinct persons approved{votes.length > 0 ? `: ${votes.map((v) => v.by).join(", ")}` : ""}.{" "}
+        </>
+      ) : null}
+      May decide: <span class="approvers">{who}</span>
+      {required > 1 && votes.length > 0 ? " (not those who already voted)" : ""}.
+    </p>
+  );
+}
 
 export function ApprovalForm({
   runId,
@@ -36,7 +57,11 @@ export function ApprovalForm({
         ...(decision === "approve" && approval.level === "confirm" ? { confirmation } : {}),
         ...(reason !== "" ? { reason } : {}),
       });
-      setDone(answer.decision);
+      setDone(
+        answer.status === "pending"
+          ? `your approve counted, ${answer.votes} of ${answer.required}; another person must approve`
+          : answer.decision,
+      );
       onDone?.();
     } catch (err) {
       const code = errorCode(err);
@@ -70,6 +95,7 @@ export function ApprovalForm({
         {approval.description} <TimeLeft expiresAt={approval.expires_at} now={now} />
       </p>
       <JsonView value={approval.arguments} label="Arguments (secret-looking values redacted)" />
+      <Votes approval={approval} />
       {approval.level === "confirm" ? (
         <p>
           <label for={`${id}-confirm`}>

@@ -1,0 +1,205 @@
+// Slack decisions under section 19's approval policy, over real loopback HTTP:
+// wrangler dev serving the Worker, clicks signed as Slack signs them, the Web
+// API stand-in answering users.info with confirmed emails. A two-person rule
+// where the first voter clicks again, a requester refused under
+// self_approval: false (told who may decide, audited), a Slack user and the
+// token they own being one person, and approvers that name nobody in Slack.
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { e2eVars } from "./global-setup";
+import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, scriptMessage } from "../support/slack-signing";
+import { type RecordedCall, startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
+import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+
+const SECRET = "test-signing-secret-policy";
+const BOT_TOKEN = "xoxb-test-bot-token-policy";
+const BOT = "UBOT0002";
+const REQUESTER = "UREQUESTER2";
+const ALICE = "UALICE0001";
+const BOB = "UBOB000001";
+const STRANGER = "USTRANGER2";
+const CHANNEL = "C0POLICY01";
+const CREATE = "mcp__demo__create_dashboard";
+const ALERT = "mcp__demo__create_alert_from_chart";
+const demoBase = inject("demoMcpBaseUrl");
+
+let slack: SlackStandIn;
+let server: WorkerServer;
+let counter = 0;
+const eventId = () => `EvP${Date.now()}${++counter}`;
+const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
+
+beforeAll(async () => {
+  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
+  server = await startWorkerServer({
+    ...e2eVars(`${demoBase}/mcp`),
+    APPROVAL_TIMEOUT_MS: "60000",
+    ADMISSION_TIMEOUT_MS: "60000",
+    SLACK_SIGNING_SECRET: SECRET,
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_API_BASE_URL: slack.apiBaseUrl,
+    TOOL_POLICY: JSON.stringify({
+      [CREATE]: { approvers: ["group:reviewers", `slack:${REQUESTER}`], approvals_required: 2, self_approval: false },
+      [ALERT]: { level: "approve", approvers: ["token:ops-*"] },
+    }),
+    APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${ALICE}`, `slack:${BOB}`, "token:alice-*"] }),
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await slack?.stop();
+});
+
+beforeEach(async () => {
+  slack.reset();
+  slack.setUserEmail(ALICE, "Alice@Example.com");
+  await fetch(`${demoBase}/control/reset`, { method: "POST" });
+});
+
+async function summary(runId: string) {
+  return (await (await server.api(`/api/runs/${runId}`)).json()) as {
+    status: string;
+    pending_approvals: { approval_id: string; tool_name: string }[];
+  };
+}
+
+async function runEvents(runId: string): Promise<Record<string, any>[]> {
+  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, any>);
+}
+
+async function startBySlack(tool: string, args: Record<string, unknown>): Promise<{ runId: string; approvalId: string }> {
+  const id = eventId();
+  const event = {
+    type: "app_mention",
+    user: REQUESTER,
+    text: `<@${BOT}> ${scriptMessage([{ tool_calls: [{ tool_name: tool, tool_call_id: "w1", arguments: args }] }, { text: "done" }])}`,
+    ts: ts(),
+    channel: CHANNEL,
+    event_ts: ts(),
+  };
+  expect((await postSlackEvent(`${server.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT))).status).toBe(200);
+  // The ack may come before the start finished (its budget is 2 s): the receipt is polled for.
+  const found: { receipt?: { run_id: string } } = {};
+  await expect
+    .poll(
+      async () => {
+        const res = await server.api(`/api/deliveries/${encodeURIComponent(id)}`);
+        if (res.status === 200) found.receipt = (await res.json()) as { run_id: string };
+        return found.receipt !== undefined;
+      },
+      { timeout: 10_000 },
+    )
+    .toBe(true);
+  const receipt = found.receipt;
+  if (receipt === undefined) throw new Error("no receipt");
+  await expect.poll(async () => (await summary(receipt.run_id)).pending_approvals.length, { timeout: 10_000 }).toBe(1);
+  return { runId: receipt.run_id, approvalId: (await summary(receipt.run_id)).pending_approvals[0]!.approval_id };
+}
+
+function click(decision: "approve" | "deny", user: string, runId: string, approvalId: string) {
+  const payload = blockActionsPayload({
+    actionId: decision === "approve" ? "approval_approve" : "approval_deny",
+    user,
+    channel: CHANNEL,
+    value: JSON.stringify({ run_id: runId, approval_id: approvalId, level: "approve" }),
+    triggerId: `trigger-${++counter}`,
+    botUserId: BOT,
+  });
+  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
+}
+
+const ephemeralsTo = (user: string) => slack.calls("chat.postEphemeral").filter((c) => c.params.user === user);
+const blocksText = (call: RecordedCall) => JSON.stringify(call.params.blocks ?? []);
+
+describe("Slack decisions under the approval policy", () => {
+  it("two persons: the first vote updates the message (1 of 2) and keeps its buttons; a second click by the same user counts nothing", async () => {
+    const { runId, approvalId } = await startBySlack(CREATE, { title: "two-person" });
+    expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+    const [update] = (await slack.waitFor((c) => c.some((x) => x.method === "chat.update" && blocksText(x).includes("1 of 2")))).filter(
+      (x) => x.method === "chat.update" && blocksText(x).includes("1 of 2"),
+    );
+    expect(blocksText(update!)).toContain(`<@${ALICE}>`);
+    expect(blocksText(update!)).toContain("approval_approve");
+    expect(blocksText(update!)).toContain("approval_deny");
+    expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+
+    expect((await click("approve", BOB, runId, approvalId)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    const events = await runEvents(runId);
+    const types = events.filter((e) => e.tool_call_id === "w1").map((e) => e.type);
+    expect(types.slice(0, 5)).toEqual([
+      "tool_started",
+      "approval_requested",
+      "approval_vote",
+      "approval_resolved",
+      "tool_execution_started",
+    ]);
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decided_by: `slack:${BOB}`,
+      approvals: [{ by: `slack:${ALICE}` }, { by: `slack:${BOB}` }],
+    });
+    const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(calls.by_tool.create_dashboard).toBe(1);
+  });
+
+  it("the requester's approve is refused, naming the others who may decide, audited; nothing changes", async () => {
+    const { runId, approvalId } = await startBySlack(CREATE, { title: "self" });
+    expect((await click("approve", REQUESTER, runId, approvalId)).status).toBe(200);
+    await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
+    const text = String(ephemeralsTo(REQUESTER)[0]!.params.text);
+    expect(text).toMatch(/forbids approving your own request/);
+    expect(text).toContain(`<@${ALICE}>`);
+    expect(text).toContain(`<@${BOB}>`);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    await expect
+      .poll(
+        async () => {
+          const body = (await (await server.api(`/api/audit?action=access.refused&principal=slack:${REQUESTER}`)).json()) as {
+            entries: { target: string; details?: { error?: string } }[];
+          };
+          return body.entries.find((e) => e.target.includes(approvalId))?.details?.error;
+        },
+        { timeout: 10_000 },
+      )
+      .toBe("self_approval_forbidden");
+    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+  });
+
+  it("a Slack user with a confirmed email and the token they own are one person: one vote", async () => {
+    const created = await server.api("/api/tokens", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: `alice-${Date.now()}`, roles: ["approver"], owner: "access:alice@example.com" }),
+    });
+    expect(created.status).toBe(201);
+    const { token } = (await created.json()) as { token: string };
+    const { runId, approvalId } = await startBySlack(CREATE, { title: "one person" });
+    const viaToken = await fetch(`${server.url}/api/runs/${runId}/approvals/${approvalId}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    expect(await viaToken.json()).toMatchObject({ status: "pending", votes: 1, required: 2 });
+    expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+    // Alice's click counted nothing: still pending, one vote on the stream so far.
+    await expect.poll(async () => slack.calls("users.info").some((c) => c.params.user === ALICE), { timeout: 10_000 }).toBe(true);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("failed");
+    expect((await runEvents(runId)).filter((e) => e.type === "approval_vote")).toHaveLength(1);
+  });
+
+  it("approvers that name nobody in Slack: a stranger is told to find an approver in the console", async () => {
+    const { runId, approvalId } = await startBySlack(ALERT, { dashboard_id: "dash-1", chart: "latency", threshold: 1 });
+    expect((await click("approve", STRANGER, runId, approvalId)).status).toBe(200);
+    await slack.waitFor(() => ephemeralsTo(STRANGER).length > 0);
+    expect(String(ephemeralsTo(STRANGER)[0]!.params.text)).toMatch(/may not decide this approval\. Who may: an approver in the console/);
+    // Even the requester (the default rule's decider) may not: approvers decide alone.
+    expect((await click("deny", REQUESTER, runId, approvalId)).status).toBe(200);
+    await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+  });
+});
