@@ -16,6 +16,7 @@
 // calls changed by reference.
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets, redactText } from "./redaction";
+import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-transport";
@@ -211,14 +212,7 @@ export interface NewIds {
 }
 
 /** Announces a proposed call: tool_started, then whatever it waits for first. */
-export function announce(
-  calls: ToolCall[],
-  call: Proposed,
-  redactedArguments: unknown,
-  limits: Limits,
-  now: number,
-  newIds: NewIds,
-): Effect[] {
+export function announce(calls: ToolCall[], call: Proposed, shown: ShownArguments, limits: Limits, now: number, newIds: NewIds): Effect[] {
   const approvalId = newIds.approvalId;
   const { state: _proposed, ...base } = call;
   const effects: Effect[] = [emit("tool_started", { ...ids(call), approval_required: call.level !== null })];
@@ -264,7 +258,8 @@ export function announce(
       approval_id: approvalId,
       level: call.level,
       description: call.description,
-      arguments: redactedArguments,
+      arguments: shown.arguments,
+      hidden: shown.hidden,
       expires_at: iso(approval.expires_at),
       ...(call.annotations ? { annotations: shownAnnotations(call.annotations) } : {}),
     }),

@@ -24,6 +24,7 @@ describe("call cards", () => {
         level: "confirm",
         description: "d",
         arguments: { api_key: "[redacted]" },
+        hidden: [{ path: "/api_key", reason: "secret", chars: 12 }],
         expires_at: "2026-11-29T10:05:00.000Z",
       },
       {
@@ -88,6 +89,7 @@ describe("call cards", () => {
         level: "confirm",
         description: "d",
         arguments: {},
+        hidden: [],
         expires_at: "2026-11-29T10:05:00.000Z",
         ...(annotations ? { annotations } : {}),
       },
