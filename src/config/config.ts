@@ -5,6 +5,8 @@
 import { registerExactSecret } from "../execution/redaction";
 import { z } from "zod";
 import { rolesSchema } from "../auth/roles";
+import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX } from "../policy/approver-patterns";
+import { MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "../policy/approval-policy";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -103,14 +105,51 @@ const mcpServersSchema = z.record(
     })
     .strict(),
 );
-const toolPolicySchema = z.record(
-  toolName,
+/** Contract section 19: an approver is a principal pattern (`*` wildcards) or `group:<name>`; anything else is a typo, refused. */
+const approverEntrySchema = z
+  .string()
+  .refine(
+    (v) => APPROVER_PATTERN_REGEX.test(v) || GROUP_REFERENCE_REGEX.test(v),
+    "a principal pattern (token:…, access:…, access-service:…, slack:…; * matches any run of characters) or group:<name>",
+  );
+const approvalPolicyFields = {
+  // An empty list would leave the tool's calls undecidable by anyone; refused rather than guessed at.
+  approvers: z.array(approverEntrySchema).min(1).max(1_000).optional(),
+  approvals_required: z.number().int().min(1).max(MAX_APPROVALS_REQUIRED).optional(),
+  self_approval: z.boolean().optional(),
+};
+const toolPolicySchema = z
+  .record(
+    toolName,
+    z
+      .object({
+        level: z.enum(["approve", "confirm"]).nullable().optional(),
+        read_only: z.boolean().optional(),
+        ...approvalPolicyFields,
+      })
+      .strict(),
+  )
+  .superRefine((entries, ctx) => {
+    // The `"*"` key gives defaults and may carry only the three fields of section 19.
+    const defaults = Object.hasOwn(entries, POLICY_DEFAULTS_KEY) ? entries[POLICY_DEFAULTS_KEY] : undefined;
+    for (const field of ["level", "read_only"] as const) {
+      if (defaults?.[field] !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: [POLICY_DEFAULTS_KEY, field],
+          message: `"*" may carry only approvers, approvals_required and self_approval, not ${field}`,
+        });
+    }
+  });
+/** APPROVER_GROUPS: `{"<group>": [patterns]}`; groups do not nest, so a member may not be `group:…`. */
+const approverGroupsSchema = z.record(
+  z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, "a group name: letters, digits, - and _"),
   z
-    .object({
-      level: z.enum(["approve", "confirm"]).nullable().optional(),
-      read_only: z.boolean().optional(),
-    })
-    .strict(),
+    .array(
+      z.string().regex(APPROVER_PATTERN_REGEX, "a principal pattern (token:…, access:…, access-service:…, slack:…); groups do not nest"),
+    )
+    .min(1)
+    .max(1_000),
 );
 const mutationBudgetSchema = z.record(toolName, z.number().int().min(0));
 
@@ -210,6 +249,7 @@ export const hostConfigSchema = z.object({
   SYSTEM_PROMPT: optionalText.transform((v) => v ?? DEFAULT_SYSTEM_PROMPT),
   MCP_SERVERS: jsonVar(mcpServersSchema, {}),
   TOOL_POLICY: jsonVar(toolPolicySchema, {}),
+  APPROVER_GROUPS: jsonVar(approverGroupsSchema, {}),
   MUTATION_BUDGET: jsonVar(mutationBudgetSchema, {}),
   MAX_TOOL_CALLS: intVar(DEFAULT_MAX_TOOL_CALLS),
   APPROVAL_TIMEOUT_MS: intVar(DEFAULT_APPROVAL_TIMEOUT_MS, 1),
@@ -310,6 +350,15 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
       details: [{ path: missing, message: "Cloudflare Access needs both ACCESS_TEAM_DOMAIN and ACCESS_AUD" }],
     };
   }
+  // Contract section 19: a `group:` an approvers list names must exist, else the list would silently name nobody.
+  const unknownGroups = unknownGroupReferences(config);
+  if (unknownGroups.length > 0) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: unknownGroups,
+    };
+  }
   // Contract section 18: not_configured only when neither API_TOKEN nor Access is configured.
   if (config.API_TOKEN === undefined && config.ACCESS_TEAM_DOMAIN === undefined) {
     return {
@@ -321,4 +370,18 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
   }
   // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
   return { state: "ready", config };
+}
+
+/** Every `group:<name>` in TOOL_POLICY approvers that APPROVER_GROUPS does not define. */
+function unknownGroupReferences(config: HostConfig): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  for (const [tool, entry] of Object.entries(config.TOOL_POLICY)) {
+    (entry.approvers ?? []).forEach((approver, i) => {
+      const group = GROUP_REFERENCE_REGEX.exec(approver)?.[1];
+      if (group !== undefined && !Object.hasOwn(config.APPROVER_GROUPS, group)) {
+        out.push({ path: `TOOL_POLICY.${tool}.approvers.${i}`, message: `${approver} is not defined in APPROVER_GROUPS` });
+      }
+    });
+  }
+  return out;
 }

@@ -142,3 +142,51 @@ describe("retention settings (contract section 22)", () => {
     }
   });
 });
+
+describe("approval policy settings (contract section 19)", () => {
+  const token = "t".repeat(32);
+
+  it('reads approvers, approvals_required, self_approval, the "*" defaults and APPROVER_GROUPS', () => {
+    const result = parseConfig({
+      API_TOKEN: token,
+      TOOL_POLICY: JSON.stringify({
+        "*": { approvers: ["group:sre"], approvals_required: 2 },
+        mcp__a__b: { level: "confirm", self_approval: false, approvers: ["access:*@acme.com", "token:sre-*"] },
+      }),
+      APPROVER_GROUPS: '{"sre":["slack:T1:U1","access:lead@acme.com"]}',
+    });
+    expect(result.state).toBe("ready");
+    expect(result.state === "ready" && [result.config.TOOL_POLICY, result.config.APPROVER_GROUPS]).toEqual([
+      {
+        "*": { approvers: ["group:sre"], approvals_required: 2 },
+        mcp__a__b: { level: "confirm", self_approval: false, approvers: ["access:*@acme.com", "token:sre-*"] },
+      },
+      { sre: ["slack:T1:U1", "access:lead@acme.com"] },
+    ]);
+  });
+
+  it('fails closed: "*" with other fields, quorums outside 1..5, bad patterns, nested or unknown groups', () => {
+    const paths = (env: Record<string, unknown>) => {
+      const result = parseConfig({ API_TOKEN: token, ...env });
+      return result.state === "bad_config" ? result.details.map((d) => d.path).sort() : result.state;
+    };
+    expect(paths({ TOOL_POLICY: '{"*":{"level":"confirm","read_only":true}}' })).toEqual([
+      "TOOL_POLICY.*.level",
+      "TOOL_POLICY.*.read_only",
+    ]);
+    expect(paths({ TOOL_POLICY: '{"*":{"approvals_required":6},"x":{"approvals_required":0}}' })).toEqual([
+      "TOOL_POLICY.*.approvals_required",
+      "TOOL_POLICY.x.approvals_required",
+    ]);
+    expect(paths({ TOOL_POLICY: '{"x":{"approvers":["alice@acme.com"]},"y":{"approvers":[]},"z":{"self_approval":"no"}}' })).toEqual([
+      "TOOL_POLICY.x.approvers.0",
+      "TOOL_POLICY.y.approvers",
+      "TOOL_POLICY.z.self_approval",
+    ]);
+    expect(paths({ APPROVER_GROUPS: '{"a":["group:b"],"b":[]}' })).toEqual(["APPROVER_GROUPS.a.0", "APPROVER_GROUPS.b"]);
+    expect(paths({ TOOL_POLICY: '{"x":{"approvers":["token:a","group:nobody"]}}', APPROVER_GROUPS: '{"ops":["token:b"]}' })).toEqual([
+      "TOOL_POLICY.x.approvers.1",
+    ]);
+    expect(paths({ TOOL_POLICY: '{"x":{"approvers":["group:ops"]}}', APPROVER_GROUPS: '{"ops":["token:b"]}' })).toBe("ready");
+  });
+});

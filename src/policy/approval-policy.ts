@@ -1,0 +1,145 @@
+// Who may decide a tool's approvals (contract section 19): the effective
+// policy of one tool (its TOOL_POLICY entry over the `"*"` defaults, field by
+// field) and the one verdict every path (HTTP, console, CLI, Slack) asks for:
+// eligibility first (an ineligible principal learns nothing), then
+// self-approval, then the vote. Pure: no I/O; the caller supplies persons
+// (src/policy/persons.ts) and the votes so far, and stores what comes back.
+import { matchesApprovers, normalisePrincipalId } from "./approver-patterns";
+import type { Person } from "./persons";
+
+/** Defaults of contract section 19. */
+const DEFAULT_APPROVALS_REQUIRED = 1;
+export const MAX_APPROVALS_REQUIRED = 5;
+const DEFAULT_SELF_APPROVAL = true;
+/** The key of TOOL_POLICY whose entry gives every tool's defaults. */
+export const POLICY_DEFAULTS_KEY = "*";
+
+/** The three fields of a TOOL_POLICY entry that section 19 adds (all optional as configured). */
+export interface ApprovalPolicyFields {
+  approvers?: readonly string[] | undefined;
+  approvals_required?: number | undefined;
+  self_approval?: boolean | undefined;
+}
+
+/** One tool's policy in force. `approvers` null means the default rule (roles, requester, SLACK_APPROVERS). */
+export interface ApprovalPolicy {
+  approvers: readonly string[] | null;
+  approvals_required: number;
+  self_approval: boolean;
+}
+
+/** A tool's entry over the `"*"` entry, field by field, over the contract's defaults. */
+export function effectivePolicy(toolPolicy: Readonly<Record<string, ApprovalPolicyFields>>, toolName: string): ApprovalPolicy {
+  const own = Object.hasOwn(toolPolicy, toolName) ? toolPolicy[toolName] : undefined;
+  const defaults = Object.hasOwn(toolPolicy, POLICY_DEFAULTS_KEY) ? toolPolicy[POLICY_DEFAULTS_KEY] : undefined;
+  return {
+    approvers: own?.approvers ?? defaults?.approvers ?? null,
+    approvals_required: own?.approvals_required ?? defaults?.approvals_required ?? DEFAULT_APPROVALS_REQUIRED,
+    self_approval: own?.self_approval ?? defaults?.self_approval ?? DEFAULT_SELF_APPROVAL,
+  };
+}
+
+/** Who is deciding, and by which path. */
+export type Decider =
+  | {
+      /** An API, console or CLI principal: needs the `approver` role (the caller says whether it holds it). */
+      via: "api";
+      principal_id: string;
+      person: Person;
+      has_approver_role: boolean;
+    }
+  | {
+      /** A Slack user: matches `approvers` only; under the default rule, the requester or listed in SLACK_APPROVERS. */
+      via: "slack";
+      principal_id: string;
+      person: Person;
+      listed_in_slack_approvers: boolean;
+    };
+
+/** The run's requester: its principal, its person, and the `on_behalf_of` it named (and that one's person). */
+export interface Requester {
+  principal_id: string;
+  person: Person;
+  on_behalf_of?: string | undefined;
+  on_behalf_of_person?: Person | undefined;
+}
+
+/** One counted approve: `by` is the principal that voted, `person` the human it counted for. */
+export interface Vote {
+  by: string;
+  person: string;
+  at: string;
+}
+
+export interface DecisionInput {
+  policy: ApprovalPolicy;
+  groups: Readonly<Record<string, readonly string[]>>;
+  decider: Decider;
+  requester: Requester;
+  decision: "approve" | "deny";
+  /** The approves counted so far, in order. */
+  votes: readonly Vote[];
+  /** When this decision is made (ISO 8601). */
+  at: string;
+}
+
+export type Verdict =
+  | { kind: "refused"; error: "not_an_approver" }
+  | { kind: "refused"; error: "self_approval_forbidden" }
+  /** The same person approved already: the same answer as before, nothing changes. */
+  | { kind: "duplicate_vote"; votes: number; required: number }
+  /** Counted, not yet enough: append `approval_vote`. */
+  | { kind: "vote_recorded"; vote: Vote; votes: number; required: number }
+  /** The Nth distinct person approved: resolve with every vote, in order. */
+  | { kind: "approved"; approvals: Vote[]; decided_by: string }
+  /** One eligible deny ends it. */
+  | { kind: "denied"; decided_by: string };
+
+/**
+ * Eligibility alone: may this decider decide this tool's approvals at all?
+ * With `approvers`, the principal must match (and an API principal also hold
+ * `approver`); without, an API principal needs `approver`, a Slack user must
+ * be the requester or listed. A principal that is no person never counts
+ * towards a quorum, so with `approvals_required` > 1 it is not an approver.
+ */
+export function isEligible(
+  policy: ApprovalPolicy,
+  groups: Readonly<Record<string, readonly string[]>>,
+  decider: Decider,
+  requester: Pick<Requester, "principal_id">,
+): boolean {
+  if (decider.via === "api" && !decider.has_approver_role) return false;
+  if (policy.approvers !== null) {
+    if (!matchesApprovers(policy.approvers, groups, decider.principal_id)) return false;
+  } else if (decider.via === "slack") {
+    const isRequester = normalisePrincipalId(decider.principal_id) === normalisePrincipalId(requester.principal_id);
+    if (!isRequester && !decider.listed_in_slack_approvers) return false;
+  }
+  return !(policy.approvals_required > 1 && decider.person === null);
+}
+
+/** True when the decider is (or stands for) the run's requester or its `on_behalf_of`. */
+function isRequesterOf(decider: Pick<Decider, "principal_id" | "person">, requester: Requester): boolean {
+  const ids = new Set<string>();
+  for (const id of [requester.principal_id, requester.on_behalf_of]) if (id) ids.add(normalisePrincipalId(id));
+  for (const person of [requester.person, requester.on_behalf_of_person]) if (person) ids.add(person);
+  if (ids.has(normalisePrincipalId(decider.principal_id))) return true;
+  return decider.person !== null && ids.has(decider.person);
+}
+
+/** The one verdict of section 19 for one decision on one approval. */
+export function decide(input: DecisionInput): Verdict {
+  const { policy, decider, requester, votes } = input;
+  if (!isEligible(policy, input.groups, decider, requester)) return { kind: "refused", error: "not_an_approver" };
+  if (input.decision === "deny") return { kind: "denied", decided_by: decider.principal_id };
+  if (!policy.self_approval && (decider.person === null || isRequesterOf(decider, requester))) {
+    return { kind: "refused", error: "self_approval_forbidden" };
+  }
+  const required = policy.approvals_required;
+  // A single-approval call may be decided by a principal that is no person: it is keyed by its principal id.
+  const person = decider.person ?? decider.principal_id;
+  if (votes.some((v) => v.person === person)) return { kind: "duplicate_vote", votes: votes.length, required };
+  const vote: Vote = { by: decider.principal_id, person, at: input.at };
+  if (votes.length + 1 >= required) return { kind: "approved", approvals: [...votes, vote], decided_by: decider.principal_id };
+  return { kind: "vote_recorded", vote, votes: votes.length + 1, required };
+}
