@@ -93,7 +93,13 @@ export class RunOutputs implements EngineObserver {
     this.#slackOn = config.SLACK_SIGNING_SECRET !== undefined && token !== undefined;
     if (this.#slackOn && token !== undefined && run.source === "slack" && run.slack) {
       const outbox = new SlackOutbox(deps.sql, config);
-      outbox.init({ channel_id: run.channel_id, thread_ts: run.slack.thread_ts, message_ts: run.slack.message_ts });
+      const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
+      outbox.init({
+        channel_id: run.channel_id,
+        thread_ts: run.slack.thread_ts,
+        message_ts: run.slack.message_ts,
+        ...(consoleOrigin === undefined ? {} : { console_origin: consoleOrigin }),
+      });
       const client = createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL });
       const spans = this.#traces?.spans;
       this.#slack = {

@@ -277,6 +277,8 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   SLACK_DELIVERY_MAX_MS: intVar(DEFAULT_SLACK_DELIVERY_MAX_MS, 1),
+  // Contract section 13: the deployment's public origin, for console links from Slack (unset: the request's origin).
+  PUBLIC_URL: optionalText.pipe(z.url().optional()).transform((v) => (v === undefined ? undefined : new URL(v).origin)),
   // The operator console (contract section 16): on only when its signing secret is set.
   CONSOLE_SESSION_SECRET: optionalText.pipe(
     z

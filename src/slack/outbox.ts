@@ -21,6 +21,8 @@ export interface SlackRunTarget {
   thread_ts: string;
   /** The triggering message (the working-indicator reaction goes on it). */
   message_ts: string;
+  /** Where approval messages link to the console (PUBLIC_URL, else the Slack request's origin); absent: no link. */
+  console_origin?: string;
 }
 
 export interface OutboxSettings {
@@ -101,7 +103,7 @@ export class SlackOutbox {
       target.channel_id,
       target.thread_ts,
       target.message_ts,
-      JSON.stringify(emptyMemory()),
+      JSON.stringify({ ...emptyMemory(), ...(target.console_origin === undefined ? {} : { console_origin: target.console_origin }) }),
     );
   }
 

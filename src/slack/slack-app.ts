@@ -85,7 +85,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
-  const app = buildApp(env, slack, ctx, starts);
+  const app = buildApp(env, slack, ctx, starts, new URL(request.url).origin);
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
   let response: Response;
   try {
@@ -143,7 +143,14 @@ async function isVerified(headers: Headers, rawBody: string, signingSecret: stri
   return verifySlackRequest(signingSecret, headers, rawBody);
 }
 
-function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts: Promise<unknown>[]): SlackApp<SlackEdgeAppEnv> {
+/** `origin`: the one Slack's request came to (console links from Slack, when PUBLIC_URL is unset). */
+function buildApp(
+  env: Env,
+  config: SlackOnConfig,
+  ctx: ExecutionContext,
+  starts: Promise<unknown>[],
+  origin: string,
+): SlackApp<SlackEdgeAppEnv> {
   // Our own authorize: the bot token from config, the bot user id from the event's
   // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
   const authorize: Authorize<SlackEdgeAppEnv> = async (req) => ({
@@ -172,7 +179,8 @@ function buildApp(env: Env, config: SlackOnConfig, ctx: ExecutionContext, starts
       scripted: config.MODEL_PROVIDER === "scripted",
     });
     if (intake.kind === "ignore") return;
-    const started = startThreadRun(env, intake.input);
+    const input = intake.input.slack ? { ...intake.input, slack: { ...intake.input.slack, request_origin: origin } } : intake.input;
+    const started = startThreadRun(env, input);
     starts.push(started);
     await started;
   };

@@ -93,7 +93,7 @@ const writeScript = (title: string) => [
   { text: "done" },
 ];
 
-type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
+type Block = { type: string; elements?: { action_id?: string; value?: string; url?: string }[] };
 
 /** The mrkdwn strings of a message's blocks (plain_text is shown as written, so it is left out). */
 function mrkdwnTexts(value: unknown, out: string[] = []): string[] {
@@ -118,7 +118,12 @@ describe("what a Slack-started run posts", () => {
     expect(String(posts[0]?.params.text)).toContain("I will create the dashboard.");
     const approvalPost = posts[1]!;
     expect(approvalPost.params.thread_ts).toBeDefined();
-    expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny"]);
+    // Shown whole: Approve, Deny, and the approval in the console (the request's origin: PUBLIC_URL is unset).
+    expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny", "approval_open_console"]);
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+    expect(buttonsOf(approvalPost)[2]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(mrkdwnTexts(approvalPost.params.blocks).join("\n")).toContain("`/api_token` (14 characters)");
+    expect(JSON.stringify(approvalPost.params.blocks)).not.toContain("not shown");
     // The redacted arguments only: the secret stays out of Slack.
     expect(JSON.stringify(slack.calls())).not.toContain("s3cret-token");
 
@@ -256,6 +261,45 @@ describe("what a Slack-started run posts", () => {
         expect(call.params).not.toHaveProperty("parse");
       }
     }
+  });
+
+  it("arguments too long to show: the post says how many characters it leaves out, lists what is withheld, and offers Deny and the console but no Approve", async () => {
+    const panels = Array.from({ length: 120 }, (_, i) => `panel number ${i} of the quarterly review`);
+    const args = { title: "posts-cut", panels, session: "DROP TABLE customers; --" };
+    const script = [{ text: "A long one.", tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: args }] }, { text: "done" }];
+    const runId = await startBySlack(server, scriptMessage(script));
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const post = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+
+    // The post: the first 2,500 characters, how many it leaves out, the withheld path, no Approve.
+    const shownJson = JSON.stringify({ ...args, session: "[redacted]" }, null, 2);
+    const text = mrkdwnTexts(post.params.blocks).join("\n");
+    expect(text).toContain(`${shownJson.length - 2_500} characters of the arguments are not shown`);
+    expect(text).toContain("`/session` (26 characters)");
+    expect(text).not.toContain("panel number 119");
+    expect(buttonsOf(post).map((b) => b.action_id)).toEqual(["approval_deny", "approval_open_console"]);
+    expect(buttonsOf(post)[1]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(JSON.stringify(post.params)).not.toContain("DROP TABLE");
+
+    // Deny works from the post as from a full one.
+    const value = JSON.parse(buttonsOf(post)[0]!.value!) as Record<string, unknown>;
+    expect((await click("approval_deny", REQUESTER, value)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(demoCalls.by_tool.create_dashboard ?? 0).toBe(0);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
+    const update = slack.calls("chat.update")[0]!;
+    expect(buttonsOf(update)).toEqual([]);
+    expect(JSON.stringify(update.params.blocks)).toContain("Denied by");
+
+    // The event: nothing cut but the secret, and the secret named by its pointer and length.
+    const requested = (await runEvents(runId)).find((e) => e.type === "approval_requested")!;
+    expect(requested.arguments).toEqual({ ...args, session: "[redacted]" });
+    expect(requested.hidden).toEqual([{ path: "/session", reason: "secret", chars: JSON.stringify(args.session).length }]);
+    // Everything the run posts is out before the next test resets the stand-in.
+    await slack.waitFor((c) => c.some((x) => x.method === "reactions.add" && x.params.name === "white_check_mark"));
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
   });
 
   it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {

@@ -33,7 +33,8 @@ export type Route =
   | { page: "waiting" }
   /** `filters`: the runs list's filters from the fragment's query (`#/runs?status=waiting&channel_id=C1`). */
   | { page: "runs"; filters: RunFilters }
-  | { page: "run"; runId: string }
+  /** `approvalId`: the approval a link from Slack points at (`#/runs/<run>/approvals/<approval>`), shown in focus. */
+  | { page: "run"; runId: string; approvalId?: string }
   | { page: "approvals" }
   | { page: "questions" }
   | { page: "outcomes" }
@@ -59,6 +60,8 @@ export function parseRoute(hash: string): Route {
     case "runs":
       if (simple || second === "") return { page: "runs", filters: filtersOf(query) };
       if (rest.length === 0 && second !== undefined) return { page: "run", runId: safeDecode(second) };
+      if (rest.length === 2 && rest[0] === "approvals" && second && rest[1])
+        return { page: "run", runId: safeDecode(second), approvalId: safeDecode(rest[1]) };
       break;
     case "approvals":
     case "questions":
@@ -82,6 +85,8 @@ export const href = {
     return query === "" ? "#/runs" : `#/runs?${query}`;
   },
   run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
+  /** One approval on its run's page (the link approval messages in Slack carry, src/slack/event-posts.ts). */
+  approval: (runId: string, approvalId: string) => `#/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`,
   approvals: "#/approvals",
   questions: "#/questions",
   outcomes: "#/outcomes",
