@@ -27,6 +27,8 @@ export const SECTION_TEXT_MAX_CHARS = 3_000;
 export const ARGUMENTS_SHOWN_MAX_CHARS = 2_500;
 /** One code block's text before escaping, counted at its escaped size, so the section never cuts it. */
 const ARGUMENTS_BLOCK_BUDGET_CHARS = SECTION_TEXT_MAX_CHARS - 100;
+/** The approvers an approval message mentions at most (a mention is 14 characters: 50 fit a section and the fallback text). */
+const MENTIONS_MAX = 50;
 /** The hidden paths listed by name (each cut at HIDDEN_PATH_MAX_CHARS, so the list fits one section); the rest are counted. */
 const HIDDEN_PATHS_LISTED_MAX = 10;
 const HIDDEN_PATH_MAX_CHARS = 200;
@@ -66,6 +68,8 @@ export interface ApprovalView {
   arguments_omitted_chars?: number;
   /** The values the engine withheld as secrets (approval_requested.hidden). Absent in older memory. */
   hidden?: { path: string; chars: number }[];
+  /** The Slack users the tool's policy names (contract section 19): mentioned in the request. */
+  approver_mentions?: string[];
   /** The approval in the console (PUBLIC_URL, else the origin the run's Slack event came to). */
   console_url?: string;
   expires_at: string;
@@ -225,10 +229,16 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
   const buttons: Button[] = argumentsCut(view)
     ? [deny, ...(openConsole ? [openConsole] : [])]
     : [approve, deny, ...(openConsole ? [openConsole] : [])];
+  const mentions = (view.approver_mentions ?? []).slice(0, MENTIONS_MAX);
+  const asked = mentions.length === 0 ? undefined : joined(mentions.map(mention), ", ");
   return {
-    text: mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}`,
+    text:
+      asked === undefined
+        ? mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}`
+        : mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)} (${asked})`,
     blocks: [
       section(approvalHeader(view)),
+      ...(asked === undefined ? [] : [section(mrkdwn`:bell: Approvers: ${asked}`)]),
       ...argumentsBlocks(view),
       context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
       { type: "actions", block_id: `approval:${view.approval_id}`, elements: buttons },

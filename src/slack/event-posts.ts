@@ -111,8 +111,14 @@ export interface PostsForEvent {
   memory: PostsMemory;
 }
 
+/** What the host says about an event beyond the event itself. */
+export interface PostsContext {
+  /** The Slack user ids the tool's approval policy names (src/slack/approver-mentions.ts). */
+  approversOf?: (toolName: string) => string[];
+}
+
 /** The items one event adds to the outbox; `memory` is not mutated. */
-export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForEvent {
+export function postsForEvent(eventJson: string, memory: PostsMemory, context: PostsContext = {}): PostsForEvent {
   const raw = JSON.parse(eventJson) as { type?: unknown };
   if (typeof raw.type === "string" && SILENT_TYPES.has(raw.type)) return { items: [], memory };
   const parsed = eventSchema.safeParse(raw);
@@ -139,6 +145,7 @@ export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForE
         level: event.level,
         ...argumentsPreview(event.arguments),
         hidden: (event.hidden ?? []).map((h) => ({ path: h.path, chars: h.chars })),
+        approver_mentions: context.approversOf?.(event.tool_name) ?? [],
         ...(next.console_origin === undefined
           ? {}
           : { console_url: consoleApprovalUrl(next.console_origin, event.run_id, event.approval_id) }),

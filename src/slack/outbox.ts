@@ -12,6 +12,7 @@
 import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import type { SqlLike } from "../stream/event-log";
+import { type ApproverPolicySource, slackApproversNamed } from "./approver-mentions";
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
 
@@ -28,6 +29,9 @@ export interface SlackRunTarget {
 export interface OutboxSettings {
   SLACK_DELIVERY_MAX_MS: number;
   SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
+  /** The approval policy (contract section 19): approval messages mention the Slack users it names. Absent: none. */
+  TOOL_POLICY?: ApproverPolicySource["TOOL_POLICY"];
+  APPROVER_GROUPS?: ApproverPolicySource["APPROVER_GROUPS"];
   /** The first retry's wait and the cap of the doubling waits (default RETRY_BASE_MS / RETRY_MAX_INTERVAL_MS). */
   SLACK_RETRY_BASE_MS?: number;
   SLACK_RETRY_MAX_INTERVAL_MS?: number;
@@ -120,7 +124,8 @@ export class SlackOutbox {
     const run = this.#run();
     if (!run) return 0;
     const before = JSON.parse(run.memory) as PostsMemory;
-    const { items, memory } = postsForEvent(eventJson, before);
+    const policy = { TOOL_POLICY: this.#settings.TOOL_POLICY ?? {}, APPROVER_GROUPS: this.#settings.APPROVER_GROUPS ?? {} };
+    const { items, memory } = postsForEvent(eventJson, before, { approversOf: (tool) => slackApproversNamed(policy, tool) });
     // Heartbeats and other silent events hand the same memory back: no write on their append.
     if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
     for (const item of items) this.#enqueue(item, now);
