@@ -82,11 +82,15 @@ export interface ApprovalButtonValue {
   run_id: string;
   approval_id: string;
   level: ApprovalLevel;
+  /** The run's channel, on Home tab buttons (no message to answer beside): the ephemeral answer goes there. */
+  channel_id?: string;
 }
 /** The value carried by the input_answer button. */
 export interface InputButtonValue {
   run_id: string;
   tool_call_id: string;
+  /** As on ApprovalButtonValue: set on Home tab buttons. */
+  channel_id?: string;
 }
 
 function truncate(text: string, max: number, note = "… (truncated)"): string {

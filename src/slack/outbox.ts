@@ -16,6 +16,11 @@ import { type ApproverPolicySource, slackApproversNamed } from "./approver-menti
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
 
+export type HomeRefresh = (client: SlackAPIClient, now: number) => Promise<number | null>;
+/** What the outbox queues: a run's posts, and requests to publish the Home tabs again (contract section 19). */
+type QueuedItem = OutboxItem | { kind: "home_refresh" };
+const HOME_REFRESH_BODY = JSON.stringify({ kind: "home_refresh" } satisfies QueuedItem);
+
 /** Where a Slack-started run posts. */
 export interface SlackRunTarget {
   channel_id: string;
@@ -81,7 +86,11 @@ export class SlackOutbox {
   readonly #callTimeoutMs: number;
   #draining: Promise<void> | null = null;
 
-  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+  /** Publishes the Home tabs again (src/slack/home-publish.ts): null when done, else when to try again. */
+  readonly #homeRefresh: HomeRefresh | undefined;
+
+  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS, homeRefresh?: HomeRefresh) {
+    this.#homeRefresh = homeRefresh;
     this.#sql = sql;
     this.#settings = settings;
     this.#callTimeoutMs = callTimeoutMs;
@@ -132,7 +141,19 @@ export class SlackOutbox {
     return items.length;
   }
 
-  #enqueue(item: OutboxItem, now: number): void {
+  /**
+   * Asks for the Home tabs to be published again, behind what is already queued; one waiting
+   * request covers any number of changes (it reads the listings when it is delivered).
+   */
+  enqueueHomeRefresh(now: number): void {
+    if (!this.#run() || this.#homeRefresh === undefined) return;
+    const waiting = this.#sql
+      .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM slack_outbox WHERE state = 'pending' AND body = ?`, HOME_REFRESH_BODY)
+      .toArray()[0];
+    if ((waiting?.n ?? 0) === 0) this.#enqueue({ kind: "home_refresh" }, now);
+  }
+
+  #enqueue(item: QueuedItem, now: number): void {
     const key = item.kind === "post" ? (item.key ?? null) : null;
     // A channel the guard blocked gets nothing, ever: the item is counted as given up at once.
     const blocked = this.#run()?.channel_check === "blocked";
@@ -203,7 +224,17 @@ export class SlackOutbox {
         }
         this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'allowed' WHERE id = 1`);
       }
-      const item = JSON.parse(head.body) as OutboxItem;
+      const item = JSON.parse(head.body) as QueuedItem;
+      if (item.kind === "home_refresh") {
+        const again = (await this.#homeRefresh?.(client, now)) ?? null;
+        if (again !== null && again <= deadline) {
+          // Some user was published to too recently: come back when they may be again (not a failure).
+          this.#sql.exec(`UPDATE slack_outbox SET next_attempt_at = ? WHERE id = ?`, again, head.id);
+          return { kind: "waiting", until: again };
+        }
+        this.#sql.exec(`UPDATE slack_outbox SET state = 'sent', attempts = attempts + 1, error = NULL WHERE id = ?`, head.id);
+        return { kind: "sent", id: head.id };
+      }
       const ts = await this.#send(client, run, item);
       if (ts === GIVE_UP.noOriginal) return this.#fail(head.id, GIVE_UP.noOriginal);
       this.#sql.exec(

@@ -4,6 +4,7 @@
 // SLACK_API_BASE_URL). Verified events start runs through the same startRun
 // as POST /api/trigger; clicks and modal submissions decide through the
 // RunObject's RPC. Refusals are JSON, never slack-edge's plain text.
+import { publishHomeNow, recordHomeOpened } from "./home-publish";
 import { type Authorize, SlackApp, type SlackEdgeAppEnv, verifySlackRequest } from "slack-edge";
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
@@ -191,6 +192,17 @@ function buildApp(
     starts.push(recorded);
     await recorded;
   };
+  // The Home tab (contract section 19): the opener is recorded (republished on changes for 7 days) and published to at once.
+  app.event("app_home_opened", async (req) => {
+    const { user, tab } = req.payload as { user?: unknown; tab?: unknown };
+    if (typeof user !== "string" || !/^[UW][A-Z0-9]{1,30}$/.test(user) || tab !== "home") return;
+    const now = Date.now();
+    const published = (async () => {
+      await recordHomeOpened(env.DB, user, now);
+      await publishHomeNow(env.DB, client, user, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
+    })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
+    ctx.waitUntil(published);
+  });
   app.event("app_uninstalled", stop("app_uninstalled"));
   app.event("tokens_revoked", stop("tokens_revoked"));
 
@@ -214,7 +226,7 @@ function buildApp(
       const payload = req.payload;
       const action = payload.actions[0];
       const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
-      const where = clickPlace(payload);
+      const where = clickPlace(payload, value?.channel_id);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
       const summary = await deciderSummary(value.run_id, payload.user.id, reply);
@@ -239,7 +251,7 @@ function buildApp(
     const payload = req.payload;
     const action = payload.actions[0];
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
-    const where = clickPlace(payload);
+    const where = clickPlace(payload, value?.channel_id);
     if (!value || !where) return;
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
     const summary = await deciderSummary(value.run_id, payload.user.id, reply);
@@ -322,10 +334,13 @@ function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: 
   return body.authorizations?.[0]?.user_id ?? config.SLACK_BOT_USER_ID;
 }
 
-/** Where a clicked message lives: its channel and thread (the ephemeral reply goes there). */
-function clickPlace(payload: object): { channel_id: string; thread_ts?: string } | null {
+/**
+ * Where a clicked message lives: its channel and thread (the ephemeral reply goes there). A
+ * Home tab click has no message: its button names the run's channel.
+ */
+function clickPlace(payload: object, homeChannel?: string): { channel_id: string; thread_ts?: string } | null {
   const { channel, message } = payload as { channel?: { id?: string }; message?: { ts?: string; thread_ts?: string } };
-  const channelId = channel?.id;
+  const channelId = channel?.id ?? homeChannel;
   if (!channelId) return null;
   const threadTs = message?.thread_ts ?? message?.ts;
   return threadTs ? { channel_id: channelId, thread_ts: threadTs } : { channel_id: channelId };

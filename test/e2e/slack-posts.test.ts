@@ -37,6 +37,8 @@ const slackVars = () => ({
   SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
   SLACK_RETRY_BASE_MS: "100",
   SLACK_RETRY_MAX_INTERVAL_MS: "300",
+  // The Home tab's republish bound, short (the contract's is 5 seconds).
+  SLACK_HOME_REPUBLISH_MS: "200",
 });
 
 beforeAll(async () => {
@@ -299,6 +301,54 @@ describe("what a Slack-started run posts", () => {
     expect(requested.hidden).toEqual([{ path: "/session", reason: "secret", chars: JSON.stringify(args.session).length }]);
     // Everything the run posts is out before the next test resets the stand-in.
     await slack.waitFor((c) => c.some((x) => x.method === "reactions.add" && x.params.name === "white_check_mark"));
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+  });
+
+  it("the Home tab: published on app_home_opened, published again when an approval appears and when it is decided from the tab; never to a user who did not open it", async () => {
+    const published = (user: string) => delivered(slack.calls("views.publish")).filter((c) => c.params.user_id === user);
+    const viewOf = (call: RecordedCall) =>
+      (typeof call.params.view === "string" ? JSON.parse(call.params.view) : call.params.view) as Record<string, unknown>;
+    const opened = eventEnvelope(
+      { type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() },
+      eventId(),
+      BOT,
+    );
+    expect((await postSlackEvent(`${server.url}/slack/events`, SECRET, opened)).status).toBe(200);
+    await slack.waitFor(() => published(APPROVER).length === 1);
+    expect(viewOf(published(APPROVER)[0]!).type).toBe("home");
+
+    // A Slack run asks for an approval: the approver's tab is published again with it, the requester (never opened it) gets nothing.
+    const runId = await startBySlack(server, scriptMessage(writeScript("home-tab")));
+    await slack.waitFor(() => published(APPROVER).some((c) => JSON.stringify(viewOf(c)).includes(runId)));
+    const withApproval = viewOf(published(APPROVER).find((c) => JSON.stringify(viewOf(c)).includes(runId))!);
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+    const buttons = (withApproval.blocks as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
+    const approve = buttons.find((b) => b.action_id === "approval_approve" && String(b.value).includes(approvalId))!;
+    expect(JSON.parse(approve.value!)).toEqual({ run_id: runId, approval_id: approvalId, level: "approve", channel_id: CHANNEL });
+    expect(JSON.stringify(withApproval)).toContain("[redacted]");
+    expect(JSON.stringify(withApproval)).not.toContain("s3cret-token");
+    expect(published(REQUESTER)).toEqual([]);
+
+    // The tab's button works as the thread's: a click with no message (a Home view) decides, and the tab drops the approval.
+    const payload = blockActionsPayload({
+      actionId: "approval_approve",
+      user: APPROVER,
+      channel: CHANNEL,
+      value: approve.value!,
+      triggerId: `trigger-${++counter}`,
+      botUserId: BOT,
+    });
+    const { channel: _channel, message: _message, container: _container, ...fromHome } = payload;
+    const homeClick = { ...fromHome, container: { type: "view", view_id: "V0HOME" }, view: { id: "V0HOME", type: "home" } };
+    expect((await postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, homeClick)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(demoCalls.by_tool.create_dashboard).toBe(1);
+    await slack.waitFor(() => {
+      const last = published(APPROVER).at(-1);
+      return last !== undefined && !JSON.stringify(viewOf(last)).includes(approvalId);
+    });
+    expect(published(REQUESTER)).toEqual([]);
     await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
   });
 
