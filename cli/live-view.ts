@@ -106,7 +106,9 @@ async function askApproval(client: EngineClient, event: ApprovalRequested, promp
         decision: approve ? "approve" : "deny",
         ...(confirmation === undefined ? {} : { confirmation }),
       });
-      out.line(`${result.decision} ${event.approval_id}`);
+      out.line(
+        `${result.decision} ${event.approval_id}${result.status === "pending" ? ` votes=${result.votes}/${result.required} (pending)` : ""}`,
+      );
       return;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;

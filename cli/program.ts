@@ -173,7 +173,9 @@ function buildProgram(act: Act): Command {
         }
         // The reason as sent; the engine keeps it redacted (the event, the approvals listing and `watch` show that form).
         const why = opts.reason === undefined ? "" : ` reason=${JSON.stringify(opts.reason)}`;
-        out.result(`${result.decision} ${result.approval_id}${why}`, result);
+        // Contract section 19: a counted vote of several required leaves the approval pending.
+        const votes = result.status === "pending" ? ` votes=${result.votes}/${result.required} (pending)` : "";
+        out.result(`${result.decision} ${result.approval_id}${votes}${why}`, result);
         return EXIT_OK;
       }),
     );

@@ -44,7 +44,17 @@ function eventDetails(event: EngineEvent): string {
         `approval=${event.approval_id}`,
         `level=${event.level}`,
         `expires=${event.expires_at}`,
+        ...(event.required === undefined || event.required === 1 ? [] : [`required=${event.required}`]),
+        ...(event.approvers === undefined || event.approvers === null ? [] : [`approvers=${event.approvers.join(",")}`]),
         `args=${compact(event.arguments)}`,
+      ].join(" ");
+    case "approval_vote":
+      return [
+        event.tool_name,
+        `call=${event.tool_call_id}`,
+        `approval=${event.approval_id}`,
+        `vote=${event.votes}/${event.required}`,
+        `by=${event.decided_by}`,
       ].join(" ");
     case "approval_resolved":
       return [
@@ -90,6 +100,9 @@ export function approvalLine(a: ApprovalListItem): string {
   return [
     `approval ${a.approval_id} run=${a.run_id} ${a.tool_name} call=${a.tool_call_id} level=${a.level} expires=${a.expires_at} args=${compact(a.arguments)}`,
     ...(a.status === "pending" ? [] : [`status=${a.status}`]),
+    ...(a.required === undefined || a.required === 1 ? [] : [`votes=${a.approvals?.length ?? 0}/${a.required}`]),
+    ...(a.approvals === undefined || a.approvals.length === 0 ? [] : [`voters=${a.approvals.map((v) => v.by).join(",")}`]),
+    ...(a.approvers === undefined || a.approvers === null ? [] : [`approvers=${a.approvers.join(",")}`]),
     ...(a.decided_by === undefined ? [] : [`by=${a.decided_by}`]),
     ...(a.reason === undefined ? [] : [`reason=${quote(a.reason)}`]),
   ].join(" ");

@@ -108,6 +108,7 @@ export class RunObject extends DurableObject<Env> {
       user_id: input.user_id,
       ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
       ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
+      ...(input.requester_person !== undefined ? { requester_person: input.requester_person } : {}),
       delivery_id: input.delivery_id,
       source: input.source ?? "api",
       ...(input.slack ? { slack: input.slack } : {}),

@@ -41,6 +41,8 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
+import { effectivePolicy, type Requester } from "../policy/approval-policy";
+import { personOf, personOfUserId } from "../policy/persons";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
@@ -169,9 +171,32 @@ export class RunEngine {
   }
 
   decideApproval(approvalId: string, decision: Decision): Verdict {
-    const result = decideApproval(this.#calls, approvalId, decision, this.#limits(), Date.now(), newMutationId());
-    this.#applyAndAdvance(result.effects);
+    const { config } = this.#deps;
+    const now = Date.now();
+    const result = decideApproval(
+      this.#calls,
+      approvalId,
+      decision,
+      this.#requester(),
+      config.APPROVER_GROUPS,
+      this.#limits(),
+      now,
+      newMutationId(),
+    );
+    // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
+    this.#applyAndAdvance(result.effects, false, now);
     return result.verdict;
+  }
+
+  /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */
+  #requester(): Requester {
+    const run = this.#run;
+    const principalId = run.requested_by ?? (run.source === "slack" ? `slack:${run.user_id}` : run.user_id);
+    return {
+      principal_id: principalId,
+      person: run.requester_person !== undefined ? run.requester_person : personOf(principalId),
+      ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of, on_behalf_of_person: personOfUserId(run.on_behalf_of) } : {}),
+    };
   }
 
   answerInput(toolCallId: string, answer: string, answeredBy: string): Verdict {
@@ -334,7 +359,8 @@ export class RunEngine {
     for (const call of calls) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
-      this.#apply(announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids), now);
+      const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
+      this.#apply(announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy), now);
     }
     this.#save();
   }
@@ -344,9 +370,9 @@ export class RunEngine {
     this.#save();
   }
 
-  #applyAndAdvance(effects: Effect[], always = false): void {
+  #applyAndAdvance(effects: Effect[], always = false, at?: number): void {
     if (effects.length === 0 && !always) return;
-    this.#apply(effects);
+    this.#apply(effects, at);
     this.#save();
     this.#driver.kick();
   }
@@ -481,6 +507,7 @@ function rowRef(effect: Extract<Effect, { kind: "record_intent" | "settle_unsent
     mutation_id: effect.mutation_id,
     approval_id: effect.approval_id,
     approved_by: effect.approved_by,
+    approvals: effect.approvals,
     approved_at: effect.approved_at,
   };
 }

@@ -24,6 +24,13 @@ export interface RunRecord {
   requested_by?: string;
   /** Set when an adapter triggered it for someone else: that person (also `user_id`). */
   on_behalf_of?: string;
+  /**
+   * The requester's person (contract section 19: a named token's owner, an
+   * Access email, a Slack user's verified email), found at trigger time;
+   * null when the requester is nobody (token:root, an ownerless token);
+   * absent in records written before it: found from requested_by then.
+   */
+  requester_person?: string | null;
   delivery_id: string | null;
   /** Where the run came from (absent in records written before it was kept: "api"). */
   source?: RunSource;
@@ -111,6 +118,8 @@ export interface StartRunInput {
   /** The trigger's principal (contract section 18). */
   requested_by?: string;
   on_behalf_of?: string;
+  /** The requester's person (contract section 19), as the Worker found it. */
+  requester_person?: string | null;
   delivery_id: string | null;
   message: string;
   max_tool_calls: number | null;

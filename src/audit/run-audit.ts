@@ -1,6 +1,6 @@
 // The audit entries of changes made in a run's Durable Object (contract
 // section 18), derived from the events that record them: run_started
-// (run.trigger), a person's approval_resolved (approval.decide: expiries and
+// (run.trigger), a person's approval_vote and approval_resolved (approval.decide: expiries and
 // cancellations are no one's vote) and human_input_received (input.answer).
 // Pure: the run's outputs put each entry in the run index's pending marks.
 // The id is the run and the event's sequence, so a replayed flush writes
@@ -38,6 +38,7 @@ export function auditOfEvent(
         ...(onBehalfOf !== undefined ? { details: { on_behalf_of: onBehalfOf } } : {}),
       };
     }
+    case "approval_vote":
     case "approval_resolved": {
       const decidedBy = text("decided_by");
       if (decidedBy === undefined) return null;
@@ -49,7 +50,13 @@ export function auditOfEvent(
         action: "approval.decide",
         target: `${context.run_id}/approvals/${text("approval_id") ?? ""}`,
         result: "ok",
-        details: { decision: fields.decision, tool_name: fields.tool_name, ...(reason !== undefined ? { reason } : {}) },
+        details: {
+          // A vote before the Nth (contract section 19: one approval.decide per vote) is an approve.
+          decision: type === "approval_vote" ? "approved" : fields.decision,
+          tool_name: fields.tool_name,
+          ...(type === "approval_vote" ? { votes: fields.votes, required: fields.required } : {}),
+          ...(reason !== undefined ? { reason } : {}),
+        },
       };
     }
     case "human_input_received": {

@@ -136,8 +136,20 @@ export type EngineEvent =
       /** Every value withheld from `arguments` (contract section 19); `[]` when nothing is. */
       hidden: HiddenValue[];
       expires_at: string;
+      /** How many distinct persons must approve (contract section 19). */
+      required: number;
+      /** The approvers patterns in force, or null for the default rule (section 19). */
+      approvers: string[] | null;
       /** The tool's MCP annotations as its server gave them: claims, not facts (absent when it gave none, and from older servers). */
       annotations?: ToolAnnotations;
+    })
+  | (Envelope<"approval_vote"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id: string;
+      decided_by: string;
+      votes: number;
+      required: number;
     })
   | (Envelope<"approval_resolved"> & {
       tool_name: string;
@@ -147,6 +159,8 @@ export type EngineEvent =
       decided_by?: string;
       /** The decider's reason, redacted. */
       reason?: string;
+      /** Every counted approve, in order (section 19; absent from older servers). */
+      approvals?: ApprovalVote[];
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & { tool_call_id: string; question: string; expires_at: string })
@@ -168,6 +182,12 @@ export type EngineEvent =
 
 export type EngineEventType = EngineEvent["type"];
 
+/** One counted approve (contract section 19). */
+export interface ApprovalVote {
+  by: string;
+  at: string;
+}
+
 export const TERMINAL_EVENT_TYPES: readonly EngineEventType[] = ["run_completed", "run_failed"];
 
 // ---- decisions (section 6) --------------------------------------------------
@@ -179,11 +199,10 @@ export interface ApprovalDecision {
   confirmation?: string;
 }
 
-export interface ApprovalAnswer {
-  approval_id: string;
-  decision: "approved" | "denied";
-  status: "resolved";
-}
+/** `pending`: an approve was counted, `votes` of `required` distinct persons so far (contract section 19). */
+export type ApprovalAnswer =
+  | { approval_id: string; decision: "approved" | "denied"; status: "resolved" }
+  | { approval_id: string; decision: "approved"; status: "pending"; votes: number; required: number };
 
 /** The engine records the request's principal as `answered_by`. */
 export interface InputAnswer {
@@ -217,6 +236,8 @@ export interface MutationOutcome {
   /** The decision's `decided_by`, or "automatic" (contract section 8); null on rows written before the engine recorded it. */
   approved_by: string | null;
   approved_at: string | null;
+  /** Every counted approve, in order ([] for an automatic approval; absent on rows written before contract section 19). */
+  approvals?: ApprovalVote[];
   state: MutationState;
   dispatched: boolean;
   reason?: string;
@@ -288,6 +309,10 @@ export interface ApprovalListItem {
   decided_by?: string;
   /** The decider's reason, redacted (absent when none was given, and from older servers). */
   reason?: string;
+  /** Contract section 19 (absent from older servers): how many persons must approve, the approvers patterns (null: the default rule), the votes so far. */
+  required?: number;
+  approvers?: string[] | null;
+  approvals?: ApprovalVote[];
 }
 
 export type InputStatus = "pending" | "answered" | "expired" | "cancelled";

@@ -20,7 +20,7 @@
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
 import type { MutationLedger } from "../outcomes/mutation-ledger";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
-import { approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched } from "./tool-calls";
+import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched } from "./tool-calls";
 
 export type PipelineLedger = Pick<
   MutationLedger,
@@ -55,6 +55,8 @@ export interface RowRef {
   approval_id: string | null;
   /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
   approved_by: string;
+  /** Every counted vote, in order (contract section 19); [] for an automatic approval. */
+  approvals: { by: string; at: string }[];
   /** When the call became approved, epoch ms. */
   approved_at: number;
 }
@@ -238,6 +240,7 @@ export class DispatchPipeline {
       toolName: row.tool_name,
       argumentsDigest: row.arguments_digest,
       approvedBy: row.approved_by,
+      approvals: row.approvals,
       // A call persisted before approved_at existed (an object that restarted across the deploy) is dated now.
       approvedAt: Number.isFinite(row.approved_at) ? new Date(row.approved_at).toISOString() : this.#iso(),
     };
@@ -269,6 +272,7 @@ function rowOf(call: Dispatched): RowRef | null {
     mutation_id: call.mutation_id,
     approval_id: call.grant === "automatic" ? null : call.grant.approval_id,
     approved_by: approvedByOf(call.grant),
+    approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
     approved_at: call.approved_at,
   };
 }

@@ -20,6 +20,7 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-transport";
+import { type ApprovalPolicy, type Decider, decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -57,6 +58,18 @@ interface PendingApproval {
   approval_id: string;
   level: ApprovalLevel;
   expires_at: number;
+  /** The tool's approval policy when it was asked (contract section 19); absent in records written before it: the default rule. */
+  policy?: ApprovalPolicy;
+  /** The approves counted so far, in order (section 19); absent means none. */
+  votes?: Vote[];
+}
+
+/** The default rule of section 19, for approvals recorded before policies existed. */
+const DEFAULT_POLICY: ApprovalPolicy = { approvers: null, approvals_required: 1, self_approval: true };
+
+/** The `approvals` of an event, listing or row: every counted vote, in order, as `{by, at}`. */
+export function approvalsOf(approval: Pick<PendingApproval, "votes"> | undefined): { by: string; at: string }[] {
+  return (approval?.votes ?? []).map((v) => ({ by: v.by, at: v.at }));
 }
 interface ResolvedApproval extends PendingApproval {
   decision: "approved" | "denied" | "expired" | "cancelled";
@@ -148,8 +161,10 @@ export type Effect =
 interface RowApproval {
   mutation_id: string;
   approval_id: string | null;
-  /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
+  /** The decision's decided_by (the voter whose vote resolved it), or APPROVED_BY_AUTOMATIC. */
   approved_by: string;
+  /** Every vote, in order (contract section 19); [] for an automatic approval. */
+  approvals: { by: string; at: string }[];
   /** Epoch ms. */
   approved_at: number;
 }
@@ -212,7 +227,15 @@ export interface NewIds {
 }
 
 /** Announces a proposed call: tool_started, then whatever it waits for first. */
-export function announce(calls: ToolCall[], call: Proposed, shown: ShownArguments, limits: Limits, now: number, newIds: NewIds): Effect[] {
+export function announce(
+  calls: ToolCall[],
+  call: Proposed,
+  shown: ShownArguments,
+  limits: Limits,
+  now: number,
+  newIds: NewIds,
+  policy: ApprovalPolicy = DEFAULT_POLICY,
+): Effect[] {
   const approvalId = newIds.approvalId;
   const { state: _proposed, ...base } = call;
   const effects: Effect[] = [emit("tool_started", { ...ids(call), approval_required: call.level !== null })];
@@ -250,7 +273,13 @@ export function announce(calls: ToolCall[], call: Proposed, shown: ShownArgument
     place(calls, call, next);
     return [...effects, ...intentOf(next, null)];
   }
-  const approval: PendingApproval = { approval_id: approvalId, level: call.level, expires_at: now + limits.approvalTimeoutMs };
+  const approval: PendingApproval = {
+    approval_id: approvalId,
+    level: call.level,
+    expires_at: now + limits.approvalTimeoutMs,
+    policy,
+    votes: [],
+  };
   place(calls, call, { ...base, state: "awaiting_approval", approval });
   effects.push(
     emit("approval_requested", {
@@ -261,6 +290,8 @@ export function announce(calls: ToolCall[], call: Proposed, shown: ShownArgument
       arguments: shown.arguments,
       hidden: shown.hidden,
       expires_at: iso(approval.expires_at),
+      required: policy.approvals_required,
+      approvers: policy.approvers === null ? null : [...policy.approvers],
       ...(call.annotations ? { annotations: shownAnnotations(call.annotations) } : {}),
     }),
   );
@@ -282,6 +313,8 @@ export const MAX_DECISION_REASON_CHARS = 1_000;
 export interface Decision {
   decision: "approve" | "deny";
   decided_by: string;
+  /** Who decides and by which path, with their person (src/policy/); decided_by is its principal id. */
+  decider: Decider;
   /** Why, as the person wrote it; kept redacted on the event, the listing and the Slack update. */
   reason?: string;
   confirmation?: string;
@@ -290,6 +323,10 @@ export interface Decision {
 /** The answer to a person's decision or answer, in domain terms (src/http/ maps it to a status). */
 export type Verdict =
   | { kind: "resolved"; approval_id: string; decision: "approved" | "denied" }
+  /** An approve counted (or repeated by the same person) while more are required (contract section 19). */
+  | { kind: "vote_pending"; approval_id: string; votes: number; required: number }
+  /** The decider may not decide this approval (section 19); nothing changed. */
+  | { kind: "refused"; error: "not_an_approver" | "self_approval_forbidden" }
   | { kind: "answered"; tool_call_id: string }
   | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
   | { kind: "expired" }
@@ -310,12 +347,18 @@ export function decideApproval(
   calls: ToolCall[],
   approvalId: string,
   input: Decision,
+  requester: Requester,
+  groups: Readonly<Record<string, readonly string[]>>,
   limits: Limits,
   now: number,
   mutationId: string,
 ): DecisionResult {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
+  // Contract section 19: eligibility, then self-approval, before anything about the approval's state is told.
+  const policy = approvalOf(call)?.policy ?? DEFAULT_POLICY;
+  const refusal = refusalOf({ policy, groups, decider: input.decider, requester, decision: input.decision });
+  if (refusal !== null) return { verdict: { kind: "refused", error: refusal }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";
   if (call.state !== "awaiting_approval") {
     const decided =
@@ -332,7 +375,33 @@ export function decideApproval(
   if (wanted === "approved" && call.approval.level === "confirm" && input.confirmation !== call.tool_name) {
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
-  const { state: _awaiting, approval, ...base } = call;
+  const { state: _awaiting, approval: asked, ...base } = call;
+  const votes = asked.votes ?? [];
+  const counted = decide({ policy, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  switch (counted.kind) {
+    case "refused":
+      return { verdict: counted, effects: [] };
+    case "duplicate_vote":
+      return { verdict: { kind: "vote_pending", approval_id: approvalId, votes: counted.votes, required: counted.required }, effects: [] };
+    case "vote_recorded":
+      place(calls, call, { ...call, approval: { ...asked, votes: [...votes, counted.vote] } });
+      return {
+        verdict: { kind: "vote_pending", approval_id: approvalId, votes: counted.votes, required: counted.required },
+        effects: [
+          emit("approval_vote", {
+            ...ids(call),
+            approval_id: approvalId,
+            decided_by: input.decided_by,
+            votes: counted.votes,
+            required: counted.required,
+          }),
+        ],
+      };
+    case "approved":
+    case "denied":
+      break;
+  }
+  const approval: PendingApproval = counted.kind === "approved" ? { ...asked, votes: counted.approvals } : asked;
   const reason =
     input.reason === undefined || input.reason === "" ? {} : { reason: redactText(input.reason).slice(0, MAX_DECISION_REASON_CHARS) };
   const resolved = emit("approval_resolved", {
@@ -341,6 +410,7 @@ export function decideApproval(
     decision: wanted,
     decided_by: input.decided_by,
     ...reason,
+    approvals: approvalsOf(approval),
   });
   const verdict: Verdict = { kind: "resolved", approval_id: approvalId, decision: wanted };
   if (wanted === "denied") {
@@ -374,6 +444,21 @@ export function decideApproval(
     verdict,
     effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next, approvalId)],
   };
+}
+
+/** The approval record of a call in any state after it was asked. */
+function approvalOf(call: ToolCall): PendingApproval | undefined {
+  switch (call.state) {
+    case "awaiting_approval":
+      return call.approval;
+    case "awaiting_admission":
+    case "dispatched":
+      return call.grant === "automatic" ? undefined : call.grant;
+    case "done":
+      return call.approval;
+    default:
+      return undefined;
+  }
 }
 
 /** A person's answer to human__ask, with the same idempotency and expiry rules as approvals. */
@@ -526,7 +611,14 @@ export function cancelPending(calls: ToolCall[], turn: number, now: number): Eff
       case "proposed":
         continue;
       case "awaiting_approval":
-        effects.push(emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "cancelled" }));
+        effects.push(
+          emit("approval_resolved", {
+            ...ids(call),
+            approval_id: call.approval.approval_id,
+            decision: "cancelled",
+            approvals: approvalsOf(call.approval),
+          }),
+        );
         effects.push(...finish(calls, call, now, false, cancelled, message, { ...call.approval, decision: "cancelled" }));
         continue;
       case "awaiting_input":
@@ -573,6 +665,7 @@ function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] 
       mutation_id: call.mutation_id,
       approval_id: approvalId,
       approved_by: approvedByOf(call.grant),
+      approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
       approved_at: call.approved_at,
     },
   ];
@@ -580,7 +673,12 @@ function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] 
 
 function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
   return [
-    emit("approval_resolved", { ...ids(call), approval_id: call.approval.approval_id, decision: "expired" }),
+    emit("approval_resolved", {
+      ...ids(call),
+      approval_id: call.approval.approval_id,
+      decision: "expired",
+      approvals: approvalsOf(call.approval),
+    }),
     ...finish(
       calls,
       call,
@@ -684,6 +782,7 @@ function finish(
       mutation_id: rowId,
       approval_id: approvalIdOf(done),
       approved_by: approvedByOf(granted.grant),
+      approvals: granted.grant === "automatic" ? [] : approvalsOf(granted.grant),
       approved_at: granted.approved_at,
       reason: execution.reason ?? "cancelled",
     });

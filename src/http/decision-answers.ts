@@ -1,13 +1,43 @@
 // How the decision routes (contract section 6) answer: the call state
 // machine's domain verdicts (src/execution/tool-calls.ts) as HTTP statuses
 // and JSON bodies.
+import type { Principal } from "../auth/principal";
+import { grants } from "../auth/roles";
 import type { Verdict } from "../execution/tool-calls";
+import type { Decider } from "../policy/approval-policy";
+import { personOf } from "../policy/persons";
 import { jsonResponse } from "./api-error";
+
+/** An API, console or CLI principal as the eligibility module sees it (contract section 19). */
+export function apiDecider(principal: Principal): Decider {
+  return {
+    via: "api",
+    principal_id: principal.id,
+    person: personOf(principal.id, { owner: principal.owner }),
+    has_approver_role: grants(principal.roles, "approver"),
+  };
+}
 
 export function verdictResponse(verdict: Verdict): Response {
   switch (verdict.kind) {
     case "resolved":
       return jsonResponse(200, { approval_id: verdict.approval_id, decision: verdict.decision, status: "resolved" });
+    case "vote_pending":
+      return jsonResponse(200, {
+        approval_id: verdict.approval_id,
+        decision: "approved",
+        status: "pending",
+        votes: verdict.votes,
+        required: verdict.required,
+      });
+    case "refused":
+      return jsonResponse(403, {
+        error: verdict.error,
+        message:
+          verdict.error === "not_an_approver"
+            ? "This tool's approval policy does not let you decide this approval (TOOL_POLICY approvers; a credential that is no person never counts towards approvals_required > 1). Nothing was changed."
+            : "This tool's policy forbids self-approval: the run's requester (and a credential that is no person) may deny but not approve. Ask another approver. Nothing was changed.",
+      });
     case "answered":
       return jsonResponse(200, { tool_call_id: verdict.tool_call_id, status: "answered" });
     case "already_resolved":

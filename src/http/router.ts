@@ -22,7 +22,7 @@ import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
-import { verdictResponse } from "./decision-answers";
+import { apiDecider, verdictResponse } from "./decision-answers";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
@@ -215,7 +215,8 @@ router
   })
   .post("/api/runs/:runId/approvals/:approvalId", async (request, env) => {
     const { decided_by, ...body } = await readJsonBody(request, approvalDecisionSchema);
-    const decision = { ...body, decided_by: actorOf(request.principal, "decided_by", decided_by) };
+    const { principal } = request;
+    const decision = { ...body, decided_by: actorOf(principal, "decided_by", decided_by), decider: apiDecider(principal) };
     return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), decision));
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {

@@ -139,6 +139,10 @@ interface ApprovalRow extends Record<string, unknown> {
   status: ApprovalListItem["status"];
   decided_by: string | null;
   reason: string | null;
+  /** Contract section 19 (migrations/0015); NULL on approvals indexed before it. */
+  required: number | null;
+  approvers_json: string | null;
+  approvals_json: string | null;
 }
 
 const APPROVALS_KEY = ["requested_at", "approval_id"];
@@ -171,6 +175,10 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
       status: r.status,
       ...(r.decided_by !== null ? { decided_by: r.decided_by } : {}),
       ...(r.reason !== null ? { reason: r.reason } : {}),
+      // Approvals indexed before section 19 were single-vote under the default rule.
+      required: r.required ?? 1,
+      approvers: r.approvers_json === null ? null : (JSON.parse(r.approvers_json) as string[]),
+      approvals: r.approvals_json === null ? [] : (JSON.parse(r.approvals_json) as { by: string; at: string }[]),
     })),
     next_cursor,
   };

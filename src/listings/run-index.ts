@@ -45,7 +45,8 @@ const auditEntryMarkSchema = z
   .strip();
 
 /** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
-export type MarkKind = "run" | "approval" | "input" | "audit";
+/** `vote`: one counted approve of an approval already indexed (contract section 19), keyed by its count so none merges away. */
+export type MarkKind = "run" | "approval" | "input" | "audit" | "vote";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -54,6 +55,7 @@ export interface ApprovalResolution {
   status: Exclude<ApprovalListItem["status"], "pending">;
   decided_by?: string;
   reason?: string;
+  approvals?: { by: string; at: string }[];
 }
 
 /** The end of a question asked earlier. */
@@ -96,7 +98,11 @@ const approvalResolutionSchema = z
     status: approvalStatusSchema.exclude(["pending"]),
     decided_by: z.string().optional(),
     reason: z.string().optional(),
+    approvals: z.array(z.object({ by: z.string(), at: z.string() }).strip()).optional(),
   })
+  .strip();
+const voteMarkSchema = z
+  .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
 const inputResolutionSchema = z
   .object({ run_id: z.string(), tool_call_id: z.string(), status: inputStatusSchema.exclude(["pending"]) })
@@ -183,6 +189,11 @@ export class RunIndex {
     this.#mark("approval", resolution.approval_id, 1, resolution);
   }
 
+  /** The `votes`-th counted approve of an approval (contract section 19). */
+  markApprovalVote(approvalId: string, votes: number, vote: { by: string; at: string }): void {
+    this.#mark("vote", JSON.stringify([approvalId, votes]), 1, { approval_id: approvalId, votes, vote });
+  }
+
   /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
   markAudit(entry: AuditEntry): void {
     this.#mark("audit", entry.id, 1, entry);
@@ -232,7 +243,13 @@ export class RunIndex {
           requested_at: at,
           expires_at: str("expires_at"),
           status: "pending",
+          ...(typeof fields.required === "number" ? { required: fields.required } : {}),
+          ...(fields.approvers === null || Array.isArray(fields.approvers) ? { approvers: fields.approvers as string[] | null } : {}),
+          approvals: [],
         });
+        return true;
+      case "approval_vote":
+        this.markApprovalVote(str("approval_id"), Number(fields.votes), { by: str("decided_by"), at });
         return true;
       case "approval_resolved": {
         const decision = approvalStatusSchema.exclude(["pending"]).safeParse(fields.decision);
@@ -243,6 +260,7 @@ export class RunIndex {
           status: decision.data,
           ...(typeof fields.decided_by === "string" ? { decided_by: fields.decided_by } : {}),
           ...(typeof fields.reason === "string" ? { reason: fields.reason } : {}),
+          ...(Array.isArray(fields.approvals) ? { approvals: fields.approvals as { by: string; at: string }[] } : {}),
         });
         return true;
       }
@@ -354,6 +372,18 @@ function inputKey(runId: string, toolCallId: string): string {
 async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
   const fields: unknown = JSON.parse(mark.fields);
   switch (mark.kind) {
+    case "vote": {
+      // Appended only as the votes-th entry of a pending approval: a replayed flush, or a vote after its resolution, writes nothing.
+      const v = voteMarkSchema.parse(fields);
+      await db
+        .prepare(
+          `UPDATE approvals SET approvals_json = json_insert(COALESCE(approvals_json, '[]'), '$[#]', json(?))
+           WHERE approval_id = ? AND status = 'pending' AND json_array_length(COALESCE(approvals_json, '[]')) = ?`,
+        )
+        .bind(JSON.stringify({ by: v.vote.by, at: v.vote.at }), v.approval_id, v.votes - 1)
+        .run();
+      return;
+    }
     case "audit": {
       await auditStatement(db, auditEntryMarkSchema.parse(fields) as AuditEntry).run();
       return;
@@ -392,9 +422,10 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
         await db
           .prepare(
             `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json,
-                                    requested_at, expires_at, status, decided_by, reason)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by, reason = excluded.reason
+                                    requested_at, expires_at, status, decided_by, reason, required, approvers_json, approvals_json)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by, reason = excluded.reason,
+               approvals_json = excluded.approvals_json
              WHERE approvals.status = 'pending' AND excluded.status <> 'pending'`,
           )
           .bind(
@@ -411,14 +442,26 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
             a.status,
             a.decided_by ?? null,
             a.reason ?? null,
+            a.required ?? null,
+            a.approvers === undefined ? null : JSON.stringify(a.approvers),
+            a.approvals === undefined ? null : JSON.stringify(a.approvals),
           )
           .run();
         return;
       }
       const r = approvalResolutionSchema.parse(fields);
       const updated = await db
-        .prepare(`UPDATE approvals SET status = ?, decided_by = ?, reason = ? WHERE approval_id = ? AND status = 'pending'`)
-        .bind(r.status, r.decided_by ?? null, r.reason ?? null, r.approval_id)
+        .prepare(
+          `UPDATE approvals SET status = ?, decided_by = ?, reason = ?, approvals_json = COALESCE(?, approvals_json)
+           WHERE approval_id = ? AND status = 'pending'`,
+        )
+        .bind(
+          r.status,
+          r.decided_by ?? null,
+          r.reason ?? null,
+          r.approvals === undefined ? null : JSON.stringify(r.approvals),
+          r.approval_id,
+        )
         .run();
       if (updated.meta.changes === 0) orphanNote("approval", r.approval_id);
       return;

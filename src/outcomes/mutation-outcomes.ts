@@ -75,6 +75,8 @@ export interface MutationOutcomeRow {
   approved_by: string | null;
   /** ISO 8601; NULL like approved_by. */
   approved_at: string | null;
+  /** JSON `[{"by","at"}]`, every counted vote (migrations/0015); NULL on rows written before. */
+  approvals_json: string | null;
   reason: string | null;
   result_json: string | null;
   error_json: string | null;
@@ -107,6 +109,9 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     arguments_digest: row.arguments_digest,
     approved_by: row.approved_by,
     approved_at: row.approved_at,
+    ...(row.approvals_json !== null && row.approvals_json !== undefined
+      ? { approvals: JSON.parse(row.approvals_json) as NonNullable<MutationOutcomeProjection["approvals"]> }
+      : {}),
     state: row.state,
     dispatched: row.dispatched === 1,
     ...(row.reason !== null ? { reason: row.reason } : {}),
@@ -144,6 +149,8 @@ export interface IntentInput {
   approvedBy: string;
   /** ISO 8601, when the call was approved. */
   approvedAt: string;
+  /** Every counted vote, in order (contract section 19); [] for an automatic approval. */
+  approvals?: { by: string; at: string }[];
   /** ISO 8601; now when absent. */
   createdAt?: string;
 }
@@ -157,8 +164,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
     .prepare(
       `INSERT INTO mutation_outcomes
          (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
-          approved_by, approved_at, state, dispatched, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
+          approved_by, approved_at, approvals_json, state, dispatched, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -173,6 +180,7 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       input.argumentsDigest,
       input.approvedBy,
       input.approvedAt,
+      JSON.stringify(input.approvals ?? []),
       input.createdAt ?? new Date().toISOString(),
     )
     .first<MutationOutcomeRow>();

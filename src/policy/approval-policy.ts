@@ -127,14 +127,28 @@ function isRequesterOf(decider: Pick<Decider, "principal_id" | "person">, reques
   return decider.person !== null && ids.has(decider.person);
 }
 
+/**
+ * The refusal of section 19 for this decider, or null: eligibility first,
+ * then (for an approve) self-approval. Asked before anything about the
+ * approval's state is told, so a refused principal learns nothing.
+ */
+export function refusalOf(
+  input: Pick<DecisionInput, "policy" | "groups" | "decider" | "requester" | "decision">,
+): "not_an_approver" | "self_approval_forbidden" | null {
+  const { policy, decider, requester } = input;
+  if (!isEligible(policy, input.groups, decider, requester)) return "not_an_approver";
+  if (input.decision === "approve" && !policy.self_approval && (decider.person === null || isRequesterOf(decider, requester))) {
+    return "self_approval_forbidden";
+  }
+  return null;
+}
+
 /** The one verdict of section 19 for one decision on one approval. */
 export function decide(input: DecisionInput): Verdict {
-  const { policy, decider, requester, votes } = input;
-  if (!isEligible(policy, input.groups, decider, requester)) return { kind: "refused", error: "not_an_approver" };
+  const { policy, decider, votes } = input;
+  const refusal = refusalOf(input);
+  if (refusal !== null) return { kind: "refused", error: refusal };
   if (input.decision === "deny") return { kind: "denied", decided_by: decider.principal_id };
-  if (!policy.self_approval && (decider.person === null || isRequesterOf(decider, requester))) {
-    return { kind: "refused", error: "self_approval_forbidden" };
-  }
   const required = policy.approvals_required;
   // A single-approval call may be decided by a principal that is no person: it is keyed by its principal id.
   const person = decider.person ?? decider.principal_id;

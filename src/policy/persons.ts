@@ -32,3 +32,13 @@ export function personOf(principalId: string, facts: PersonFacts = {}): Person {
   // access-service:<cn> (a machine) and anything unknown: no person, fail closed.
   return null;
 }
+
+/**
+ * The person a run's `user_id`/`on_behalf_of` names: a principal id as
+ * personOf reads it, a bare email as that `access:` person; anything else
+ * (a chat front end's own user id) is compared by its text only (null).
+ */
+export function personOfUserId(userId: string): Person {
+  if (userId.includes(":")) return personOf(userId);
+  return /^[^\s@]+@[^\s@]+$/.test(userId) ? `access:${userId.toLowerCase()}` : null;
+}

@@ -57,7 +57,12 @@ export function decisionReplyText(verdict: Verdict): SlackText | null {
   switch (verdict.kind) {
     case "resolved":
     case "answered":
+    case "vote_pending":
       return null;
+    case "refused":
+      return verdict.error === "not_an_approver"
+        ? mrkdwn`This tool's approval policy does not let you decide this. Nothing was changed.`
+        : mrkdwn`You asked for this run, and this tool forbids self-approval: you may deny it, another approver must approve. Nothing was changed.`;
     case "already_resolved":
       return mrkdwn`This was already decided (${untrustedCode(verdict.decision, NAME_MAX_CHARS)}). Nothing was changed.`;
     case "expired":

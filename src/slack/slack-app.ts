@@ -10,6 +10,8 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
+import type { Decider } from "../policy/approval-policy";
+import { personOf } from "../policy/persons";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -221,6 +223,13 @@ function buildApp(
     return summary;
   };
   const clickAck = async () => "";
+  /** A Slack user as the eligibility module sees them (contract section 19); a person of their own until step 3 asks users.info. */
+  const slackDecider = (userId: string): Decider => ({
+    via: "slack",
+    principal_id: `slack:${userId}`,
+    person: personOf(`slack:${userId}`),
+    listed_in_slack_approvers: config.SLACK_APPROVERS.includes(userId),
+  });
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
       const payload = req.payload;
@@ -241,6 +250,7 @@ function buildApp(
       const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
         decision,
         decided_by: `slack:${payload.user.id}`,
+        decider: slackDecider(payload.user.id),
       });
       const text = decisionReplyText(answer);
       if (text) await reply(text);
@@ -277,6 +287,7 @@ function buildApp(
     const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
       decision: "approve",
       decided_by: `slack:${user}`,
+      decider: slackDecider(user),
       confirmation: typed,
     });
     if (isConfirmationMismatch(answer))

@@ -61,6 +61,13 @@ const toolAnnotationsSchema = z
   .strict()
   .meta({ description: "The tool's MCP annotations as its server gave them (claims of the server, not facts); absent when it gave none." });
 
+/** One counted approve (contract section 19): who, and when. */
+const approvalVoteSchema = z.object({ by: z.string(), at: isoTime }).strict();
+const approvalsField = z
+  .array(approvalVoteSchema)
+  .meta({ description: "Every counted approve, in order (contract section 19); [] when none was counted." });
+const requiredField = z.number().int().min(1).max(5).meta({ description: "How many distinct persons must approve (contract section 19)." });
+
 /** The own fields of every event type (section 4's table), keyed by type. */
 const ownFields = {
   run_started: {
@@ -83,8 +90,14 @@ const ownFields = {
       description: "Every value withheld from `arguments`: an RFC 6901 JSON Pointer into it and the length of the value's JSON text.",
     }),
     expires_at: isoTime,
+    required: requiredField,
+    approvers: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "The approvers patterns in force (contract section 19), or null for the default rule." }),
     annotations: toolAnnotationsSchema.optional(),
   },
+  approval_vote: { ...toolIds, approval_id: z.string(), decided_by: z.string(), votes: z.number().int().min(1), required: requiredField },
   approval_resolved: {
     ...toolIds,
     approval_id: z.string(),
@@ -95,6 +108,8 @@ const ownFields = {
       .max(1_000)
       .optional()
       .meta({ description: "The decider's reason, redacted, at most 1,000 characters (contract section 6)." }),
+    // Optional: events written before contract section 19 lack it.
+    approvals: approvalsField.optional(),
   },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
   human_input_requested: { tool_call_id: z.string(), question: z.string(), expires_at: isoTime },
@@ -133,6 +148,7 @@ export const eventSchemas = {
   assistant_message: eventSchema("assistant_message"),
   tool_started: eventSchema("tool_started"),
   approval_requested: eventSchema("approval_requested"),
+  approval_vote: eventSchema("approval_vote"),
   approval_resolved: eventSchema("approval_resolved"),
   tool_execution_started: eventSchema("tool_execution_started"),
   human_input_requested: eventSchema("human_input_requested"),
@@ -161,6 +177,7 @@ export const runEventSchema = z
     eventSchemas.assistant_message,
     eventSchemas.tool_started,
     eventSchemas.approval_requested,
+    eventSchemas.approval_vote,
     eventSchemas.approval_resolved,
     eventSchemas.tool_execution_started,
     eventSchemas.human_input_requested,

@@ -8,6 +8,7 @@ export type EventType =
   | "assistant_message"
   | "tool_started"
   | "approval_requested"
+  | "approval_vote"
   | "approval_resolved"
   | "tool_execution_started"
   | "human_input_requested"

@@ -93,6 +93,17 @@ export const approvalListItemSchema = z
     status: approvalStatusSchema,
     decided_by: z.string().optional(),
     reason: z.string().optional().meta({ description: "The decider's reason, redacted, at most 1,000 characters." }),
+    // Contract section 19; absent on approvals indexed before it.
+    required: z.number().int().min(1).max(5).optional().meta({ description: "How many distinct persons must approve." }),
+    approvers: z
+      .array(z.string())
+      .nullable()
+      .optional()
+      .meta({ description: "The approvers patterns in force, or null for the default rule." }),
+    approvals: z
+      .array(z.object({ by: z.string(), at: isoTime }).strict())
+      .optional()
+      .meta({ description: "Every counted approve so far, in order." }),
   })
   .strict()
   .meta({ id: "ApprovalListItem" });

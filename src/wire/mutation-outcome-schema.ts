@@ -40,6 +40,8 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
     approved_by: z.string().nullable(),
     /** When the call was approved; null like approved_by. */
     approved_at: times.approved_at.nullable(),
+    /** Every counted approve, in order ([] for an automatic approval; contract section 19); absent on rows written before it. */
+    approvals: z.array(z.object({ by: z.string(), at: times.approved_at }).strict()).optional(),
     state: mutationStateSchema,
     dispatched: z.boolean(),
     reason: z.string().optional(),

@@ -1,4 +1,4 @@
-// Every event of real runs (all thirteen types of contract section 4, made by
+// Every event of real runs (all fourteen types of contract section 4, made by
 // the real Worker, RunObject and demo MCP server) validates against the
 // strict zod event schemas AND against the committed JSON Schema
 // (schemas/event.json, read by a JSON Schema validator nobody here wrote);
@@ -7,9 +7,29 @@ import { Validator } from "@cfworker/json-schema";
 import { describe, expect, it } from "vitest";
 import { eventSchemas, EVENT_TYPES, runEventSchema } from "../../src/wire/event-schemas";
 import eventJsonSchema from "../../schemas/event.json";
-import { api, openEvents, SseReader, trigger } from "./helpers";
+import { env } from "cloudflare:test";
+import { insertTokenStatement, newTokenValue } from "../../src/auth/token-store";
+import { api, apiAs, openEvents, SseReader, trigger } from "./helpers";
 
 const CREATE = "mcp__demo__create_dashboard";
+const KPI = "mcp__demo__create_kpi";
+
+/** An approver token that is a person (its owner), so its vote counts towards a quorum. */
+async function ownedApprover(): Promise<string> {
+  const token = newTokenValue();
+  const now = Date.now();
+  const record = {
+    name: `voter-${crypto.randomUUID().slice(0, 8)}`,
+    roles: ["approver" as const],
+    owner: "access:voter@example.com",
+    created_at: new Date(now).toISOString(),
+    expires_at: new Date(now + 86_400_000).toISOString(),
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await (await insertTokenStatement(env.DB, record, token)).run();
+  return token;
+}
 
 async function post(path: string, body: unknown): Promise<number> {
   const res = await api(path, { method: "POST", body: JSON.stringify(body) });
@@ -39,6 +59,8 @@ describe("event schemas against real runs", () => {
             { tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "Which team?" } },
             { tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "Schema check", api_key: "not-a-real-key" } },
             { tool_name: CREATE, tool_call_id: "write-2", arguments: { title: "Denied one" } },
+            // Two persons must approve it (the runtime TOOL_POLICY, contract section 19): one vote, then a deny.
+            { tool_name: KPI, tool_call_id: "write-3", arguments: { name: "k", query: "q" } },
           ],
         },
         { text: "Done." },
@@ -46,7 +68,7 @@ describe("event schemas against real runs", () => {
     });
     const runId: string = json.run_id;
     const reader = new SseReader(await openEvents(runId));
-    const asked = await readUntilFound(reader, (es) => es.filter((e) => e.type === "approval_requested").length === 2);
+    const asked = await readUntilFound(reader, (es) => es.filter((e) => e.type === "approval_requested").length === 3);
     // Heartbeats fill the silence while the run waits for people (HEARTBEAT_INTERVAL_MS is 100 in tests).
     await readUntilFound(reader, (es) => es.some((e) => e.type === "heartbeat"));
     const approvals = asked.filter((e) => e.type === "approval_requested");
@@ -54,6 +76,14 @@ describe("event schemas against real runs", () => {
     expect(await post(`/api/runs/${runId}/inputs/ask-1`, { answer: "Platform" })).toBe(200);
     expect(await post(`/api/runs/${runId}/approvals/${approvals[0].approval_id}`, { decision: "approve" })).toBe(200);
     expect(await post(`/api/runs/${runId}/approvals/${approvals[1].approval_id}`, { decision: "deny" })).toBe(200);
+    const voter = await ownedApprover();
+    for (const decision of ["approve", "deny"]) {
+      const res = await apiAs(voter, `/api/runs/${runId}/approvals/${approvals[2].approval_id}`, {
+        method: "POST",
+        body: JSON.stringify({ decision }),
+      });
+      expect(res.status).toBe(200);
+    }
     await reader.readToEnd();
 
     // A second run, cancelled while it waits: run_failed.

@@ -261,6 +261,10 @@ describe("GET /api/approvals", () => {
       requested_at: at(0),
       expires_at: at(5),
       status: "pending",
+      // Marked without section 19's fields: one vote under the default rule, none counted yet.
+      required: 1,
+      approvers: null,
+      approvals: [],
     });
 
     const pending = await allPages("/api/approvals?status=pending&limit=1", "approvals");

@@ -18,6 +18,8 @@ describe("call cards", () => {
       {
         ...env(),
         type: "approval_requested",
+        required: 1,
+        approvers: null,
         tool_name: "t",
         tool_call_id: "c1",
         approval_id: "a1",
@@ -83,6 +85,8 @@ describe("call cards", () => {
       {
         ...env(),
         type: "approval_requested",
+        required: 1,
+        approvers: null,
         tool_name: "t",
         tool_call_id: id,
         approval_id: `a-${id}`,

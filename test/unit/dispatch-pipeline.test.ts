@@ -39,6 +39,7 @@ const APPROVED_ROW: RowRef = {
   mutation_id: "mut-1",
   approval_id: "approval-1",
   approved_by: "U1",
+  approvals: [{ by: "U1", at: "2026-11-20T10:00:00.000Z" }],
   approved_at: APPROVED_AT,
 };
 

@@ -254,7 +254,14 @@ function simulate(s: Scenario): Trace {
             decideApproval(
               calls,
               `approval-${call.tool_call_id}`,
-              { decision: a.t, decided_by: "U1", ...(confirmation !== undefined ? { confirmation } : {}) },
+              {
+                decision: a.t,
+                decided_by: "U1",
+                decider: { via: "api", principal_id: "U1", person: "access:u1@example.com", has_approver_role: true },
+                ...(confirmation !== undefined ? { confirmation } : {}),
+              },
+              { principal_id: "token:requester", person: null },
+              {},
               limits,
               now,
               mint(),

@@ -12,12 +12,14 @@ import {
   nextDeadline,
   settleDispatch,
   turnDone,
+  type Decision,
   type Effect,
   type Limits,
   type Proposed,
   type RunCounters,
   type ToolCall,
 } from "../../src/execution/tool-calls";
+import type { ApprovalPolicy, Requester } from "../../src/policy/approval-policy";
 
 const NOTHING_SHOWN = shownArguments({});
 
@@ -47,10 +49,25 @@ function turnOf(...proposed: Proposed[]): ToolCall[] {
   return [...proposed];
 }
 
+/** The run's requester, and an API approver whose person is its own id: the default policy lets every one decide. */
+const REQUESTER: Requester = { principal_id: "token:requester", person: null };
+const asApi = <D extends { decision: "approve" | "deny"; decided_by: string }>(d: D) => ({
+  ...d,
+  decider: { via: "api" as const, principal_id: d.decided_by, person: `access:${d.decided_by}@example.com`, has_approver_role: true },
+});
 const ids = (approvalId: string) => ({ approvalId, mutationId: `mut-${approvalId}` });
 const byId = (calls: ToolCall[], id: string) => calls.find((c) => c.tool_call_id === id)!;
 const approve = (calls: ToolCall[], approvalId: string, now: number, over: Partial<{ decided_by: string; confirmation: string }> = {}) =>
-  decideApproval(calls, approvalId, { decision: "approve", decided_by: "U", ...over }, limits, now, `mut-${approvalId}`);
+  decideApproval(
+    calls,
+    approvalId,
+    asApi({ decision: "approve", decided_by: "U", ...over }),
+    REQUESTER,
+    {},
+    limits,
+    now,
+    `mut-${approvalId}`,
+  );
 const statusOf = (r: { verdict: { kind: string } }) => r.verdict.kind;
 
 /** The stream events and dispatches the effects ask for (durable row work shown by `rows`). */
@@ -84,6 +101,8 @@ describe("announce", () => {
       arguments: { title: "t", api_key: "[redacted]" },
       hidden: [{ path: "/api_key", reason: "secret", chars: 5 }],
       expires_at: new Date(T0 + 1_000).toISOString(),
+      required: 1,
+      approvers: null,
     });
     expect(calls[0]!.state).toBe("awaiting_approval");
   });
@@ -189,7 +208,16 @@ describe("decideApproval", () => {
     const again = approve(calls, "approval-1", T0 + 20, { decided_by: "U2" });
     expect(again.verdict).toEqual(first.verdict);
     expect(again.effects).toEqual([]);
-    const conflict = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U2" }, limits, T0 + 20, "m");
+    const conflict = decideApproval(
+      calls,
+      "approval-1",
+      asApi({ decision: "deny", decided_by: "U2" }),
+      REQUESTER,
+      {},
+      limits,
+      T0 + 20,
+      "m",
+    );
     expect(conflict).toMatchObject({ verdict: { kind: "already_resolved", decision: "approved" }, effects: [] });
   });
 
@@ -199,7 +227,7 @@ describe("decideApproval", () => {
 
   it("denies: the call ends not_executed(denied), approved false, no row", () => {
     const calls = pending();
-    const answer = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U1" }, limits, T0 + 10, "m");
+    const answer = decideApproval(calls, "approval-1", asApi({ decision: "deny", decided_by: "U1" }), REQUESTER, {}, limits, T0 + 10, "m");
     expect(answer.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "denied" });
     expect(events(answer.effects)).toEqual(["approval_resolved", "tool_execution", "tool_completed"]);
     expect(rows(answer.effects)).toEqual([]);
@@ -229,7 +257,16 @@ describe("decideApproval", () => {
     expect(fields(late.effects, "approval_resolved")).toMatchObject({ decision: "expired" });
     expect(fields(late.effects, "tool_execution")).toMatchObject({ reason: "expired" });
     expect(rows(late.effects)).toEqual([]);
-    const again = decideApproval(calls, "approval-1", { decision: "deny", decided_by: "U1" }, limits, T0 + 2_000, "m");
+    const again = decideApproval(
+      calls,
+      "approval-1",
+      asApi({ decision: "deny", decided_by: "U1" }),
+      REQUESTER,
+      {},
+      limits,
+      T0 + 2_000,
+      "m",
+    );
     expect(again).toEqual({ verdict: { kind: "expired" }, effects: [] });
   });
 });
@@ -313,7 +350,8 @@ describe("ordered admission", () => {
     const kpi3 = call(3, { tool_name: "mcp__demo__create_kpi" });
     const calls = turnOf(kpi1, kpi2, read, kpi3);
     for (const c of [kpi1, kpi2, read, kpi3]) announce(calls, c, NOTHING_SHOWN, budget, T0, ids(`a-${c.index}`));
-    for (const id of ["a-0", "a-1", "a-3"]) decideApproval(calls, id, { decision: "approve", decided_by: "U" }, budget, T0, `mut-${id}`);
+    for (const id of ["a-0", "a-1", "a-3"])
+      decideApproval(calls, id, asApi({ decision: "approve", decided_by: "U" }), REQUESTER, {}, budget, T0, `mut-${id}`);
     const n = counters();
     expect(events(advanceAdmission(calls, 0, n, budget, T0))).toEqual(["dispatch:call-0"]);
     const first = calls[0]!;
@@ -360,9 +398,96 @@ describe("expiry and cancellation", () => {
     expect(fields(effects, "approval_resolved")).toMatchObject({ tool_call_id: "call-2", decision: "cancelled" });
     expect(rows(effects)).toEqual(["unsent:mut-a1:cancelled"]);
     expect(calls[0]!.state).toBe("dispatched");
-    expect(decideApproval(calls, "a2", { decision: "approve", decided_by: "U" }, limits, T0 + 6, "m").verdict).toMatchObject({
+    expect(
+      decideApproval(calls, "a2", asApi({ decision: "approve", decided_by: "U" }), REQUESTER, {}, limits, T0 + 6, "m").verdict,
+    ).toMatchObject({
       kind: "already_resolved",
       decision: "cancelled",
     });
+  });
+});
+
+describe("decideApproval under an approval policy (contract section 19)", () => {
+  const twoPerson: ApprovalPolicy = { approvers: ["access:*@example.com"], approvals_required: 2, self_approval: false };
+  function pendingUnder(policy: ApprovalPolicy, level: "approve" | "confirm" = "approve") {
+    const c = call(0, { level });
+    const calls = turnOf(c);
+    const effects = announce(calls, c, NOTHING_SHOWN, limits, T0, ids("approval-1"), policy);
+    return { calls, effects };
+  }
+  const person = (who: string, over: Partial<{ confirmation: string; decision: "approve" | "deny" }> = {}) => ({
+    decision: over.decision ?? ("approve" as const),
+    decided_by: `access:${who}@example.com`,
+    decider: {
+      via: "api" as const,
+      principal_id: `access:${who}@example.com`,
+      person: `access:${who}@example.com`,
+      has_approver_role: true,
+    },
+    ...(over.confirmation !== undefined ? { confirmation: over.confirmation } : {}),
+  });
+  const requester: Requester = { principal_id: "access:req@example.com", person: "access:req@example.com" };
+  const decideAs = (calls: ToolCall[], d: Decision, now: number) =>
+    decideApproval(calls, "approval-1", d, requester, {}, limits, now, "mut-1");
+
+  it("asks with required and approvers; votes until the Nth, which resolves with every vote and the row's approvals", () => {
+    const { calls, effects } = pendingUnder(twoPerson);
+    expect(fields(effects, "approval_requested")).toMatchObject({ required: 2, approvers: ["access:*@example.com"] });
+    const first = decideAs(calls, person("ann"), T0 + 1);
+    expect(first.verdict).toEqual({ kind: "vote_pending", approval_id: "approval-1", votes: 1, required: 2 });
+    expect(events(first.effects)).toEqual(["approval_vote"]);
+    expect(fields(first.effects, "approval_vote")).toEqual({
+      tool_name: "mcp__demo__create_dashboard",
+      tool_call_id: "call-0",
+      approval_id: "approval-1",
+      decided_by: "access:ann@example.com",
+      votes: 1,
+      required: 2,
+    });
+    // The first voter retries: the same answer, no event, still one vote.
+    const retry = decideAs(calls, person("ann"), T0 + 2);
+    expect(retry).toEqual({ verdict: first.verdict, effects: [] });
+    const second = decideAs(calls, person("bob"), T0 + 3);
+    expect(second.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "approved" });
+    expect(events(second.effects)).toEqual(["approval_resolved", "tool_execution_started"]);
+    const approvals = [
+      { by: "access:ann@example.com", at: new Date(T0 + 1).toISOString() },
+      { by: "access:bob@example.com", at: new Date(T0 + 3).toISOString() },
+    ];
+    expect(fields(second.effects, "approval_resolved")).toMatchObject({ decided_by: "access:bob@example.com", approvals });
+    expect(second.effects.find((e) => e.kind === "record_intent")).toMatchObject({ approved_by: "access:bob@example.com", approvals });
+  });
+
+  it("refuses before telling anything: an ineligible principal hears not_an_approver even after the approval resolved", () => {
+    const { calls } = pendingUnder(twoPerson);
+    const outsider: Decision = {
+      decision: "approve",
+      decided_by: "token:root",
+      decider: { via: "api", principal_id: "token:root", person: null, has_approver_role: true },
+    };
+    expect(decideAs(calls, outsider, T0 + 1)).toEqual({ verdict: { kind: "refused", error: "not_an_approver" }, effects: [] });
+    decideAs(calls, person("ann"), T0 + 1);
+    decideAs(calls, person("bob"), T0 + 2);
+    expect(decideAs(calls, outsider, T0 + 3).verdict).toEqual({ kind: "refused", error: "not_an_approver" });
+  });
+
+  it("refuses the requester's approve under self_approval: false, lets them deny, and one deny ends it", () => {
+    const { calls } = pendingUnder(twoPerson);
+    expect(decideAs(calls, person("req"), T0 + 1)).toEqual({ verdict: { kind: "refused", error: "self_approval_forbidden" }, effects: [] });
+    decideAs(calls, person("ann"), T0 + 1);
+    const denied = decideAs(calls, person("req", { decision: "deny" }), T0 + 2);
+    expect(denied.verdict).toEqual({ kind: "resolved", approval_id: "approval-1", decision: "denied" });
+    expect(fields(denied.effects, "approval_resolved")).toMatchObject({
+      decision: "denied",
+      approvals: [{ by: "access:ann@example.com", at: new Date(T0 + 1).toISOString() }],
+    });
+  });
+
+  it("needs the confirmation on every vote of a confirm tool", () => {
+    const { calls } = pendingUnder(twoPerson, "confirm");
+    expect(decideAs(calls, person("ann"), T0 + 1).verdict.kind).toBe("confirmation_mismatch");
+    expect(decideAs(calls, person("ann", { confirmation: "mcp__demo__create_dashboard" }), T0 + 1).verdict.kind).toBe("vote_pending");
+    expect(decideAs(calls, person("bob"), T0 + 2).verdict.kind).toBe("confirmation_mismatch");
+    expect(decideAs(calls, person("bob", { confirmation: "mcp__demo__create_dashboard" }), T0 + 2).verdict.kind).toBe("resolved");
   });
 });

@@ -54,6 +54,7 @@ describe("the client's wire types are the server's schemas", () => {
     expectTypeOf<ClientEvent<"assistant_message">>().toEqualTypeOf<Wire<typeof eventSchemas.assistant_message>>();
     expectTypeOf<ClientEvent<"tool_started">>().toEqualTypeOf<Wire<typeof eventSchemas.tool_started>>();
     expectTypeOf<ClientEvent<"approval_requested">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_requested>>();
+    expectTypeOf<ClientEvent<"approval_vote">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_vote>>();
     expectTypeOf<ClientEvent<"approval_resolved">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_resolved>>();
     expectTypeOf<ClientEvent<"tool_execution_started">>().toEqualTypeOf<Wire<typeof eventSchemas.tool_execution_started>>();
     expectTypeOf<ClientEvent<"human_input_requested">>().toEqualTypeOf<Wire<typeof eventSchemas.human_input_requested>>();

@@ -19,6 +19,10 @@ export interface PendingApproval {
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): the card marks it "Destructive". */
   destructive?: boolean;
+  /** Contract section 19: distinct persons that must approve (1 from older servers), the approvers patterns (null: the default rule), the votes so far. */
+  required: number;
+  approvers: string[] | null;
+  votes: { by: string; at: string }[];
 }
 
 export interface CallCard {
@@ -124,8 +128,16 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
           hidden: event.hidden ?? [],
           expires_at: event.expires_at,
           ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
+          required: event.required ?? 1,
+          approvers: event.approvers ?? null,
+          votes: [],
         },
       }));
+      return next;
+    case "approval_vote":
+      update(event.tool_call_id, (c) =>
+        c.approval ? { ...c, approval: { ...c.approval, votes: [...c.approval.votes, { by: event.decided_by, at: event.at }] } } : c,
+      );
       return next;
     case "approval_resolved":
       update(event.tool_call_id, (c) => ({

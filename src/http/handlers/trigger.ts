@@ -2,6 +2,7 @@
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
 // Nothing is claimed for an input that fails validation (contract section 17).
 import { apiError, jsonResponse } from "../api-error";
+import { personOf } from "../../policy/persons";
 import type { HostConfig } from "../../config/config";
 import { runStubFor, startRun } from "../start-run";
 import type { Env } from "../../config/env";
@@ -57,6 +58,7 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     channel_id: body.channel_id,
     user_id: requester.user_id,
     requested_by: principal.id,
+    requester_person: personOf(principal.id, { owner: principal.owner }),
     ...(requester.on_behalf_of !== undefined ? { on_behalf_of: requester.on_behalf_of } : {}),
     delivery_id: deliveryId ?? null,
     message: body.message,

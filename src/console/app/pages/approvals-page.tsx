@@ -39,7 +39,7 @@ export function ApprovalItems({
           <ApprovalForm
             runId={a.run_id}
             toolName={a.tool_name}
-            approval={a}
+            approval={{ ...a, required: a.required ?? 1, approvers: a.approvers ?? null, votes: a.approvals ?? [] }}
             now={now}
             onDone={() => {
               actedOn(a);
