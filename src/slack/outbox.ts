@@ -362,13 +362,13 @@ export class SlackOutbox {
   }
 
   /** Every item with its state, in order: for tests and the operator's debugging. */
-  items(): { id: number; state: ItemState; item: OutboxItem; ts: string | null; error: string | null }[] {
+  items(): { id: number; state: ItemState; item: QueuedItem; ts: string | null; error: string | null }[] {
     return this.#sql
       .exec<{ id: number; state: string; body: string; ts: string | null; error: string | null }>(
         `SELECT id, state, body, ts, error FROM slack_outbox ORDER BY id`,
       )
       .toArray()
-      .map((r) => ({ id: r.id, state: r.state as ItemState, item: JSON.parse(r.body) as OutboxItem, ts: r.ts, error: r.error }));
+      .map((r) => ({ id: r.id, state: r.state as ItemState, item: JSON.parse(r.body) as QueuedItem, ts: r.ts, error: r.error }));
   }
 }
 
