@@ -15,7 +15,8 @@ import {
   type RowRef,
 } from "../execution/dispatch-pipeline";
 import { argumentsDigest } from "../execution/arguments-digest";
-import { redactSecrets, redactText } from "../execution/redaction";
+import { redactText } from "../execution/redaction";
+import { shownArguments } from "../execution/shown-arguments";
 import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
@@ -383,7 +384,7 @@ export class RunEngine {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
-      this.#apply(announce(this.#calls, call, redactSecrets(call.arguments), limits, now, ids, policy), now);
+      this.#apply(announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy), now);
     }
     this.#save();
   }

@@ -12,6 +12,7 @@
 // "index" or "slack" deadline is armed before each network step, so work cut
 // off by an eviction is picked up by the alarm: nothing waits on a promise
 // that might never settle.
+import { refreshHomes } from "../slack/home-publish";
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
@@ -34,6 +35,15 @@ import { logger } from "../operate/logger";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
+/** Events that change what someone may decide (the Home tab's list, contract section 19). */
+const HOME_EVENT_TYPES = new Set([
+  "approval_requested",
+  "approval_resolved",
+  "human_input_requested",
+  "human_input_received",
+  "run_completed",
+  "run_failed",
+]);
 /** A drain cut off (eviction) is retried by the alarm after one call's bound plus this margin. */
 const DRAIN_WATCHDOG_MARGIN_MS = 5_000;
 /** While posts still wait at retention, the purge is looked at again this much later (at the latest). */
@@ -75,6 +85,8 @@ export class RunOutputs implements EngineObserver {
   #indexContext: RunIndexContext | undefined;
   /** The last append's time, and its ISO 8601 form. */
   #at = { now: Number.NaN, iso: "" };
+  /** An approval or question of this run changed since the last flush: the Home tabs are refreshed after the next one. */
+  #homeChanged = false;
 
   constructor(deps: RunOutputsDeps, run: RunRecord) {
     this.#deps = deps;
@@ -96,8 +108,16 @@ export class RunOutputs implements EngineObserver {
     const token = config.SLACK_BOT_TOKEN;
     this.#slackOn = config.SLACK_SIGNING_SECRET !== undefined && token !== undefined;
     if (this.#slackOn && token !== undefined && run.source === "slack" && run.slack) {
-      const outbox = new SlackOutbox(deps.sql, config);
-      outbox.init({ channel_id: run.channel_id, thread_ts: run.slack.thread_ts, message_ts: run.slack.message_ts });
+      const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
+      // The Home tabs (contract section 19): published again through this outbox when this run's approvals or questions change.
+      const homeSettings = { ...config, console_origin: consoleOrigin };
+      const outbox = new SlackOutbox(deps.sql, config, undefined, (client, now) => refreshHomes(deps.db, client, homeSettings, now));
+      outbox.init({
+        channel_id: run.channel_id,
+        thread_ts: run.slack.thread_ts,
+        message_ts: run.slack.message_ts,
+        ...(consoleOrigin === undefined ? {} : { console_origin: consoleOrigin }),
+      });
       const client = createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL });
       const spans = this.#traces?.spans;
       this.#slack = {
@@ -136,6 +156,7 @@ export class RunOutputs implements EngineObserver {
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
     marked = this.#metrics.observeEvent(event.type, fields, now) || marked;
     marked = (this.#traces?.spans.observeEvent(event.type, fields, now) ?? false) || marked;
+    if (this.#slack && HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
     if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) {
       marked = this.#syncSlackCounts() || marked;
       this.#startDrain(now);
@@ -230,6 +251,12 @@ export class RunOutputs implements EngineObserver {
         error,
       });
     } else this.#flushFailures = 0;
+    // The listings now hold the change: the Home tabs read them, through the outbox.
+    if (error === null && this.#homeChanged && this.#slack) {
+      this.#homeChanged = false;
+      this.#slack.outbox.enqueueHomeRefresh(Date.now());
+      this.#startDrain(Date.now());
+    }
     const traceDelay = await this.#exportTraces();
     const remaining = this.#index.pending + (this.#metrics.pending ? 1 : 0);
     const indexDelay = nextFlushDelayMs(

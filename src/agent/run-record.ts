@@ -135,6 +135,8 @@ interface SlackThreadRef {
    * the new run's conversation starts with that run's turns (contract section 14).
    */
   previous_run_id?: string;
+  /** The origin the Slack event came to (contract section 13's PUBLIC_URL default): approval messages link to the console there. */
+  request_origin?: string;
 }
 
 /** What the Worker hands a RunObject to start a run (RPC input). */

@@ -114,6 +114,13 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
+/** A value withheld from an approval's arguments: an RFC 6901 JSON Pointer into them, and the length of its JSON text. */
+export interface HiddenValue {
+  path: string;
+  reason: "secret";
+  chars: number;
+}
+
 export type EngineEvent =
   | (Envelope<"run_started"> & { user_id: string; requested_by?: string; on_behalf_of?: string })
   | (Envelope<"assistant_message"> & { text: string })
@@ -124,8 +131,10 @@ export type EngineEvent =
       approval_id: string;
       level: "approve" | "confirm";
       description: string;
-      /** The call's arguments (a JSON object), secret-looking values redacted. */
+      /** The call's arguments (a JSON object), cut nowhere but where a secret was redacted. */
       arguments: unknown;
+      /** Every value withheld from `arguments` (contract section 19); `[]` when nothing is. */
+      hidden: HiddenValue[];
       expires_at: string;
       /** How many distinct persons must approve (contract section 19). */
       required: number;

@@ -24,6 +24,8 @@ const DEFAULT_RUN_MAX_EVENTS = 10_000;
 const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 /** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
 const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
+/** Contract section 19: at most once per user per 5 seconds. */
+const DEFAULT_SLACK_HOME_REPUBLISH_MS = 5_000;
 const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
 const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
@@ -296,6 +298,10 @@ export const hostConfigSchema = z.object({
       .optional(),
   ),
   SLACK_DELIVERY_MAX_MS: intVar(DEFAULT_SLACK_DELIVERY_MAX_MS, 1),
+  // Contract section 19: the Home tab is published to one user at most once per this long (tests set it short).
+  SLACK_HOME_REPUBLISH_MS: intVar(DEFAULT_SLACK_HOME_REPUBLISH_MS, 1),
+  // Contract section 13: the deployment's public origin, for console links from Slack (unset: the request's origin).
+  PUBLIC_URL: optionalText.pipe(z.url().optional()).transform((v) => (v === undefined ? undefined : new URL(v).origin)),
   // The operator console (contract section 16): on only when its signing secret is set.
   CONSOLE_SESSION_SECRET: optionalText.pipe(
     z

@@ -133,12 +133,14 @@ function redactValue(value: unknown, depth: number): unknown {
   });
   const out: Record<string, unknown> = {};
   for (const [key, inner] of entries) {
-    const outKey = redactTextAt(key, depth);
-    if (key === nameField) out[outKey] = inner;
-    else if (ACTOR_KEYS.has(key) && typeof inner === "string" && PRINCIPAL_ID.test(inner)) out[outKey] = inner;
-    else if (nameField !== undefined || isSecretKey(key)) out[outKey] = REDACTED;
-    else if (isScalarSecretKey(key) && (inner === null || typeof inner !== "object")) out[outKey] = inner === null ? null : REDACTED;
-    else out[outKey] = redactValue(inner, depth + 1);
+    // Defined, not assigned: a `__proto__` key of parsed JSON stays data, as it was.
+    const put = (v: unknown) =>
+      Object.defineProperty(out, redactTextAt(key, depth), { value: v, enumerable: true, writable: true, configurable: true });
+    if (key === nameField) put(inner);
+    else if (ACTOR_KEYS.has(key) && typeof inner === "string" && PRINCIPAL_ID.test(inner)) put(inner);
+    else if (nameField !== undefined || isSecretKey(key)) put(REDACTED);
+    else if (isScalarSecretKey(key) && (inner === null || typeof inner !== "object")) put(inner === null ? null : REDACTED);
+    else put(redactValue(inner, depth + 1));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 // calls changed by reference.
 import { APPROVED_BY_AUTOMATIC } from "../outcomes/mutation-outcomes";
 import { redactSecrets, redactText } from "./redaction";
+import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-transport";
@@ -229,7 +230,7 @@ export interface NewIds {
 export function announce(
   calls: ToolCall[],
   call: Proposed,
-  redactedArguments: unknown,
+  shown: ShownArguments,
   limits: Limits,
   now: number,
   newIds: NewIds,
@@ -284,7 +285,8 @@ export function announce(
       approval_id: approvalId,
       level: call.level,
       description: call.description,
-      arguments: redactedArguments,
+      arguments: shown.arguments,
+      hidden: shown.hidden,
       expires_at: iso(approval.expires_at),
       required: policy.approvals_required,
       approvers: policy.approvers === null ? null : [...policy.approvers],

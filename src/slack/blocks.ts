@@ -11,6 +11,8 @@ import { joined, mention, mrkdwn, type SlackText, slackDate, untrusted, untruste
 export const ACTION_APPROVE = "approval_approve";
 export const ACTION_DENY = "approval_deny";
 export const ACTION_INPUT_ANSWER = "input_answer";
+/** The link button to the approval in the console (a URL button: Slack still sends a click, acknowledged and ignored). */
+const ACTION_OPEN_CONSOLE = "approval_open_console";
 /** callback_ids of the two modals, and the one input each holds. */
 export const VIEW_CONFIRM_APPROVAL = "approval_confirm";
 export const VIEW_INPUT_ANSWER = "input_answer";
@@ -19,8 +21,18 @@ export const MODAL_INPUT_ACTION_ID = "text";
 
 /** Slack refuses a section text over 3000 characters; the rest of the block needs room for the code fence. */
 export const SECTION_TEXT_MAX_CHARS = 3_000;
-/** The arguments' code block: under the section limit with room for the fence and the truncation note. */
-export const ARGUMENTS_PREVIEW_MAX_CHARS = 2_800;
+/**
+ * The most of the arguments' JSON an approval message shows (contract section 19). A message
+ * that has to cut shows how much it leaves out and offers no Approve button.
+ */
+export const ARGUMENTS_SHOWN_MAX_CHARS = 2_500;
+/** One code block's text before escaping, counted at its escaped size, so the section never cuts it. */
+const ARGUMENTS_BLOCK_BUDGET_CHARS = SECTION_TEXT_MAX_CHARS - 100;
+/** The approvers an approval message mentions at most (a mention is 14 characters: 50 fit a section and the fallback text). */
+const MENTIONS_MAX = 50;
+/** The hidden paths listed by name (each cut at HIDDEN_PATH_MAX_CHARS, so the list fits one section); the rest are counted. */
+const HIDDEN_PATHS_LISTED_MAX = 10;
+const HIDDEN_PATH_MAX_CHARS = 200;
 /** Slack truncates a message's `text` past 40 000 characters; stay under it with room for a note. */
 const MESSAGE_TEXT_MAX_CHARS = 39_000;
 /** A modal's title is at most 24 characters; a plain_text_input at most 3000. */
@@ -51,8 +63,16 @@ export interface ApprovalView {
   approval_id: string;
   tool_name: string;
   level: ApprovalLevel;
-  /** The redacted, truncated arguments as shown. */
+  /** The redacted arguments' JSON as shown: whole, or its first ARGUMENTS_SHOWN_MAX_CHARS characters. */
   arguments_preview: string;
+  /** How many characters of the arguments' JSON the message leaves out (absent or 0: shown whole). */
+  arguments_omitted_chars?: number;
+  /** The values the engine withheld as secrets (approval_requested.hidden). Absent in older memory. */
+  hidden?: { path: string; chars: number }[];
+  /** The Slack users the tool's policy names (contract section 19): mentioned in the request. */
+  approver_mentions?: string[];
+  /** The approval in the console (PUBLIC_URL, else the origin the run's Slack event came to). */
+  console_url?: string;
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): marked "Destructive". Absent in older memory. */
   destructive?: boolean;
@@ -66,11 +86,15 @@ export interface ApprovalButtonValue {
   run_id: string;
   approval_id: string;
   level: ApprovalLevel;
+  /** The run's channel, on Home tab buttons (no message to answer beside): the ephemeral answer goes there. */
+  channel_id?: string;
 }
 /** The value carried by the input_answer button. */
 export interface InputButtonValue {
   run_id: string;
   tool_call_id: string;
+  /** As on ApprovalButtonValue: set on Home tab buttons. */
+  channel_id?: string;
 }
 
 function truncate(text: string, max: number, note = "… (truncated)"): string {
@@ -89,12 +113,50 @@ export function renderPerson(decidedBy: string | undefined): SlackText {
 }
 
 /**
- * Redacts secret-looking keys again (the engine already did; a post must never carry one) and
- * fits the JSON in a block. Kept raw in the posts' memory: it is escaped where it is shown.
+ * The arguments' JSON as an approval message shows it: redacted again (the engine already did;
+ * redaction is idempotent, and a post must never carry a secret), whole when it fits in
+ * ARGUMENTS_SHOWN_MAX_CHARS, else its start and the count of characters left out. Kept raw in the
+ * posts' memory: it is escaped where it is shown.
  */
-export function argumentsPreview(args: unknown): string {
+export function argumentsPreview(args: unknown): Pick<ApprovalView, "arguments_preview" | "arguments_omitted_chars"> {
   const json = JSON.stringify(redactSecrets(args ?? {}), null, 2) ?? "{}";
-  return truncate(json, ARGUMENTS_PREVIEW_MAX_CHARS);
+  if (json.length <= ARGUMENTS_SHOWN_MAX_CHARS) return { arguments_preview: json, arguments_omitted_chars: 0 };
+  // Cut between code points, never inside a surrogate pair.
+  let shown = json.slice(0, ARGUMENTS_SHOWN_MAX_CHARS);
+  if (/[\uD800-\uDBFF]$/.test(shown)) shown = shown.slice(0, -1);
+  return { arguments_preview: shown, arguments_omitted_chars: json.length - shown.length };
+}
+
+/** The message cut the arguments: no Approve button (contract section 19). */
+function argumentsCut(view: ApprovalView): boolean {
+  return (view.arguments_omitted_chars ?? 0) > 0;
+}
+
+/** What a character of untrusted text costs once escaped and its fences broken (at most). */
+function escapedCost(ch: string): number {
+  if (ch === "&") return 5;
+  if (ch === "<" || ch === ">") return 4;
+  if (ch === "`") return 2;
+  return ch.length;
+}
+
+/** `text` in pieces whose escaped form fits one section's code block, so no piece is cut by escaping. */
+function blockPieces(text: string): string[] {
+  const pieces: string[] = [];
+  let piece = "";
+  let cost = 0;
+  for (const ch of text) {
+    const c = escapedCost(ch);
+    if (cost + c > ARGUMENTS_BLOCK_BUDGET_CHARS) {
+      pieces.push(piece);
+      piece = "";
+      cost = 0;
+    }
+    piece += ch;
+    cost += c;
+  }
+  pieces.push(piece);
+  return pieces;
 }
 
 function section(text: SlackText, blockId?: string): SectionBlock {
@@ -119,9 +181,34 @@ function destructiveMark(view: ApprovalView): SlackText {
   return view.destructive === true ? mrkdwn`:warning: *Destructive* · ` : mrkdwn``;
 }
 
-/** The preview inside the app's code block: escaped, its fences broken, cut to fit the section. */
-function argumentsBlock(view: ApprovalView): SectionBlock {
-  return section(mrkdwn`\`\`\`${untrusted(view.arguments_preview, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``);
+/**
+ * The shown arguments in the app's code blocks (escaped, fences broken; as many sections as the
+ * escaped text needs, so escaping never cuts it), then what is left out and what is withheld.
+ */
+function argumentsBlocks(view: ApprovalView): AnyMessageBlock[] {
+  const blocks: AnyMessageBlock[] = blockPieces(view.arguments_preview).map((piece) =>
+    section(mrkdwn`\`\`\`${untrusted(piece, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``),
+  );
+  if (argumentsCut(view)) {
+    blocks.push(
+      section(
+        mrkdwn`:scissors: *${view.arguments_omitted_chars ?? 0} characters of the arguments are not shown here.* See them whole in the console before you approve; from Slack you can only deny.`,
+      ),
+    );
+  }
+  const hidden = view.hidden ?? [];
+  if (hidden.length > 0) {
+    const listed = hidden
+      .slice(0, HIDDEN_PATHS_LISTED_MAX)
+      .map((h) => mrkdwn`\`${untrustedCode(h.path === "" ? "(all arguments)" : h.path, HIDDEN_PATH_MAX_CHARS)}\` (${h.chars} characters)`);
+    const more = hidden.length - listed.length;
+    blocks.push(
+      section(
+        mrkdwn`:lock: Withheld as secrets (the tool gets them): ${joined(listed, ", ")}${more > 0 ? mrkdwn` and ${more} more` : mrkdwn``}`,
+      ),
+    );
+  }
+  return blocks;
 }
 
 export function approvalRequest(view: ApprovalView): RenderedMessage {
@@ -141,14 +228,33 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
     text: { type: "plain_text", text: "Deny" },
     value: buttonValue,
   };
+  const openConsole: Button | undefined =
+    view.console_url === undefined
+      ? undefined
+      : {
+          type: "button",
+          action_id: ACTION_OPEN_CONSOLE,
+          text: { type: "plain_text", text: "Open in the console" },
+          url: view.console_url,
+        };
+  // A message that cut the arguments cannot be approved from: what you see is what you approve.
+  const buttons: Button[] = argumentsCut(view)
+    ? [deny, ...(openConsole ? [openConsole] : [])]
+    : [approve, deny, ...(openConsole ? [openConsole] : [])];
+  const mentions = (view.approver_mentions ?? []).slice(0, MENTIONS_MAX);
+  const asked = mentions.length === 0 ? undefined : joined(mentions.map(mention), ", ");
   return {
-    text: mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}`,
+    text:
+      asked === undefined
+        ? mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}`
+        : mrkdwn`Approval needed: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)} (${asked})`,
     blocks: [
       section(approvalHeader(view)),
-      argumentsBlock(view),
+      ...(asked === undefined ? [] : [section(mrkdwn`:bell: Approvers: ${asked}`)]),
+      ...argumentsBlocks(view),
       context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
       ...votesBlocks(view),
-      { type: "actions", block_id: `approval:${view.approval_id}`, elements: [approve, deny] },
+      { type: "actions", block_id: `approval:${view.approval_id}`, elements: buttons },
     ],
   };
 }
@@ -185,7 +291,7 @@ export function approvalResolved(
     text: mrkdwn`${untrusted(view.tool_name, FALLBACK_MAX_CHARS)}: ${code(decision)}`,
     blocks: [
       section(mrkdwn`${destructiveMark(view)}*\`${code(view.tool_name)}\`* (${code(view.level)})`),
-      argumentsBlock(view),
+      ...argumentsBlocks(view),
       section(outcome),
       ...(reason === undefined || reason === "" ? [] : [section(mrkdwn`*Reason:* ${untrusted(reason, SECTION_TEXT_MAX_CHARS)}`)]),
       context(mrkdwn`approval \`${code(view.approval_id)}\``),

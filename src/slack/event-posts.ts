@@ -37,9 +37,19 @@ export interface PostsMemory {
   /** tool_call_ids approved by a person or automatically (tool_started approval_required: false). */
   approved_calls: string[];
   last_assistant_text: string | null;
+  /** The origin the console is reached at (PUBLIC_URL, else the Slack request's origin): approval messages link to it. */
+  console_origin?: string;
 }
 
 export const emptyMemory = (): PostsMemory => ({ approvals: {}, questions: {}, approved_calls: [], last_assistant_text: null });
+
+/**
+ * An approval in the console: its run's page, scrolled to the approval (the console's route
+ * `#/runs/<run_id>/approvals/<approval_id>`, src/console/app/router.ts).
+ */
+function consoleApprovalUrl(origin: string, runId: string, approvalId: string): string {
+  return `${origin}/console#/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`;
+}
 
 /** The reaction put on the triggering message as soon as the run starts, and the ones at its end. */
 const WORKING_REACTION = "eyes";
@@ -62,6 +72,8 @@ const eventSchema = z.discriminatedUnion("type", [
     approval_id: z.string(),
     level: z.enum(["approve", "confirm"]),
     arguments: z.unknown(),
+    // Absent on events appended before contract section 19.
+    hidden: z.array(z.object({ path: z.string(), chars: z.number() }).loose()).optional(),
     expires_at: z.string(),
     annotations: z.object({ destructiveHint: z.boolean().optional() }).loose().optional(),
     required: z.number().optional(),
@@ -101,8 +113,14 @@ export interface PostsForEvent {
   memory: PostsMemory;
 }
 
+/** What the host says about an event beyond the event itself. */
+export interface PostsContext {
+  /** The Slack user ids the tool's approval policy names (src/slack/approver-mentions.ts). */
+  approversOf?: (toolName: string) => string[];
+}
+
 /** The items one event adds to the outbox; `memory` is not mutated. */
-export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForEvent {
+export function postsForEvent(eventJson: string, memory: PostsMemory, context: PostsContext = {}): PostsForEvent {
   const raw = JSON.parse(eventJson) as { type?: unknown };
   if (typeof raw.type === "string" && SILENT_TYPES.has(raw.type)) return { items: [], memory };
   const parsed = eventSchema.safeParse(raw);
@@ -127,7 +145,12 @@ export function postsForEvent(eventJson: string, memory: PostsMemory): PostsForE
         approval_id: event.approval_id,
         tool_name: event.tool_name,
         level: event.level,
-        arguments_preview: argumentsPreview(event.arguments),
+        ...argumentsPreview(event.arguments),
+        hidden: (event.hidden ?? []).map((h) => ({ path: h.path, chars: h.chars })),
+        approver_mentions: context.approversOf?.(event.tool_name) ?? [],
+        ...(next.console_origin === undefined
+          ? {}
+          : { console_url: consoleApprovalUrl(next.console_origin, event.run_id, event.approval_id) }),
         expires_at: event.expires_at,
         ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
         ...(event.required !== undefined && event.required > 1 ? { required: event.required, votes: [] } : {}),

@@ -7,8 +7,9 @@ import type { ApprovalButtonValue, InputButtonValue } from "./blocks";
 import { joined, mention, mrkdwn, type SlackText, untrustedCode } from "./slack-text";
 
 const id = z.string().min(1).max(200);
-const approvalValueSchema = z.object({ run_id: id, approval_id: id, level: z.enum(["approve", "confirm"]) });
-const inputValueSchema = z.object({ run_id: id, tool_call_id: id });
+// `channel_id`: set on the Home tab's buttons (src/slack/home-tab.ts), absent on a thread's.
+const approvalValueSchema = z.object({ run_id: id, approval_id: id, level: z.enum(["approve", "confirm"]), channel_id: id.optional() });
+const inputValueSchema = z.object({ run_id: id, tool_call_id: id, channel_id: id.optional() });
 
 /** What a modal keeps in private_metadata: the run, the approval or question, and where to answer ephemerally. */
 const modalMetadataSchema = z.discriminatedUnion("kind", [

@@ -13,9 +13,15 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import { backoffMs } from "../schedule/deadline";
 import type { SqlLike } from "../stream/event-log";
+import { type ApproverPolicySource, slackApproversNamed } from "./approver-mentions";
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
 import type { SqlTable } from "../stream/sql-schema";
+
+export type HomeRefresh = (client: SlackAPIClient, now: number) => Promise<number | null>;
+/** What the outbox queues: a run's posts, and requests to publish the Home tabs again (contract section 19). */
+type QueuedItem = OutboxItem | { kind: "home_refresh" };
+const HOME_REFRESH_BODY = JSON.stringify({ kind: "home_refresh" } satisfies QueuedItem);
 
 /** Where a Slack-started run posts. */
 export interface SlackRunTarget {
@@ -23,11 +29,16 @@ export interface SlackRunTarget {
   thread_ts: string;
   /** The triggering message (the working-indicator reaction goes on it). */
   message_ts: string;
+  /** Where approval messages link to the console (PUBLIC_URL, else the Slack request's origin); absent: no link. */
+  console_origin?: string;
 }
 
 export interface OutboxSettings {
   SLACK_DELIVERY_MAX_MS: number;
   SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
+  /** The approval policy (contract section 19): approval messages mention the Slack users it names. Absent: none. */
+  TOOL_POLICY?: ApproverPolicySource["TOOL_POLICY"];
+  APPROVER_GROUPS?: ApproverPolicySource["APPROVER_GROUPS"];
   /** The first retry's wait and the cap of the doubling waits (default RETRY_BASE_MS / RETRY_MAX_INTERVAL_MS). */
   SLACK_RETRY_BASE_MS?: number;
   SLACK_RETRY_MAX_INTERVAL_MS?: number;
@@ -110,7 +121,11 @@ export class SlackOutbox {
   readonly #callTimeoutMs: number;
   #draining: Promise<void> | null = null;
 
-  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS) {
+  /** Publishes the Home tabs again (src/slack/home-publish.ts): null when done, else when to try again. */
+  readonly #homeRefresh: HomeRefresh | undefined;
+
+  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS, homeRefresh?: HomeRefresh) {
+    this.#homeRefresh = homeRefresh;
     this.#sql = sql;
     this.#settings = settings;
     this.#callTimeoutMs = callTimeoutMs;
@@ -123,7 +138,7 @@ export class SlackOutbox {
       target.channel_id,
       target.thread_ts,
       target.message_ts,
-      JSON.stringify(emptyMemory()),
+      JSON.stringify({ ...emptyMemory(), ...(target.console_origin === undefined ? {} : { console_origin: target.console_origin }) }),
     );
   }
 
@@ -140,14 +155,27 @@ export class SlackOutbox {
     const run = this.#run();
     if (!run) return 0;
     const before = JSON.parse(run.memory) as PostsMemory;
-    const { items, memory } = postsForEvent(eventJson, before);
+    const policy = { TOOL_POLICY: this.#settings.TOOL_POLICY ?? {}, APPROVER_GROUPS: this.#settings.APPROVER_GROUPS ?? {} };
+    const { items, memory } = postsForEvent(eventJson, before, { approversOf: (tool) => slackApproversNamed(policy, tool) });
     // Heartbeats and other silent events hand the same memory back: no write on their append.
     if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
     for (const item of items) this.#enqueue(item, now);
     return items.length;
   }
 
-  #enqueue(item: OutboxItem, now: number): void {
+  /**
+   * Asks for the Home tabs to be published again, behind what is already queued; one waiting
+   * request covers any number of changes (it reads the listings when it is delivered).
+   */
+  enqueueHomeRefresh(now: number): void {
+    if (!this.#run() || this.#homeRefresh === undefined) return;
+    const waiting = this.#sql
+      .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM slack_outbox WHERE state = 'pending' AND body = ?`, HOME_REFRESH_BODY)
+      .toArray()[0];
+    if ((waiting?.n ?? 0) === 0) this.#enqueue({ kind: "home_refresh" }, now);
+  }
+
+  #enqueue(item: QueuedItem, now: number): void {
     const key = item.kind === "post" ? (item.key ?? null) : null;
     // A channel the guard blocked gets nothing, ever: the item is counted as given up at once.
     const blocked = this.#run()?.channel_check === "blocked";
@@ -218,7 +246,17 @@ export class SlackOutbox {
         }
         this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'allowed' WHERE id = 1`);
       }
-      const item = JSON.parse(head.body) as OutboxItem;
+      const item = JSON.parse(head.body) as QueuedItem;
+      if (item.kind === "home_refresh") {
+        const again = (await this.#homeRefresh?.(client, now)) ?? null;
+        if (again !== null && again <= deadline) {
+          // Some user was published to too recently: come back when they may be again (not a failure).
+          this.#sql.exec(`UPDATE slack_outbox SET next_attempt_at = ? WHERE id = ?`, again, head.id);
+          return { kind: "waiting", until: again };
+        }
+        this.#sql.exec(`UPDATE slack_outbox SET state = 'sent', attempts = attempts + 1, error = NULL WHERE id = ?`, head.id);
+        return { kind: "sent", id: head.id };
+      }
       const sent = await this.#send(client, run, item);
       if (sent.kind === "given_up") return this.#fail(head.id, sent.reason);
       this.#sql.exec(
@@ -346,13 +384,13 @@ export class SlackOutbox {
   }
 
   /** Every item with its state, in order: for tests and the operator's debugging. */
-  items(): { id: number; state: ItemState; item: OutboxItem; ts: string | null; error: string | null }[] {
+  items(): { id: number; state: ItemState; item: QueuedItem; ts: string | null; error: string | null }[] {
     return this.#sql
       .exec<{ id: number; state: string; body: string; ts: string | null; error: string | null }>(
         `SELECT id, state, body, ts, error FROM slack_outbox ORDER BY id`,
       )
       .toArray()
-      .map((r) => ({ id: r.id, state: r.state as ItemState, item: JSON.parse(r.body) as OutboxItem, ts: r.ts, error: r.error }));
+      .map((r) => ({ id: r.id, state: r.state as ItemState, item: JSON.parse(r.body) as QueuedItem, ts: r.ts, error: r.error }));
   }
 }
 

@@ -22,7 +22,7 @@ export type SlackEnvelope =
   | { kind: "handle"; type: string; body: Record<string, unknown> };
 
 /** Event types this app acts on; every other verified event is acknowledged and ignored. */
-const HANDLED_EVENTS: ReadonlySet<string> = new Set(["app_mention", "message", "app_uninstalled", "tokens_revoked"]);
+const HANDLED_EVENTS: ReadonlySet<string> = new Set(["app_mention", "message", "app_home_opened", "app_uninstalled", "tokens_revoked"]);
 const HANDLED_ACTIONS: ReadonlySet<string> = new Set([ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER]);
 const HANDLED_VIEWS: ReadonlySet<string> = new Set([VIEW_CONFIRM_APPROVAL, VIEW_INPUT_ANSWER]);
 

@@ -4,6 +4,7 @@
 // SLACK_API_BASE_URL). Verified events start runs through the same startRun
 // as POST /api/trigger; clicks and modal submissions decide through the
 // RunObject's RPC. Refusals are JSON, never slack-edge's plain text.
+import { publishHomeNow, recordHomeOpened } from "./home-publish";
 import { type Authorize, SlackApp, type SlackEdgeAppEnv, verifySlackRequest } from "slack-edge";
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
@@ -123,7 +124,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
-  const app = buildApp(env, slack, ctx, starts, client, scope);
+  const app = buildApp(env, slack, ctx, starts, client, scope, new URL(request.url).origin);
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
   let response: Response;
   try {
@@ -187,6 +188,7 @@ interface InstallationScope {
   principal: string | undefined;
 }
 
+/** `origin`: the one Slack's request came to (console links from Slack, when PUBLIC_URL is unset). */
 function buildApp(
   env: Env,
   config: SlackOnConfig,
@@ -194,6 +196,7 @@ function buildApp(
   starts: Promise<unknown>[],
   client: SlackAPIClient,
   scope: InstallationScope,
+  origin: string,
 ): SlackApp<SlackEdgeAppEnv> {
   // Our own authorize: the bot token from config, the bot user id from the event's
   // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
@@ -223,7 +226,9 @@ function buildApp(
     });
     if (intake.kind === "ignore" || scope.principal === undefined) return;
     const principal = scope.principal;
-    const requested = { ...intake.input, requested_by: principal };
+    // The console link in Slack's messages falls back to the origin Slack's request came to (PUBLIC_URL unset).
+    const slackPlace = intake.input.slack ? { slack: { ...intake.input.slack, request_origin: origin } } : {};
+    const requested = { ...intake.input, ...slackPlace, requested_by: principal };
     const eventId = body.event_id;
     // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
     const started = (async () => {
@@ -253,6 +258,18 @@ function buildApp(
     starts.push(recorded);
     await recorded;
   };
+  // The Home tab (contract section 19): the opener is recorded (republished on changes for 7 days) and published to at once.
+  app.event("app_home_opened", async (req) => {
+    const { user, tab } = req.payload as { user?: unknown; tab?: unknown };
+    if (typeof user !== "string" || !/^[UW][A-Z0-9]{1,30}$/.test(user) || tab !== "home" || scope.principal === undefined) return;
+    const viewer = { user, principal: scope.principal, team: scope.team };
+    const now = Date.now();
+    const published = (async () => {
+      await recordHomeOpened(env.DB, viewer, now);
+      await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
+    })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
+    ctx.waitUntil(published);
+  });
   app.event("app_uninstalled", stop("app_uninstalled"));
   app.event("tokens_revoked", stop("tokens_revoked"));
 
@@ -316,7 +333,7 @@ function buildApp(
       const payload = req.payload;
       const action = payload.actions[0];
       const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
-      const where = clickPlace(payload);
+      const where = clickPlace(payload, value?.channel_id);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
       const decider = await approvalDecider(value.run_id, value.approval_id, payload.user.id, decision, reply);
@@ -343,7 +360,7 @@ function buildApp(
     const payload = req.payload;
     const action = payload.actions[0];
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
-    const where = clickPlace(payload);
+    const where = clickPlace(payload, value?.channel_id);
     if (!value || !where) return;
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
     const summary = await deciderSummary(value.run_id, reply);
@@ -467,10 +484,13 @@ function botUserIdOf(body: { authorizations?: { user_id?: string }[] }, config: 
   return body.authorizations?.[0]?.user_id ?? config.SLACK_BOT_USER_ID;
 }
 
-/** Where a clicked message lives: its channel and thread (the ephemeral reply goes there). */
-function clickPlace(payload: object): { channel_id: string; thread_ts?: string } | null {
+/**
+ * Where a clicked message lives: its channel and thread (the ephemeral reply goes there). A
+ * Home tab click has no message: its button names the run's channel.
+ */
+function clickPlace(payload: object, homeChannel?: string): { channel_id: string; thread_ts?: string } | null {
   const { channel, message } = payload as { channel?: { id?: string }; message?: { ts?: string; thread_ts?: string } };
-  const channelId = channel?.id;
+  const channelId = channel?.id ?? homeChannel;
   if (!channelId) return null;
   const threadTs = message?.thread_ts ?? message?.ts;
   return threadTs ? { channel_id: channelId, thread_ts: threadTs } : { channel_id: channelId };

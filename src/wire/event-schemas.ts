@@ -38,6 +38,15 @@ export const resultFactsSchema = z
   .object({ is_error: z.boolean(), content_bytes: z.number().int().min(0), summary: z.string().max(2_048).optional() })
   .strict();
 
+/** One value withheld from an approval's arguments (contract section 19). */
+const hiddenValueSchema = z
+  .object({
+    path: z.string().meta({ description: 'An RFC 6901 JSON Pointer into `arguments` (`""` is the whole arguments).' }),
+    reason: z.literal("secret"),
+    chars: z.number().int().min(0).meta({ description: "The length of the withheld value's JSON text, in characters." }),
+  })
+  .strict();
+
 const toolIds = { tool_name: z.string(), tool_call_id: z.string() };
 
 /** An MCP tool's annotations as its server gave them (contract section 21): claims, shown to the person deciding. */
@@ -74,7 +83,12 @@ const ownFields = {
     approval_id: z.string(),
     level: z.enum(["approve", "confirm"]),
     description: z.string(),
-    arguments: z.unknown().meta({ description: "The call's arguments, secret-looking values redacted." }),
+    arguments: z
+      .unknown()
+      .meta({ description: "The call's arguments, cut nowhere but where a secret was redacted (contract section 19)." }),
+    hidden: z.array(hiddenValueSchema).meta({
+      description: "Every value withheld from `arguments`: an RFC 6901 JSON Pointer into it and the length of the value's JSON text.",
+    }),
     expires_at: isoTime,
     required: requiredField,
     approvers: z

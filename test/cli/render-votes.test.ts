@@ -16,6 +16,7 @@ describe("the CLI's lines for votes", () => {
       level: "approve" as const,
       description: "d",
       arguments: {},
+      hidden: [],
       expires_at: "2026-12-01T10:05:00.000Z",
     };
     expect(eventLine({ ...asked, required: 1, approvers: null })).not.toMatch(/required=|approvers=/);

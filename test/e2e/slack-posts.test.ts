@@ -49,6 +49,8 @@ const slackVars = () => ({
   SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
   SLACK_RETRY_BASE_MS: "100",
   SLACK_RETRY_MAX_INTERVAL_MS: "300",
+  // The Home tab's republish bound, short (the contract's is 5 seconds).
+  SLACK_HOME_REPUBLISH_MS: "200",
 });
 
 beforeAll(async () => {
@@ -105,7 +107,7 @@ const writeScript = (title: string) => [
   { text: "done" },
 ];
 
-type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
+type Block = { type: string; elements?: { action_id?: string; value?: string; url?: string }[] };
 
 /** The mrkdwn strings of a message's blocks (plain_text is shown as written, so it is left out). */
 function mrkdwnTexts(value: unknown, out: string[] = []): string[] {
@@ -130,7 +132,12 @@ describe("what a Slack-started run posts", () => {
     expect(String(posts[0]?.params.text)).toContain("I will create the dashboard.");
     const approvalPost = posts[1]!;
     expect(approvalPost.params.thread_ts).toBeDefined();
-    expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny"]);
+    // Shown whole: Approve, Deny, and the approval in the console (the request's origin: PUBLIC_URL is unset).
+    expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny", "approval_open_console"]);
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+    expect(buttonsOf(approvalPost)[2]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(mrkdwnTexts(approvalPost.params.blocks).join("\n")).toContain("`/api_token` (14 characters)");
+    expect(JSON.stringify(approvalPost.params.blocks)).not.toContain("not shown");
     // The redacted arguments only: the secret stays out of Slack.
     expect(JSON.stringify(slack.calls())).not.toContain("s3cret-token");
 
@@ -268,6 +275,93 @@ describe("what a Slack-started run posts", () => {
         expect(call.params).not.toHaveProperty("parse");
       }
     }
+  });
+
+  it("arguments too long to show: the post says how many characters it leaves out, lists what is withheld, and offers Deny and the console but no Approve", async () => {
+    const panels = Array.from({ length: 120 }, (_, i) => `panel number ${i} of the quarterly review`);
+    const args = { title: "posts-cut", panels, session: "DROP TABLE customers; --" };
+    const script = [{ text: "A long one.", tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: args }] }, { text: "done" }];
+    const runId = await startBySlack(server, scriptMessage(script));
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const post = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+
+    // The post: the first 2,500 characters, how many it leaves out, the withheld path, no Approve.
+    const shownJson = JSON.stringify({ ...args, session: "[redacted]" }, null, 2);
+    const text = mrkdwnTexts(post.params.blocks).join("\n");
+    expect(text).toContain(`${shownJson.length - 2_500} characters of the arguments are not shown`);
+    expect(text).toContain("`/session` (26 characters)");
+    expect(text).not.toContain("panel number 119");
+    expect(buttonsOf(post).map((b) => b.action_id)).toEqual(["approval_deny", "approval_open_console"]);
+    expect(buttonsOf(post)[1]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(JSON.stringify(post.params)).not.toContain("DROP TABLE");
+
+    // Deny works from the post as from a full one.
+    const value = JSON.parse(buttonsOf(post)[0]!.value!) as Record<string, unknown>;
+    expect((await click("approval_deny", REQUESTER, value)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(demoCalls.by_tool.create_dashboard ?? 0).toBe(0);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
+    const update = slack.calls("chat.update")[0]!;
+    expect(buttonsOf(update)).toEqual([]);
+    expect(JSON.stringify(update.params.blocks)).toContain("Denied by");
+
+    // The event: nothing cut but the secret, and the secret named by its pointer and length.
+    const requested = (await runEvents(runId)).find((e) => e.type === "approval_requested")!;
+    expect(requested.arguments).toEqual({ ...args, session: "[redacted]" });
+    expect(requested.hidden).toEqual([{ path: "/session", reason: "secret", chars: JSON.stringify(args.session).length }]);
+    // Everything the run posts is out before the next test resets the stand-in.
+    await slack.waitFor((c) => c.some((x) => x.method === "reactions.add" && x.params.name === "white_check_mark"));
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
+  });
+
+  it("the Home tab: published on app_home_opened, published again when an approval appears and when it is decided from the tab; never to a user who did not open it", async () => {
+    const published = (user: string) => delivered(slack.calls("views.publish")).filter((c) => c.params.user_id === user);
+    const viewOf = (call: RecordedCall) =>
+      (typeof call.params.view === "string" ? JSON.parse(call.params.view) : call.params.view) as Record<string, unknown>;
+    const opened = eventEnvelope(
+      { type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() },
+      eventId(),
+      BOT,
+    );
+    expect((await postSlackEvent(`${server.url}/slack/events`, SECRET, opened)).status).toBe(200);
+    await slack.waitFor(() => published(APPROVER).length === 1);
+    expect(viewOf(published(APPROVER)[0]!).type).toBe("home");
+
+    // A Slack run asks for an approval: the approver's tab is published again with it, the requester (never opened it) gets nothing.
+    const runId = await startBySlack(server, scriptMessage(writeScript("home-tab")));
+    await slack.waitFor(() => published(APPROVER).some((c) => JSON.stringify(viewOf(c)).includes(runId)));
+    const withApproval = viewOf(published(APPROVER).find((c) => JSON.stringify(viewOf(c)).includes(runId))!);
+    const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
+    const buttons = (withApproval.blocks as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
+    const approve = buttons.find((b) => b.action_id === "approval_approve" && String(b.value).includes(approvalId))!;
+    expect(JSON.parse(approve.value!)).toEqual({ run_id: runId, approval_id: approvalId, level: "approve", channel_id: CHANNEL });
+    expect(JSON.stringify(withApproval)).toContain("[redacted]");
+    expect(JSON.stringify(withApproval)).not.toContain("s3cret-token");
+    expect(published(REQUESTER)).toEqual([]);
+
+    // The tab's button works as the thread's: a click with no message (a Home view) decides, and the tab drops the approval.
+    const payload = blockActionsPayload({
+      actionId: "approval_approve",
+      user: APPROVER,
+      channel: CHANNEL,
+      value: approve.value!,
+      triggerId: `trigger-${++counter}`,
+      botUserId: BOT,
+    });
+    const { channel: _channel, message: _message, container: _container, ...fromHome } = payload;
+    const homeClick = { ...fromHome, container: { type: "view", view_id: "V0HOME" }, view: { id: "V0HOME", type: "home" } };
+    expect((await postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, homeClick)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
+    const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(demoCalls.by_tool.create_dashboard).toBe(1);
+    await slack.waitFor(() => {
+      const last = published(APPROVER).at(-1);
+      return last !== undefined && !JSON.stringify(viewOf(last)).includes(approvalId);
+    });
+    expect(published(REQUESTER)).toEqual([]);
+    await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
   });
 
   it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {

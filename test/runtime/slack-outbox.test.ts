@@ -113,6 +113,44 @@ describe("the Slack outbox", () => {
     expect(JSON.stringify(seen)).not.toContain("s3cret-canary");
   });
 
+  it("mentions the Slack users the tool's policy names exactly (directly or by group), at the Web API; nobody under the default rule", async () => {
+    const policied: OutboxSettings = {
+      ...settings,
+      TOOL_POLICY: {
+        mcp__demo__create_dashboard: { approvers: ["slack:T0TEAM:U0NAMED1", "group:sre", "slack:T0TEAM:*", "token:ops"] },
+      },
+      APPROVER_GROUPS: { sre: ["slack:U0NAMED2", "access:*@acme.com"] },
+    };
+    await withOutbox(async (sql) => {
+      const outbox = new SlackOutbox(sql, policied);
+      outbox.init(target);
+      const now = Date.now();
+      outbox.enqueueEvent(approvalRequested("ap-m1"), now);
+      outbox.enqueueEvent(
+        event("approval_requested", {
+          tool_name: "mcp__demo__update_dashboard",
+          tool_call_id: "call-ap-m2",
+          approval_id: "ap-m2",
+          level: "approve",
+          description: "d",
+          arguments: {},
+          hidden: [],
+          expires_at: "2026-11-29T10:05:00.000Z",
+        }),
+        now,
+      );
+      await outbox.drain(
+        client,
+        () => now,
+        async () => false,
+      );
+    });
+    const [named, unnamed] = (await calls()).filter((c) => c.method === "chat.postMessage");
+    expect(JSON.stringify(named!.params.blocks)).toContain("Approvers: <@U0NAMED1>, <@U0NAMED2>");
+    expect(String(named!.params.text)).toContain("(<@U0NAMED1>, <@U0NAMED2>)");
+    expect(JSON.stringify(unnamed!.params)).not.toContain("<@");
+  });
+
   it("the stand-in answering 429 to the first 20 calls: every post arrives, in order, none lost, each retry after Retry-After", async () => {
     await control({ fail: { count: 20, fault: { kind: "429", retry_after_s: 2 } } });
     await withOutbox(async (sql) => {

@@ -1,5 +1,5 @@
 // A local stand-in for Slack's Web API: a Node HTTP server on loopback that
-// answers chat.postMessage, chat.update, chat.postEphemeral, views.open,
+// answers chat.postMessage, chat.update, chat.postEphemeral, views.open, views.publish,
 // conversations.info, reactions.add, auth.test (naming its team) and users.info in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
@@ -89,6 +89,8 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
       case "chat.postEphemeral":
         return { ok: true, message_ts: nextTs() };
       case "views.open":
+        return { ok: true, view: { id: `V${String(++tsCounter).padStart(8, "0")}`, ...(params.view as object) } };
+      case "views.publish":
         return { ok: true, view: { id: `V${String(++tsCounter).padStart(8, "0")}`, ...(params.view as object) } };
       case "conversations.info": {
         const flags = (channel !== undefined ? external.get(channel) : undefined) ?? {};

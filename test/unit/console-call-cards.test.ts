@@ -26,6 +26,7 @@ describe("call cards", () => {
         level: "confirm",
         description: "d",
         arguments: { api_key: "[redacted]" },
+        hidden: [{ path: "/api_key", reason: "secret", chars: 12 }],
         expires_at: "2026-11-29T10:05:00.000Z",
       },
       {
@@ -92,6 +93,7 @@ describe("call cards", () => {
         level: "confirm",
         description: "d",
         arguments: {},
+        hidden: [],
         expires_at: "2026-11-29T10:05:00.000Z",
         ...(annotations ? { annotations } : {}),
       },
@@ -195,6 +197,7 @@ describe("votes (contract section 19)", () => {
         level: "approve",
         description: "d",
         arguments: {},
+        hidden: [],
         expires_at: "2026-11-29T10:05:00.000Z",
         required: 3,
         approvers: ["group:sre"],

@@ -28,6 +28,9 @@ describe("the console's hash router", () => {
     ["#/audit?action=run.explode&principal=%20", { page: "audit", filters: {} }],
     ["#/audit/x", { page: "unknown", fragment: "audit/x" }],
     ["#/runs/a/b", { page: "unknown", fragment: "runs/a/b" }],
+    ["#/runs/run_1/approvals/ap_1", { page: "run", runId: "run_1", approvalId: "ap_1" }],
+    ["#/runs/run_1/approvals/", { page: "unknown", fragment: "runs/run_1/approvals/" }],
+    ["#/runs/run_1/calls/ap_1", { page: "unknown", fragment: "runs/run_1/calls/ap_1" }],
     ["#/%E0%A4%A", { page: "unknown", fragment: "%E0%A4%A" }],
     ["#/nope", { page: "unknown", fragment: "nope" }],
   ])("%s", (hash, route) => {
@@ -48,5 +51,11 @@ describe("the console's hash router", () => {
 
   it("round-trips a run id through its link", () => {
     for (const id of ["run_01J", "a/b c", "%E0%A4%A", "ü#?"]) expect(parseRoute(href.run(id))).toEqual({ page: "run", runId: id });
+  });
+
+  it("round-trips an approval on its run's page through its link (the one Slack posts)", () => {
+    for (const id of ["ap_01J", "a/b c", "ü#?"]) {
+      expect(parseRoute(href.approval("run_1", id))).toEqual({ page: "run", runId: "run_1", approvalId: id });
+    }
   });
 });

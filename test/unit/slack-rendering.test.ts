@@ -2,7 +2,7 @@
 // events start runs, and the click rules. Plain data in, data out.
 import { describe, expect, it } from "vitest";
 import {
-  ARGUMENTS_PREVIEW_MAX_CHARS,
+  ARGUMENTS_SHOWN_MAX_CHARS,
   approvalRequest,
   approvalResolved,
   argumentsPreview,
@@ -19,9 +19,14 @@ const view = {
   approval_id: "approval_1",
   tool_name: "mcp__demo__create_dashboard",
   level: "confirm" as const,
-  arguments_preview: argumentsPreview({ title: "t", password: "hunter2" }),
+  ...argumentsPreview({ title: "t", password: "hunter2" }),
   expires_at: "2026-11-29T10:05:00.000Z",
 };
+
+const buttonsOf = (message: { blocks?: unknown[] }) =>
+  (message.blocks as { type: string; elements?: { action_id?: string; url?: string }[] }[])
+    .filter((b) => b.type === "actions")
+    .flatMap((b) => b.elements ?? []);
 
 describe("Block Kit", () => {
   it("an approval request shows tool, level, redacted arguments, expiry, and the two buttons whose value reads back", () => {
@@ -45,12 +50,53 @@ describe("Block Kit", () => {
     });
   });
 
-  it("huge arguments are truncated to fit a section block", () => {
-    const preview = argumentsPreview({ blob: "x".repeat(50_000) });
-    expect(preview.length).toBeLessThanOrEqual(ARGUMENTS_PREVIEW_MAX_CHARS);
-    for (const block of approvalRequest({ ...view, arguments_preview: preview }).blocks ?? []) {
+  it("arguments past 2,500 characters are cut there: the message says how many it leaves out and offers Deny and the console, no Approve", () => {
+    const args = { blob: "x".repeat(50_000) };
+    const json = JSON.stringify(args, null, 2);
+    const preview = argumentsPreview(args);
+    expect(preview.arguments_preview).toBe(json.slice(0, ARGUMENTS_SHOWN_MAX_CHARS));
+    expect(preview.arguments_omitted_chars).toBe(json.length - ARGUMENTS_SHOWN_MAX_CHARS);
+    const url = "https://aee.example/console#/runs/run_1/approvals/approval_1";
+    const message = approvalRequest({ ...view, ...preview, console_url: url });
+    for (const block of message.blocks ?? []) {
       if (block.type === "section") expect(block.text?.text.length).toBeLessThanOrEqual(SECTION_TEXT_MAX_CHARS);
     }
+    expect(JSON.stringify(message)).toContain(`${json.length - ARGUMENTS_SHOWN_MAX_CHARS} characters of the arguments are not shown`);
+    expect(buttonsOf(message).map((b) => b.action_id)).toEqual(["approval_deny", "approval_open_console"]);
+    expect(buttonsOf(message)[1]?.url).toBe(url);
+  });
+
+  it("arguments of exactly 2,500 characters are shown whole, with Approve; escaping never cuts them", () => {
+    const blob = "<&>".repeat(1_000);
+    const args = { blob: blob.slice(0, ARGUMENTS_SHOWN_MAX_CHARS - JSON.stringify({ blob: "" }, null, 2).length) };
+    const preview = argumentsPreview(args);
+    expect(JSON.stringify(args, null, 2).length).toBe(ARGUMENTS_SHOWN_MAX_CHARS);
+    expect(preview.arguments_omitted_chars).toBe(0);
+    const message = approvalRequest({ ...view, ...preview });
+    const text = JSON.stringify(message);
+    expect(text).not.toContain("(truncated)");
+    expect(text).not.toContain("not shown");
+    for (const block of message.blocks ?? []) {
+      if (block.type === "section") expect(block.text?.text.length).toBeLessThanOrEqual(SECTION_TEXT_MAX_CHARS);
+    }
+    const shown = (message.blocks ?? [])
+      .flatMap((b) => (b.type === "section" && b.text?.text.startsWith("```") ? [b.text.text.slice(3, -3)] : []))
+      .join("");
+    expect(shown.replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&")).toBe(JSON.stringify(args, null, 2));
+    expect(buttonsOf(message).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny"]);
+  });
+
+  it("lists every withheld path with its length, escaped, and counts those past the first ten", () => {
+    const hidden = [
+      { path: "/db/password", chars: 14 },
+      { path: "/<@U1>", chars: 3 },
+      ...Array.from({ length: 10 }, (_, i) => ({ path: `/k${i}`, chars: 2 })),
+    ];
+    const text = JSON.stringify(approvalRequest({ ...view, hidden }));
+    expect(text).toContain("`/db/password` (14 characters)");
+    expect(text).toContain("`/&lt;@U1&gt;` (3 characters)");
+    expect(text).toContain("and 2 more");
+    expect(JSON.stringify(approvalResolved({ ...view, hidden }, "denied", "slack:U1"))).toContain("/db/password");
   });
 
   it("the decided form has no buttons and says who decided, or that it expired or was cancelled", () => {

@@ -234,7 +234,12 @@ function simulate(s: Scenario): Trace {
     const mint = () => `mut-${++minted}`;
     const advance = () => take(advanceAdmission(calls, turnIndex, counters, limits, now));
     for (const call of proposed) {
-      take(announce(calls, call, { redacted: true }, limits, now, { approvalId: `approval-${call.tool_call_id}`, mutationId: mint() }));
+      take(
+        announce(calls, call, { arguments: { redacted: true }, hidden: [] }, limits, now, {
+          approvalId: `approval-${call.tool_call_id}`,
+          mutationId: mint(),
+        }),
+      );
     }
     advance();
 

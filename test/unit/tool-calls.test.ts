@@ -1,6 +1,7 @@
 // The per-call lifecycle as pure functions: event order, decisions, ordered
 // admission, ceiling, budget, expiry and cancellation.
 import { describe, expect, it } from "vitest";
+import { shownArguments } from "../../src/execution/shown-arguments";
 import {
   advanceAdmission,
   announce,
@@ -19,6 +20,8 @@ import {
   type ToolCall,
 } from "../../src/execution/tool-calls";
 import type { ApprovalPolicy, Requester } from "../../src/policy/approval-policy";
+
+const NOTHING_SHOWN = shownArguments({});
 
 const T0 = 1_000_000;
 const limits: Limits = { ceiling: 25, budget: { mcp__demo__create_dashboard: 2 }, approvalTimeoutMs: 1_000, admissionTimeoutMs: 5_000 };
@@ -85,7 +88,7 @@ describe("announce", () => {
   it("asks a person for a budgeted mutating call, showing redacted arguments", () => {
     const c = call(0);
     const calls = turnOf(c);
-    const effects = announce(calls, c, { title: "t", api_key: "[redacted]" }, limits, T0, ids("approval-1"));
+    const effects = announce(calls, c, shownArguments({ title: "t", api_key: "k-1" }), limits, T0, ids("approval-1"));
     expect(events(effects)).toEqual(["tool_started", "approval_requested"]);
     expect(rows(effects)).toEqual([]);
     expect(fields(effects, "tool_started")).toEqual({ tool_name: c.tool_name, tool_call_id: "call-0", approval_required: true });
@@ -96,6 +99,7 @@ describe("announce", () => {
       level: "approve",
       description: "Create a dashboard.",
       arguments: { title: "t", api_key: "[redacted]" },
+      hidden: [{ path: "/api_key", reason: "secret", chars: 5 }],
       expires_at: new Date(T0 + 1_000).toISOString(),
       required: 1,
       approvers: null,
@@ -111,10 +115,10 @@ describe("announce", () => {
       openWorldHint: true,
     };
     const c = call(0, { level: "confirm", annotations });
-    const requested = fields(announce(turnOf(c), c, {}, limits, T0, ids("approval-1")), "approval_requested");
+    const requested = fields(announce(turnOf(c), c, NOTHING_SHOWN, limits, T0, ids("approval-1")), "approval_requested");
     expect(requested.annotations).toEqual({ ...annotations, title: "Delete [redacted]" });
     const plain = call(0);
-    expect(fields(announce(turnOf(plain), plain, {}, limits, T0, ids("approval-1")), "approval_requested")).not.toHaveProperty(
+    expect(fields(announce(turnOf(plain), plain, NOTHING_SHOWN, limits, T0, ids("approval-1")), "approval_requested")).not.toHaveProperty(
       "annotations",
     );
   });
@@ -122,7 +126,7 @@ describe("announce", () => {
   it("ends a mutating call outside the budget right after tool_started, without asking", () => {
     const c = call(0, { tool_name: "mcp__demo__create_kpi" });
     const calls = turnOf(c);
-    const effects = announce(calls, c, {}, limits, T0, ids("approval-1"));
+    const effects = announce(calls, c, NOTHING_SHOWN, limits, T0, ids("approval-1"));
     expect(events(effects)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
     expect(fields(effects, "tool_execution")).toEqual({
       tool_name: "mcp__demo__create_kpi",
@@ -139,7 +143,7 @@ describe("announce", () => {
   it("runs read-only calls with automatic approval and asks human__ask's question", () => {
     const ro = call(0, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
     const calls = turnOf(ro);
-    expect(events(announce(calls, ro, {}, limits, T0, ids("a")))).toEqual(["tool_started"]);
+    expect(events(announce(calls, ro, NOTHING_SHOWN, limits, T0, ids("a")))).toEqual(["tool_started"]);
     expect(calls[0]).toMatchObject({ state: "awaiting_admission", grant: "automatic", mutation_id: null });
     const ask = call(1, {
       tool_name: "human__ask",
@@ -149,7 +153,7 @@ describe("announce", () => {
       arguments: { question: "Which team?" },
     });
     calls.push(ask);
-    const effects = announce(calls, ask, {}, limits, T0, ids("a"));
+    const effects = announce(calls, ask, NOTHING_SHOWN, limits, T0, ids("a"));
     expect(events(effects)).toEqual(["tool_started", "human_input_requested"]);
     expect(fields(effects, "human_input_requested")).toEqual({
       tool_call_id: "call-1",
@@ -166,14 +170,14 @@ describe("announce", () => {
       level: null,
       arguments: { question: 7, api_token: "s3cret" },
     });
-    const effects = announce(turnOf(ask), ask, {}, limits, T0, ids("a"));
+    const effects = announce(turnOf(ask), ask, NOTHING_SHOWN, limits, T0, ids("a"));
     expect(fields(effects, "human_input_requested")).toMatchObject({ question: JSON.stringify({ question: 7, api_token: "[redacted]" }) });
   });
 
   it("records the intent of a mutation that needs nobody's approval when it is announced", () => {
     const auto = call(0, { level: null });
     const calls = turnOf(auto);
-    const effects = announce(calls, auto, {}, limits, T0, ids("a"));
+    const effects = announce(calls, auto, NOTHING_SHOWN, limits, T0, ids("a"));
     expect(events(effects)).toEqual(["tool_started"]);
     expect(rows(effects)).toEqual(["intent:mut-a"]);
     // The audit fields of the row: nobody decided, approved the moment it was announced.
@@ -185,7 +189,7 @@ describe("decideApproval", () => {
   function pending(level: "approve" | "confirm" = "approve") {
     const c = call(0, { level });
     const calls = turnOf(c);
-    announce(calls, c, {}, limits, T0, ids("approval-1"));
+    announce(calls, c, NOTHING_SHOWN, limits, T0, ids("approval-1"));
     return calls;
   }
 
@@ -270,8 +274,8 @@ describe("decideApproval", () => {
 describe("ordered admission", () => {
   it("runs calls in the model's order: a later approved call waits for an earlier pending approval", () => {
     const calls = turnOf(call(0), call(1));
-    announce(calls, calls[0] as Proposed, {}, limits, T0, ids("approval-0"));
-    announce(calls, calls[1] as Proposed, {}, limits, T0, ids("approval-1"));
+    announce(calls, calls[0] as Proposed, NOTHING_SHOWN, limits, T0, ids("approval-0"));
+    announce(calls, calls[1] as Proposed, NOTHING_SHOWN, limits, T0, ids("approval-1"));
     const n = counters();
     approve(calls, "approval-1", T0 + 1);
     expect(events(advanceAdmission(calls, 0, n, limits, T0 + 1))).toEqual([]);
@@ -306,8 +310,8 @@ describe("ordered admission", () => {
     const ask = call(0, { tool_name: "human__ask", kind: "human_ask", mutating: false, level: null, arguments: { question: "ok?" } });
     const write = call(1);
     const calls = turnOf(ask, write);
-    announce(calls, ask, {}, limits, T0, ids("a0"));
-    announce(calls, write, {}, limits, T0, ids("a1"));
+    announce(calls, ask, NOTHING_SHOWN, limits, T0, ids("a0"));
+    announce(calls, write, NOTHING_SHOWN, limits, T0, ids("a1"));
     approve(calls, "a1", T0 + 1);
     const n = counters();
     expect(events(advanceAdmission(calls, 0, n, limits, T0 + 2))).toEqual([]);
@@ -325,8 +329,8 @@ describe("ordered admission", () => {
     const first = call(0);
     const second = call(1);
     const calls = turnOf(first, second);
-    announce(calls, first, {}, limits, T0, ids("a0"));
-    announce(calls, second, {}, limits, T0, ids("a1"));
+    announce(calls, first, NOTHING_SHOWN, limits, T0, ids("a0"));
+    announce(calls, second, NOTHING_SHOWN, limits, T0, ids("a1"));
     approve(calls, "a1", T0);
     expect(nextDeadline(calls, 0)).toBe(T0 + 1_000); // first's approval expiry comes first
     const effects = advanceAdmission(calls, 0, counters(), limits, T0 + 5_000);
@@ -345,7 +349,7 @@ describe("ordered admission", () => {
     const read = call(2, { tool_name: "mcp__demo__list_dashboards", mutating: false, level: null });
     const kpi3 = call(3, { tool_name: "mcp__demo__create_kpi" });
     const calls = turnOf(kpi1, kpi2, read, kpi3);
-    for (const c of [kpi1, kpi2, read, kpi3]) announce(calls, c, {}, budget, T0, ids(`a-${c.index}`));
+    for (const c of [kpi1, kpi2, read, kpi3]) announce(calls, c, NOTHING_SHOWN, budget, T0, ids(`a-${c.index}`));
     for (const id of ["a-0", "a-1", "a-3"])
       decideApproval(calls, id, asApi({ decision: "approve", decided_by: "U" }), REQUESTER, {}, budget, T0, `mut-${id}`);
     const n = counters();
@@ -368,8 +372,8 @@ describe("expiry and cancellation", () => {
     const write = call(0);
     const ask = call(1, { tool_name: "human__ask", kind: "human_ask", mutating: false, level: null, arguments: { question: "?" } });
     const calls = turnOf(write, ask);
-    announce(calls, write, {}, limits, T0, ids("a0"));
-    announce(calls, ask, {}, limits, T0, ids("a1"));
+    announce(calls, write, NOTHING_SHOWN, limits, T0, ids("a0"));
+    announce(calls, ask, NOTHING_SHOWN, limits, T0, ids("a1"));
     expect(expireDue(calls, 0, T0 + 999)).toEqual([]);
     expect(events(expireDue(calls, 0, T0 + 1_000))).toEqual([
       "approval_resolved",
@@ -384,7 +388,7 @@ describe("expiry and cancellation", () => {
 
   it("cancels everything not yet dispatched and leaves the dispatched call to settle", () => {
     const calls = turnOf(call(0), call(1), call(2));
-    for (const c of [...calls] as Proposed[]) announce(calls, c, {}, limits, T0, ids(`a${c.index}`));
+    for (const c of [...calls] as Proposed[]) announce(calls, c, NOTHING_SHOWN, limits, T0, ids(`a${c.index}`));
     approve(calls, "a0", T0);
     approve(calls, "a1", T0);
     advanceAdmission(calls, 0, counters(), limits, T0);
@@ -408,7 +412,7 @@ describe("decideApproval under an approval policy (contract section 19)", () => 
   function pendingUnder(policy: ApprovalPolicy, level: "approve" | "confirm" = "approve") {
     const c = call(0, { level });
     const calls = turnOf(c);
-    const effects = announce(calls, c, {}, limits, T0, ids("approval-1"), policy);
+    const effects = announce(calls, c, NOTHING_SHOWN, limits, T0, ids("approval-1"), policy);
     return { calls, effects };
   }
   const person = (who: string, over: Partial<{ confirmation: string; decision: "approve" | "deny" }> = {}) => ({

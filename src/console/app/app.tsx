@@ -48,7 +48,7 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
     case "runs":
       return <RunsPage waiting={waiting} filters={route.filters} now={now} />;
     case "run":
-      return <RunPage key={route.runId} runId={route.runId} now={now} />;
+      return <RunPage key={route.runId} runId={route.runId} focusApproval={route.approvalId} now={now} />;
     case "approvals":
       return <ApprovalsPage approvals={waiting.approvals} error={waiting.errors.approvals} now={now} reload={waiting.reload.approvals} />;
     case "questions":

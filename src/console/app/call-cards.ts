@@ -4,7 +4,7 @@
 // assistant message and each call in the order of its first event, the final
 // answer once. Pure: no DOM, no fetch, so it is unit-tested
 // (test/unit/console-call-cards.test.ts).
-import type { EngineEvent, ErrorFacts, ExecutionResult, NotExecutedReason } from "../../client/types";
+import type { EngineEvent, ErrorFacts, ExecutionResult, HiddenValue, NotExecutedReason } from "../../client/types";
 
 type CallStage = "announced" | "waiting_for_approval" | "waiting_for_answer" | "approved" | "answered" | "executed" | "not_executed";
 
@@ -14,6 +14,8 @@ export interface PendingApproval {
   description: string;
   /** Redacted by the engine; only shown. The listing types them as any JSON value. */
   arguments: unknown;
+  /** What the engine withheld from `arguments` as secrets (contract section 19); absent from the listing and older events. */
+  hidden?: HiddenValue[];
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): the card marks it "Destructive". */
   destructive?: boolean;
@@ -123,6 +125,7 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
           level: event.level,
           description: event.description,
           arguments: event.arguments,
+          hidden: event.hidden ?? [],
           expires_at: event.expires_at,
           ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
           required: event.required ?? 1,

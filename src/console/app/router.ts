@@ -57,7 +57,8 @@ export type Route =
   | { page: "waiting" }
   /** `filters`: the runs list's filters from the fragment's query (`#/runs?status=waiting&channel_id=C1`). */
   | { page: "runs"; filters: RunFilters }
-  | { page: "run"; runId: string }
+  /** `approvalId`: the approval a link from Slack points at (`#/runs/<run>/approvals/<approval>`), shown in focus. */
+  | { page: "run"; runId: string; approvalId?: string }
   | { page: "approvals" }
   | { page: "questions" }
   | { page: "outcomes" }
@@ -85,6 +86,8 @@ export function parseRoute(hash: string): Route {
     case "runs":
       if (simple || second === "") return { page: "runs", filters: filtersOf(query) };
       if (rest.length === 0 && second !== undefined) return { page: "run", runId: safeDecode(second) };
+      if (rest.length === 2 && rest[0] === "approvals" && second && rest[1])
+        return { page: "run", runId: safeDecode(second), approvalId: safeDecode(rest[1]) };
       break;
     case "audit":
       if (simple) return { page: "audit", filters: auditFiltersOf(query) };
@@ -105,6 +108,8 @@ export const href = {
   /** The runs list with these filters. */
   runsWith: (filters: RunFilters) => withQuery("#/runs", filters),
   run: (runId: string) => `#/runs/${encodeURIComponent(runId)}`,
+  /** One approval on its run's page (the link approval messages in Slack carry, src/slack/event-posts.ts). */
+  approval: (runId: string, approvalId: string) => `#/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(approvalId)}`,
   approvals: "#/approvals",
   questions: "#/questions",
   outcomes: "#/outcomes",

@@ -94,7 +94,19 @@ export function ApprovalForm({
       <p>
         {approval.description} <TimeLeft expiresAt={approval.expires_at} now={now} />
       </p>
-      <JsonView value={approval.arguments} label="Arguments (secret-looking values redacted)" />
+      <JsonView value={approval.arguments} label="Arguments, whole (nothing cut but secrets)" />
+      {approval.hidden && approval.hidden.length > 0 ? (
+        <div class="hidden-values">
+          <p>Withheld as secrets (the tool gets them):</p>
+          <ul aria-label="Withheld values">
+            {approval.hidden.map((h) => (
+              <li key={h.path} data-hidden-path={h.path}>
+                <code>{h.path === "" ? "(all arguments)" : h.path}</code> ({h.chars} characters)
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       <Votes approval={approval} />
       {approval.level === "confirm" ? (
         <p>

@@ -3,6 +3,7 @@
 // the decision or answer form while it waits, its error or result, and for a
 // mutation its durable outcome.
 import type { MutationOutcome } from "../../../client/types";
+import { useEffect, useRef } from "preact/hooks";
 import type { CallCard as Card } from "../call-cards";
 import { cardVerdict } from "../verdicts";
 import { AnswerForm } from "./answer-form";
@@ -16,6 +17,7 @@ export function CallCard({
   now,
   running,
   sequence,
+  focused = false,
 }: {
   card: Card;
   outcome: MutationOutcome | undefined;
@@ -23,12 +25,20 @@ export function CallCard({
   now: number;
   running: boolean;
   sequence: number;
+  /** The approval a link named (from Slack): marked and scrolled to. */
+  focused?: boolean;
 }) {
   const verdict = cardVerdict(card, outcome);
+  const ref = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (focused) ref.current?.scrollIntoView({ block: "start" });
+  }, [focused]);
   const decision = card.decision;
   return (
     <li
-      class="card"
+      ref={ref}
+      class={focused ? "card focused" : "card"}
+      data-focused={focused ? "true" : undefined}
       data-kind="call"
       data-sequence={sequence}
       data-tool-call-id={card.tool_call_id}

@@ -64,7 +64,7 @@ function CancelButton({ runId }: { runId: string }) {
   );
 }
 
-export function RunPage({ runId, now }: { runId: string; now: number }) {
+export function RunPage({ runId, focusApproval, now }: { runId: string; focusApproval?: string; now: number }) {
   const [view, setView] = useState<RunView>(() => emptyRun(runId));
   const [summary, setSummary] = useState<SummaryState>({ kind: "loading" });
   const [streamError, setStreamError] = useState<string>();
@@ -150,6 +150,7 @@ export function RunPage({ runId, now }: { runId: string; now: number }) {
               now={now}
               running={running}
               sequence={entry.sequence}
+              focused={focusApproval !== undefined && card.approval?.approval_id === focusApproval}
             />
           );
         })}

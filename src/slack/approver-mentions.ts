@@ -1,0 +1,28 @@
+// Which Slack users an approval message mentions (contract section 19,
+// "Telling the approvers"): the Slack users the tool's policy names by exact
+// id (`slack:<team>:<user>` or `slack:<user>`, directly or through a
+// `group:` of APPROVER_GROUPS). A pattern with `*` names nobody in
+// particular, so it mentions nobody. Pure: the outbox asks it per
+// approval_requested, with the host's policy.
+import { effectivePolicy, type ApprovalPolicyFields } from "../policy/approval-policy";
+import { expandApprovers } from "../policy/approver-patterns";
+
+/** `slack:U1`, `slack:T1:U1`: an exact Slack principal id and its user id. */
+const EXACT_SLACK_USER = /^slack:(?:[A-Z0-9]{1,32}:)?([UW][A-Z0-9]{1,30})$/;
+
+export interface ApproverPolicySource {
+  TOOL_POLICY: Readonly<Record<string, ApprovalPolicyFields>>;
+  APPROVER_GROUPS: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The Slack user ids the tool's policy names exactly, in the order named, each once; none under the default rule. */
+export function slackApproversNamed(source: ApproverPolicySource, toolName: string): string[] {
+  const { approvers } = effectivePolicy(source.TOOL_POLICY, toolName);
+  if (approvers === null) return [];
+  const users: string[] = [];
+  for (const pattern of expandApprovers(approvers, source.APPROVER_GROUPS)) {
+    const user = EXACT_SLACK_USER.exec(pattern)?.[1];
+    if (user !== undefined && !users.includes(user)) users.push(user);
+  }
+  return users;
+}

@@ -1,0 +1,179 @@
+// Publishing the Slack app's Home tab (contract section 19): reads the
+// pending approvals and questions of Slack-started runs from the listings
+// (D1), keeps those in channels that pass the external-channel rule, and
+// publishes to each user what they may decide (src/slack/home-tab.ts).
+// `app_home_opened` records the opener (migration 0017) and publishes at
+// once; a run whose approvals or questions changed asks, through its outbox,
+// for refreshHomes: every user who opened the tab in the last 7 days whose
+// list changed is published again, at most once per SLACK_HOME_REPUBLISH_MS.
+import type { SlackAPIClient } from "slack-web-api-client";
+import {
+  type HomeApproval,
+  type HomeItem,
+  type HomeQuestion,
+  type HomeRules,
+  type HomeViewer,
+  decidableBy,
+  homeDigest,
+  homeView,
+} from "./home-tab";
+import { withTimeout } from "./web-api";
+
+/** Users who opened the tab longer ago than this are not published to again until they open it. */
+const HOME_OPENERS_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
+/** Pending items read per publish (the tab lists fewer; the rest are counted). */
+const HOME_ITEMS_READ_MAX = 200;
+/** Openers refreshed per run of refreshHomes. */
+const HOME_OPENERS_MAX = 500;
+const CALL_TIMEOUT_MS = 10_000;
+
+export interface HomeSettings extends HomeRules {
+  SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
+  /** The least time between two publishes to one user (contract: 5 seconds). */
+  SLACK_HOME_REPUBLISH_MS: number;
+  /** The console's origin for the tab's links; absent: no link. */
+  console_origin?: string | undefined;
+}
+
+interface ApprovalRow extends Record<string, unknown> {
+  run_id: string;
+  approval_id: string;
+  channel_id: string;
+  tool_name: string;
+  level: "approve" | "confirm";
+  arguments_json: string;
+  expires_at: string;
+  user_id: string;
+  requested_by: string | null;
+}
+interface QuestionRow extends Record<string, unknown> {
+  run_id: string;
+  tool_call_id: string;
+  channel_id: string;
+  question: string;
+  expires_at: string;
+  user_id: string;
+  requested_by: string | null;
+}
+
+/** The pending, unexpired approvals and questions of Slack-started runs, oldest first. */
+async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
+  const at = new Date(now).toISOString();
+  const [approvals, questions] = await db.batch<Record<string, unknown>>([
+    db
+      .prepare(
+        `SELECT a.run_id, a.approval_id, a.channel_id, a.tool_name, a.level, a.arguments_json, a.expires_at, r.user_id, r.requested_by
+         FROM approvals a JOIN runs r ON r.run_id = a.run_id
+         WHERE a.status = 'pending' AND r.source = 'slack' AND a.expires_at > ? ORDER BY a.requested_at, a.approval_id LIMIT ?`,
+      )
+      .bind(at, HOME_ITEMS_READ_MAX),
+    db
+      .prepare(
+        `SELECT i.run_id, i.tool_call_id, i.channel_id, i.question, i.expires_at, r.user_id, r.requested_by
+         FROM inputs i JOIN runs r ON r.run_id = i.run_id
+         WHERE i.status = 'pending' AND r.source = 'slack' AND i.expires_at > ? ORDER BY i.requested_at, i.run_id LIMIT ?`,
+      )
+      .bind(at, HOME_ITEMS_READ_MAX),
+  ]);
+  const a: HomeApproval[] = ((approvals?.results ?? []) as ApprovalRow[]).map((r) => ({
+    kind: "approval",
+    run_id: r.run_id,
+    approval_id: r.approval_id,
+    channel_id: r.channel_id,
+    tool_name: r.tool_name,
+    level: r.level,
+    requester: r.user_id,
+    requested_by: r.requested_by ?? undefined,
+    arguments_json: r.arguments_json,
+    expires_at: r.expires_at,
+  }));
+  const q: HomeQuestion[] = ((questions?.results ?? []) as QuestionRow[]).map((r) => ({
+    kind: "question",
+    run_id: r.run_id,
+    tool_call_id: r.tool_call_id,
+    channel_id: r.channel_id,
+    question: r.question,
+    requester: r.user_id,
+    requested_by: r.requested_by ?? undefined,
+    expires_at: r.expires_at,
+  }));
+  return [...a, ...q];
+}
+
+/** Keeps the items in channels that pass the external-channel rule (conversations.info, once per channel). */
+async function inAllowedChannels(client: SlackAPIClient, items: HomeItem[], settings: HomeSettings): Promise<HomeItem[]> {
+  if (settings.SLACK_ALLOW_EXTERNAL_CHANNELS) return items;
+  const allowed = new Map<string, boolean>();
+  for (const channel of new Set(items.map((i) => i.channel_id))) {
+    try {
+      const info = await withTimeout("conversations.info", CALL_TIMEOUT_MS, () => client.conversations.info({ channel }));
+      const c = info.channel;
+      allowed.set(channel, c !== undefined && !(c.is_ext_shared || c.is_pending_ext_shared || (c.is_shared && !c.is_org_shared)));
+    } catch {
+      // Cannot be looked up: not shown (the thread's own guard would not post there either).
+      allowed.set(channel, false);
+    }
+  }
+  return items.filter((i) => allowed.get(i.channel_id) === true);
+}
+
+/** Records that `viewer` opened the tab (the 7-day window counts from here). */
+export async function recordHomeOpened(db: D1Database, viewer: HomeViewer, now: number): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO slack_home_openers (user_id, principal, team, opened_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (user_id) DO UPDATE SET principal = excluded.principal, team = excluded.team, opened_at = excluded.opened_at`,
+    )
+    .bind(viewer.user, viewer.principal, viewer.team, new Date(now).toISOString())
+    .run();
+}
+
+async function publish(db: D1Database, client: SlackAPIClient, user: string, items: HomeItem[], settings: HomeSettings, now: number) {
+  await withTimeout("views.publish", CALL_TIMEOUT_MS, () =>
+    client.views.publish({ user_id: user, view: homeView(items, settings.console_origin) }),
+  );
+  await db
+    .prepare(`UPDATE slack_home_openers SET published_at = ?, published_digest = ? WHERE user_id = ?`)
+    .bind(now, homeDigest(items), user)
+    .run();
+}
+
+/** The tab of one user who just opened it, published at once. */
+export async function publishHomeNow(
+  db: D1Database,
+  client: SlackAPIClient,
+  viewer: HomeViewer,
+  settings: HomeSettings,
+  now: number,
+): Promise<void> {
+  const items = await inAllowedChannels(client, await pendingItems(db, now), settings);
+  await publish(db, client, viewer.user, decidableBy(viewer, items, settings), settings, now);
+}
+
+/**
+ * Publishes again to every recent opener whose list changed. Returns null when done, or when to
+ * come back for the users published to too recently (the outbox retries the item then).
+ */
+export async function refreshHomes(db: D1Database, client: SlackAPIClient, settings: HomeSettings, now: number): Promise<number | null> {
+  const since = new Date(now - HOME_OPENERS_WINDOW_MS).toISOString();
+  const openers = await db
+    .prepare(
+      `SELECT user_id, principal, team, published_at, published_digest FROM slack_home_openers WHERE opened_at >= ? ORDER BY opened_at DESC LIMIT ?`,
+    )
+    .bind(since, HOME_OPENERS_MAX)
+    .all<{ user_id: string; principal: string; team: string; published_at: number | null; published_digest: string | null }>();
+  if (openers.results.length === 0) return null;
+  const items = await inAllowedChannels(client, await pendingItems(db, now), settings);
+  let retryAt: number | null = null;
+  for (const opener of openers.results) {
+    const mine = decidableBy({ user: opener.user_id, principal: opener.principal, team: opener.team }, items, settings);
+    if (homeDigest(mine) === opener.published_digest) continue;
+    const due = (opener.published_at ?? 0) + settings.SLACK_HOME_REPUBLISH_MS;
+    if (due > now) {
+      retryAt = retryAt === null ? due : Math.min(retryAt, due);
+      continue;
+    }
+    await publish(db, client, opener.user_id, mine, settings, now);
+  }
+  return retryAt;
+}
