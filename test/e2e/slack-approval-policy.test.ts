@@ -6,7 +6,14 @@
 // token they own being one person, and approvers that name nobody in Slack.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { e2eVars } from "./global-setup";
-import { blockActionsPayload, eventEnvelope, postSlackEvent, postSlackInteraction, scriptMessage } from "../support/slack-signing";
+import {
+  blockActionsPayload,
+  eventEnvelope,
+  postSlackEvent,
+  postSlackInteraction,
+  scriptMessage,
+  TEST_TEAM_ID,
+} from "../support/slack-signing";
 import { type RecordedCall, startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 
@@ -38,10 +45,10 @@ beforeAll(async () => {
     SLACK_BOT_TOKEN: BOT_TOKEN,
     SLACK_API_BASE_URL: slack.apiBaseUrl,
     TOOL_POLICY: JSON.stringify({
-      [CREATE]: { approvers: ["group:reviewers", `slack:${REQUESTER}`], approvals_required: 2, self_approval: false },
+      [CREATE]: { approvers: ["group:reviewers", `slack:${TEST_TEAM_ID}:${REQUESTER}`], approvals_required: 2, self_approval: false },
       [ALERT]: { level: "approve", approvers: ["token:ops-*"] },
     }),
-    APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${ALICE}`, `slack:${BOB}`, "token:alice-*"] }),
+    APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${TEST_TEAM_ID}:${ALICE}`, `slack:${TEST_TEAM_ID}:${BOB}`, "token:alice-*"] }),
   });
 });
 
@@ -137,8 +144,8 @@ describe("Slack decisions under the approval policy", () => {
       "tool_execution_started",
     ]);
     expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({
-      decided_by: `slack:${BOB}`,
-      approvals: [{ by: `slack:${ALICE}` }, { by: `slack:${BOB}` }],
+      decided_by: `slack:${TEST_TEAM_ID}:${BOB}`,
+      approvals: [{ by: `slack:${TEST_TEAM_ID}:${ALICE}` }, { by: `slack:${TEST_TEAM_ID}:${BOB}` }],
     });
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(calls.by_tool.create_dashboard).toBe(1);
@@ -156,7 +163,9 @@ describe("Slack decisions under the approval policy", () => {
     await expect
       .poll(
         async () => {
-          const body = (await (await server.api(`/api/audit?action=access.refused&principal=slack:${REQUESTER}`)).json()) as {
+          const body = (await (
+            await server.api(`/api/audit?action=access.refused&principal=slack:${TEST_TEAM_ID}:${REQUESTER}`)
+          ).json()) as {
             entries: { target: string; details?: { error?: string } }[];
           };
           return body.entries.find((e) => e.target.includes(approvalId))?.details?.error;

@@ -171,6 +171,9 @@ function execution(events: any[], toolCallId = "write-1"): any {
   );
 }
 
+/** An ISO 8601 time with milliseconds, as the engine writes them. */
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 /** The projection every row of these tests shares. */
 function rowOf(runId: string, channel: string, approvalId: string, mutationId: string, toolCallId = "write-1") {
   return {
@@ -185,7 +188,9 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     arguments_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
     // The audit fields (section 8): every approval here is decided by the root token's principal.
     approved_by: "token:root",
-    approved_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+    approved_at: expect.stringMatching(ISO_MS),
+    // Section 19: one vote, the root token's (approvals_required is 1 here).
+    approvals: [{ by: "token:root", at: expect.stringMatching(ISO_MS) }],
   };
 }
 
