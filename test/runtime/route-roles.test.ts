@@ -1,55 +1,19 @@
 // Every role against every /api route (contract section 18), generated from
 // the router's own route table: a route without a role in src/http/route-roles.ts
 // fails here, and each role is tried on each route. What each role may do is
-// written below from the contract's words, not read from the route table, so
-// a wrong entry in the table fails too.
+// written in test/support/role-expectations.ts from the contract's words, not
+// read from the route table, so a wrong entry in the table fails too.
 import { describe, expect, it } from "vitest";
-import { ROLES, type Role } from "../../src/auth/roles";
+import { ROLES } from "../../src/auth/roles";
 import { ROUTE_ROLES } from "../../src/http/route-roles";
 import { router } from "../../src/http/router";
+import { concretePath, roleAllows } from "../support/role-expectations";
 import { apiAs, namedToken, trigger } from "./helpers";
 
 /** The /api routes the router serves, as "<METHOD> <path>" (the /api/* guard itself left out). */
 const API_ROUTES = router.routes
   .filter(([method, , , path]) => method !== "ALL" && path?.startsWith("/api/"))
   .map(([method, , , path]) => `${method} ${path}`);
-
-const ADMIN_ONLY = new Set(["GET /api/tokens", "POST /api/tokens", "DELETE /api/tokens/:name", "GET /api/audit"]);
-
-/** The contract's role list, route by route; `own` marks what a requester may do on the runs it requested. */
-function allowed(role: Role | "none", route: string, ownRun: boolean): boolean {
-  if (role === "none") return false;
-  if (role === "admin") return true;
-  const [method] = route.split(" ");
-  if (method === "GET" && !ADMIN_ONLY.has(route)) return true; // every role includes viewer
-  switch (role) {
-    case "requester":
-      return (
-        route === "POST /api/trigger" ||
-        (ownRun && (route === "POST /api/runs/:runId/cancel" || route === "POST /api/runs/:runId/inputs/:toolCallId"))
-      );
-    case "approver":
-      return [
-        "POST /api/runs/:runId/approvals/:approvalId",
-        "POST /api/runs/:runId/inputs/:toolCallId",
-        "POST /api/runs/:runId/cancel",
-      ].includes(route);
-    case "reconciler":
-      return route === "POST /api/mutations/:mutationId/reconcile";
-    case "adapter":
-      return route === "POST /api/trigger";
-    default:
-      return false;
-  }
-}
-
-function concretePath(path: string, runId: string): string {
-  return path
-    .replace(":runId", runId)
-    .replace(/:(approvalId|toolCallId)/, "x-1")
-    .replace(":mutationId", "mut_01ARZ3NDEKTSV4RRFFQ69G5FAV")
-    .replace(/:\w+/g, "x-1");
-}
 
 async function call(token: string, route: string, runId: string): Promise<Response> {
   const [method, path] = route.split(" ") as [string, string];
@@ -77,7 +41,7 @@ describe("each role against each route", () => {
       for (const route of API_ROUTES) {
         const res = await call(token, route, json.run_id);
         const body = res.headers.get("content-type")?.includes("json") ? await res.json<any>() : (await res.body?.cancel(), null);
-        if (allowed(role, route, false)) {
+        if (roleAllows(role, route, false)) {
           expect(res.status, `${role} on ${route}: ${JSON.stringify(body)}`).not.toBe(403);
           expect(res.status, `${role} on ${route}`).not.toBe(401);
         } else {
