@@ -63,6 +63,10 @@
 //      through the real authenticate(), beside the same route without it and
 //      GET /healthz, in one loop. `BENCH_ONLY=auth npm run bench` runs this
 //      phase alone.
+//  14. the two-person rule (issue 19): deciding vote → tool_execution_started
+//      for create_dashboard under approvals_required 2 (two owners' tokens
+//      voting), beside the same tool under one vote, each on its own server;
+//      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -82,6 +86,7 @@ import { readFileSync } from "node:fs";
 import { type Client, log } from "./http-client";
 import { approvalPhase } from "./phases/approvals";
 import { authCostPhase, authCostReport } from "./phases/auth-cost";
+import { votesPhase, votesReport } from "./phases/votes";
 import { consolePhase } from "./phases/console";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
@@ -138,6 +143,11 @@ async function main(): Promise<void> {
     process.stdout.write(authCostReport(await authCostPhase()));
     return;
   }
+  if (process.env.BENCH_ONLY === "votes") {
+    const demo = await startDemo();
+    process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
+    return;
+  }
   const loadBefore = loadAverage();
   const paths = await withServer(async (_server, client, direct) => {
     const replayRunId = await prepareReplayRun(client);
@@ -161,6 +171,7 @@ async function main(): Promise<void> {
   const scrape = await scrapePhase();
   const tracing = await tracingCpuPhase();
   const auth = await authCostPhase();
+  const votes = await votesPhase(demo.url, demo.baseUrl);
   process.stdout.write(
     report({
       paths,
@@ -174,7 +185,8 @@ async function main(): Promise<void> {
     }) +
       scrapeReport(scrape) +
       tracingCpuReport(tracing) +
-      authCostReport(auth),
+      authCostReport(auth) +
+      votesReport(votes),
   );
 }
 
