@@ -4,13 +4,12 @@
 // the demo MCP server's delete_dashboard beside its create_dashboard.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient } from "../../src/client";
+import type { EngineClient } from "../../src/client";
 import {
   type ConsoleBrowser,
   type ConsoleStack,
-  launchConsoleBrowser,
-  signIn,
-  startConsoleStack,
+  closeSignedInConsole,
+  openSignedInConsole,
   waitForSummary,
 } from "../support/console-browser";
 
@@ -26,18 +25,10 @@ let engine: EngineClient;
 const pageErrors: Error[] = [];
 
 beforeAll(async () => {
-  stack = await startConsoleStack();
-  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
-  browser = await launchConsoleBrowser();
-  page = browser.page;
-  page.on("pageerror", (err) => pageErrors.push(err));
-  await signIn(page, stack.server.url, stack.server.token);
+  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors));
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
+afterAll(() => closeSignedInConsole(browser, stack));
 
 describe("the approval form in Chromium", () => {
   it("marks the destructive tool's approval \"Destructive\" and not the other's", async () => {

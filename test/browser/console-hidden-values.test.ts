@@ -5,13 +5,12 @@
 // included), and every path the engine withheld with its length.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EngineClient } from "../../src/client";
+import type { EngineClient } from "../../src/client";
 import {
   type ConsoleBrowser,
   type ConsoleStack,
-  launchConsoleBrowser,
-  signIn,
-  startConsoleStack,
+  closeSignedInConsole,
+  openSignedInConsole,
   waitForSummary,
 } from "../support/console-browser";
 
@@ -26,18 +25,10 @@ let engine: EngineClient;
 const pageErrors: Error[] = [];
 
 beforeAll(async () => {
-  stack = await startConsoleStack();
-  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
-  browser = await launchConsoleBrowser();
-  page = browser.page;
-  page.on("pageerror", (err) => pageErrors.push(err));
-  await signIn(page, stack.server.url, stack.server.token);
+  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors));
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
+afterAll(() => closeSignedInConsole(browser, stack));
 
 describe("an approval linked from Slack, in Chromium", () => {
   it("shows the linked approval in focus, its arguments whole past Slack's 2,500 characters, and every withheld path", async () => {

@@ -5,13 +5,14 @@
 // the navigation show what waits on a person.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { EngineClient, type ScriptTurn } from "../../src/client";
+import type { EngineClient, ScriptTurn } from "../../src/client";
 import {
   type ConsoleBrowser,
   type ConsoleStack,
+  closeSignedInConsole,
   launchConsoleBrowser,
+  openSignedInConsole,
   signIn,
-  startConsoleStack,
   waitForSummary,
 } from "../support/console-browser";
 
@@ -86,18 +87,10 @@ async function colours(selector: string, variable: string): Promise<{ border: st
 }
 
 beforeAll(async () => {
-  stack = await startConsoleStack();
-  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
-  browser = await launchConsoleBrowser();
-  page = browser.page;
-  page.on("pageerror", (err) => pageErrors.push(err));
-  await signIn(page, stack.server.url, stack.server.token);
+  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors));
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
+afterAll(() => closeSignedInConsole(browser, stack));
 
 describe.sequential("the console's pages in Chromium", () => {
   it("renders for any fragment: a malformed escape, an unknown page, and then a real page, with no uncaught error", async () => {

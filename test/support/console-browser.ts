@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
-import type { EngineClient, RunSummary } from "../../src/client";
+import { EngineClient, type RunSummary } from "../../src/client";
 import { e2eVars } from "../e2e/global-setup";
 import { type DemoMcpProcess, startDemoMcpProcess } from "./demo-mcp-process";
 import { startWorkerServer, type WorkerServer } from "./worker-server";
@@ -112,4 +112,35 @@ export async function waitForSummary<T>(
     if (Date.now() > end) throw new Error(`timed out waiting on the summary of ${runId}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** What most console tests start from: the stack, a browser signed in with the API token, and a client for the same server. */
+export interface SignedInConsole {
+  stack: ConsoleStack;
+  browser: ConsoleBrowser;
+  page: Page;
+  engine: EngineClient;
+}
+
+/** Starts the stack and a browser signed in on it; the page's uncaught errors are pushed to `pageErrors`. Stops what it started if a step fails. */
+export async function openSignedInConsole(pageErrors: Error[], vars: Record<string, string> = {}): Promise<SignedInConsole> {
+  const stack = await startConsoleStack(vars);
+  let browser: ConsoleBrowser | undefined;
+  try {
+    const engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
+    browser = await launchConsoleBrowser();
+    const page = browser.page;
+    page.on("pageerror", (err) => pageErrors.push(err));
+    await signIn(page, stack.server.url, stack.server.token);
+    return { stack, browser, page, engine };
+  } catch (err) {
+    await closeSignedInConsole(browser, stack);
+    throw err;
+  }
+}
+
+/** Closes the browser, then stops the stack; either may be missing (a set-up that failed half-way). */
+export async function closeSignedInConsole(browser: ConsoleBrowser | undefined, stack: ConsoleStack | undefined): Promise<void> {
+  await browser?.close();
+  await stack?.stop();
 }
