@@ -2,8 +2,9 @@
 // [triggers], the `scheduled` handler of src/index.ts): deletes, in bounded
 // batches, delivery receipts after RECEIPT_RETENTION_DAYS, the index entries
 // of ended runs after INDEX_RETENTION_DAYS (the run, its approvals and
-// questions, and its metric batch row), ended console sessions, and, only
-// when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
+// questions, and its metric batch row), ended console sessions, audit entries
+// after AUDIT_RETENTION_DAYS, Slack Home tab openers gone quiet for 7 days,
+// and, only when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
 // `unresolved` and `outcome_unknown` rows are never deleted: no statement
 // here can select them. Each batch is one D1 statement (or one atomic D1
 // batch) deleting at most RETENTION_BATCH_ROWS rows through an index
@@ -11,6 +12,7 @@
 // the next firing goes on where it stopped. Gauges fall with the rows
 // (migrations/0011's triggers); the *_total counters do not.
 import type { HostConfig } from "../config/config";
+import { HOME_OPENERS_WINDOW_MS } from "../slack/home-publish";
 
 /** Rows one retention statement deletes at most. */
 const RETENTION_BATCH_ROWS = 500;
@@ -28,7 +30,7 @@ export interface RetentionBounds {
   maxBatches: number;
 }
 
-type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit";
+type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit" | "home_openers";
 
 /** Rows deleted per kind; `more` names the kinds that hit the batch bound (the next firing goes on). */
 export interface RetentionReport {
@@ -118,11 +120,23 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
             cutoff(now, settings.MUTATION_RETENTION_DAYS),
           ),
     ],
-    // AUDIT RETENTION HOOK (contract section 22, AUDIT_RETENTION_DAYS, default 400): the audit table
-    // (src/audit/, contract section 18) is being added separately. When it exists, put its bounded
-    // delete here, e.g. single(`DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)`,
-    // cutoff(now, settings.AUDIT_RETENTION_DAYS)), with an index on its time column. Until then: nothing to delete.
-    ["audit", null],
+    // The audit log (contract section 18) past AUDIT_RETENTION_DAYS (default 400), oldest first (index audit_newest).
+    [
+      "audit",
+      single(
+        `DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at, id LIMIT ?)`,
+        cutoff(now, settings.AUDIT_RETENTION_DAYS),
+      ),
+    ],
+    // Slack Home tab openers (contract section 19) who have not opened it within the republish window: nobody
+    // publishes to them again until they open it, which records them anew.
+    [
+      "home_openers",
+      single(
+        `DELETE FROM slack_home_openers WHERE user_id IN (SELECT user_id FROM slack_home_openers WHERE opened_at < ? ORDER BY opened_at LIMIT ?)`,
+        new Date(now - HOME_OPENERS_WINDOW_MS).toISOString(),
+      ),
+    ],
   ];
 }
 
@@ -133,7 +147,7 @@ export async function runRetention(
   bounds: RetentionBounds = { batchRows: RETENTION_BATCH_ROWS, maxBatches: RETENTION_MAX_BATCHES },
 ): Promise<RetentionReport> {
   const report: RetentionReport = {
-    deleted: { receipts: 0, runs: 0, console: 0, mutations: 0, metric_sources: 0, audit: 0 },
+    deleted: { receipts: 0, runs: 0, console: 0, mutations: 0, metric_sources: 0, audit: 0, home_openers: 0 },
     more: [],
   };
   for (const [kind, batch] of batches(settings, now)) {

@@ -3,8 +3,9 @@
 // real D1 of miniflare. Rows are written old and new on purpose; the firing
 // must delete exactly the old ones: receipts past RECEIPT_RETENTION_DAYS,
 // ended runs (with their approvals, questions and metric row) past
-// INDEX_RETENTION_DAYS, ended console sessions, and settled mutation rows only
-// with MUTATION_RETENTION_DAYS set. Running runs, pending entries, live
+// INDEX_RETENTION_DAYS, ended console sessions, audit entries past
+// AUDIT_RETENTION_DAYS, Home tab openers quiet for 7 days, and settled
+// mutation rows only with MUTATION_RETENTION_DAYS set. Running runs, pending entries, live
 // sessions, unresolved and outcome_unknown rows stay whatever their age.
 // Batches are bounded: a small bound leaves the rest for the next firing.
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
@@ -74,6 +75,16 @@ async function seed(): Promise<void> {
       ago(500),
       settled,
     );
+  const audit = (name: string, at: string) =>
+    env.DB.prepare(
+      `INSERT INTO audit_log (id, at, principal, action, target, result) VALUES (?, ?, 'token:root', 'run.trigger', 'r', 'ok')`,
+    ).bind(id(name), at);
+  const opener = (name: string, opened: string) =>
+    env.DB.prepare(`INSERT INTO slack_home_openers (user_id, principal, team, opened_at) VALUES (?, ?, 'T1', ?)`).bind(
+      id(name),
+      `slack:T1:${id(name)}`,
+      opened,
+    );
   await env.DB.batch([
     receipt("receipt-old", ago(31)),
     receipt("receipt-new", ago(29)),
@@ -93,6 +104,10 @@ async function seed(): Promise<void> {
     mutation("m-recent", "completed", ago(1)),
     mutation("m-unresolved", "unresolved", null),
     mutation("m-unknown", "outcome_unknown", ago(400)),
+    audit("audit-old", ago(401)),
+    audit("audit-new", ago(399)),
+    opener("opener-quiet", ago(8)),
+    opener("opener-recent", ago(6)),
   ]);
 }
 
@@ -120,6 +135,11 @@ describe("retention (the Cron Trigger)", () => {
     expect(await exists("console_sessions", "id", id("session-expired"))).toBe(false);
     expect(await exists("console_sessions", "id", id("session-revoked"))).toBe(false);
     expect(await exists("console_sessions", "id", id("session-live"))).toBe(true);
+    // Audit entries past AUDIT_RETENTION_DAYS (default 400), Home tab openers quiet for 7 days.
+    expect(await exists("audit_log", "id", id("audit-old"))).toBe(false);
+    expect(await exists("audit_log", "id", id("audit-new"))).toBe(true);
+    expect(await exists("slack_home_openers", "user_id", id("opener-quiet"))).toBe(false);
+    expect(await exists("slack_home_openers", "user_id", id("opener-recent"))).toBe(true);
     for (const m of ["m-completed", "m-not-executed", "m-recent", "m-unresolved", "m-unknown"]) {
       expect(await exists("mutation_outcomes", "mutation_id", id(m)), m).toBe(true);
     }
