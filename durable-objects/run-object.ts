@@ -11,7 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ProviderSource, ScriptedSource, type ModelSource } from "../src/agent/model-source";
 import { RunEngine } from "../src/agent/run-engine";
-import type { CancelResult, RunRecord, RunSummary, StartRunInput } from "../src/agent/run-record";
+import { type CancelResult, newRunRecord, type RunRecord, type RunSummary, type StartRunInput } from "../src/agent/run-record";
 import { RunStore } from "../src/agent/run-store";
 import { Conversation, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
@@ -104,24 +104,7 @@ export class RunObject extends DurableObject<Env> {
     const now = Date.now();
     const scripted = new ScriptedSource(input.script, input.message);
     const script = [...scripted.script];
-    const run: RunRecord = {
-      run_id: input.run_id,
-      channel_id: input.channel_id,
-      user_id: input.user_id,
-      ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
-      ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
-      ...(input.requester_person !== undefined ? { requester_person: input.requester_person } : {}),
-      delivery_id: input.delivery_id,
-      source: input.source ?? "api",
-      ...(input.slack ? { slack: input.slack } : {}),
-      max_tool_calls: input.max_tool_calls,
-      request: requestPreview(input.message),
-      created_at: new Date(now).toISOString(),
-      lifecycle: { status: "running", phase: { kind: "thinking", turn: 0, ready_at: now + scripted.delayMs(0) }, cancel_requested: false },
-      counters: { admitted: 0, used: {} },
-      tool_calls: 0,
-      last_text: null,
-    };
+    const run = newRunRecord(input, now, now + scripted.delayMs(0), requestPreview(input.message));
     const store = RunStore.create(this.ctx.storage.sql, run, script);
     this.#parts = this.#build(store, run, script, [], null, input.message);
     this.#engine = this.#parts.engine;

@@ -160,3 +160,25 @@ export interface StartRunInput {
 }
 
 export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
+
+/** A new run's record: running, thinking about turn 0 from `readyAt`, nothing counted yet; `request` is the message's preview. */
+export function newRunRecord(input: StartRunInput, now: number, readyAt: number, request: string): RunRecord {
+  return {
+    run_id: input.run_id,
+    channel_id: input.channel_id,
+    user_id: input.user_id,
+    ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
+    ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
+    ...(input.requester_person !== undefined ? { requester_person: input.requester_person } : {}),
+    delivery_id: input.delivery_id,
+    source: input.source ?? "api",
+    ...(input.slack ? { slack: input.slack } : {}),
+    max_tool_calls: input.max_tool_calls,
+    request,
+    created_at: new Date(now).toISOString(),
+    lifecycle: { status: "running", phase: { kind: "thinking", turn: 0, ready_at: readyAt }, cancel_requested: false },
+    counters: { admitted: 0, used: {} },
+    tool_calls: 0,
+    last_text: null,
+  };
+}
