@@ -1,10 +1,19 @@
 // The benchmark's report: every phase's figures as tables, the server CPU per
 // 1,000 delivered events beside the raw floor's, and the goals (goals.ts).
 import { cpus } from "node:os";
-import { FIGURES, GOAL_SERVER_CPU_RATIO, GOALS } from "./goals";
+import { CPU_SOURCES, FIGURES, GOALS, serverCpuGoal } from "./goals";
 import { percentile, sortedCopy } from "./http-client";
 import type { ProcessMemory } from "./phases/memory";
-import { type BenchResults, type CpuSource, cpuSourceLabel, latencyKey, serverCpuMsPer1000Delivered, serverCpuRatio } from "./results";
+import {
+  type BenchResults,
+  type CpuPath,
+  type CpuSource,
+  cpuSourceLabel,
+  latencyKey,
+  type PathResults,
+  serverCpuMsPer1000Delivered,
+  serverCpuRatio,
+} from "./results";
 import {
   APPROVAL_WARMUP,
   CREATE_DASHBOARD,
@@ -94,44 +103,7 @@ export function report(results: BenchResults): string {
   out.push(table(tpRows));
   out.push("");
 
-  out.push(
-    `2. Append-to-delivery latency (ms): ${LATENCY_PROBES} probes per target, engine and raw alternating, ` +
-      `one append request in flight, at most one every ${LATENCY_INTERVAL_MS} ms`,
-  );
-  const latRows = [["path", "subscribers", "target", "p50", "p99", "max", "append RTT p50", "samples", "CPU µs/probe: runtime", "proxy"]];
-  for (const p of paths) {
-    latRows.push([
-      p.label,
-      "-",
-      "GET /healthz (request floor)",
-      "",
-      "",
-      "",
-      `${fmt(p.floor.p50, 2)} (p99 ${fmt(p.floor.p99, 2)})`,
-      String(FLOOR_REQUESTS),
-      "",
-      "",
-    ]);
-    for (const subscribers of LATENCY_SUBSCRIBER_COUNTS) {
-      for (const target of [engine, rawFloor]) {
-        const l = p.latency.get(latencyKey(target, subscribers))!;
-        latRows.push([
-          p.label,
-          String(subscribers),
-          target.name,
-          fmt(l.p50, 2),
-          fmt(l.p99, 2),
-          fmt(l.max, 2),
-          fmt(l.appendRttP50, 2),
-          String(l.samples),
-          fmt(l.runtimeCpuUsPerProbe, 0),
-          fmt(l.proxyCpuUsPerProbe, 0),
-        ]);
-      }
-    }
-  }
-  out.push(table(latRows));
-  out.push("");
+  out.push(...latencySection(paths));
 
   out.push(
     `3. Replay of ${REPLAY_EVENTS} events of an ended run (events?after=0, request to end of response; ${REPLAY_REPEATS} reads after a warm-up)`,
@@ -301,27 +273,7 @@ export function report(results: BenchResults): string {
   );
   out.push("");
 
-  out.push("7. Server CPU time per 1,000 delivered events (ms): both workerd processes (runtime + wrangler dev proxy), /proc schedstat");
-  const cpuRows = [["path", "measured in", "engine", "raw floor", "engine/raw", `goal <= ${GOAL_SERVER_CPU_RATIO}x`]];
-  const cpuSources: CpuSource[] = [
-    { phase: "throughput" },
-    ...LATENCY_SUBSCRIBER_COUNTS.map((subscribers): CpuSource => ({ phase: "latency", subscribers })),
-  ];
-  for (const p of paths) {
-    for (const source of cpuSources) {
-      const ratio = serverCpuRatio(p, source);
-      cpuRows.push([
-        p.label,
-        cpuSourceLabel(source),
-        fmt(serverCpuMsPer1000Delivered(p, engine, source), 2),
-        fmt(serverCpuMsPer1000Delivered(p, rawFloor, source), 2),
-        `${fmt(ratio, 2)}x`,
-        met(ratio <= GOAL_SERVER_CPU_RATIO),
-      ]);
-    }
-  }
-  out.push(table(cpuRows));
-  out.push("");
+  out.push(...cpuSection(paths, CPU_SOURCES));
 
   out.push(...slackAndConsole(results));
 
@@ -341,6 +293,97 @@ export function report(results: BenchResults): string {
     `   (not_executed(storage_unavailable) is the pool failing closed, an accepted outcome: ` +
       `${pl.executions.get("not_executed/storage_unavailable") ?? 0} of ${pl.runs} calls here.)`,
   );
+  return `${out.join("\n")}\n`;
+}
+
+/** Phase 2's measures of one path; BENCH_ONLY=latency measures nothing else. */
+type LatencyPath = Pick<PathResults, "label" | "floor" | "latency">;
+
+/** Section 2: append-to-delivery latency per path, subscriber count and target, with the server CPU per probe. */
+function latencySection(paths: readonly LatencyPath[], subscriberCounts: readonly number[] = LATENCY_SUBSCRIBER_COUNTS): string[] {
+  const out: string[] = [];
+  out.push(
+    `2. Append-to-delivery latency (ms): ${LATENCY_PROBES} probes per target, engine and raw alternating, ` +
+      `one append request in flight, at most one every ${LATENCY_INTERVAL_MS} ms`,
+  );
+  const latRows = [["path", "subscribers", "target", "p50", "p99", "max", "append RTT p50", "samples", "CPU µs/probe: runtime", "proxy"]];
+  for (const p of paths) {
+    latRows.push([
+      p.label,
+      "-",
+      "GET /healthz (request floor)",
+      "",
+      "",
+      "",
+      `${fmt(p.floor.p50, 2)} (p99 ${fmt(p.floor.p99, 2)})`,
+      String(FLOOR_REQUESTS),
+      "",
+      "",
+    ]);
+    for (const subscribers of subscriberCounts) {
+      for (const target of [engine, rawFloor]) {
+        const l = p.latency.get(latencyKey(target, subscribers))!;
+        latRows.push([
+          p.label,
+          String(subscribers),
+          target.name,
+          fmt(l.p50, 2),
+          fmt(l.p99, 2),
+          fmt(l.max, 2),
+          fmt(l.appendRttP50, 2),
+          String(l.samples),
+          fmt(l.runtimeCpuUsPerProbe, 0),
+          fmt(l.proxyCpuUsPerProbe, 0),
+        ]);
+      }
+    }
+  }
+  out.push(table(latRows));
+  out.push("");
+
+  return out;
+}
+
+/** Section 7: server CPU per 1,000 delivered events, engine beside raw floor, each against its goal. */
+function cpuSection(paths: readonly CpuPath[], sources: readonly CpuSource[]): string[] {
+  const out: string[] = [];
+  out.push("7. Server CPU time per 1,000 delivered events (ms): both workerd processes (runtime + wrangler dev proxy), /proc schedstat");
+  const cpuRows = [["path", "measured in", "engine", "raw floor", "engine/raw", "goal"]];
+  for (const p of paths) {
+    for (const source of sources) {
+      const ratio = serverCpuRatio(p, source);
+      const goal = serverCpuGoal(source);
+      cpuRows.push([
+        p.label,
+        cpuSourceLabel(source),
+        fmt(serverCpuMsPer1000Delivered(p, engine, source), 2),
+        fmt(serverCpuMsPer1000Delivered(p, rawFloor, source), 2),
+        `${fmt(ratio, 2)}x`,
+        `<= ${goal}x: ${met(ratio <= goal)}`,
+      ]);
+    }
+  }
+  out.push(table(cpuRows));
+  out.push("");
+  return out;
+}
+
+/** BENCH_ONLY=latency: phase 2 alone, its latency table and its server CPU beside the raw floor's. */
+export function latencyReport(
+  paths: readonly (LatencyPath & CpuPath)[],
+  subscriberCounts: readonly number[],
+  load: { before: string; after: string },
+): string {
+  const out = [
+    "",
+    `Phase 2 alone (BENCH_ONLY=latency): Node ${process.version}, ${cpus().length} CPUs, 1-min load average ${load.before} at start, ${load.after} at end`,
+    "",
+    ...latencySection(paths, subscriberCounts),
+    ...cpuSection(
+      paths,
+      subscriberCounts.map((subscribers): CpuSource => ({ phase: "latency", subscribers })),
+    ),
+  ];
   return `${out.join("\n")}\n`;
 }
 

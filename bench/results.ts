@@ -33,6 +33,9 @@ export interface BenchResults {
 
 export const latencyKey = (target: Target, subscribers: number) => `${target.name}/${subscribers}`;
 
+/** What the server CPU figures read of one path. */
+export type CpuPath = Pick<PathResults, "label" | "throughput" | "latency">;
+
 /** Where the server-CPU-per-delivered-event figure comes from. */
 export type CpuSource = { phase: "throughput" } | { phase: "latency"; subscribers: number };
 
@@ -50,7 +53,7 @@ const EVENTS_PER_FIGURE = 1_000;
  * event per appended event (one subscriber); a phase 2 probe delivers its one
  * event to every subscriber.
  */
-export function serverCpuMsPer1000Delivered(p: PathResults, target: Target, source: CpuSource): number {
+export function serverCpuMsPer1000Delivered(p: CpuPath, target: Target, source: CpuSource): number {
   if (source.phase === "throughput") {
     const t = p.throughput.get(target);
     if (!t) return Number.NaN;
@@ -62,6 +65,6 @@ export function serverCpuMsPer1000Delivered(p: PathResults, target: Target, sour
 }
 
 /** The engine's server CPU per delivered event over the raw floor's. */
-export function serverCpuRatio(p: PathResults, source: CpuSource): number {
+export function serverCpuRatio(p: CpuPath, source: CpuSource): number {
   return serverCpuMsPer1000Delivered(p, engine, source) / serverCpuMsPer1000Delivered(p, rawFloor, source);
 }

@@ -15,8 +15,8 @@
 //   1. throughput: 5,000 events appended in batches to one run, one SSE
 //      subscriber; appended/s (append requests acknowledged) and delivered/s
 //      (last frame received), end to end; median of alternating trials.
-//   2. latency: one event per append request at a steady pace, with 1 and
-//      with 100 subscribers on the run; p50/p99 from just before the append
+//   2. latency: one event per append request at a steady pace, with 1, 50
+//      and 100 subscribers on the run; p50/p99 from just before the append
 //      request is sent to the moment each subscriber's socket hands the frame
 //      to this process (see measureLatency for why this method). Engine and
 //      raw floor are probed alternately in one loop, so both see the same
@@ -44,7 +44,8 @@
 //      server one run at a time, without and with 50 ms added to every pool
 //      acquire and D1 statement (bench seams), and the counted round trips.
 //   7. server CPU time (both workerd processes) per 1,000 delivered events,
-//      engine beside raw floor, from phases 1 and 2 (goal: within 1.3x).
+//      engine beside raw floor, from phases 1 and 2 (goal: within 1.3x; at 50
+//      subscribers within 1.1x, issue 16).
 //   8. Slack (issue 10, phases/slack.ts): signed app_mention runs, one at a
 //      time, each approved by a signed click, against the Slack Web API
 //      stand-in; p50/p99 of request → acknowledgement, event → first Web API
@@ -67,6 +68,9 @@
 //      for create_dashboard under approvals_required 2 (two owners' tokens
 //      voting), beside the same tool under one vote, each on its own server;
 //      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
+//  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
+//  the same warm-up), with its server CPU beside the raw floor's (issue 16's
+//  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -97,7 +101,7 @@ import { slackPhase } from "./phases/slack";
 import { tracingCpuPhase, tracingCpuReport } from "./phases/tracing-cpu";
 import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
-import { report } from "./report";
+import { latencyReport, report } from "./report";
 import { latencyKey, type PathResults } from "./results";
 import { approvalVars } from "./watched-run";
 import { buildBenchBundle, shutdown, startDemo, withServer } from "./servers";
@@ -137,10 +141,45 @@ async function measurePath(client: Client, replayRunId: string): Promise<PathRes
   return { label, floor, throughput, latency, replay };
 }
 
+/** BENCH_SUBSCRIBERS="50" or "1,50,100" (default: phase 2's own counts), for BENCH_ONLY=latency. */
+function latencyOnlyCounts(): readonly number[] {
+  const raw = process.env.BENCH_SUBSCRIBERS;
+  if (raw === undefined || raw === "") return LATENCY_SUBSCRIBER_COUNTS;
+  const counts = raw.split(",").map(Number);
+  if (counts.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`BENCH_SUBSCRIBERS: expected counts like "50" or "1,50,100", got "${raw}"`);
+  return counts;
+}
+
+/** Phase 2 alone over one path (BENCH_ONLY=latency): the same warm-up and request floor, then latency at each count. */
+async function measureLatencyOnly(client: Client, counts: readonly number[]) {
+  const label = client.label;
+  log(`[${label}] warm-up: ${WARMUP_EVENTS} events per target; request floor: ${FLOOR_REQUESTS} x GET /healthz`);
+  for (const target of [engine, rawFloor]) await measureThroughput(client, target, WARMUP_EVENTS);
+  const floor = await requestFloor(client);
+  const latency = new Map<string, Latency>();
+  for (const subscribers of counts) {
+    log(`[${label}] 2. latency: ${subscribers} subscriber(s), ${LATENCY_PROBES} probes per target`);
+    for (const [target, result] of await latencyPhase(client, subscribers)) latency.set(latencyKey(target, subscribers), result);
+  }
+  return { label, floor, throughput: new Map(), latency };
+}
+
 async function main(): Promise<void> {
   await buildBenchBundle();
   if (process.env.BENCH_ONLY === "auth") {
     process.stdout.write(authCostReport(await authCostPhase()));
+    return;
+  }
+  if (process.env.BENCH_ONLY === "latency") {
+    const counts = latencyOnlyCounts();
+    const loadBefore = loadAverage();
+    const paths = await withServer(async (_server, client, direct) => {
+      const results = [];
+      for (const path of direct ? [client, direct] : [client]) results.push(await measureLatencyOnly(path, counts));
+      return results;
+    });
+    process.stdout.write(latencyReport(paths, counts, { before: loadBefore, after: loadAverage() }));
     return;
   }
   if (process.env.BENCH_ONLY === "votes") {

@@ -29,7 +29,8 @@ export const LATENCY_INTERVAL_MS = 10;
  * the RPC's teardown) inside the probe's own CPU accounting.
  */
 export const LATENCY_SETTLE_MS = 2;
-export const LATENCY_SUBSCRIBER_COUNTS = [1, 100] as const;
+/** Phase 2's subscriber counts; issue 16 judges server CPU per delivered event at 50. */
+export const LATENCY_SUBSCRIBER_COUNTS: readonly number[] = [1, 50, 100];
 /** Round trips of GET /healthz (Worker only, no Durable Object): the request floor of each path. */
 export const FLOOR_REQUESTS = count(200, 20);
 /**

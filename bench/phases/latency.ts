@@ -1,4 +1,4 @@
-// Phase 2, append-to-delivery latency at 1 and 100 subscribers, engine and
+// Phase 2, append-to-delivery latency at 1, 50 and 100 subscribers, engine and
 // raw floor probed alternately, with the workerd processes' CPU per probe;
 // and the request floor (GET /healthz) of each path.
 import { performance } from "node:perf_hooks";
