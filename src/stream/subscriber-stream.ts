@@ -3,7 +3,9 @@
 // never sits in memory at once), then switches to the live tail, where the
 // run pushes each appended frame. A client that stops reading falls back to
 // replay mode instead of growing an unbounded queue. The stream ends right
-// after the terminal event.
+// after the terminal event. While live, `pull` stays pending (the stream does
+// not call it again until it settles), so a frame read by the client costs no
+// call back into this object: only a fall back to replay wakes it.
 import type { EventLog } from "./event-log";
 import type { StoredEvent } from "../wire/events";
 import { sseFrame } from "./sse";
@@ -35,6 +37,8 @@ export class SubscriberStream {
   #cursor: number;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
   readonly #options: SubscriberStreamOptions;
+  /** Settles the pending `pull` of live mode: the stream may pull again (replay, or the response ended). */
+  #wakePull: (() => void) | undefined;
 
   constructor(options: SubscriberStreamOptions) {
     this.#options = options;
@@ -68,6 +72,7 @@ export class SubscriberStream {
     if (this.#endIfTerminal()) return;
     if ((this.#controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_CHUNKS - LIVE_QUEUE_LIMIT_CHUNKS) {
       this.#mode = "replaying";
+      this.#settlePull();
     }
   }
 
@@ -82,7 +87,7 @@ export class SubscriberStream {
     this.#finish();
   }
 
-  #pull(): void {
+  #pull(): Promise<void> | undefined {
     if (this.#mode === "closed") return;
     const { log } = this.#options;
     if (this.#cursor < log.lastSequence) {
@@ -101,11 +106,22 @@ export class SubscriberStream {
       this.#endIfTerminal();
       return;
     }
-    if (!this.#endIfTerminal()) this.#mode = "live";
+    if (this.#endIfTerminal()) return;
+    this.#mode = "live";
+    return new Promise<void>((resolve) => {
+      this.#wakePull = resolve;
+    });
+  }
+
+  #settlePull(): void {
+    const wake = this.#wakePull;
+    this.#wakePull = undefined;
+    wake?.();
   }
 
   #endIfTerminal(): boolean {
-    if (this.#cursor >= this.#options.log.lastSequence && this.#options.isTerminal()) {
+    // isTerminal first: on nearly every push it is false, and the sequence is not read.
+    if (this.#options.isTerminal() && this.#cursor >= this.#options.log.lastSequence) {
       this.close();
       return true;
     }
@@ -115,6 +131,7 @@ export class SubscriberStream {
   #finish(): void {
     if (this.#mode === "closed") return;
     this.#mode = "closed";
+    this.#settlePull();
     this.#options.onClosed();
   }
 }

@@ -1,10 +1,11 @@
 // The run's stream (src/stream/run-stream.ts) on its own, over a bare SQLite
 // handle (a fresh Durable Object's storage with the run object's tables):
-// sequences, fan-out to live subscribers, terminal fencing, 204 and 410.
+// sequences, fan-out to live subscribers, a slow subscriber's fall back to
+// the log, terminal fencing, 204 and 410.
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { RunStream } from "../../src/stream/run-stream";
-import { SseReader, types, runTablesOf } from "../runtime/helpers";
+import { SseReader, runTablesOf, sequences, types } from "../runtime/helpers";
 
 const identity = { run_id: "run-x", channel_id: "C1" };
 
@@ -64,6 +65,23 @@ describe("RunStream", () => {
       expect(stream.subscriberCount).toBe(1);
       stream.append("assistant_message", { text: "late" });
       expect(types(await second.readUntil(1))).toEqual(["assistant_message"]);
+    });
+  });
+
+  it("a live subscriber that stops reading falls back to the log and still gets every event once, in order", async () => {
+    await withSql(async (sql) => {
+      const stream = new RunStream(sql, 5_000, identity, false);
+      stream.append("run_started", { user_id: "U1" });
+      const reader = new SseReader(stream.subscribe(0, undefined));
+      await reader.readUntil(1); // live now: its pull waits until a fall back wakes it
+      // Past the live queue's limit (1,024 frames) unread: the subscriber stops taking pushes.
+      for (let i = 0; i < 1_500; i++) stream.append("assistant_message", { text: `m${i}` });
+      stream.append("run_completed", { tool_calls: 0 });
+      const events = await reader.readToEnd();
+      expect(sequences(events)).toEqual(Array.from({ length: 1_502 }, (_, i) => i + 1));
+      expect(events.at(-2)?.data).toContain('"text":"m1499"');
+      expect(events.at(-1)?.event).toBe("run_completed");
+      expect(stream.subscriberCount).toBe(0);
     });
   });
 
