@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { type ListingDb, type Page, page } from "../listings/listing-reads";
 import { cursorParam, limitParam, nextCursor } from "../wire/listing-schemas";
-import { AUDIT_ACTIONS, type AuditAction, type AuditEntry } from "./audit-log";
+import { AUDIT_ACTIONS, type AuditEntry } from "./audit-log";
 
 const actionSchema = z.enum(AUDIT_ACTIONS);
 
@@ -38,16 +38,8 @@ export const auditPageSchema = z
   .strict()
   .meta({ id: "AuditPage" });
 
-interface AuditRow extends Record<string, unknown> {
-  id: string;
-  at: string;
-  principal: string;
-  action: AuditAction;
-  target: string;
-  result: "ok" | "refused";
-  count: number | null;
-  details: string | null;
-}
+/** An audit_log row: the entry's own fields, with SQL's null for an absent count and details as JSON text. */
+type AuditRow = Record<string, unknown> & Omit<AuditEntry, "count" | "details"> & { count: number | null; details: string | null };
 
 const KEY = ["at", "id"];
 

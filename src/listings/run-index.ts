@@ -67,20 +67,15 @@ export interface InputResolution {
   status: Exclude<InputListItem["status"], "pending">;
 }
 
-/** What the run's object knows about its run that its events do not carry. */
-export interface RunIndexContext {
-  run_id: string;
-  channel_id: string;
-  user_id: string;
-  requested_by?: string;
-  on_behalf_of?: string;
-  delivery_id: string | null;
-  source: RunListItem["source"];
-  /** The run record's created_at (ISO 8601). */
-  created_at: string;
-  /** The run's message as requestPreview() cut it (absent in records written before it was kept). */
-  request?: string;
-}
+/**
+ * What the run's object knows about its run that its events do not carry: the
+ * listing item's fields of the record (created_at, and request as
+ * requestPreview() cut it, absent in records written before it was kept).
+ */
+export type RunIndexContext = Pick<
+  RunListItem,
+  "run_id" | "channel_id" | "user_id" | "requested_by" | "on_behalf_of" | "delivery_id" | "source" | "created_at" | "request"
+>;
 
 /**
  * What the index keeps of a run's message: redacted first (a cut could split

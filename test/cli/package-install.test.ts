@@ -6,7 +6,7 @@
 // sibling project depending on this one by path can import the client and run
 // the bin.
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -34,8 +34,9 @@ beforeAll(async () => {
     join(sibling, "package.json"),
     JSON.stringify({ name: "sibling", private: true, type: "module", dependencies: { [PACKAGE_NAME]: `file:${PROJECT_ROOT}` } }),
   );
-  await mkdir(join(sibling, "node_modules"), { recursive: true });
-  await symlink(PROJECT_ROOT, join(sibling, "node_modules", PACKAGE_NAME), "dir");
+  // npm's own install: it links the dependency and puts its bin on node_modules/.bin. Offline (a link fetches
+  // nothing) and without scripts: the global setup has just run the build that `prepare` runs.
+  await run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], { cwd: sibling });
 });
 
 afterAll(async () => {
@@ -63,10 +64,10 @@ describe("what an install leaves", () => {
     expect(stdout.trim()).toBe("function function");
   });
 
-  it("gives the sibling a bin that prints the commands", async () => {
+  it("gives the sibling a bin that prints the commands: npx approved-exec --help", async () => {
     const bin = join(sibling, "node_modules", PACKAGE_NAME, pkg.bin["approved-exec"] ?? "");
     expect((await readFile(bin, "utf8")).startsWith("#!/usr/bin/env node\n")).toBe(true);
-    const { stdout } = await run(process.execPath, [bin, "--help"], { cwd: sibling });
+    const { stdout } = await run("npx", ["--no-install", "approved-exec", "--help"], { cwd: sibling });
     for (const command of ["trigger", "approve", "deny", "answer", "cancel", "reconcile"]) expect(stdout).toContain(command);
   });
 });
