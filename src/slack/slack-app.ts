@@ -262,9 +262,11 @@ function buildApp(
   app.event("app_home_opened", async (req) => {
     const { user, tab } = req.payload as { user?: unknown; tab?: unknown };
     if (typeof user !== "string" || !/^[UW][A-Z0-9]{1,30}$/.test(user) || tab !== "home" || scope.principal === undefined) return;
-    const viewer = { user, principal: scope.principal, team: scope.team };
+    const principal = scope.principal;
     const now = Date.now();
     const published = (async () => {
+      // Judged as their click would be (contract section 19): their person from users.info.
+      const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user) };
       await recordHomeOpened(env.DB, viewer, now);
       await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
     })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
