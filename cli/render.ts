@@ -18,6 +18,9 @@ const SEQUENCE_COLUMN_CHARS = 5;
 
 const quote = (text: string) => JSON.stringify(text);
 const compact = (value: unknown) => JSON.stringify(value);
+/** Contract section 19: every value withheld from an approval's arguments, as `hidden=["/path (N chars)",...]` (JSON, so one token). */
+const hiddenPart = (hidden: readonly { path: string; chars: number }[] | undefined) =>
+  hidden === undefined || hidden.length === 0 ? [] : [`hidden=${compact(hidden.map((h) => `${h.path} (${h.chars} chars)`))}`];
 
 /** `#12   10:00:01.250Z tool_execution          <details>`: sequence, UTC time, type, what the event says. */
 export function eventLine(event: EngineEvent): string {
@@ -48,6 +51,7 @@ function eventDetails(event: EngineEvent): string {
         ...(event.required === undefined || event.required === 1 ? [] : [`required=${event.required}`]),
         ...(event.approvers === undefined || event.approvers === null ? [] : [`approvers=${event.approvers.join(",")}`]),
         `args=${compact(event.arguments)}`,
+        ...hiddenPart(event.hidden),
       ].join(" ");
     case "approval_vote":
       return [
@@ -100,6 +104,7 @@ function eventDetails(event: EngineEvent): string {
 export function approvalLine(a: ApprovalListItem): string {
   return [
     `approval ${a.approval_id} run=${a.run_id} ${a.tool_name} call=${a.tool_call_id} level=${a.level} expires=${a.expires_at} args=${compact(a.arguments)}`,
+    ...hiddenPart(a.hidden),
     ...(a.status === "pending" ? [] : [`status=${a.status}`]),
     ...(a.required === undefined || a.required === 1 ? [] : [`votes=${a.approvals?.length ?? 0}/${a.required}`]),
     ...(a.approvals === undefined || a.approvals.length === 0 ? [] : [`voters=${a.approvals.map((v) => v.by).join(",")}`]),

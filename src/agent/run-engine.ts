@@ -42,8 +42,7 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
-import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester } from "../policy/approval-policy";
-import { personOf, personOfUserId } from "../policy/persons";
+import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester, runRequester } from "../policy/approval-policy";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
@@ -215,13 +214,7 @@ export class RunEngine {
 
   /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */
   #requester(): Requester {
-    const run = this.#run;
-    const principalId = run.requested_by ?? (run.source === "slack" ? `slack:${run.user_id}` : run.user_id);
-    return {
-      principal_id: principalId,
-      person: run.requester_person !== undefined ? run.requester_person : personOf(principalId),
-      ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of, on_behalf_of_person: personOfUserId(run.on_behalf_of) } : {}),
-    };
+    return runRequester(this.#run);
   }
 
   answerInput(toolCallId: string, answer: string, answeredBy: string): Verdict {

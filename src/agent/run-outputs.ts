@@ -32,6 +32,7 @@ import { isTerminalEventType, type StoredEvent } from "../wire/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
+import { runRequester } from "../policy/approval-policy";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
@@ -351,6 +352,7 @@ export class RunOutputs implements EngineObserver {
       source: run.source ?? "api",
       created_at: run.created_at,
       ...(run.request !== undefined ? { request: run.request } : {}),
+      requester_person: runRequester(run).person,
     };
   }
 

@@ -303,6 +303,8 @@ export interface ApprovalListItem {
   description: string;
   /** The call's arguments with secret-looking values redacted. */
   arguments: unknown;
+  /** Contract section 19 (absent from older servers and on approvals indexed before it): every value withheld from `arguments`. */
+  hidden?: HiddenValue[];
   requested_at: string;
   expires_at: string;
   status: ApprovalStatus;

@@ -143,6 +143,8 @@ interface ApprovalRow extends Record<string, unknown> {
   required: number | null;
   approvers_json: string | null;
   approvals_json: string | null;
+  /** Contract section 19 (migrations/0020); NULL on approvals indexed before it. */
+  hidden_json: string | null;
 }
 
 const APPROVALS_KEY = ["requested_at", "approval_id"];
@@ -170,6 +172,7 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
       level: r.level,
       description: r.description,
       arguments: JSON.parse(r.arguments_json) as unknown,
+      ...(r.hidden_json !== null ? { hidden: JSON.parse(r.hidden_json) as NonNullable<ApprovalListItem["hidden"]> } : {}),
       requested_at: r.requested_at,
       expires_at: r.expires_at,
       status: r.status,

@@ -70,12 +70,15 @@ export interface InputResolution {
 /**
  * What the run's object knows about its run that its events do not carry: the
  * listing item's fields of the record (created_at, and request as
- * requestPreview() cut it, absent in records written before it was kept).
+ * requestPreview() cut it, absent in records written before it was kept), and
+ * the requester's person as the run object compares it (contract section 19;
+ * null: nobody), so the Slack Home tab judges by the same rule as a click. That
+ * person is kept in the runs index only; never listed.
  */
 export type RunIndexContext = Pick<
   RunListItem,
   "run_id" | "channel_id" | "user_id" | "requested_by" | "on_behalf_of" | "delivery_id" | "source" | "created_at" | "request"
->;
+> & { requester_person?: string | null };
 
 /**
  * What the index keeps of a run's message: redacted first (a cut could split
@@ -87,6 +90,9 @@ export function requestPreview(message: string): string {
   const chars = Array.from(redacted);
   return chars.length <= REQUEST_PREVIEW_CHARS ? redacted : `${chars.slice(0, REQUEST_PREVIEW_CHARS).join("")}…`;
 }
+
+/** A run's mark: the listing item and what the index keeps beside it (never listed). */
+const runMarkSchema = runListItemSchema.extend({ requester_person: z.string().nullable().optional() });
 
 const approvalResolutionSchema = z
   .object({
@@ -178,7 +184,7 @@ export class RunIndex {
   }
 
   /** The run as it stands (started: status running; ended: completed|failed with ended_at). */
-  markRun(row: RunListItem): void {
+  markRun(row: RunListItem & Pick<RunIndexContext, "requester_person">): void {
     this.#mark("run", row.run_id, rankOf(row.status), row);
   }
 
@@ -242,6 +248,7 @@ export class RunIndex {
           level: fields.level === "confirm" ? "confirm" : "approve",
           description: str("description"),
           arguments: fields.arguments ?? {},
+          ...(Array.isArray(fields.hidden) ? { hidden: fields.hidden as NonNullable<ApprovalListItem["hidden"]> } : {}),
           requested_at: at,
           expires_at: str("expires_at"),
           status: "pending",
@@ -391,11 +398,12 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       return;
     }
     case "run": {
-      const r = runListItemSchema.parse(fields);
+      const r = runMarkSchema.parse(fields);
       await db
         .prepare(
-          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, request, error_code, requested_by, on_behalf_of)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          `INSERT INTO runs (run_id, channel_id, user_id, delivery_id, source, status, created_at, ended_at, request, error_code, requested_by, on_behalf_of,
+                             requester_person)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, ended_at = excluded.ended_at,
              error_code = excluded.error_code, request = COALESCE(runs.request, excluded.request)
            WHERE runs.status = 'running' AND excluded.status <> 'running'`,
@@ -413,6 +421,7 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
           r.error_code ?? null,
           r.requested_by ?? null,
           r.on_behalf_of ?? null,
+          r.requester_person ?? null,
         )
         .run();
       return;
@@ -424,8 +433,9 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
         await db
           .prepare(
             `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json,
-                                    requested_at, expires_at, status, decided_by, reason, required, approvers_json, approvals_json)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    requested_at, expires_at, status, decided_by, reason, required, approvers_json, approvals_json,
+                                    hidden_json)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by, reason = excluded.reason,
                approvals_json = excluded.approvals_json
              WHERE approvals.status = 'pending' AND excluded.status <> 'pending'`,
@@ -447,6 +457,7 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
             a.required ?? null,
             a.approvers === undefined ? null : JSON.stringify(a.approvers),
             a.approvals === undefined ? null : JSON.stringify(a.approvals),
+            a.hidden === undefined ? null : JSON.stringify(a.hidden),
           )
           .run();
         return;

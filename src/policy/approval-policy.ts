@@ -5,7 +5,7 @@
 // self-approval, then the vote. Pure: no I/O; the caller supplies persons
 // (src/policy/persons.ts) and the votes so far, and stores what comes back.
 import { matchesApprovers, normalisePrincipalId } from "./approver-patterns";
-import type { Person } from "./persons";
+import { type Person, personOf, personOfUserId } from "./persons";
 
 /** Defaults of contract section 19. */
 const DEFAULT_APPROVALS_REQUIRED = 1;
@@ -62,6 +62,26 @@ export interface Requester {
   person: Person;
   on_behalf_of?: string | undefined;
   on_behalf_of_person?: Person | undefined;
+}
+
+/** What a run records of who asked for it (its record, or the runs index). */
+export interface RunRequesterFacts {
+  user_id: string;
+  requested_by?: string | undefined;
+  source?: "api" | "slack" | undefined;
+  /** The person found when the run started; absent: not looked up (the principal's own person), null: nobody. */
+  requester_person?: Person | undefined;
+  on_behalf_of?: string | undefined;
+}
+
+/** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named (and that one's person). */
+export function runRequester(run: RunRequesterFacts): Requester {
+  const principalId = run.requested_by ?? (run.source === "slack" ? `slack:${run.user_id}` : run.user_id);
+  return {
+    principal_id: principalId,
+    person: run.requester_person !== undefined ? run.requester_person : personOf(principalId),
+    ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of, on_behalf_of_person: personOfUserId(run.on_behalf_of) } : {}),
+  };
 }
 
 /** One counted approve: `by` is the principal that voted, `person` the human it counted for. */

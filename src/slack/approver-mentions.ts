@@ -15,13 +15,18 @@ export interface ApproverPolicySource {
   APPROVER_GROUPS: Readonly<Record<string, readonly string[]>>;
 }
 
+/** The Slack user id an exact Slack principal pattern names (`slack:U1`, `slack:T1:U1`), else undefined. */
+export function exactSlackUser(pattern: string): string | undefined {
+  return EXACT_SLACK_USER.exec(pattern)?.[1];
+}
+
 /** The Slack user ids the tool's policy names exactly, in the order named, each once; none under the default rule. */
 export function slackApproversNamed(source: ApproverPolicySource, toolName: string): string[] {
   const { approvers } = effectivePolicy(source.TOOL_POLICY, toolName);
   if (approvers === null) return [];
   const users: string[] = [];
   for (const pattern of expandApprovers(approvers, source.APPROVER_GROUPS)) {
-    const user = EXACT_SLACK_USER.exec(pattern)?.[1];
+    const user = exactSlackUser(pattern);
     if (user !== undefined && !users.includes(user)) users.push(user);
   }
   return users;

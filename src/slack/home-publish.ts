@@ -6,8 +6,12 @@
 // once; a run whose approvals or questions changed asks, through its outbox,
 // for refreshHomes: every user who opened the tab in the last 7 days whose
 // list changed is published again, at most once per SLACK_HOME_REPUBLISH_MS.
+// Each opener is judged as their click would be: their person (users.info)
+// is kept with the opener (migration 0020), the requester's with the run.
 import type { SlackAPIClient } from "slack-web-api-client";
+import type { Person } from "../policy/persons";
 import {
+  type DecidableItem,
   type HomeApproval,
   type HomeItem,
   type HomeQuestion,
@@ -17,6 +21,7 @@ import {
   homeDigest,
   homeView,
 } from "./home-tab";
+import { slackPersonOf } from "./slack-persons";
 import { withTimeout } from "./web-api";
 
 /** Users who opened the tab longer ago than this are not published to again until they open it. */
@@ -45,6 +50,8 @@ interface ApprovalRow extends Record<string, unknown> {
   expires_at: string;
   user_id: string;
   requested_by: string | null;
+  requester_person: string | null;
+  on_behalf_of: string | null;
 }
 interface QuestionRow extends Record<string, unknown> {
   run_id: string;
@@ -62,7 +69,8 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
   const [approvals, questions] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `SELECT a.run_id, a.approval_id, a.channel_id, a.tool_name, a.level, a.arguments_json, a.expires_at, r.user_id, r.requested_by
+        `SELECT a.run_id, a.approval_id, a.channel_id, a.tool_name, a.level, a.arguments_json, a.expires_at, r.user_id, r.requested_by,
+                r.requester_person, r.on_behalf_of
          FROM approvals a JOIN runs r ON r.run_id = a.run_id
          WHERE a.status = 'pending' AND r.source = 'slack' AND a.expires_at > ? ORDER BY a.requested_at, a.approval_id LIMIT ?`,
       )
@@ -84,6 +92,8 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
     level: r.level,
     requester: r.user_id,
     requested_by: r.requested_by ?? undefined,
+    requester_person: r.requester_person ?? undefined,
+    on_behalf_of: r.on_behalf_of ?? undefined,
     arguments_json: r.arguments_json,
     expires_at: r.expires_at,
   }));
@@ -117,18 +127,41 @@ async function inAllowedChannels(client: SlackAPIClient, items: HomeItem[], sett
   return items.filter((i) => allowed.get(i.channel_id) === true);
 }
 
-/** Records that `viewer` opened the tab (the 7-day window counts from here). */
+/** Records that `viewer` opened the tab (the 7-day window counts from here), with their person as just looked up. */
 export async function recordHomeOpened(db: D1Database, viewer: HomeViewer, now: number): Promise<void> {
   await db
     .prepare(
-      `INSERT INTO slack_home_openers (user_id, principal, team, opened_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT (user_id) DO UPDATE SET principal = excluded.principal, team = excluded.team, opened_at = excluded.opened_at`,
+      `INSERT INTO slack_home_openers (user_id, principal, team, opened_at, person) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (user_id) DO UPDATE SET principal = excluded.principal, team = excluded.team, opened_at = excluded.opened_at,
+         person = excluded.person`,
     )
-    .bind(viewer.user, viewer.principal, viewer.team, new Date(now).toISOString())
+    .bind(viewer.user, viewer.principal, viewer.team, new Date(now).toISOString(), viewer.person)
     .run();
 }
 
-async function publish(db: D1Database, client: SlackAPIClient, user: string, items: HomeItem[], settings: HomeSettings, now: number) {
+/**
+ * An opener's person: as kept when they opened the tab, else (the lookup failed then, or they opened it before
+ * persons were kept) users.info now, kept when it answers; a failed lookup is nobody, as for a click.
+ */
+async function openerPerson(db: D1Database, client: SlackAPIClient, opener: OpenerRow): Promise<Person> {
+  if (opener.person !== null) return opener.person;
+  const person = await slackPersonOf(client, opener.principal, opener.user_id);
+  if (person !== null) {
+    await db.prepare(`UPDATE slack_home_openers SET person = ? WHERE user_id = ?`).bind(person, opener.user_id).run();
+  }
+  return person;
+}
+
+interface OpenerRow extends Record<string, unknown> {
+  user_id: string;
+  principal: string;
+  team: string;
+  person: string | null;
+  published_at: number | null;
+  published_digest: string | null;
+}
+
+async function publish(db: D1Database, client: SlackAPIClient, user: string, items: DecidableItem[], settings: HomeSettings, now: number) {
   await withTimeout("views.publish", CALL_TIMEOUT_MS, () =>
     client.views.publish({ user_id: user, view: homeView(items, settings.console_origin) }),
   );
@@ -158,15 +191,17 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
   const since = new Date(now - HOME_OPENERS_WINDOW_MS).toISOString();
   const openers = await db
     .prepare(
-      `SELECT user_id, principal, team, published_at, published_digest FROM slack_home_openers WHERE opened_at >= ? ORDER BY opened_at DESC LIMIT ?`,
+      `SELECT user_id, principal, team, person, published_at, published_digest FROM slack_home_openers
+       WHERE opened_at >= ? ORDER BY opened_at DESC LIMIT ?`,
     )
     .bind(since, HOME_OPENERS_MAX)
-    .all<{ user_id: string; principal: string; team: string; published_at: number | null; published_digest: string | null }>();
+    .all<OpenerRow>();
   if (openers.results.length === 0) return null;
   const items = await inAllowedChannels(client, await pendingItems(db, now), settings);
   let retryAt: number | null = null;
   for (const opener of openers.results) {
-    const mine = decidableBy({ user: opener.user_id, principal: opener.principal, team: opener.team }, items, settings);
+    const person = await openerPerson(db, client, opener);
+    const mine = decidableBy({ user: opener.user_id, principal: opener.principal, team: opener.team, person }, items, settings);
     if (homeDigest(mine) === opener.published_digest) continue;
     const due = (opener.published_at ?? 0) + settings.SLACK_HOME_REPUBLISH_MS;
     if (due > now) {

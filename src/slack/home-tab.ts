@@ -1,13 +1,16 @@
 // The Slack app's Home tab (contract section 19, "Telling the approvers"):
 // which of the pending approvals and questions of Slack-started runs one
 // Slack user may decide (eligibility from src/policy/approval-policy.ts, the
-// same rule as every other path), and the view that lists them, with buttons
+// same rule as every other path, persons included: the viewer's from
+// users.info, the requester's as the run object keeps it), and the view that
+// lists them, with buttons
 // carrying the same action_ids and values as the thread's (plus the run's
 // channel, where the ephemeral answers go). What you see is what you
 // approve: an approval whose arguments the tab cannot show whole offers Deny
 // and the console, no Approve. Pure: no I/O, so every rule is unit-tested.
 import type { AnyHomeTabBlock, Button, HomeTabView } from "slack-web-api-client";
-import { type ApprovalPolicyFields, effectivePolicy, isEligible } from "../policy/approval-policy";
+import { type ApprovalPolicyFields, type Decider, effectivePolicy, refusalOf, runRequester } from "../policy/approval-policy";
+import type { Person } from "../policy/persons";
 import { ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER, type ApprovalButtonValue, type InputButtonValue } from "./blocks";
 import { approverPrincipals, slackPrincipal } from "./slack-principal";
 import { joined, mrkdwn, slackDate, untrusted, untrustedCode } from "./slack-text";
@@ -24,6 +27,10 @@ export interface HomeApproval {
   requester: string;
   /** The run's requesting principal (`slack:<team>:<user>`), when the index holds it. */
   requested_by?: string | undefined;
+  /** The requester's person as the run object compares it (null or absent: their principal alone). */
+  requester_person?: Person | undefined;
+  /** The person the run was started for by an adapter, when it named one. */
+  on_behalf_of?: string | undefined;
   /** The arguments as the engine redacted them (compact JSON). */
   arguments_json: string;
   expires_at: string;
@@ -50,41 +57,62 @@ export interface HomeRules {
   SLACK_APPROVERS: readonly string[];
 }
 
-/** Items listed at most: each takes three blocks, and a Home view holds at most 100. */
-const HOME_ITEMS_MAX = 25;
+/** Items listed at most: each takes at most four blocks, and a Home view holds at most 100 (3 more: header, count, "more"). */
+const HOME_ITEMS_MAX = 24;
 /** The most of an approval's arguments' JSON the tab shows; longer ones are seen in the console. */
 export const HOME_ARGUMENTS_SHOWN_MAX_CHARS = 1_000;
 const SECTION_TEXT_MAX_CHARS = 3_000;
 const NAME_MAX_CHARS = 200;
 const BUTTON_VALUE_MAX_CHARS = 2_000;
 
-/** Who the tab is for: the Slack user, their principal (contract section 18), and the installation's team. */
+/** Who the tab is for: the Slack user, their principal (contract section 18), the installation's team, and their person. */
 export interface HomeViewer {
   user: string;
   principal: string;
   team: string;
+  /** Their person from users.info (src/slack/slack-persons.ts), as a click of theirs would be judged; null: nobody. */
+  person: Person;
 }
 
-/** The items `viewer` may decide: approvals by the tool's policy, questions by the default rule (approvers do not govern answers). */
-export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rules: HomeRules): HomeItem[] {
+/** An approval the viewer may decide; `may_approve` false when only their deny would be taken (self_approval: false). */
+type DecidableApproval = HomeApproval & { may_approve: boolean };
+export type DecidableItem = DecidableApproval | HomeQuestion;
+
+/**
+ * The items `viewer` may decide, by the rule a click of theirs is judged by
+ * (src/policy/approval-policy.ts refusalOf, with the same decider and
+ * requester): approvals they are eligible for, marked whether their approve
+ * would be taken; questions by the default rule (approvers do not govern answers).
+ */
+export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rules: HomeRules): DecidableItem[] {
   const isListed = approverPrincipals(rules.SLACK_APPROVERS, viewer.team).includes(viewer.principal);
   const requesterOf = (item: HomeItem) => item.requested_by ?? slackPrincipal(viewer.team, item.requester);
-  return items.filter((item) => {
-    if (item.kind === "question") return requesterOf(item) === viewer.principal || isListed;
-    const policy = effectivePolicy(rules.TOOL_POLICY, item.tool_name);
-    return isEligible(
-      policy,
-      rules.APPROVER_GROUPS,
-      // A Slack user is a person of their own here (their verified email is the API's business, not the tab's).
-      { via: "slack", principal_id: viewer.principal, person: viewer.principal, listed_in_slack_approvers: isListed },
-      { principal_id: requesterOf(item) },
-    );
+  const decider: Decider = { via: "slack", principal_id: viewer.principal, person: viewer.person, listed_in_slack_approvers: isListed };
+  return items.flatMap((item): DecidableItem[] => {
+    if (item.kind === "question") return requesterOf(item) === viewer.principal || isListed ? [item] : [];
+    const asked = {
+      policy: effectivePolicy(rules.TOOL_POLICY, item.tool_name),
+      groups: rules.APPROVER_GROUPS,
+      decider,
+      requester: runRequester({
+        user_id: item.requester,
+        requested_by: requesterOf(item),
+        source: "slack",
+        requester_person: item.requester_person ?? undefined,
+        on_behalf_of: item.on_behalf_of,
+      }),
+    };
+    // A deny is refused only when they are no approver at all; an approve also by self_approval: false.
+    if (refusalOf({ ...asked, decision: "deny" }) !== null) return [];
+    return [{ ...item, may_approve: refusalOf({ ...asked, decision: "approve" }) === null }];
   });
 }
 
 /** What the tab shows, as one string: publishing again is skipped when it is unchanged. */
-export function homeDigest(items: readonly HomeItem[]): string {
-  return JSON.stringify(items.map((i) => (i.kind === "approval" ? ["a", i.run_id, i.approval_id] : ["q", i.run_id, i.tool_call_id])));
+export function homeDigest(items: readonly DecidableItem[]): string {
+  return JSON.stringify(
+    items.map((i) => (i.kind === "approval" ? ["a", i.run_id, i.approval_id, i.may_approve] : ["q", i.run_id, i.tool_call_id])),
+  );
 }
 
 const buttonValue = (value: object) => {
@@ -100,7 +128,7 @@ function prettyArguments(argumentsJson: string): string {
   }
 }
 
-function approvalBlocks(item: HomeApproval, consoleOrigin: string | undefined): AnyHomeTabBlock[] {
+function approvalBlocks(item: DecidableApproval, consoleOrigin: string | undefined): AnyHomeTabBlock[] {
   const args = prettyArguments(item.arguments_json);
   const whole = args.length <= HOME_ARGUMENTS_SHOWN_MAX_CHARS;
   const value: ApprovalButtonValue = { run_id: item.run_id, approval_id: item.approval_id, level: item.level, channel_id: item.channel_id };
@@ -132,6 +160,19 @@ function approvalBlocks(item: HomeApproval, consoleOrigin: string | undefined): 
   const shown = whole
     ? mrkdwn`\`\`\`${untrusted(args, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``
     : mrkdwn`:scissors: Its arguments (${args.length} characters) are too long to show here: see them whole in the console or the thread before you approve; from here you can only deny.`;
+  const notYours: AnyHomeTabBlock[] = item.may_approve
+    ? []
+    : [
+        {
+          type: "context",
+          elements: [
+            {
+              type: "mrkdwn",
+              text: mrkdwn`:no_entry: This tool forbids self-approval: another person must approve this call (it was asked for by you, or Slack did not confirm who you are). You may deny it.`,
+            },
+          ],
+        },
+      ];
   return [
     {
       type: "section",
@@ -141,10 +182,11 @@ function approvalBlocks(item: HomeApproval, consoleOrigin: string | undefined): 
       },
     },
     { type: "section", text: { type: "mrkdwn", text: shown } },
+    ...notYours,
     {
       type: "actions",
       block_id: `home-approval:${item.approval_id}`.slice(0, 255),
-      elements: whole ? [approve, deny, ...link] : [deny, ...link],
+      elements: whole && item.may_approve ? [approve, deny, ...link] : [deny, ...link],
     },
   ];
 }
@@ -176,7 +218,7 @@ function questionBlocks(item: HomeQuestion): AnyHomeTabBlock[] {
 }
 
 /** The Home tab of one user: what they may decide, newest last, or that nothing waits for them. */
-export function homeView(items: readonly HomeItem[], consoleOrigin?: string): HomeTabView {
+export function homeView(items: readonly DecidableItem[], consoleOrigin?: string): HomeTabView {
   const listedItems = items.slice(0, HOME_ITEMS_MAX);
   const more = items.length - listedItems.length;
   const blocks: AnyHomeTabBlock[] = [

@@ -3,6 +3,9 @@
 // may decide, and word the answers a person gets (refusal, stale click).
 import { z } from "zod";
 import type { Verdict } from "../execution/tool-calls";
+import type { ApprovalPolicy } from "../policy/approval-policy";
+import { expandApprovers } from "../policy/approver-patterns";
+import { exactSlackUser } from "./approver-mentions";
 import type { ApprovalButtonValue, InputButtonValue } from "./blocks";
 import { joined, mention, mrkdwn, type SlackText, untrustedCode } from "./slack-text";
 
@@ -38,18 +41,68 @@ export function mayDecide(userId: string, requester: string | undefined, approve
   return userId === requester || approvers.includes(userId);
 }
 
-export function refusalText(requester: string | undefined, approvers: readonly string[]): SlackText {
-  const people = [...new Set([...(requester ? [requester] : []), ...approvers])].map(mention);
-  const who = people.length === 0 ? mrkdwn`nobody in Slack (decide through the API)` : joined(people, ", ");
-  return mrkdwn`Only the person who asked or an approver may decide this: ${who}. Nothing was changed.`;
+/**
+ * Who may decide, as every refusal names them (contract section 19): the
+ * Slack users eligible by exact id, and whether anyone else may too (an API
+ * or console principal with the role, or a principal the policy names by a
+ * pattern or outside Slack).
+ */
+export interface Deciders {
+  users: string[];
+  elsewhere: boolean;
 }
 
 /**
- * A decision the approval policy refused (contract section 19), naming the
- * Slack users who may decide by exact id, else an approver in the console.
+ * Who may approve one tool's approval. Without `approvers`: the run's
+ * requester (unless self-approval is forbidden) and SLACK_APPROVERS, and the
+ * approver role elsewhere; with `approvers`: the Slack users its patterns
+ * name by exact id (groups expanded), and elsewhere when any other pattern is
+ * there (`*` names nobody in particular). Under `self_approval: false` the
+ * requester is never named: they may not approve.
  */
-export function policyRefusalText(error: "not_an_approver" | "self_approval_forbidden", eligible: readonly string[]): SlackText {
-  const who = eligible.length === 0 ? mrkdwn`an approver in the console` : joined(eligible.map(mention), ", ");
+export function approvalDeciders(
+  policy: ApprovalPolicy,
+  groups: Readonly<Record<string, readonly string[]>>,
+  requester: string | undefined,
+  slackApprovers: readonly string[],
+): Deciders {
+  if (policy.approvers === null) {
+    return decidersOf([...(policy.self_approval && requester !== undefined ? [requester] : []), ...slackApprovers], true);
+  }
+  const patterns = expandApprovers(policy.approvers, groups);
+  const exact = patterns.flatMap((p) => {
+    const user = exactSlackUser(p);
+    return user === undefined ? [] : [user];
+  });
+  const named = policy.self_approval ? exact : exact.filter((u) => u !== requester);
+  return decidersOf(
+    named,
+    patterns.some((p) => exactSlackUser(p) === undefined),
+  );
+}
+
+/** Who may answer a `human__ask` question in Slack (approvers do not govern answers): the requester and SLACK_APPROVERS, and the API's answerers. */
+export function answerDeciders(requester: string | undefined, slackApprovers: readonly string[]): Deciders {
+  return decidersOf([...(requester !== undefined ? [requester] : []), ...slackApprovers], true);
+}
+
+const decidersOf = (users: readonly string[], elsewhere: boolean): Deciders => ({ users: [...new Set(users)], elsewhere });
+
+/** The Slack users by exact id, then "an approver in the console" when anyone else may decide (alone when nobody is named). */
+function whoText(deciders: Deciders): SlackText {
+  const named = deciders.users.map(mention);
+  if (named.length === 0) return mrkdwn`an approver in the console`;
+  return deciders.elsewhere ? mrkdwn`${joined(named, ", ")} or an approver in the console` : joined(named, ", ");
+}
+
+/** A Slack user who may not answer this question, told who may. */
+export function refusalText(deciders: Deciders): SlackText {
+  return mrkdwn`You may not answer this question. Who may: ${whoText(deciders)}. Nothing was changed.`;
+}
+
+/** A decision the approval policy refused (contract section 19), naming who may decide as every refusal does. */
+export function policyRefusalText(error: "not_an_approver" | "self_approval_forbidden", deciders: Deciders): SlackText {
+  const who = whoText(deciders);
   return error === "not_an_approver"
     ? mrkdwn`You may not decide this approval. Who may: ${who}. Nothing was changed.`
     : mrkdwn`This tool forbids approving your own request: you may deny it, but another person must approve it (${who}). Nothing was changed.`;

@@ -8,6 +8,9 @@
 // giving up (and counting) on a permanent refusal or past that deadline,
 // then going on with the items behind; keeping the ts of posts a later
 // chat.update needs; the external-channel guard; stopping after uninstall.
+// Two lanes: the run's own posts, in order, and the Home tab refresh
+// (contract section 19), which may have to wait for
+// SLACK_HOME_REPUBLISH_MS and so never holds a post back.
 // It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
 import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
@@ -85,6 +88,8 @@ export interface OutboxCounts {
 export type DeliveryStep =
   | { kind: "idle" }
   | { kind: "waiting"; until: number }
+  /** The Home refresh published what it could and comes back `until` for users published to too recently (not a failure). */
+  | { kind: "deferred"; id: number; until: number }
   | { kind: "sent"; id: number }
   | { kind: "retry"; id: number; at: number; failure: CallFailure }
   | { kind: "failed"; id: number; error: string };
@@ -164,8 +169,9 @@ export class SlackOutbox {
   }
 
   /**
-   * Asks for the Home tabs to be published again, behind what is already queued; one waiting
-   * request covers any number of changes (it reads the listings when it is delivered).
+   * Asks for the Home tabs to be published again, in a lane of its own (a refresh waiting for
+   * SLACK_HOME_REPUBLISH_MS holds no post back); one waiting request covers any number of
+   * changes (it reads the listings when it is delivered).
    */
   enqueueHomeRefresh(now: number): void {
     if (!this.#run() || this.#homeRefresh === undefined) return;
@@ -197,28 +203,29 @@ export class SlackOutbox {
     return { pending: rows.find((r) => r.state === "pending")?.n ?? 0, failed: rows.find((r) => r.state === "failed")?.n ?? 0 };
   }
 
-  /** When the head item is due (ms since epoch), or null when nothing waits: the object's alarm time. */
+  /** When the first lane's head is due (ms since epoch), or null when nothing waits: the object's alarm time. */
   nextAttemptAt(): number | null {
-    return this.#head()?.next_attempt_at ?? null;
+    const due = this.#heads().map((h) => h.next_attempt_at);
+    return due.length === 0 ? null : Math.min(...due);
   }
 
   /**
-   * Delivers due items in order until the outbox is empty or the head must
-   * wait. One drain at a time per object: a second call joins the first.
+   * Delivers due items, each lane in order, until the outbox is empty or
+   * every lane's head must wait. One drain at a time per object: a second call joins the first.
    * `isStopped` is asked once per drain (the app was uninstalled or its
    * token revoked: everything pending is given up).
    */
   drain(client: SlackAPIClient, clock: () => number, isStopped: () => Promise<boolean>): Promise<void> {
     this.#draining ??= (async () => {
       try {
-        if (this.#head() === null) return;
+        if (this.#heads().length === 0) return;
         if (await isStopped()) {
           this.#failAllPending(GIVE_UP.stopped);
           return;
         }
         for (;;) {
           const step = await this.deliverNext(client, clock());
-          if (step.kind !== "sent" && step.kind !== "failed") return;
+          if (step.kind !== "sent" && step.kind !== "failed" && step.kind !== "deferred") return;
         }
       } finally {
         this.#draining = null;
@@ -227,11 +234,15 @@ export class SlackOutbox {
     return this.#draining;
   }
 
-  /** One step: the head item, if due, is tried once. Exposed for tests that drive the clock. */
+  /**
+   * One step: the first lane's head that is due (the run's posts before the Home refresh) is tried
+   * once. Exposed for tests that drive the clock.
+   */
   async deliverNext(client: SlackAPIClient, now: number): Promise<DeliveryStep> {
-    const head = this.#head();
-    if (!head) return { kind: "idle" };
-    if (head.next_attempt_at > now) return { kind: "waiting", until: head.next_attempt_at };
+    const heads = this.#heads();
+    if (heads.length === 0) return { kind: "idle" };
+    const head = heads.find((h) => h.next_attempt_at <= now);
+    if (!head) return { kind: "waiting", until: Math.min(...heads.map((h) => h.next_attempt_at)) };
     const run = this.#run();
     if (!run) return { kind: "idle" };
     const deadline = head.enqueued_at + this.#settings.SLACK_DELIVERY_MAX_MS;
@@ -252,7 +263,7 @@ export class SlackOutbox {
         if (again !== null && again <= deadline) {
           // Some user was published to too recently: come back when they may be again (not a failure).
           this.#sql.exec(`UPDATE slack_outbox SET next_attempt_at = ? WHERE id = ?`, again, head.id);
-          return { kind: "waiting", until: again };
+          return { kind: "deferred", id: head.id, until: again };
         }
         this.#sql.exec(`UPDATE slack_outbox SET state = 'sent', attempts = attempts + 1, error = NULL WHERE id = ?`, head.id);
         return { kind: "sent", id: head.id };
@@ -359,14 +370,16 @@ export class SlackOutbox {
     this.#sql.exec(`UPDATE slack_outbox SET state = 'failed', error = ? WHERE state = 'pending'`, error);
   }
 
-  #head(): ItemRow | null {
-    return (
+  /** The oldest pending item of each lane, the run's posts first: each lane is delivered in order, independently of the other. */
+  #heads(): ItemRow[] {
+    const head = (lane: "body <> ?" | "body = ?") =>
       this.#sql
         .exec<ItemRow>(
-          `SELECT id, body, attempts, enqueued_at, next_attempt_at FROM slack_outbox WHERE state = 'pending' ORDER BY id LIMIT 1`,
+          `SELECT id, body, attempts, enqueued_at, next_attempt_at FROM slack_outbox WHERE state = 'pending' AND ${lane} ORDER BY id LIMIT 1`,
+          HOME_REFRESH_BODY,
         )
-        .toArray()[0] ?? null
-    );
+        .toArray();
+    return [...head("body <> ?"), ...head("body = ?")];
   }
 
   #run(): RunRow | null {

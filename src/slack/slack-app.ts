@@ -10,9 +10,8 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import type { ApprovalPolicy, Decider } from "../policy/approval-policy";
+import type { Decider } from "../policy/approval-policy";
 import { slackPersonOf } from "./slack-persons";
-import { expandApprovers } from "../policy/approver-patterns";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -40,6 +39,8 @@ import {
   parseModalMetadata,
   policyRefusalText,
   refusalText,
+  approvalDeciders,
+  answerDeciders,
   STALE_TEXT,
 } from "./interactions";
 import { failureText, lazyFailureLogged, SLACK_LIBRARY_LOG_LEVEL } from "./library-logging";
@@ -262,9 +263,11 @@ function buildApp(
   app.event("app_home_opened", async (req) => {
     const { user, tab } = req.payload as { user?: unknown; tab?: unknown };
     if (typeof user !== "string" || !/^[UW][A-Z0-9]{1,30}$/.test(user) || tab !== "home" || scope.principal === undefined) return;
-    const viewer = { user, principal: scope.principal, team: scope.team };
+    const principal = scope.principal;
     const now = Date.now();
     const published = (async () => {
+      // Judged as their click would be (contract section 19): their person from users.info.
+      const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user) };
       await recordHomeOpened(env.DB, viewer, now);
       await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
     })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
@@ -286,8 +289,7 @@ function buildApp(
     }
     const requester = slackRequester(summary, scope.team);
     if (!mayDecide(actor, requester, approvers)) {
-      const users = (ids: (string | undefined)[]) => ids.flatMap((p) => (p === undefined ? [] : [slackUserOf(p) ?? p]));
-      await reply(refusalText(users([requester])[0], users(approvers)));
+      await reply(refusalText(answerDeciders(slackUserOrId(requester), approvers.map(slackUserOrId))));
       return null;
     }
     return summary;
@@ -321,9 +323,9 @@ function buildApp(
     const checked = await runStubFor(env, runId).approvalRefusal(approvalId, decider, decision);
     if (checked?.refusal) {
       await auditSlackRefusal(env, decider.principal_id, `slack ${decision} ${runId}/approvals/${approvalId}`, checked.refusal);
-      await reply(
-        policyRefusalText(checked.refusal, eligibleSlackUsers(checked.policy, config, slackRequester(summary, scope.team), approvers)),
-      );
+      const requester = slackUserOrId(slackRequester(summary, scope.team));
+      const deciders = approvalDeciders(checked.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId));
+      await reply(policyRefusalText(checked.refusal, deciders));
       return null;
     }
     return decider;
@@ -442,27 +444,9 @@ function needsRequesterPerson(config: HostConfig): boolean {
   return Object.values(config.TOOL_POLICY).some((entry) => entry.self_approval === false);
 }
 
-/**
- * The Slack users a refusal names as eligible, by exact id (contract section
- * 19): under the default rule the run's requester and SLACK_APPROVERS; with
- * `approvers`, every exact `slack:` id among the patterns (groups expanded).
- * Wildcards name nobody in particular: the text then points to the console.
- */
-function eligibleSlackUsers(
-  policy: ApprovalPolicy,
-  config: HostConfig,
-  requester: string | undefined,
-  approvers: readonly string[],
-): string[] {
-  const users = (principals: (string | undefined)[]) => principals.flatMap((p) => (p === undefined ? [] : [slackUserOf(p) ?? p]));
-  const ids =
-    policy.approvers === null
-      ? [...(policy.self_approval ? users([requester]) : []), ...users([...approvers])]
-      : expandApprovers(policy.approvers, config.APPROVER_GROUPS).flatMap((p) => {
-          const user = /^slack:(?:[A-Z0-9]+:)?([UW][A-Z0-9]+)$/.exec(p)?.[1];
-          return user === undefined ? [] : [user];
-        });
-  return [...new Set(ids)];
+/** A Slack principal's user id, for a refusal's mentions; any other id as it is. */
+function slackUserOrId<T extends string | undefined>(principal: T): T {
+  return (principal === undefined ? undefined : (slackUserOf(principal) ?? principal)) as T;
 }
 
 /** A refused Slack decision's access.refused entry, through the principal's durable queue (as the API's 403s are). */

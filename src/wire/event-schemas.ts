@@ -39,7 +39,7 @@ export const resultFactsSchema = z
   .strict();
 
 /** One value withheld from an approval's arguments (contract section 19). */
-const hiddenValueSchema = z
+export const hiddenValueSchema = z
   .object({
     path: z.string().meta({ description: 'An RFC 6901 JSON Pointer into `arguments` (`""` is the whole arguments).' }),
     reason: z.literal("secret"),

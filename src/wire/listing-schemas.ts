@@ -2,6 +2,7 @@
 // query they accept and of every envelope they answer. The routes validate
 // with these, and the OpenAPI document is generated from these.
 import { z } from "zod";
+import { hiddenValueSchema } from "./event-schemas";
 import { mutationOutcomeSchema, mutationStateSchema } from "./mutation-outcome-schema";
 
 /** Contract section 15: `limit` is 1..200, default 50. */
@@ -88,6 +89,10 @@ export const approvalListItemSchema = z
     level: z.enum(["approve", "confirm"]),
     description: z.string(),
     arguments: z.unknown().meta({ description: "The call's arguments, secret-looking values redacted." }),
+    // Contract section 19 (as on approval_requested); absent on approvals indexed before the listing kept it.
+    hidden: z.array(hiddenValueSchema).optional().meta({
+      description: "Every value withheld from `arguments`: an RFC 6901 JSON Pointer into it and the length of the value's JSON text.",
+    }),
     requested_at: isoTime,
     expires_at: isoTime,
     status: approvalStatusSchema,

@@ -79,6 +79,9 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await page.locator("body").innerText()).not.toContain(CANARY);
     expect(await item.innerText()).toMatch(/\[redacted\]/i);
+    // The listing names what the engine withheld, as the run page does (contract section 19).
+    const withheld = await item.locator("[data-hidden-path]").evaluateAll((items) => items.map((li) => li.textContent));
+    expect(withheld).toEqual([`/client_secret (${JSON.stringify(CANARY).length} characters)`]);
     await item.getByRole("button", { name: "Approve" }).click();
     await item.getByText("Decision sent: approved").waitFor({ timeout: UI_TIMEOUT_MS });
     await item.getByRole("link", { name: runId }).click();

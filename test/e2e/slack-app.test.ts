@@ -309,7 +309,10 @@ describe("decisions from Slack", () => {
     await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
     const [refusal] = slack.calls("chat.postEphemeral");
     expect(refusal?.params).toMatchObject({ channel: CHANNEL, user: STRANGER });
-    expect(String(refusal?.params.text)).toContain(`<@${APPROVER}>`);
+    // Contract section 19: the Slack users by exact id (requester, SLACK_APPROVERS), then the approver role elsewhere.
+    expect(String(refusal?.params.text)).toContain(
+      `Who may: <@${REQUESTER}>, <@${APPROVER}>, <@${PARTNER}> or an approver in the console.`,
+    );
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
@@ -327,6 +330,15 @@ describe("decisions from Slack", () => {
     const wrong = await submit(view.callback_id, APPROVER, view.private_metadata, "not the tool");
     expect(wrong.status).toBe(200);
     expect(await wrong.json()).toEqual({ response_action: "errors", errors: { answer: expect.any(String) } });
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+
+    // A stranger submitting the same modal (its metadata copied), with the right text, decides nothing and is told who may.
+    const stranger = await submit(view.callback_id, STRANGER, view.private_metadata, ALERT);
+    expect([stranger.status, await stranger.text()]).toEqual([200, ""]);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    expect(String(slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
+      "You may not decide this approval",
+    );
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
 
     const right = await submit(view.callback_id, APPROVER, view.private_metadata, ALERT);
@@ -350,12 +362,21 @@ describe("decisions from Slack", () => {
     await click("input_answer", APPROVER, { run_id: runId, tool_call_id: "ask-1" });
     await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
     const view = slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
+    // A stranger's submission of the same modal answers nothing and is told who may.
+    const stranger = await submit(view.callback_id, STRANGER, view.private_metadata, "the stranger's answer");
+    expect(stranger.status).toBe(200);
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    expect(String(slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
+      `You may not answer this question. Who may: <@${REQUESTER}>, <@${APPROVER}>, <@${PARTNER}> or an approver in the console.`,
+    );
+    expect((await summary(runId)).pending_inputs).toHaveLength(1);
     const res = await submit(view.callback_id, APPROVER, view.private_metadata, "the ops one");
     expect(res.status).toBe(200);
     await untilCompleted(summary, runId);
     expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
       answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
+    expect(JSON.stringify(await runEvents(runId))).not.toContain("the stranger's answer");
   });
 
   it("SLACK_ALLOW_EXTERNAL_USERS=true: another organisation's user starts a run as slack:<their team>:<user>; one listed as <team>:<user> decides, the same id of the installation's team does not", async () => {

@@ -3,7 +3,10 @@
 // API stand-in answering users.info with confirmed emails. A two-person rule
 // where the first voter clicks again, a requester refused under
 // self_approval: false (told who may decide, audited), a Slack user and the
-// token they own being one person, and approvers that name nobody in Slack.
+// token they own being one person, and approvers that name nobody in Slack;
+// and one person across every credential (API token, Access assertion
+// verified against the JWKS stand-in, signed Slack click) under one rule.
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { e2eVars } from "./global-setup";
 import {
@@ -15,6 +18,8 @@ import {
   TEST_TEAM_ID,
 } from "../support/slack-signing";
 import { type RecordedCall, startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
+import { type JwksServer, startJwksServer } from "../support/jwks-server";
+import { eventTypes, RawSseClient } from "../support/sse-client";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 
 const SECRET = "test-signing-secret-policy";
@@ -28,16 +33,27 @@ const CHANNEL = "C0POLICY01";
 const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
 const demoBase = inject("demoMcpBaseUrl");
+const AUD = "aud-slack-policy";
 
 let slack: SlackStandIn;
 let server: WorkerServer;
+let jwks: JwksServer;
+let signingKey: CryptoKey;
 let counter = 0;
 const eventId = () => `EvP${Date.now()}${++counter}`;
 const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
 
 beforeAll(async () => {
   slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
+  jwks = await startJwksServer();
+  const pair = await generateKeyPair("RS256", { extractable: true });
+  signingKey = pair.privateKey;
+  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-policy", alg: "RS256", use: "sig" };
+  await fetch(`${jwks.url}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
   server = await startWorkerServer({
+    ACCESS_TEAM_DOMAIN: jwks.url,
+    ACCESS_AUD: AUD,
+    ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["approver"] }),
     ...e2eVars(`${demoBase}/mcp`),
     APPROVAL_TIMEOUT_MS: "60000",
     ADMISSION_TIMEOUT_MS: "60000",
@@ -55,6 +71,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await slack?.stop();
+  await jwks?.stop();
 });
 
 beforeEach(async () => {
@@ -116,6 +133,23 @@ function click(decision: "approve" | "deny", user: string, runId: string, approv
   return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
 }
 
+/** A decision as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */
+async function decideAsAccess(email: string, runId: string, approvalId: string, decision: "approve" | "deny"): Promise<Response> {
+  const now = Math.floor(Date.now() / 1_000);
+  const jwt = await new SignJWT({ email })
+    .setProtectedHeader({ alg: "RS256", kid: "k-policy" })
+    .setIssuer(jwks.url)
+    .setAudience([AUD])
+    .setIssuedAt(now - 5)
+    .setExpirationTime(now + 300)
+    .sign(signingKey);
+  return fetch(`${server.url}/api/runs/${runId}/approvals/${approvalId}`, {
+    method: "POST",
+    headers: { "cf-access-jwt-assertion": jwt, origin: server.url, "content-type": "application/json" },
+    body: JSON.stringify({ decision }),
+  });
+}
+
 const ephemeralsTo = (user: string) => slack.calls("chat.postEphemeral").filter((c) => c.params.user === user);
 const blocksText = (call: RecordedCall) => JSON.stringify(call.params.blocks ?? []);
 
@@ -157,8 +191,9 @@ describe("Slack decisions under the approval policy", () => {
     await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
     const text = String(ephemeralsTo(REQUESTER)[0]!.params.text);
     expect(text).toMatch(/forbids approving your own request/);
-    expect(text).toContain(`<@${ALICE}>`);
-    expect(text).toContain(`<@${BOB}>`);
+    // Named as every refusal names them: the exact Slack ids (not the requester, who may not approve), then token:alice-* elsewhere.
+    expect(text).toContain(`(<@${ALICE}>, <@${BOB}> or an approver in the console)`);
+    expect(text).not.toContain(`<@${REQUESTER}>`);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     await expect
       .poll(
@@ -210,5 +245,70 @@ describe("Slack decisions under the approval policy", () => {
     await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+  });
+
+  it("one person under every credential: Alice's own run is refused her approve by token and by Slack click, her Access login is no approver, her deny ends it", async () => {
+    const name = `alice-${Date.now().toString(36)}`;
+    const created = await server.api("/api/tokens", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name, roles: ["requester", "approver"], owner: "access:alice@example.com" }),
+    });
+    expect(created.status).toBe(201);
+    const { token } = (await created.json()) as { token: string };
+    const asAlice = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const started = await asAlice("/api/trigger", {
+      message: "alice's own",
+      channel_id: CHANNEL,
+      script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: { title: "alice's own" } }] }, { text: "done" }],
+    });
+    expect(started.status).toBe(202);
+    const { run_id: runId } = (await started.json()) as { run_id: string };
+    await expect.poll(async () => (await summary(runId)).pending_approvals.length, { timeout: 10_000 }).toBe(1);
+    const approvalId = (await summary(runId)).pending_approvals[0]!.approval_id;
+    const path = `/api/runs/${runId}/approvals/${approvalId}`;
+    // The run's stream, read live: its events show which decisions counted before the run ends.
+    const stream = await RawSseClient.open(`${server.url}/api/runs/${runId}/events`, { authorization: `Bearer ${server.token}` });
+    const votes = () => eventTypes(stream.events).filter((t) => t === "approval_vote").length;
+
+    // Her token matches token:alice-*, but she asked: self-approval is forbidden.
+    const byToken = await asAlice(path, { decision: "approve" });
+    expect([byToken.status, ((await byToken.json()) as { error: string }).error]).toEqual([403, "self_approval_forbidden"]);
+    // Her Access login holds the approver role but matches no pattern: eligibility comes first.
+    const byAccess = await decideAsAccess("alice@example.com", runId, approvalId, "approve");
+    expect([byAccess.status, ((await byAccess.json()) as { error: string }).error]).toEqual([403, "not_an_approver"]);
+    // token:root matches nothing either.
+    const byRoot = await server.api(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    expect([byRoot.status, ((await byRoot.json()) as { error: string }).error]).toEqual([403, "not_an_approver"]);
+    // Her Slack account (confirmed email alice@example.com) is the same person: refused too, told so, audited.
+    expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+    await slack.waitFor(() => ephemeralsTo(ALICE).length > 0);
+    expect(String(ephemeralsTo(ALICE)[0]!.params.text)).toMatch(/forbids approving your own request/);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    expect(votes()).toBe(0);
+
+    // Bob's click counts (1 of 2); Alice may still deny, from Slack, which ends it: nothing runs.
+    expect((await click("approve", BOB, runId, approvalId)).status).toBe(200);
+    await expect.poll(votes, { timeout: 10_000 }).toBe(1);
+    expect((await click("deny", ALICE, runId, approvalId)).status).toBe(200);
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    await stream.close();
+    const events = await runEvents(runId);
+    expect(events.filter((e) => e.type === "approval_vote").map((e) => e.decided_by)).toEqual([`slack:${TEST_TEAM_ID}:${BOB}`]);
+    expect(events.find((e) => e.type === "approval_resolved")).toMatchObject({
+      decision: "denied",
+      decided_by: `slack:${TEST_TEAM_ID}:${ALICE}`,
+    });
+    const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
+    expect(calls.by_tool.create_dashboard ?? 0).toBe(0);
   });
 });

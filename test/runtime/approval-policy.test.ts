@@ -233,6 +233,18 @@ describe("approvals_required: 2 with self_approval: false", () => {
     expect([denied.status, await denied.json()]).toEqual([200, { approval_id: approvalId, decision: "denied", status: "resolved" }]);
     const events = await waitForEnd(runId);
     expect(events.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "not_executed", reason: "denied" });
+
+    // The runs index keeps the requester's person as the run compares it (the Slack Home tab judges by it); the listing never shows it.
+    const row = await poll(
+      () => env.DB.prepare(`SELECT requester_person FROM runs WHERE run_id = ?`).bind(runId).first<{ requester_person: string | null }>(),
+      (found) => found !== null,
+      () => runDurableObjectAlarm(runStub(runId)),
+    );
+    expect(row?.requester_person).toBe("access:req@example.com");
+    const listed = (await (await api(`/api/runs?limit=200`)).json()) as { runs: Record<string, unknown>[] };
+    const item = listed.runs.find((r) => r.run_id === runId);
+    expect(item).toBeDefined();
+    expect(item).not.toHaveProperty("requester_person");
   });
 
   it("an ownerless token is no person: refused for N > 1 before it learns anything, even after the approval resolved", async () => {

@@ -261,7 +261,7 @@ describe("GET /api/approvals", () => {
       requested_at: at(0),
       expires_at: at(5),
       status: "pending",
-      // Marked without section 19's fields: one vote under the default rule, none counted yet.
+      // Marked without section 19's fields: one vote under the default rule, none counted yet; `hidden` unknown, so absent.
       required: 1,
       approvers: null,
       approvals: [],

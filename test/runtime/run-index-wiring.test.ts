@@ -77,8 +77,9 @@ describe("the run index, written by the run's object", () => {
     );
     const approval = approvals.approvals.find((a: any) => a.approval_id === approvalId);
     expect(approval).toMatchObject({ run_id: runId, channel_id: channel, tool_name: "mcp__demo__create_dashboard", status: "pending" });
-    // The listing's arguments are the redacted ones.
+    // The listing's arguments are the redacted ones, and it names what was withheld as approval_requested does (section 19).
     expect(JSON.stringify(approval.arguments)).not.toContain("s3cret-value");
+    expect(approval.hidden).toEqual([{ path: "/api_token", reason: "secret", chars: JSON.stringify("s3cret-value").length }]);
     const inputs = await pollListed(runId, "/api/inputs?status=pending&limit=200", (b) =>
       b.inputs.some((i: any) => i.run_id === runId && i.tool_call_id === "q1"),
     );
@@ -103,6 +104,7 @@ describe("the run index, written by the run's object", () => {
     expect(resolved.approvals.find((a: any) => a.approval_id === approvalId)).toMatchObject({
       status: "approved",
       decided_by: "token:root",
+      hidden: [{ path: "/api_token", reason: "secret", chars: 14 }],
     });
     expect((await listing("/api/approvals?status=pending&limit=200")).approvals.some((a: any) => a.run_id === runId)).toBe(false);
     const answeredList = await pollListed(runId, "/api/inputs?status=answered&limit=200", (b) =>

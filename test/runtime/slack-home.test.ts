@@ -2,7 +2,9 @@
 // migrations applied, 0017's openers included) and real HTTP to the Slack Web
 // API stand-in: published again only to openers of the last 7 days whose
 // list changed, at most once per user per SLACK_HOME_REPUBLISH_MS (stepped
-// with the clock passed in, never slept).
+// with the clock passed in, never slept); each opener judged as their click
+// would be, their person from users.info (kept with the opener, migration
+// 0020) and the requester's as the run's index keeps it.
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import { publishHomeNow, recordHomeOpened, refreshHomes } from "../../src/slack/home-publish";
@@ -30,13 +32,14 @@ const published = async (user: string): Promise<string[]> =>
     .map((c) => (typeof c.params.view === "string" ? c.params.view : JSON.stringify(c.params.view)));
 
 let n = 0;
-async function pendingApproval(channel: string, now: number): Promise<string> {
+async function pendingApproval(channel: string, now: number, requesterPerson: string | null = null): Promise<string> {
   const id = `${Date.now()}${++n}`;
   const created = new Date(now).toISOString();
   await env.DB.batch([
     env.DB.prepare(
-      `INSERT INTO runs (run_id, channel_id, user_id, source, status, created_at) VALUES (?, ?, ?, 'slack', 'running', ?)`,
-    ).bind(`run_home${id}`, channel, "U0HOMEREQ", created),
+      `INSERT INTO runs (run_id, channel_id, user_id, source, status, created_at, requested_by, requester_person)
+       VALUES (?, ?, ?, 'slack', 'running', ?, 'slack:T0HOME:U0HOMEREQ', ?)`,
+    ).bind(`run_home${id}`, channel, "U0HOMEREQ", created, requesterPerson),
     env.DB.prepare(
       `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json, requested_at, expires_at, status)
        VALUES (?, ?, ?, 'c1', 'mcp__demo__create_dashboard', 'approve', 'd', '{"title":"t"}', ?, ?, 'pending')`,
@@ -46,10 +49,15 @@ async function pendingApproval(channel: string, now: number): Promise<string> {
 }
 
 /** A Slack user of the installation's team, as the Home tab sees them. */
-const viewer = (user: string) => ({ user, principal: `slack:T0HOME:${user}`, team: "T0HOME" });
+const viewer = (user: string) => ({ user, principal: `slack:T0HOME:${user}`, team: "T0HOME", person: `slack:T0HOME:${user}` });
 
 beforeEach(async () => {
   await fetch(`${standIn}/_control`, { method: "POST", body: JSON.stringify({ reset: true }) });
+  // Each test starts with no opener and none of the earlier tests' approvals.
+  await env.DB.batch([
+    env.DB.prepare(`DELETE FROM slack_home_openers`),
+    env.DB.prepare(`DELETE FROM approvals WHERE run_id LIKE 'run_home%'`),
+  ]);
 });
 
 describe("the Home tab's republishing", () => {
@@ -85,5 +93,39 @@ describe("the Home tab's republishing", () => {
     await pendingApproval("C0HOME02", now);
     await refreshHomes(env.DB, client, settings, now + 10 * INTERVAL_MS);
     expect(await published("U0HOMEREQ")).toEqual([]);
+  });
+
+  it("judges each opener as their click would be: a person not kept yet is looked up, the requester's person may only deny", async () => {
+    const now = Date.now();
+    const forbidding = {
+      ...settings,
+      TOOL_POLICY: { mcp__demo__create_dashboard: { self_approval: false } },
+      SLACK_APPROVERS: ["U0HOMEALT", "U0HOMEBOB"],
+    };
+    for (const [user, email] of [
+      ["U0HOMEALT", "Ann@Acme.com"],
+      ["U0HOMEBOB", "bob@acme.com"],
+    ]) {
+      await fetch(`${standIn}/_control`, { method: "POST", body: JSON.stringify({ email: { user, email, confirmed: true } }) });
+    }
+    // Ann asked in Slack (the run keeps her person); her second Slack account opened the tab before persons were kept.
+    const approvalId = await pendingApproval("C0HOME03", now, "access:ann@acme.com");
+    await env.DB.prepare(`INSERT INTO slack_home_openers (user_id, principal, team, opened_at) VALUES (?, ?, ?, ?)`)
+      .bind("U0HOMEALT", "slack:T0HOME:U0HOMEALT", "T0HOME", new Date(now).toISOString())
+      .run();
+    await recordHomeOpened(env.DB, { ...viewer("U0HOMEBOB"), person: "access:bob@acme.com" }, now);
+    expect(await refreshHomes(env.DB, client, forbidding, now)).toBeNull();
+
+    const actions = (view: string) => [...view.matchAll(/"action_id":"([a-z_]+)"/g)].map((m) => m[1]);
+    const [ann] = await published("U0HOMEALT");
+    expect(ann).toContain(approvalId);
+    expect(actions(ann!)).toEqual(["approval_deny", "home_open_console"]);
+    expect(ann).toContain("another person must approve this call");
+    const kept = await env.DB.prepare(`SELECT person FROM slack_home_openers WHERE user_id = ?`)
+      .bind("U0HOMEALT")
+      .first<{ person: string }>();
+    expect(kept?.person).toBe("access:ann@acme.com");
+    const [bob] = await published("U0HOMEBOB");
+    expect(actions(bob!)).toEqual(["approval_approve", "approval_deny", "home_open_console"]);
   });
 });

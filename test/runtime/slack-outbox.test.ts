@@ -76,6 +76,45 @@ beforeEach(async () => {
 });
 
 describe("the Slack outbox", () => {
+  it("delivers the run's later posts while a Home refresh waits for its republish interval (a lane of its own)", async () => {
+    const start = Date.now();
+    const refreshedAt: number[] = [];
+    const states = await withOutbox(async (sql) => {
+      // The first refresh finds a user published to too recently: it comes back 5 s later.
+      const outbox = new SlackOutbox(sql, settings, undefined, async (_client, now) => {
+        refreshedAt.push(now);
+        return refreshedAt.length === 1 ? now + 5_000 : null;
+      });
+      outbox.init(target);
+      outbox.enqueueHomeRefresh(start);
+      outbox.enqueueEvent(event("assistant_message", { text: "posted behind the refresh" }), start);
+      await outbox.drain(
+        client,
+        () => start,
+        async () => false,
+      );
+      const waiting = outbox.items().map((i) => [i.item.kind, i.state]);
+      const due = outbox.nextAttemptAt();
+      await outbox.drain(
+        client,
+        () => start + 5_000,
+        async () => false,
+      );
+      return { waiting, due, after: outbox.items().map((i) => [i.item.kind, i.state]) };
+    });
+    expect(states.waiting).toEqual([
+      ["home_refresh", "pending"],
+      ["post", "sent"],
+    ]);
+    expect(states.due).toBe(start + 5_000);
+    expect(states.after).toEqual([
+      ["home_refresh", "sent"],
+      ["post", "sent"],
+    ]);
+    expect(refreshedAt).toEqual([start, start + 5_000]);
+    expect((await calls()).map((c) => c.method)).toEqual(["chat.postMessage"]);
+  });
+
   it("posts a run's events in order, keeps the approval's ts for its update, and never posts a secret", async () => {
     const approvalTs = await withOutbox(async (sql) => {
       const outbox = new SlackOutbox(sql, settings);

@@ -1,8 +1,16 @@
 // The Slack Home tab's pure rules (contract section 19): what one user may
-// decide (by the same eligibility module as every path) and the view listing
-// it, whose buttons carry the thread's action_ids and values.
+// decide (by the same eligibility module as every path, persons included) and
+// the view listing it, whose buttons carry the thread's action_ids and values.
 import { describe, expect, it } from "vitest";
-import { type HomeItem, decidableBy, HOME_ARGUMENTS_SHOWN_MAX_CHARS, homeDigest, homeView } from "../../src/slack/home-tab";
+import { type Decider, refusalOf, runRequester, effectivePolicy } from "../../src/policy/approval-policy";
+import {
+  type DecidableItem,
+  type HomeItem,
+  decidableBy,
+  HOME_ARGUMENTS_SHOWN_MAX_CHARS,
+  homeDigest,
+  homeView,
+} from "../../src/slack/home-tab";
 
 const approval = (id: string, tool: string, requester: string, args: unknown = { title: "t" }): HomeItem => ({
   kind: "approval",
@@ -25,7 +33,11 @@ const question = (id: string, requester: string): HomeItem => ({
   expires_at: "2026-12-01T10:00:00.000Z",
 });
 const rules = {
-  TOOL_POLICY: { guarded: { approvers: ["slack:T1:U0SRE"] }, quorum: { approvals_required: 2 } },
+  TOOL_POLICY: {
+    guarded: { approvers: ["slack:T1:U0SRE"] },
+    quorum: { approvals_required: 2 },
+    own: { self_approval: false },
+  },
   APPROVER_GROUPS: {},
   SLACK_APPROVERS: ["T1:U0LISTED"],
 };
@@ -36,10 +48,18 @@ const items = [
   approval("4", "quorum", "U0REQ"),
 ];
 const ids = (list: HomeItem[]) => list.map((i) => (i.kind === "approval" ? i.approval_id : i.tool_call_id));
+/** A Slack user as the tab sees them: a person of their own unless a person is given (their verified email's, or null). */
+const viewer = (user: string, team = "T1", person?: string | null) => ({
+  user,
+  principal: `slack:${team}:${user}`,
+  team: "T1",
+  person: person === undefined ? `slack:${team}:${user}` : person,
+});
+const offered = (list: DecidableItem[]) =>
+  list.map((i) => (i.kind === "approval" ? [i.approval_id, i.may_approve ? "approve" : "deny only"] : [i.tool_call_id, "answer"]));
 
 describe("decidableBy", () => {
   it("follows the policy: approvers govern their tool, the default rule the rest; questions follow the default rule", () => {
-    const viewer = (user: string, team = "T1") => ({ user, principal: `slack:${team}:${user}`, team: "T1" });
     expect(ids(decidableBy(viewer("U0REQ"), items, rules))).toEqual(["ap_1", "q_3", "ap_4"]);
     expect(ids(decidableBy(viewer("U0SRE"), items, rules))).toEqual(["ap_2"]);
     expect(ids(decidableBy(viewer("U0LISTED"), items, rules))).toEqual(["ap_1", "q_3", "ap_4"]);
@@ -47,6 +67,74 @@ describe("decidableBy", () => {
     // The same user ids in another organisation's team are other people (contract section 18).
     expect(ids(decidableBy(viewer("U0REQ", "T9"), items, rules))).toEqual([]);
     expect(ids(decidableBy(viewer("U0SRE", "T9"), items, rules))).toEqual([]);
+  });
+
+  it("judges persons as a click is judged: the requester's person under another account may only deny, nobody counts for no quorum", () => {
+    const own = { ...approval("6", "own", "U0REQ"), requester_person: "access:ann@acme.com" } as HomeItem;
+    const list = [own, approval("4", "quorum", "U0REQ"), approval("1", "plain", "U0REQ")];
+    // The requester themself, and another Slack account of the same person (its verified email is ann's): deny only.
+    expect(offered(decidableBy(viewer("U0REQ", "T1", "access:ann@acme.com"), list, rules))).toEqual([
+      ["ap_6", "deny only"],
+      ["ap_4", "approve"],
+      ["ap_1", "approve"],
+    ]);
+    expect(offered(decidableBy(viewer("U0LISTED", "T1", "access:ann@acme.com"), list, rules))).toEqual([
+      ["ap_6", "deny only"],
+      ["ap_4", "approve"],
+      ["ap_1", "approve"],
+    ]);
+    // Another person listed in SLACK_APPROVERS may approve all three.
+    expect(offered(decidableBy(viewer("U0LISTED", "T1", "access:bob@acme.com"), list, rules))).toEqual([
+      ["ap_6", "approve"],
+      ["ap_4", "approve"],
+      ["ap_1", "approve"],
+    ]);
+    // users.info failed: nobody, so no quorum and no approve under self_approval: false, single votes as before.
+    expect(offered(decidableBy(viewer("U0LISTED", "T1", null), list, rules))).toEqual([
+      ["ap_6", "deny only"],
+      ["ap_1", "approve"],
+    ]);
+  });
+
+  it("offers exactly what refusalOf would take from that user's click, for every viewer and item", () => {
+    const list = [{ ...approval("6", "own", "U0REQ"), requester_person: "access:ann@acme.com" } as HomeItem, ...items];
+    const viewers = [
+      viewer("U0REQ", "T1", "access:ann@acme.com"),
+      viewer("U0LISTED", "T1", "access:ann@acme.com"),
+      viewer("U0LISTED", "T1", null),
+      viewer("U0SRE"),
+      viewer("U0STRANGER"),
+    ];
+    for (const v of viewers) {
+      const shown = decidableBy(v, list, rules);
+      for (const item of list) {
+        if (item.kind !== "approval") continue;
+        const decider: Decider = {
+          via: "slack",
+          principal_id: v.principal,
+          person: v.person,
+          listed_in_slack_approvers: v.principal === "slack:T1:U0LISTED",
+        };
+        const asked = {
+          policy: effectivePolicy(rules.TOOL_POLICY, item.tool_name),
+          groups: {},
+          decider,
+          requester: runRequester({
+            user_id: item.requester,
+            requested_by: `slack:T1:${item.requester}`,
+            source: "slack",
+            requester_person: item.requester_person ?? undefined,
+          }),
+        };
+        const entry = shown.find((i) => i.kind === "approval" && i.approval_id === item.approval_id);
+        expect([v.user, item.approval_id, entry !== undefined]).toEqual([
+          v.user,
+          item.approval_id,
+          refusalOf({ ...asked, decision: "deny" }) === null,
+        ]);
+        if (entry?.kind === "approval") expect(entry.may_approve).toBe(refusalOf({ ...asked, decision: "approve" }) === null);
+      }
+    }
   });
 });
 
@@ -56,8 +144,10 @@ describe("homeView", () => {
       b.type === "actions" ? (b.elements ?? []) : [],
     );
 
+  const mayApprove = (item: HomeItem, may_approve = true): DecidableItem => (item.kind === "approval" ? { ...item, may_approve } : item);
+
   it("lists each item with the thread's buttons, their values naming the run's channel; escapes what a model wrote", () => {
-    const view = homeView([items[0]!, items[2]!], "https://aee.example");
+    const view = homeView([mayApprove(items[0]!), mayApprove(items[2]!)], "https://aee.example");
     expect(view.type).toBe("home");
     expect(buttons(view).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny", "home_open_console", "input_answer"]);
     expect(JSON.parse(buttons(view)[0]!.value!)).toEqual({ run_id: "run_1", approval_id: "ap_1", level: "approve", channel_id: "C1" });
@@ -68,10 +158,24 @@ describe("homeView", () => {
   });
 
   it("offers no Approve for arguments it cannot show whole, and says nothing waits when nothing does", () => {
-    const long = approval("5", "plain", "U0REQ", { blob: "x".repeat(HOME_ARGUMENTS_SHOWN_MAX_CHARS) });
+    const long = mayApprove(approval("5", "plain", "U0REQ", { blob: "x".repeat(HOME_ARGUMENTS_SHOWN_MAX_CHARS) }));
     expect(buttons(homeView([long])).map((b) => b.action_id)).toEqual(["approval_deny"]);
     expect(JSON.stringify(homeView([long]))).toContain("too long to show here");
     expect(JSON.stringify(homeView([]))).toContain("Nothing waits for your decision.");
-    expect(homeDigest([items[0]!])).not.toBe(homeDigest([]));
+    expect(homeDigest([mayApprove(items[0]!)])).not.toBe(homeDigest([]));
+  });
+
+  it("offers only Deny, and says why, where self-approval forbids their approve; the digest tells the two apart", () => {
+    const view = homeView([mayApprove(items[0]!, false)], "https://aee.example");
+    expect(buttons(view).map((b) => b.action_id)).toEqual(["approval_deny", "home_open_console"]);
+    expect(JSON.stringify(view)).toContain("another person must approve this call");
+    expect(homeDigest([mayApprove(items[0]!, false)])).not.toBe(homeDigest([mayApprove(items[0]!)]));
+  });
+
+  it("fits Slack's 100 blocks with every item denied-only and more than it lists", () => {
+    const many = Array.from({ length: 60 }, (_, i) => mayApprove(approval(`m${i}`, "own", "U0REQ"), false));
+    const view = homeView(many);
+    expect(view.blocks.length).toBeLessThanOrEqual(100);
+    expect(JSON.stringify(view)).toMatch(/And \d+ more: see the console\./);
   });
 });

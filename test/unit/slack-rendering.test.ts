@@ -12,7 +12,15 @@ import {
 } from "../../src/slack/blocks";
 import { intakeEvent, scriptFromText, stripOwnMention } from "../../src/slack/event-intake";
 import { emptyMemory, type PostsMemory, postsForEvent } from "../../src/slack/event-posts";
-import { decisionReplyText, mayDecide, parseApprovalValue, refusalText } from "../../src/slack/interactions";
+import {
+  answerDeciders,
+  approvalDeciders,
+  decisionReplyText,
+  mayDecide,
+  parseApprovalValue,
+  policyRefusalText,
+  refusalText,
+} from "../../src/slack/interactions";
 
 const view = {
   run_id: "run_1",
@@ -311,7 +319,33 @@ describe("click rules", () => {
     expect(mayDecide("U2", "U1", ["U2"])).toBe(true);
     expect(mayDecide("U3", "U1", ["U2"])).toBe(false);
     expect(mayDecide("U3", undefined, [])).toBe(false);
-    expect(refusalText("U1", ["U2"])).toContain("<@U1>, <@U2>");
+    expect(refusalText(answerDeciders("U1", ["U2"]))).toContain("Who may: <@U1>, <@U2> or an approver in the console.");
+    expect(refusalText(answerDeciders(undefined, []))).toContain("Who may: an approver in the console.");
+  });
+
+  it("every refusal names who may decide the same way: Slack users by exact id, then anyone else as an approver in the console", () => {
+    const policy = (approvers: string[] | null, self_approval = true) => ({ approvers, approvals_required: 1, self_approval });
+    const groups = { leads: ["slack:T1:U0LEAD", "access:*@acme.com"], slackOnly: ["slack:T1:U0ONE", "slack:U0TWO"] };
+    const who = (d: ReturnType<typeof approvalDeciders>) => String(policyRefusalText("not_an_approver", d));
+    // The default rule: the requester and SLACK_APPROVERS, and the approver role in the console.
+    expect(who(approvalDeciders(policy(null), groups, "U0REQ", ["U0LISTED"]))).toContain(
+      "Who may: <@U0REQ>, <@U0LISTED> or an approver in the console.",
+    );
+    expect(who(approvalDeciders(policy(null), groups, "U0REQ", []))).toContain("Who may: <@U0REQ> or an approver in the console.");
+    // Self-approval forbidden: the requester is never named, under either rule.
+    expect(who(approvalDeciders(policy(null, false), groups, "U0REQ", []))).toContain("Who may: an approver in the console.");
+    expect(who(approvalDeciders(policy(["slack:T1:U0REQ", "group:slackOnly"], false), groups, "U0REQ", []))).toContain(
+      "Who may: <@U0ONE>, <@U0TWO>.",
+    );
+    // approvers: exact Slack ids by name; a pattern or a principal outside Slack as an approver in the console.
+    expect(who(approvalDeciders(policy(["group:leads"]), groups, "U0REQ", ["U0LISTED"]))).toContain(
+      "Who may: <@U0LEAD> or an approver in the console.",
+    );
+    expect(who(approvalDeciders(policy(["slack:T1:*"]), groups, "U0REQ", []))).toContain("Who may: an approver in the console.");
+    expect(who(approvalDeciders(policy(["group:slackOnly"]), groups, "U0REQ", []))).toContain("Who may: <@U0ONE>, <@U0TWO>. Nothing");
+    expect(String(policyRefusalText("self_approval_forbidden", approvalDeciders(policy(null, false), groups, "U0REQ", ["U0L"])))).toContain(
+      "another person must approve it (<@U0L> or an approver in the console)",
+    );
   });
 
   it("stale answers are told; a taken decision is silent", () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { Verdict } from "../../src/execution/tool-calls";
 import { answerInputModal, confirmApprovalModal, inputAnswered, renderPerson } from "../../src/slack/blocks";
 import { emptyMemory, type PostsMemory, postsForEvent } from "../../src/slack/event-posts";
-import { decisionReplyText, refusalText } from "../../src/slack/interactions";
+import { decisionReplyText, policyRefusalText, refusalText } from "../../src/slack/interactions";
 import { CUT_NOTE, mention, mrkdwn, untrusted, untrustedCode } from "../../src/slack/slack-text";
 
 /** The control sequences of issue 17's finding 5, and a fence that would close the app's code block. */
@@ -138,7 +138,8 @@ describe("every string the app posts is built through the escaper", () => {
     expectEscaped("answer modal", answerInputModal(HOSTILE, "{}").blocks);
     expectEscaped("answered", inputAnswered(HOSTILE, HOSTILE));
     expectEscaped("person", renderPerson(HOSTILE));
-    expectEscaped("refusal", refusalText(HOSTILE, [HOSTILE]));
+    expectEscaped("refusal", refusalText({ users: [HOSTILE, HOSTILE], elsewhere: true }));
+    expectEscaped("policy refusal", policyRefusalText("not_an_approver", { users: [HOSTILE], elsewhere: false }));
     const verdicts: Verdict[] = [
       { kind: "already_resolved", decision: HOSTILE } as unknown as Verdict,
       { kind: "confirmation_mismatch", tool_name: HOSTILE } as unknown as Verdict,

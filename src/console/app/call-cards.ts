@@ -14,7 +14,7 @@ export interface PendingApproval {
   description: string;
   /** Redacted by the engine; only shown. The listing types them as any JSON value. */
   arguments: unknown;
-  /** What the engine withheld from `arguments` as secrets (contract section 19); absent from the listing and older events. */
+  /** What the engine withheld from `arguments` as secrets (contract section 19); absent from older events and listings. */
   hidden?: HiddenValue[];
   expires_at: string;
   /** The server gave the tool `destructiveHint: true` (contract section 21): the card marks it "Destructive". */
