@@ -447,4 +447,18 @@ describe("MCP questions mid-call (input_required, contract section 21)", () => {
     expect(answered).toMatchObject({ code: 0, stdout: "accept cli:1:confirm\n" });
     expect(executionOf(events, "cli")).toMatchObject({ result: { summary: "created note 1: by cli" } });
   });
+
+  it("cancelling the run while a question waits sends cancel in the follow-up; the call is not abandoned, then the run ends cancelled", async () => {
+    stateless.reset();
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "stop", arguments: { text: "stop" } }] }],
+      async (runId) => {
+        await engine.cancel(runId);
+      },
+    );
+    expect(callsTo("confirm_note").map((c) => c.inputResponses)).toEqual([undefined, { confirm: { action: "cancel" } }]);
+    expect(executionOf(events, "stop")).toMatchObject({ execution_status: "executed", result: { summary: "not created (cancel)" } });
+    expect(events.at(-1)).toMatchObject({ type: "run_failed", error: { code: "cancelled" } });
+    expect(await rowOf(events, "stop")).toMatchObject({ state: "completed", sends: 2 });
+  });
 });
