@@ -39,7 +39,7 @@ export function pendingFormQuestion(summary: RunSummary | null, inputId: string)
 
 /** The run's RPC for an MCP question, as the engine side declares it. */
 interface FormAnswering {
-  answerQuestion(inputId: string, answer: FormAnswer, answeredBy: string, decider: Decider): Promise<FormVerdict>;
+  answerMcpInput(inputId: string, answer: FormAnswer, answeredBy: string, decider: Decider): Promise<FormVerdict>;
 }
 
 export async function answerFormQuestion(
@@ -51,7 +51,7 @@ export async function answerFormQuestion(
   decider: Decider,
 ): Promise<FormVerdict> {
   const stub = runStubFor(env, runId) as unknown as FormAnswering;
-  return stub.answerQuestion(inputId, answer, answeredBy, decider);
+  return stub.answerMcpInput(inputId, answer, answeredBy, decider);
 }
 
 /**
