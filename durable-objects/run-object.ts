@@ -23,6 +23,7 @@ import { openMcpCall } from "../src/execution/mcp-send";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
 import type { Decider } from "../src/policy/approval-policy";
+import type { QuestionAnswer } from "../src/execution/mcp-questions";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
@@ -172,6 +173,11 @@ export class RunObject extends DurableObject<Env> {
 
   async answerInput(toolCallId: string, answer: string, answeredBy: string): Promise<Verdict> {
     return this.#engine?.answerInput(toolCallId, answer, answeredBy) ?? { kind: "not_found", what: "question", id: toolCallId };
+  }
+
+  /** Contract section 21: an answer to an MCP tool's question mid-call, by someone eligible to approve the call. */
+  async answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): Promise<Verdict> {
+    return this.#engine?.answerMcpInput(inputId, answer, answeredBy, decider) ?? { kind: "not_found", what: "question", id: inputId };
   }
 
   /**

@@ -42,6 +42,8 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
+import type { AskedQuestion, QuestionAnswer } from "../execution/mcp-questions";
+import { answerQuestion, askRound, expireQuestions, findQuestion, openQuestions, roundResponses } from "../execution/mcp-rounds";
 import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester } from "../policy/approval-policy";
 import { personOf, personOfUserId } from "../policy/persons";
 import { newApprovalId, newToolCallId } from "../ids";
@@ -96,6 +98,8 @@ export class RunEngine {
   );
   /** Aborts the model call in flight when the run is cancelled. */
   #modelCall: AbortController | undefined;
+  /** Dispatched calls waiting for a round of answers (contract section 21), by tool_call_id: resolves with the inputResponses. */
+  readonly #rounds = new Map<string, (responses: Record<string, QuestionAnswer>) => void>();
 
   constructor(deps: EngineDeps, run: RunRecord, calls: ToolCall[]) {
     this.#deps = deps;
@@ -108,6 +112,8 @@ export class RunEngine {
         const { run_id, channel_id, delivery_id } = this.#run;
         return { run_id, channel_id, delivery_id, cancel_requested: cancelRequested(this.#run) };
       },
+      ask: (call, round, questions) => this.#ask(call, round, questions),
+      maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
     });
   }
 
@@ -145,6 +151,16 @@ export class RunEngine {
       } else if (c.state === "awaiting_input") {
         pendingInputs.push({ tool_call_id: c.tool_call_id, question: c.input.question, expires_at: iso(c.input.expires_at) });
       }
+    }
+    for (const { call, question } of openQuestions(this.#calls)) {
+      pendingInputs.push({
+        tool_call_id: call.tool_call_id,
+        question: question.question,
+        expires_at: iso(question.expires_at),
+        input_id: question.input_id,
+        // Parsed from the server's JSON answer, so JSON all through.
+        requested_schema: question.requested_schema as NonNullable<RunSummary["pending_inputs"][number]["requested_schema"]>,
+      });
     }
     return {
       run_id: run.run_id,
@@ -230,6 +246,66 @@ export class RunEngine {
     return result.verdict;
   }
 
+  /**
+   * A person's answer to an MCP tool's question mid-call (contract section 21). Only a principal
+   * eligible to approve the call may answer (section 19's rule, checked before anything else is
+   * told); when it closes the round, the follow-up tools/call goes out.
+   */
+  answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): Verdict {
+    const found = findQuestion(this.#calls, inputId);
+    if (found === undefined) return { kind: "not_found", what: "question", id: inputId };
+    const { call } = found;
+    const grant = call.state === "dispatched" ? call.grant : call.state === "done" ? call.approval : undefined;
+    const policy =
+      (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
+      effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name);
+    const refusal = refusalOf({
+      policy,
+      groups: this.#deps.config.APPROVER_GROUPS,
+      decider,
+      requester: this.#requester(),
+      decision: "deny",
+    });
+    if (refusal !== null) return { kind: "refused", error: refusal };
+    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
+    this.#apply(result.effects);
+    if (result.closed) this.#closeRound(result.closed.tool_call_id);
+    if (result.effects.length > 0 || result.closed) {
+      this.#armDeadlineOfPhase();
+      this.#save();
+    }
+    return result.verdict;
+  }
+
+  /** The pipeline's `ask`: the round's questions go on the stream; resolves when the round closes. */
+  #ask(call: Dispatched, round: number, questions: AskedQuestion[]): Promise<Record<string, QuestionAnswer>> {
+    return new Promise((resolve) => {
+      const current = this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
+      if (current?.state !== "dispatched") {
+        resolve(Object.fromEntries(questions.map((q) => [q.key, { action: "cancel" as const }])));
+        return;
+      }
+      this.#rounds.set(call.tool_call_id, resolve);
+      this.#apply(askRound(this.#calls, current, round, questions, Date.now(), this.#deps.config.APPROVAL_TIMEOUT_MS));
+      this.#armDeadlineOfPhase();
+      this.#save();
+    });
+  }
+
+  /** The round of this call closed: its answers go back to the pipeline, which sends the follow-up. */
+  #closeRound(toolCallId: string): void {
+    const resolve = this.#rounds.get(toolCallId);
+    const call = this.#calls.find((c) => c.tool_call_id === toolCallId && c.state === "dispatched");
+    if (resolve === undefined || call?.state !== "dispatched") return;
+    this.#rounds.delete(toolCallId);
+    resolve(roundResponses(call));
+  }
+
+  #armDeadlineOfPhase(): void {
+    const phase = this.#phase();
+    if (phase?.kind === "tools") this.#armCallDeadline(phase.turn);
+  }
+
   /** The SSE route; a new subscriber may start the heartbeat. */
   subscribe(after: number, clientKey: string | undefined): Response {
     const response = this.#deps.stream.subscribe(after, clientKey);
@@ -255,7 +331,11 @@ export class RunEngine {
           break;
         case "calls": {
           const phase = this.#phase();
-          if (phase?.kind === "tools") this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
+          if (phase?.kind === "tools") {
+            // A round of MCP questions past its time closes as cancel, and its follow-up goes out (contract section 21).
+            for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id);
+            this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
+          }
           break;
         }
         case "turn":

@@ -363,7 +363,10 @@ export class RunOutputs implements EngineObserver {
     const { pending_approvals, pending_inputs } = this.#deps.stillPending();
     const run_id = this.#run.run_id;
     for (const a of pending_approvals) this.#index.markApprovalResolved({ approval_id: a.approval_id, run_id, status: "cancelled" });
-    for (const q of pending_inputs) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, status: "cancelled" });
+    // MCP questions (input_id, contract section 21) are not in the inputs index.
+    for (const q of pending_inputs) {
+      if (q.input_id === undefined) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, status: "cancelled" });
+    }
     return pending_approvals.length + pending_inputs.length > 0;
   }
 }

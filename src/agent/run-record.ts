@@ -95,6 +95,10 @@ interface PendingInput {
   tool_call_id: string;
   question: string;
   expires_at: string;
+  /** An MCP tool's question mid-call (contract section 21): answer it at /inputs/{input_id}. */
+  input_id?: string;
+  /** Typed shallowly: `unknown` would type the summary as never across the object's RPC, and a recursive JSON type too deep. */
+  requested_schema?: Record<string, object | string | number | boolean | null>;
 }
 
 export interface RunSummary {

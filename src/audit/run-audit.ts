@@ -67,8 +67,10 @@ export function auditOfEvent(
         at,
         principal: answeredBy,
         action: "input.answer",
-        target: `${context.run_id}/inputs/${text("tool_call_id") ?? ""}`,
+        // An MCP question (contract section 21) is answered at its input_id, and says how.
+        target: `${context.run_id}/inputs/${text("input_id") ?? text("tool_call_id") ?? ""}`,
         result: "ok",
+        ...(text("action") !== undefined ? { details: { action: text("action"), tool_call_id: text("tool_call_id") } } : {}),
       };
     }
     default:

@@ -145,7 +145,7 @@ export class EngineClient {
     return this.#json("POST", `/api/runs/${enc(runId)}/approvals/${enc(approvalId)}`, decision, options);
   }
 
-  /** POST /api/runs/{run_id}/inputs/{tool_call_id}: the answer to a `human__ask`. */
+  /** POST /api/runs/{run_id}/inputs/{id}: the answer to a `human__ask` (at its tool_call_id) or to an MCP question (at its input_id, contract section 21). */
   answerInput(runId: string, toolCallId: string, answer: InputAnswer, options: RequestOptions = {}): Promise<InputAnswerResult> {
     return this.#json("POST", `/api/runs/${enc(runId)}/inputs/${enc(toolCallId)}`, answer, options);
   }

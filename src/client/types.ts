@@ -51,7 +51,14 @@ export interface RunSummary {
   earliest_sequence?: number;
   subscribers: number;
   pending_approvals: { approval_id: string; tool_call_id: string; tool_name: string; expires_at: string }[];
-  pending_inputs: { tool_call_id: string; question: string; expires_at: string }[];
+  /** `input_id` and `requested_schema`: an MCP tool's question mid-call (contract section 21). */
+  pending_inputs: {
+    tool_call_id: string;
+    question: string;
+    expires_at: string;
+    input_id?: string;
+    requested_schema?: Record<string, unknown>;
+  }[];
   created_at: string;
   ended_at?: string;
   /** The run's user: its requester, or the person an adapter triggered it for. */
@@ -91,7 +98,13 @@ export interface ErrorFacts {
 }
 
 /** `error.code` of an executed call (contract section 4). */
-export type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
+export type ExecutedErrorCode =
+  | "transport_timeout"
+  | "transport_error"
+  | "tool_error"
+  | "response_too_large"
+  | "settlement_timeout"
+  | "input_unsupported";
 
 export type NotExecutedReason =
   | "denied"
@@ -163,8 +176,21 @@ export type EngineEvent =
       approvals?: ApprovalVote[];
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
-  | (Envelope<"human_input_requested"> & { tool_call_id: string; question: string; expires_at: string })
-  | (Envelope<"human_input_received"> & { tool_call_id: string; answered_by: string })
+  | (Envelope<"human_input_requested"> & {
+      tool_call_id: string;
+      question: string;
+      expires_at: string;
+      /** An MCP tool's question mid-call (contract section 21): `<tool_call_id>:<round>:<key>`; absent for human__ask. */
+      input_id?: string;
+      /** The form's flat JSON Schema, as the MCP server gave it (contract section 21). */
+      requested_schema?: Record<string, unknown>;
+    })
+  | (Envelope<"human_input_received"> & {
+      tool_call_id: string;
+      answered_by: string;
+      input_id?: string;
+      action?: "accept" | "decline" | "cancel";
+    })
   | (Envelope<"tool_execution"> & {
       tool_name: string;
       tool_call_id: string;
@@ -204,15 +230,16 @@ export type ApprovalAnswer =
   | { approval_id: string; decision: "approved" | "denied"; status: "resolved" }
   | { approval_id: string; decision: "approved"; status: "pending"; votes: number; required: number };
 
-/** The engine records the request's principal as `answered_by`. */
-export interface InputAnswer {
-  answer: string;
-}
+/**
+ * The engine records the request's principal as `answered_by`. `{answer}` answers `human__ask`
+ * (at its tool_call_id); `{action, content?}` answers an MCP tool's question (at its input_id,
+ * contract section 21), `content` validated against the question's `requested_schema`.
+ */
+export type InputAnswer = { answer: string } | { action: "accept"; content: Record<string, unknown> } | { action: "decline" | "cancel" };
 
-export interface InputAnswerResult {
-  tool_call_id: string;
-  status: "answered";
-}
+export type InputAnswerResult =
+  | { tool_call_id: string; status: "answered" }
+  | { input_id: string; tool_call_id: string; action: "accept" | "decline" | "cancel"; status: "answered" };
 
 export interface CancelAnswer {
   /** `cancelling` (202), or the run's terminal status (200) when it had already ended. */
@@ -240,6 +267,8 @@ export interface MutationOutcome {
   approvals?: ApprovalVote[];
   state: MutationState;
   dispatched: boolean;
+  /** How many tools/call requests carried this mutation (contract section 21: more than 1 after questions mid-call); absent before it was settled by a send. */
+  sends?: number;
   reason?: string;
   result?: ExecutionResult;
   error?: ErrorFacts;

@@ -18,6 +18,8 @@ const DEFAULT_STORAGE_LEASE_MS = 120_000;
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
 const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
+/** Contract section 21: rounds of questions one MCP tools/call may ask before it ends input_unsupported. */
+const DEFAULT_MCP_MAX_INPUT_ROUNDS = 3;
 const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
 const DEFAULT_RUN_MAX_EVENTS = 10_000;
 /** Most callers waiting in line for a storage-pool slot (section 9); past it an acquire is refused at once. */
@@ -272,6 +274,7 @@ export const hostConfigSchema = z.object({
   MCP_CONNECT_TIMEOUT_MS: intVar(DEFAULT_MCP_CONNECT_TIMEOUT_MS, 1),
   MCP_CALL_TIMEOUT_MS: intVar(DEFAULT_MCP_CALL_TIMEOUT_MS, 1),
   MCP_MAX_RESPONSE_BYTES: intVar(DEFAULT_MCP_MAX_RESPONSE_BYTES, 1),
+  MCP_MAX_INPUT_ROUNDS: intVar(DEFAULT_MCP_MAX_INPUT_ROUNDS, 1),
   RUN_RETENTION_SECONDS: intVar(DEFAULT_RUN_RETENTION_SECONDS),
   RUN_MAX_EVENTS: intVar(DEFAULT_RUN_MAX_EVENTS, 2),
   // 0 is allowed: no line at all, a full pool refuses at once.

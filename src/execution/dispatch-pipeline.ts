@@ -18,7 +18,17 @@
 //
 // The pipeline decides; the caller applies the decision to the call state
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
+//
+// Questions mid-call (contract section 21): a tools/call answered
+// input_required is not settled; its form elicitations go to people through
+// `ask`, and the follow-up tools/call (same session, same arguments, the
+// answers and the server's requestState) is sent when the round closes,
+// until the server's final answer. More than `maxInputRounds` rounds, or a
+// request the engine never declared, ends it input_unsupported with nothing
+// more sent. The row counts its `sends`.
 import type { MutationLedger } from "../outcomes/mutation-ledger";
+import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
+import type { McpFollowUp } from "./mcp-transport";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
 import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched } from "./tool-calls";
 
@@ -35,8 +45,11 @@ export type PipelineLedger = Pick<
  * failed the handshake (or no server is configured): nothing was sent.
  */
 export type CallSession =
-  | { kind: "open"; send: () => Promise<DispatchOutcome>; close: () => Promise<void> }
+  | { kind: "open"; send: (followUp?: McpFollowUp) => Promise<SendOutcome>; close: () => Promise<void> }
   | { kind: "unreachable"; message: string };
+
+/** One tools/call's answer: final, or input_required (contract section 21), the server's requests as it sent them. */
+export type SendOutcome = DispatchOutcome | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string };
 
 /** What the pipeline needs to know about its run, read live (cancellation can arrive at any step). */
 export interface PipelineRun {
@@ -72,8 +85,18 @@ export interface PipelineDeps {
   /** Opens the call's MCP session (connect + initialize); never sends the tools/call itself. */
   open: (call: Dispatched) => Promise<CallSession>;
   run: () => PipelineRun;
+  /**
+   * Asks a round's questions of people (contract section 21) and resolves with the answers
+   * (`inputResponses`, every question's under its key) when the round closes.
+   */
+  ask?: (call: Dispatched, round: number, questions: AskedQuestion[]) => Promise<Record<string, QuestionAnswer>>;
+  /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
+  maxInputRounds?: number;
   now?: () => number;
 }
+
+/** Contract section 13's default of MCP_MAX_INPUT_ROUNDS. */
+const DEFAULT_MAX_INPUT_ROUNDS = 3;
 
 const LOST_MESSAGE = "The engine restarted while this call was in flight; its outcome is unknown and it was not sent again.";
 
@@ -163,10 +186,10 @@ export class DispatchPipeline {
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
       // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
-      const outcome = await session.send();
+      const { outcome, sends } = await this.#converse(call, session);
       // The tools/call provably never left (the checkpoint is on disk, but the row settles not_executed: allowed).
       if (outcome.kind === "failed" && !outcome.sent) return this.#refuse(row, "transport_unavailable");
-      const settled = await ledger.settleDispatched(row.mutation_id, this.#durableSettlement(outcome));
+      const settled = await ledger.settleDispatched(row.mutation_id, { ...this.#durableSettlement(outcome), sends });
       return { kind: "settle", outcome, settlementLate: settled === "late" };
     } finally {
       void closeQuietly(session);
@@ -179,12 +202,42 @@ export class DispatchPipeline {
     const session = await this.#open(call);
     if (session.kind === "unreachable") return { kind: "refuse", reason: "transport_unavailable" };
     try {
-      const outcome = await session.send();
+      const { outcome } = await this.#converse(call, session);
       if (outcome.kind === "failed" && !outcome.sent) return { kind: "refuse", reason: "transport_unavailable" };
       return { kind: "settle", outcome, settlementLate: false };
     } finally {
       void closeQuietly(session);
     }
+  }
+
+  /**
+   * The tools/call and, while the server answers input_required, its follow-ups (contract
+   * section 21): the final outcome and how many requests carried the call. A follow-up that
+   * provably did not leave is still ambiguous: the first send reached the server.
+   */
+  async #converse(call: Dispatched, session: Extract<CallSession, { kind: "open" }>): Promise<{ outcome: DispatchOutcome; sends: number }> {
+    const maxRounds = this.#deps.maxInputRounds ?? DEFAULT_MAX_INPUT_ROUNDS;
+    let answer = await session.send();
+    let sends = 1;
+    for (let round = 1; answer.kind === "input_required"; round += 1) {
+      const unsupported = (message: string): { outcome: DispatchOutcome; sends: number } => ({
+        outcome: { kind: "failed", code: "input_unsupported", message, sent: true },
+        sends,
+      });
+      if (round > maxRounds)
+        return unsupported(`the server asked for input more than ${maxRounds} times (MCP_MAX_INPUT_ROUNDS); nothing more was sent`);
+      const parsed = parseInputRequests(answer.inputRequests);
+      if (parsed.kind === "unsupported") return unsupported(`${parsed.message}; nothing more was sent`);
+      const { ask } = this.#deps;
+      if (parsed.questions.length > 0 && ask === undefined)
+        return unsupported("this engine cannot ask questions here; nothing more was sent");
+      const inputResponses = parsed.questions.length > 0 && ask !== undefined ? await ask(call, round, parsed.questions) : {};
+      const followUp: McpFollowUp = { inputResponses, ...(answer.requestState !== undefined ? { requestState: answer.requestState } : {}) };
+      answer = await session.send(followUp);
+      sends += 1;
+      if (answer.kind === "failed" && !answer.sent) answer = { ...answer, sent: true };
+    }
+    return { outcome: answer, sends };
   }
 
   /** Opens the session; an opener that throws is an unreachable server (nothing was sent). */

@@ -31,7 +31,7 @@ export type McpCallOutcome =
   | { kind: "failed"; code: McpFailureCode; message: string; sent: boolean };
 
 /** The answer as the events, the row and the model see it. `maxResponseBytes`: the transport cap, applied again to the decoded content. */
-export function shapeAnswer(answer: McpCallAnswer, maxResponseBytes: number): McpCallOutcome {
+export function shapeAnswer(answer: Exclude<McpCallAnswer, { kind: "input_required" }>, maxResponseBytes: number): McpCallOutcome {
   switch (answer.kind) {
     case "failed":
       return answer;

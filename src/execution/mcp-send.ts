@@ -5,7 +5,8 @@
 // opens the session (connection and initialize handshake) and hands back a
 // `send` for the one tools/call, so the dispatch pipeline can write its
 // checkpoint in between; a call whose session could not be opened provably
-// reached nothing.
+// reached nothing. The same `send` makes the follow-ups after an
+// input_required answer (contract section 21).
 import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
 import type { McpContactSink } from "./mcp-contacts";
@@ -52,8 +53,10 @@ export async function openMcpCall(
   contacts(target.server, { kind: "connected", protocol_version: session.protocolVersion });
   return {
     kind: "open",
-    send: async () => {
-      const answer = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent });
+    // A follow-up after input_required (contract section 21) carries the same arguments, the answers and the requestState.
+    send: async (followUp) => {
+      const answer = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent }, followUp);
+      if (answer.kind === "input_required") return answer;
       const outcome = shapeAnswer(answer, caps.maxResponseBytes);
       if (outcome.kind === "failed") {
         contacts(target.server, { kind: "failed" });

@@ -14,7 +14,9 @@
  *    notifications extends it), and every response body by `maxResponseBytes`.
  *  - Never retry a tools/call: not here, and not inside the SDK (SSE resumption off, the
  *    standalone GET stream never opened, no input_required auto-fulfilment, and no `callTool`,
- *    whose header-mismatch path sends the call again).
+ *    whose header-mismatch path sends the call again). An `input_required` answer is handed
+ *    back as it came; only the caller sends the follow-up, with the person's answers and the
+ *    server's `requestState` (contract section 21), on the same session.
  *  - Turn every ending of a call into an `McpCallAnswer`, deciding `sent` from what actually
  *    reached the transport's `send`: the engine marks an outcome `outcome_unknown` from it, so a
  *    call that provably never left must say so, and one that may have left must never claim
@@ -84,6 +86,12 @@ export type McpFailureCode = "transport_timeout" | "transport_error" | "response
 /** A tools/call's answer as the server gave it; execution shapes it (mcp-result.ts). */
 export type McpCallAnswer =
   | { kind: "result"; result: CallToolResult }
+  /**
+   * The server needs input before it completes (2026-07-28 multi round-trip, contract section
+   * 21): the call reached it and is not complete. `inputRequests` as the server sent them (not
+   * validated: execution decides which it can ask), `requestState` verbatim.
+   */
+  | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string }
   /** The server answered the call with a JSON-RPC error: it reached the server, which said no. */
   | { kind: "rpc_error"; code: number; message: string }
   | {
@@ -195,10 +203,20 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
 interface McpCallSession {
   /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
   readonly protocolVersion: string;
-  /** Calls one tool exactly once. Never throws; never retries. A second call is refused unsent. `meta`: the request's `params._meta`. */
-  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer>;
+  /**
+   * Calls one tool exactly once. Never throws; never retries. A second call is refused unsent,
+   * except a follow-up after an `input_required` answer, which must carry `followUp`.
+   * `meta`: the request's `params._meta`.
+   */
+  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>, followUp?: McpFollowUp): Promise<McpCallAnswer>;
   /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
   close(): Promise<void>;
+}
+
+/** What a follow-up tools/call carries after `input_required` (contract section 21): the answers, and the server's state verbatim. */
+export interface McpFollowUp {
+  inputResponses: Record<string, unknown>;
+  requestState?: string;
 }
 
 /** The session, or why it could not be opened: then the server provably received no tools/call. */
@@ -219,16 +237,18 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message };
   }
-  let called = false;
+  // "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more.
+  let stage: "none" | "input_required" | "done" = "none";
   return {
     kind: "open",
     session: {
       protocolVersion: open.protocolVersion,
-      call: async (toolName, args, meta) => {
-        if (called)
+      call: async (toolName, args, meta, followUp) => {
+        if (stage === "done" || (stage === "none") !== (followUp === undefined))
           return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
-        called = true;
-        const outcome = await open.callTool(toolName, args, meta);
+        stage = "done";
+        const outcome = await open.callTool(toolName, args, meta, followUp);
+        if (outcome.kind === "input_required") stage = "input_required";
         // Never a re-send: only the next contact's connect probes the era again.
         if (outcome.kind === "failed") forgetEra(server.url);
         return outcome;
@@ -248,7 +268,8 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 class ToolCallTracingTransport extends StreamableHTTPClientTransport {
   constructor(
     url: URL,
-    private readonly trace: ToolCallTrace,
+    /** The current tools/call's trace (a follow-up after input_required gets a fresh one). */
+    private readonly trace: () => ToolCallTrace,
     options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
   ) {
     super(url, options);
@@ -256,8 +277,9 @@ class ToolCallTracingTransport extends StreamableHTTPClientTransport {
 
   override send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
     if (isJSONRPCRequest(message) && message.method === "tools/call") {
-      this.trace.id = message.id;
-      this.trace.sent = true;
+      const trace = this.trace();
+      trace.id = message.id;
+      trace.sent = true;
     }
     return super.send(message, options);
   }
@@ -319,7 +341,8 @@ interface ToolCallTrace {
 class McpSession {
   readonly client: Client;
   readonly transport: StreamableHTTPClientTransport;
-  readonly toolCall: ToolCallTrace = { sent: false, fetched: false, answered: false };
+  /** The trace of the tools/call in flight (or last sent); replaced for each follow-up. */
+  toolCall: ToolCallTrace = { sent: false, fetched: false, answered: false };
   /** Whether any JSON-RPC error response arrived: then an error may be the server's, not the SDK's. */
   private rpcErrorSeen = false;
   /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
@@ -334,7 +357,7 @@ class McpSession {
     private readonly caps: TransportCaps,
   ) {
     this.failure = new Promise((resolve) => (this.signalFailure = resolve));
-    this.transport = new ToolCallTracingTransport(new URL(server.url), this.toolCall, {
+    this.transport = new ToolCallTracingTransport(new URL(server.url), () => this.toolCall, {
       requestInit: { headers: { ...server.headers } },
       fetch: (url, init) => this.fetch(url, init),
       reconnectionOptions: NO_RECONNECTION,
@@ -343,8 +366,9 @@ class McpSession {
     // before the SDK resolves the matching request.
     this.transport.onmessage = (message) => this.observe(message);
     this.client = new Client(CLIENT_INFO, {
-      // No elicitation, sampling or roots: a server must not expect any answer from this client.
-      capabilities: {},
+      // Form-mode elicitation only (contract section 21), answered by a person through the engine
+      // (input_required); no URL mode, sampling or roots.
+      capabilities: { elicitation: { form: {} } },
       // 2026-07-28 first (server/discover), falling back to initialize for the earlier revisions.
       versionNegotiation: { mode: "auto" },
       supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
@@ -383,12 +407,26 @@ class McpSession {
    * second time, which the contract forbids (section 7); nor may its output-schema check turn a
    * tool's actual answer into an error after the call took effect.
    */
-  async callTool(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>): Promise<McpCallAnswer> {
+  async callTool(
+    toolName: string,
+    args: Record<string, unknown>,
+    meta?: Record<string, string>,
+    followUp?: McpFollowUp,
+  ): Promise<McpCallAnswer> {
     const { callTimeoutMs } = this.caps;
+    // Each send has its own trace: `sent`, `answered` and the id are about this request only.
+    if (followUp !== undefined) this.toolCall = { sent: false, fetched: false, answered: false };
     try {
       let result: unknown;
       try {
-        const params = { name: toolName, arguments: args, ...(meta !== undefined ? { _meta: meta } : {}) };
+        const params = {
+          name: toolName,
+          arguments: args,
+          ...(meta !== undefined ? { _meta: meta } : {}),
+          // The follow-up after input_required (contract section 21): the answers, and requestState byte for byte.
+          ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
+          ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
+        };
         // allowInputRequired: an input_required answer comes back as a value, never re-sent by the SDK.
         result = await this.bounded(
           this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true }),
@@ -399,6 +437,14 @@ class McpSession {
         return this.callFailureOutcome(error);
       }
       const resultType = (result as { resultType?: unknown }).resultType;
+      if (resultType === "input_required") {
+        const { inputRequests, requestState } = result as { inputRequests?: unknown; requestState?: unknown };
+        return {
+          kind: "input_required",
+          inputRequests: typeof inputRequests === "object" && inputRequests !== null ? (inputRequests as Record<string, unknown>) : {},
+          ...(typeof requestState === "string" ? { requestState } : {}),
+        };
+      }
       if (resultType !== undefined && resultType !== "complete") {
         // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
         const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
@@ -507,10 +553,11 @@ class McpSession {
       return new Response(null, { status: 405, statusText: "Method Not Allowed" });
     }
     // The POST carrying the tools/call is the first one after the transport's send saw it.
-    const isToolCall = method === "POST" && this.toolCall.sent && !this.toolCall.fetched;
-    if (isToolCall) this.toolCall.fetched = true;
+    const trace = this.toolCall;
+    const isToolCall = method === "POST" && trace.sent && !trace.fetched;
+    if (isToolCall) trace.fetched = true;
     const response = await fetch(url, init);
-    return this.capBody(response, isToolCall);
+    return this.capBody(response, isToolCall ? trace : undefined);
   }
 
   /**
@@ -518,7 +565,7 @@ class McpSession {
    * tools/call's SSE response it also notices the stream ending or breaking before the answer:
    * resumption is off, so that answer can never arrive, and waiting would only burn the timeout.
    */
-  private capBody(response: Response, isToolCall: boolean): Response {
+  private capBody(response: Response, toolCall: ToolCallTrace | undefined): Response {
     const { maxResponseBytes } = this.caps;
     const body = response.body;
     if (body === null) return response;
@@ -530,13 +577,13 @@ class McpSession {
       void body.cancel(error).catch(() => {});
       throw error;
     }
-    const watchEnd = isToolCall && (response.headers.get("content-type") ?? "").includes("text/event-stream");
+    const watchEnd = toolCall !== undefined && (response.headers.get("content-type") ?? "").includes("text/event-stream");
     const ended = (why: string) => {
       // After close() began, the end is our own abort, not the server's doing.
       if (!watchEnd || this.closed) return;
       const timer = setTimeout(() => {
         this.timers.delete(timer);
-        if (!this.toolCall.answered)
+        if (toolCall !== undefined && !toolCall.answered)
           this.fail(new McpTransportError("transport_error", `tools/call response stream ${why} before the result`));
       }, STREAM_END_SETTLE_MS);
       this.timers.add(timer);

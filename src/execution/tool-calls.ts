@@ -21,11 +21,18 @@ import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-transport";
 import { type ApprovalPolicy, type Decider, decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
+import type { QuestionAnswer } from "./mcp-questions";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
 import type { NotExecutedReason } from "../client/types";
-type ExecutedErrorCode = "transport_timeout" | "transport_error" | "tool_error" | "response_too_large" | "settlement_timeout";
+type ExecutedErrorCode =
+  | "transport_timeout"
+  | "transport_error"
+  | "tool_error"
+  | "response_too_large"
+  | "settlement_timeout"
+  | "input_unsupported";
 /**
  * Why an admitted call was stopped before it was sent. transport_unavailable:
  * its MCP server could not be reached, refused the connection or failed the
@@ -116,7 +123,30 @@ type AwaitingAdmission = CallBase & {
   mutation_id: string | null;
 };
 type Answered = CallBase & { state: "answered"; input: AnsweredQuestion };
-export type Dispatched = CallBase & { state: "dispatched"; grant: Grant; approved_at: number; mutation_id: string | null };
+/**
+ * One question an MCP tool asked mid-call (contract section 21), kept on its dispatched call
+ * (every round's, in order) so repeated answers get their first answer. `expired`: its round
+ * ended by expiry before it was answered (it went back to the server as `cancel`).
+ */
+export interface McpQuestion {
+  input_id: string;
+  round: number;
+  key: string;
+  question: string;
+  requested_schema: Record<string, unknown>;
+  expires_at: number;
+  answer?: QuestionAnswer;
+  answered_by?: string;
+  expired?: true;
+}
+export type Dispatched = CallBase & {
+  state: "dispatched";
+  grant: Grant;
+  approved_at: number;
+  mutation_id: string | null;
+  /** The questions the tool asked while in flight (contract section 21); absent when it asked none. */
+  questions?: McpQuestion[];
+};
 export type Done = CallBase & {
   state: "done";
   approved: boolean;
@@ -124,6 +154,8 @@ export type Done = CallBase & {
   input?: EndedQuestion;
   reason?: NotExecutedReason;
   mutation_id?: string;
+  /** The MCP questions it asked while in flight (contract section 21). */
+  questions?: McpQuestion[];
   /** What goes back to the model as this call's result, and whether the model should read it as a failure. */
   model_result: string;
   model_is_error: boolean;
@@ -326,6 +358,10 @@ export type Verdict =
   /** The decider may not decide this approval (section 19); nothing changed. */
   | { kind: "refused"; error: "not_an_approver" | "self_approval_forbidden" }
   | { kind: "answered"; tool_call_id: string }
+  /** An MCP question answered (contract section 21), or the same answer repeated. */
+  | { kind: "input_answered"; input_id: string; tool_call_id: string; action: QuestionAnswer["action"] }
+  /** The accept's content does not fit the question's requested_schema; nothing changed. */
+  | { kind: "invalid_answer"; issues: string[] }
   | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
   | { kind: "expired" }
   | { kind: "confirmation_mismatch"; tool_name: string }
@@ -675,8 +711,14 @@ export function nextDeadline(calls: readonly ToolCall[], turn: number): number |
     if (call.state === "awaiting_approval") consider(call.approval.expires_at);
     else if (call.state === "awaiting_input") consider(call.input.expires_at);
     else if (call.state === "awaiting_admission") consider(call.admission_deadline);
+    else if (call.state === "dispatched") for (const q of call.questions ?? []) if (isOpen(q)) consider(q.expires_at);
   }
   return next;
+}
+
+/** An MCP question still waiting for a person (contract section 21). */
+export function isOpen(question: McpQuestion): boolean {
+  return question.answer === undefined && question.expired !== true;
 }
 
 /** The intent row of a call that just became an approved mutation. */
@@ -778,6 +820,7 @@ function finish(calls: ToolCall[], call: Exclude<ToolCall, Done>, ending: CallEn
     description: call.description,
     started_at: call.started_at,
   };
+  const questions = call.state === "dispatched" ? call.questions : undefined;
   // An approved mutation has an intent row, and its id shows on the stream.
   const granted = call.state === "awaiting_admission" || call.state === "dispatched" ? call : undefined;
   const rowId = granted?.mutation_id ?? null;
@@ -792,6 +835,7 @@ function finish(calls: ToolCall[], call: Exclude<ToolCall, Done>, ending: CallEn
     ...(endedInput ? { input: endedInput } : {}),
     ...(execution.reason !== undefined ? { reason: execution.reason } : {}),
     ...(rowId !== null ? { mutation_id: rowId } : {}),
+    ...(questions !== undefined ? { questions } : {}),
     model_result: modelResult,
     model_is_error: execution.execution_status === "not_executed" || execution.error !== undefined || execution.result?.is_error === true,
   };

@@ -40,6 +40,19 @@ export function verdictResponse(verdict: Verdict): Response {
       });
     case "answered":
       return jsonResponse(200, { tool_call_id: verdict.tool_call_id, status: "answered" });
+    case "input_answered":
+      return jsonResponse(200, {
+        input_id: verdict.input_id,
+        tool_call_id: verdict.tool_call_id,
+        action: verdict.action,
+        status: "answered",
+      });
+    case "invalid_answer":
+      return jsonResponse(400, {
+        error: "invalid_answer",
+        message: "The answer's content does not fit the question's requested_schema; fix it and send it again. Nothing was changed.",
+        details: verdict.issues,
+      });
     case "already_resolved":
       return jsonResponse(409, {
         error: "already_resolved",

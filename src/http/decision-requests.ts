@@ -19,3 +19,18 @@ export const inputAnswerSchema = z
     answered_by: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
   })
   .strict();
+
+/**
+ * An answer to an MCP tool's question mid-call (contract section 21), at
+ * /inputs/{input_id}: accept with the form's content (checked against the
+ * question's requested_schema in the run), decline or cancel.
+ */
+const answeredBy = z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional();
+export const mcpInputAnswerSchema = z.discriminatedUnion("action", [
+  z.object({ action: z.literal("accept"), content: z.record(z.string(), z.unknown()), answered_by: answeredBy }).strict(),
+  z.object({ action: z.literal("decline"), answered_by: answeredBy }).strict(),
+  z.object({ action: z.literal("cancel"), answered_by: answeredBy }).strict(),
+]);
+
+/** The body of POST /api/runs/{run_id}/inputs/{id}: human__ask's `{answer}`, or an MCP question's `{action}`. */
+export const inputRequestSchema = z.union([inputAnswerSchema, mcpInputAnswerSchema]);

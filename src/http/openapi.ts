@@ -20,7 +20,7 @@ import {
   runsPageSchema,
   runsQuerySchema,
 } from "../wire/listing-schemas";
-import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
+import { approvalDecisionSchema, inputAnswerSchema, mcpInputAnswerSchema } from "./decision-requests";
 import { reconcileRequestSchema } from "./handlers/mutations";
 import { healthSchema } from "../operate/health";
 import { triggerBodySchema } from "./trigger-request";
@@ -49,7 +49,14 @@ const receiptSchema = z
   .meta({ id: "TriggerReceipt" });
 
 const pendingApproval = z.object({ approval_id: z.string(), tool_call_id: z.string(), tool_name: z.string(), expires_at: z.string() });
-const pendingInput = z.object({ tool_call_id: z.string(), question: z.string(), expires_at: z.string() });
+const pendingInput = z.object({
+  tool_call_id: z.string(),
+  question: z.string(),
+  expires_at: z.string(),
+  // Contract section 21: an MCP tool's question mid-call.
+  input_id: z.string().optional(),
+  requested_schema: z.record(z.string(), z.unknown()).optional(),
+});
 const runSummarySchema = z
   .looseObject({
     run_id: z.string(),
@@ -73,6 +80,19 @@ const runSummarySchema = z
 const decisionAnswerSchema = z
   .looseObject({ status: z.string().optional(), decision: z.string().optional() })
   .meta({ id: "DecisionAnswer", description: "The decision as recorded (or, on 409/410, why it was not)." });
+
+const inputAnswerResultSchema = z
+  .object({
+    tool_call_id: z.string(),
+    status: z.literal("answered"),
+    input_id: z.string().optional(),
+    action: z.enum(["accept", "decline", "cancel"]).optional(),
+  })
+  .strict()
+  .meta({
+    id: "InputAnswerResult",
+    description: "The answer as recorded; `input_id` and `action` for an MCP question (contract section 21).",
+  });
 
 const deliveryReceiptSchema = z
   .object({ delivery_id: z.string(), run_id: z.string(), channel_id: z.string(), accepted_at: z.string() })
@@ -229,11 +249,18 @@ function buildDocument() {
   registry.registerPath({
     method: "post",
     path: "/api/runs/{runId}/inputs/{toolCallId}",
-    summary: "A person's answer to human__ask (contract section 6)",
-    request: { params: runParams.extend({ toolCallId: z.string() }), ...jsonBody(inputAnswerSchema) },
+    summary: "A person's answer to human__ask (contract section 6), or to an MCP tool's question mid-call (section 21)",
+    description:
+      "`{answer}` at a human__ask's tool_call_id; `{action: accept, content}`, `{action: decline}` or `{action: cancel}` at an MCP question's input_id (`<tool_call_id>:<round>:<key>`), by a principal eligible to approve the call (403 not_an_approver otherwise). Accept content that does not fit the question's requested_schema is 400 invalid_answer with the issues in details.",
+    request: {
+      params: runParams.extend({
+        toolCallId: z.string().meta({ description: "human__ask: the tool_call_id; an MCP question: its input_id." }),
+      }),
+      ...jsonBody(z.union([inputAnswerSchema, mcpInputAnswerSchema])),
+    },
     responses: {
-      200: { description: "Recorded", content: json(decisionAnswerSchema) },
-      ...errors(400, 404, 409, 410, 413, 415, ...API_ERRORS),
+      200: { description: "Recorded", content: json(inputAnswerResultSchema) },
+      ...errors(400, 403, 404, 409, 410, 413, 415, ...API_ERRORS),
     },
   });
   registry.registerPath({

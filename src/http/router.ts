@@ -21,7 +21,7 @@ import type { Env } from "../config/env";
 import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
-import { approvalDecisionSchema, inputAnswerSchema } from "./decision-requests";
+import { approvalDecisionSchema, inputRequestSchema } from "./decision-requests";
 import { apiDecider, verdictResponse } from "./decision-answers";
 import { readJsonBody } from "./request-body";
 import { isRunId } from "../ids";
@@ -209,11 +209,14 @@ router
     return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), decision));
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
-    const body = await readJsonBody(request, inputAnswerSchema);
+    const body = await readJsonBody(request, inputRequestSchema);
     const answeredBy = actorOf(request.principal, "answered_by", body.answered_by);
-    return verdictResponse(
-      await runStub(env, request.params.runId).answerInput(decodePathParam(request.params.toolCallId), body.answer, answeredBy),
-    );
+    const id = decodePathParam(request.params.toolCallId);
+    const stub = runStub(env, request.params.runId);
+    if ("answer" in body) return verdictResponse(await stub.answerInput(id, body.answer, answeredBy));
+    // An MCP tool's question mid-call (contract section 21): only someone eligible to approve the call answers it.
+    const answer = body.action === "accept" ? { action: body.action, content: body.content } : { action: body.action };
+    return verdictResponse(await stub.answerMcpInput(id, answer, answeredBy, apiDecider(request.principal)));
   })
   .get("/api/runs/:runId/mutations", (request, env, ctx) => {
     const stub = runStub(env, request.params.runId);

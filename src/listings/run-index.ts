@@ -272,6 +272,8 @@ export class RunIndex {
         return true;
       }
       case "human_input_requested":
+        // An MCP tool's question mid-call (contract section 21) is not in the inputs listing (keyed by tool call).
+        if (fields.input_id !== undefined) return false;
         this.markInputAsked({
           tool_call_id: str("tool_call_id"),
           run_id: context.run_id,
@@ -283,6 +285,7 @@ export class RunIndex {
         });
         return true;
       case "human_input_received":
+        if (fields.input_id !== undefined) return false;
         this.markInputResolved({ run_id: context.run_id, tool_call_id: str("tool_call_id"), status: "answered" });
         return true;
       case "tool_execution": {

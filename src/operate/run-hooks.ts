@@ -25,12 +25,15 @@ export function observeSends<C extends { tool_call_id: string }>(
     if (session.kind !== "open") return session;
     return {
       ...session,
-      send: async () => {
+      send: async (followUp) => {
+        // A follow-up after input_required (contract section 21) is not a new dispatch: only the first send is timed.
+        if (followUp !== undefined) return session.send(followUp);
         quietly(() => hooks.sent(call.tool_call_id));
         let outcome: DispatchOutcome | null = null;
         try {
-          outcome = await session.send();
-          return outcome;
+          const answer = await session.send();
+          if (answer.kind !== "input_required") outcome = answer;
+          return answer;
         } finally {
           quietly(() => hooks.answered(call.tool_call_id, outcome));
         }

@@ -77,6 +77,8 @@ export interface MutationOutcomeRow {
   approved_at: string | null;
   /** JSON `[{"by","at"}]`, every counted vote (migrations/0015); NULL on rows written before. */
   approvals_json: string | null;
+  /** How many tools/call requests carried it (migrations/0016, contract section 21); NULL before a send settled it. */
+  sends?: number | null;
   reason: string | null;
   result_json: string | null;
   error_json: string | null;
@@ -114,6 +116,7 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
       : {}),
     state: row.state,
     dispatched: row.dispatched === 1,
+    ...(typeof row.sends === "number" ? { sends: row.sends } : {}),
     ...(row.reason !== null ? { reason: row.reason } : {}),
     ...(row.result_json !== null ? { result: JSON.parse(row.result_json) as NonNullable<MutationOutcomeProjection["result"]> } : {}),
     ...(row.error_json !== null ? { error: JSON.parse(row.error_json) as NonNullable<MutationOutcomeProjection["error"]> } : {}),
@@ -255,6 +258,8 @@ export interface Settlement {
   error?: JsonValue;
   /** ISO 8601. */
   settledAt: string;
+  /** How many tools/call requests carried the mutation (contract section 21); only for a dispatched call's settlement. */
+  sends?: number;
 }
 
 /**
@@ -270,7 +275,7 @@ export async function settle(db: OutcomeDb, mutationId: string, settlement: Sett
   const row = await db
     .prepare(
       `UPDATE mutation_outcomes
-       SET state = ?, reason = ?, result_json = ?, error_json = ?, settled_at = ?
+       SET state = ?, reason = ?, result_json = ?, error_json = ?, settled_at = ?, sends = COALESCE(?, sends)
        WHERE mutation_id = ? AND state = 'unresolved' AND (? = 0 OR dispatched = 1)
        RETURNING *`,
     )
@@ -280,6 +285,7 @@ export async function settle(db: OutcomeDb, mutationId: string, settlement: Sett
       settlement.result === undefined ? null : JSON.stringify(settlement.result),
       settlement.error === undefined ? null : JSON.stringify(settlement.error),
       settlement.settledAt,
+      settlement.sends ?? null,
       mutationId,
       needsDispatch ? 1 : 0,
     )

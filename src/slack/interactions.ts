@@ -82,8 +82,11 @@ export function decisionReplyText(verdict: Verdict): SlackText | null {
   switch (verdict.kind) {
     case "resolved":
     case "answered":
+    case "input_answered":
     case "vote_pending":
       return null;
+    case "invalid_answer":
+      return mrkdwn`The answer does not fit the question's form. Nothing was changed.`;
     case "refused":
       return verdict.error === "not_an_approver"
         ? mrkdwn`This tool's approval policy does not let you decide this. Nothing was changed.`

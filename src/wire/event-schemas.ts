@@ -31,7 +31,15 @@ const notExecutedReasonSchema = z.enum([
   "prior_outcome_unknown",
   "transport_unavailable",
 ]);
-const executedErrorCodeSchema = z.enum(["transport_timeout", "transport_error", "tool_error", "response_too_large", "settlement_timeout"]);
+const executedErrorCodeSchema = z.enum([
+  "transport_timeout",
+  "transport_error",
+  "tool_error",
+  "response_too_large",
+  "settlement_timeout",
+  // Contract section 21: a server asked for more rounds than MCP_MAX_INPUT_ROUNDS, or for input the engine did not declare.
+  "input_unsupported",
+]);
 
 /** Facts about a tool's answer, never credentials; the summary is at most 2 KiB. */
 export const resultFactsSchema = z
@@ -112,8 +120,28 @@ const ownFields = {
     approvals: approvalsField.optional(),
   },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
-  human_input_requested: { tool_call_id: z.string(), question: z.string(), expires_at: isoTime },
-  human_input_received: { tool_call_id: z.string(), answered_by: z.string() },
+  human_input_requested: {
+    tool_call_id: z.string(),
+    question: z.string(),
+    expires_at: isoTime,
+    // Contract section 21: an MCP tool's question mid-call (absent for human__ask).
+    input_id: z.string().optional().meta({
+      description: "An MCP question's id, `<tool_call_id>:<round>:<key>`; answer it at /inputs/{input_id} (contract section 21).",
+    }),
+    requested_schema: z.record(z.string(), z.unknown()).optional().meta({
+      description:
+        "The form elicitation's requestedSchema as the server gave it (a flat JSON Schema object); the answer's content is validated against it.",
+    }),
+  },
+  human_input_received: {
+    tool_call_id: z.string(),
+    answered_by: z.string(),
+    input_id: z.string().optional().meta({ description: "The MCP question answered (contract section 21); absent for human__ask." }),
+    action: z
+      .enum(["accept", "decline", "cancel"])
+      .optional()
+      .meta({ description: "How an MCP question was answered (contract section 21); its content goes to the server only." }),
+  },
   tool_execution: {
     ...toolIds,
     approval_id: z.string().optional(),

@@ -44,6 +44,8 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
     approvals: z.array(z.object({ by: z.string(), at: times.approved_at }).strict()).optional(),
     state: mutationStateSchema,
     dispatched: z.boolean(),
+    /** How many tools/call requests carried it (contract section 21); absent on rows settled without a send, and before it. */
+    sends: z.number().int().min(0).optional(),
     reason: z.string().optional(),
     /** The tool's answer as facts (the same as tool_execution's `result`). */
     result: resultFactsSchema.optional(),

@@ -7,13 +7,23 @@
 // on every request, never initialize or a session, and exactly one
 // tools/call per approved mutation; the demo server gets initialize after
 // the probe. GET /api/mcp/servers (and the CLI's `mcp list`) show each as
-// last seen, without header values.
+// last seen, without header values. Questions mid-call: the stateless
+// server's tools that answer input_required are asked of people through the
+// engine and answered (accept, decline, expiry as cancel) in the follow-up
+// tools/call, which carries the requestState byte for byte; a question that
+// cannot be asked, or a fourth round, ends the call input_unsupported.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
+import { ApiError, EngineClient, type EngineEvent, type InputAnswer, type ScriptTurn } from "../../src/client";
 import { demoCalls, demoReset } from "../support/e2e-client";
-import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
+import {
+  CONFIRM_SCHEMA,
+  confirmState,
+  STATELESS_API_KEY_HEADER,
+  startStatelessMcpServer,
+  type StatelessMcpServer,
+} from "../support/stateless-mcp-server";
 import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
 
@@ -23,6 +33,12 @@ const CREATE_NOTE = "mcp__stateless__create_note";
 const LIST_NOTES = "mcp__stateless__list_notes";
 const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
 const MODERN = "2026-07-28";
+const CONFIRM_NOTE = "mcp__stateless__confirm_note";
+const TWO_STEP_NOTE = "mcp__stateless__two_step_note";
+const ASK_FOREVER = "mcp__stateless__ask_forever";
+const ASK_URL = "mcp__stateless__ask_url";
+/** Short, so the expiry case waits seconds (the run's alarm expires the question, as it does approvals). */
+const APPROVAL_TIMEOUT_MS = 4_000;
 
 let stateless: StatelessMcpServer;
 let server: WorkerServer;
@@ -32,12 +48,21 @@ beforeAll(async () => {
   stateless = await startStatelessMcpServer(API_KEY);
   server = await startWorkerServer({
     ...e2eVars(`${demo}/mcp`),
-    APPROVAL_TIMEOUT_MS: "30000",
+    APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS),
     MCP_SERVERS: JSON.stringify({
       stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: API_KEY }, trust_annotations: true },
       demo: { url: `${demo}/mcp` },
     }),
-    MUTATION_BUDGET: JSON.stringify({ [CREATE_NOTE]: 3, [CREATE_DASHBOARD]: 1 }),
+    MUTATION_BUDGET: JSON.stringify({
+      [CREATE_NOTE]: 3,
+      [CREATE_DASHBOARD]: 1,
+      [CONFIRM_NOTE]: 10,
+      [TWO_STEP_NOTE]: 1,
+      [ASK_FOREVER]: 1,
+      [ASK_URL]: 1,
+    }),
+    // Only the root token may approve confirm_note and answer its questions (contract sections 19 and 21).
+    TOOL_POLICY: JSON.stringify({ [CONFIRM_NOTE]: { approvers: ["token:root"] } }),
   });
   engine = new EngineClient({ baseUrl: server.url, token: server.token });
 }, 120_000);
@@ -51,15 +76,42 @@ beforeEach(async () => {
   await demoReset();
 });
 
-/** Runs `script` to its end, approving every approval it asks for. */
-async function runApproving(script: ScriptTurn[]): Promise<EngineEvent[]> {
-  const { run_id: runId } = await engine.trigger({ message: "m", channel_id: `C-eras-${Date.now()}`, script });
+type QuestionEvent = Extract<EngineEvent, { type: "human_input_requested" }>;
+
+/**
+ * Runs `script` to its end, approving every approval it asks for, and handing each MCP question
+ * to `onQuestion` (which answers it, or not).
+ */
+async function runApproving(
+  script: ScriptTurn[],
+  onQuestion: (runId: string, question: QuestionEvent) => Promise<void> = async () => {},
+): Promise<EngineEvent[]> {
+  const { run_id: runId } = await engine.trigger({ message: "m", channel_id: `C-eras-${Date.now()}-${Math.random()}`, script });
   const events: EngineEvent[] = [];
   for await (const event of engine.events(runId)) {
-    events.push(event);
+    events.push({ ...event, run_id: runId } as EngineEvent);
     if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+    if (event.type === "human_input_requested") await onQuestion(runId, event);
   }
   return events;
+}
+
+/** Answers every question with `answer`. */
+const answering = (answer: InputAnswer) => async (runId: string, q: QuestionEvent) => {
+  await engine.answerInput(runId, q.input_id ?? "", answer);
+};
+
+/** The call's events in order, heartbeats left out: the types only. */
+const callTypes = (events: EngineEvent[], toolCallId: string) =>
+  events.filter((e) => "tool_call_id" in e && e.tool_call_id === toolCallId).map((e) => e.type);
+
+/** The stateless server's tools/call requests for one tool, as it received them. */
+const callsTo = (tool: string) => stateless.seen().filter((r) => r.method === "tools/call" && r.tool === tool);
+
+async function rowOf(events: EngineEvent[], toolCallId: string) {
+  const mutationId = executionOf(events, toolCallId)?.mutation_id;
+  if (mutationId === undefined) throw new Error(`no mutation for ${toolCallId}`);
+  return engine.mutation(mutationId);
 }
 
 const executionOf = (events: EngineEvent[], toolCallId: string) =>
@@ -153,8 +205,9 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
       expect(request.meta).toMatchObject({
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientInfo": { name: "approved-execution-engine" },
-        "io.modelcontextprotocol/clientCapabilities": {},
       });
+      // Form-mode elicitation and nothing else: no URL mode, sampling or roots (contract section 21).
+      expect(request.meta?.["io.modelcontextprotocol/clientCapabilities"]).toEqual({ elicitation: { form: {} } });
     }
     expect(calls.map((r) => r.headers["mcp-name"])).toEqual(["create_note", "list_notes"]);
   });
@@ -171,7 +224,7 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
   it("shows each server as last seen: the revision it speaks, its tools, its last contact", async () => {
     const listed = await engine.listMcpServers();
     const byName = Object.fromEntries(listed.map((s) => [s.server, s]));
-    expect(byName.stateless).toMatchObject({ protocol_version: MODERN, connected: true, tools: 2, auth: "headers" });
+    expect(byName.stateless).toMatchObject({ protocol_version: MODERN, connected: true, tools: 6, auth: "headers" });
     expect(byName.demo).toMatchObject({ protocol_version: "2025-11-25", connected: true, tools: 8, auth: "none" });
     for (const s of listed) expect(Date.parse(s.last_contact_at ?? "")).not.toBeNaN();
 
@@ -181,11 +234,199 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
     expect(lines).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^stateless ${stateless.url} protocol=${MODERN} auth=headers tools=2 connected=yes last_contact=\\S+ trust_annotations$`,
+          `^stateless ${stateless.url} protocol=${MODERN} auth=headers tools=6 connected=yes last_contact=\\S+ trust_annotations$`,
         ),
       ),
       expect.stringMatching(new RegExp(`^demo ${demo}/mcp protocol=2025-11-25 auth=none tools=8 connected=yes last_contact=\\S+$`)),
     ]);
     expect(printed.stdout).not.toContain(API_KEY);
+  });
+});
+
+describe("MCP questions mid-call (input_required, contract section 21)", () => {
+  it("accept: the question is shown, the follow-up carries the answer and requestState byte for byte, and the answer settles the call", async () => {
+    stateless.reset();
+    const seenQuestions: QuestionEvent[] = [];
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "confirm", arguments: { text: "hi" } }] }],
+      async (runId, q) => {
+        seenQuestions.push(q);
+        // While it waits, the run summary shows the question, and the call is dispatched: its row says so.
+        const summary = await engine.summary(runId);
+        expect(summary.pending_inputs).toEqual([
+          {
+            tool_call_id: "confirm",
+            question: 'Create the note "hi"?',
+            expires_at: q.expires_at,
+            input_id: q.input_id,
+            requested_schema: CONFIRM_SCHEMA,
+          },
+        ]);
+        const rows = await engine.runMutations(runId);
+        expect(rows.mutations).toMatchObject([{ tool_call_id: "confirm", state: "unresolved", dispatched: true }]);
+        expect(await engine.answerInput(runId, q.input_id ?? "", { action: "accept", content: { confirm: true, label: "x" } })).toEqual({
+          input_id: "confirm:1:confirm",
+          tool_call_id: "confirm",
+          action: "accept",
+          status: "answered",
+        });
+        // The same answer again: the same 200, no second event; a different one: 409.
+        expect(
+          await engine.answerInput(runId, q.input_id ?? "", { action: "accept", content: { confirm: true, label: "x" } }),
+        ).toMatchObject({ status: "answered" });
+        await expect(engine.answerInput(runId, q.input_id ?? "", { action: "decline" })).rejects.toMatchObject({
+          status: 409,
+          code: "already_resolved",
+        });
+      },
+    );
+    expect(seenQuestions).toEqual([
+      expect.objectContaining({
+        input_id: "confirm:1:confirm",
+        tool_call_id: "confirm",
+        question: 'Create the note "hi"?',
+        requested_schema: CONFIRM_SCHEMA,
+      }),
+    ]);
+    const [question] = seenQuestions;
+    expect(Date.parse(question?.expires_at ?? "") - Date.parse(question?.at ?? "")).toBe(APPROVAL_TIMEOUT_MS);
+    expect(callTypes(events, "confirm")).toEqual([
+      "tool_started",
+      "approval_requested",
+      "approval_resolved",
+      "tool_execution_started",
+      "human_input_requested",
+      "human_input_received",
+      "tool_execution",
+      "tool_completed",
+    ]);
+    expect(events.find((e) => e.type === "human_input_received")).toMatchObject({
+      input_id: "confirm:1:confirm",
+      answered_by: "token:root",
+      action: "accept",
+    });
+    expect(executionOf(events, "confirm")).toMatchObject({
+      execution_status: "executed",
+      result: { is_error: false, summary: "created note 1: hi [x]" },
+    });
+    expect(stateless.notes()).toEqual(["hi"]);
+    // Exactly two tools/call requests: the first, and the follow-up with the same arguments, the answer and the state.
+    const calls = callsTo("confirm_note");
+    expect(calls.map((c) => [c.inputResponses, c.requestState])).toEqual([
+      [undefined, undefined],
+      [{ confirm: { action: "accept", content: { confirm: true, label: "x" } } }, confirmState("hi")],
+    ]);
+    expect(await rowOf(events, "confirm")).toMatchObject({ state: "completed", dispatched: true, sends: 2 });
+  });
+
+  it("decline goes back to the server, which settles the call; two rounds ask one after the other", async () => {
+    stateless.reset();
+    const events = await runApproving(
+      [
+        {
+          tool_calls: [
+            { tool_name: CONFIRM_NOTE, tool_call_id: "no", arguments: { text: "no" } },
+            { tool_name: TWO_STEP_NOTE, tool_call_id: "two", arguments: { text: "two" } },
+          ],
+        },
+      ],
+      async (runId, q) => {
+        const answer: InputAnswer =
+          q.tool_call_id === "no" ? { action: "decline" } : { action: "accept", content: { value: `v-${q.input_id}` } };
+        await engine.answerInput(runId, q.input_id ?? "", answer);
+      },
+    );
+    expect(executionOf(events, "no")).toMatchObject({ execution_status: "executed", result: { summary: "not created (decline)" } });
+    expect(await rowOf(events, "no")).toMatchObject({ state: "completed", sends: 2 });
+    const asked = events.filter((e): e is QuestionEvent => e.type === "human_input_requested" && e.tool_call_id === "two");
+    expect(asked.map((q) => [q.input_id, q.question])).toEqual([
+      ["two:1:title", "Which title?"],
+      ["two:2:tag", "Which tag for v-two:1:title?"],
+    ]);
+    expect(executionOf(events, "two")).toMatchObject({ result: { summary: "created two titled v-two:1:title tagged v-two:2:tag" } });
+    expect(callsTo("two_step_note").map((c) => c.requestState)).toEqual([undefined, "step-1", "step-2:v-two:1:title"]);
+    expect(await rowOf(events, "two")).toMatchObject({ state: "completed", sends: 3 });
+    expect(stateless.notes()).toEqual(["two:v-two:1:title:v-two:2:tag"]);
+  });
+
+  it("a question nobody answers expires by the run's alarm and goes back as cancel; a late answer gets 410", async () => {
+    stateless.reset();
+    let late: { runId: string; inputId: string } | undefined;
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "late", arguments: { text: "late" } }] }],
+      async (runId, q) => {
+        late = { runId, inputId: q.input_id ?? "" };
+      },
+    );
+    expect(callTypes(events, "late")).not.toContain("human_input_received");
+    expect(executionOf(events, "late")).toMatchObject({ execution_status: "executed", result: { summary: "not created (cancel)" } });
+    expect(callsTo("confirm_note").map((c) => c.inputResponses)).toEqual([undefined, { confirm: { action: "cancel" } }]);
+    expect(await rowOf(events, "late")).toMatchObject({ state: "completed", sends: 2 });
+    await expect(
+      engine.answerInput(late?.runId ?? "", late?.inputId ?? "", { action: "accept", content: { confirm: true } }),
+    ).rejects.toMatchObject({
+      status: 410,
+      code: "expired",
+    });
+    expect(stateless.notes()).toEqual([]);
+  });
+
+  it("refuses an answerer the call's policy does not allow (403, nothing changes) and content that does not fit the form (400 invalid_answer)", async () => {
+    stateless.reset();
+    const other = await engine.createToken({ name: `q21-approver-${Date.now()}`, roles: ["approver"] });
+    const otherEngine = new EngineClient({ baseUrl: server.url, token: other.token });
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "guarded", arguments: { text: "g" } }] }],
+      async (runId, q) => {
+        const id = q.input_id ?? "";
+        await expect(otherEngine.answerInput(runId, id, { action: "accept", content: { confirm: true } })).rejects.toMatchObject({
+          status: 403,
+          code: "not_an_approver",
+        });
+        const invalid = await engine.answerInput(runId, id, { action: "accept", content: { confirm: "yes" } }).catch((e: unknown) => e);
+        expect(invalid).toBeInstanceOf(ApiError);
+        expect(invalid).toMatchObject({ status: 400, code: "invalid_answer", details: [expect.any(String)] });
+        await expect(
+          engine.answerInput(runId, id, { action: "accept", content: { confirm: true, label: "far too long for the twenty" } }),
+        ).rejects.toMatchObject({
+          status: 400,
+          code: "invalid_answer",
+        });
+        // Nothing changed: the question still waits, and the server got nothing more.
+        expect((await engine.summary(runId)).pending_inputs.map((p) => p.input_id)).toEqual([id]);
+        expect(callsTo("confirm_note")).toHaveLength(1);
+        await engine.answerInput(runId, id, { action: "accept", content: { confirm: true } });
+      },
+    );
+    expect(executionOf(events, "guarded")).toMatchObject({ result: { summary: "created note 1: g" } });
+    expect(events.filter((e) => e.type === "human_input_received")).toHaveLength(1);
+  });
+
+  it("more rounds than MCP_MAX_INPUT_ROUNDS, or a URL-mode request, end the call input_unsupported with nothing more sent", async () => {
+    stateless.reset();
+    const events = await runApproving(
+      [
+        {
+          tool_calls: [
+            { tool_name: ASK_FOREVER, tool_call_id: "forever", arguments: { text: "f" } },
+            { tool_name: ASK_URL, tool_call_id: "url", arguments: { text: "u" } },
+          ],
+        },
+      ],
+      answering({ action: "cancel" }),
+    );
+    expect(events.filter((e) => e.type === "human_input_requested")).toEqual([]);
+    // Three rounds of requestState only are sent again at once; the fourth input_required ends it.
+    expect(callsTo("ask_forever").map((c) => c.requestState)).toEqual([undefined, "1", "2", "3"]);
+    expect(executionOf(events, "forever")).toMatchObject({ execution_status: "executed", error: { code: "input_unsupported" } });
+    expect(await rowOf(events, "forever")).toMatchObject({
+      state: "outcome_unknown",
+      dispatched: true,
+      sends: 4,
+      error: { code: "input_unsupported" },
+    });
+    expect(callsTo("ask_url")).toHaveLength(1);
+    expect(executionOf(events, "url")).toMatchObject({ execution_status: "executed", error: { code: "input_unsupported" } });
+    expect(await rowOf(events, "url")).toMatchObject({ state: "outcome_unknown", sends: 1 });
   });
 });

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, t
 import { MODEL_TEXT_MAX_BYTES, type McpCallOutcome, SUMMARY_MAX_BYTES, shapeAnswer, truncateUtf8 } from "../../src/execution/mcp-result";
 import {
   listMcpTools,
+  type McpCallAnswer,
   McpTransportError,
   openMcpSession,
   type McpServerConfig,
@@ -38,7 +39,7 @@ async function callMcpTool(
   const opened = await openMcpSession(server, caps);
   if (opened.kind === "failed") return { ...opened, sent: false };
   try {
-    return shapeAnswer(await opened.session.call(toolName, args), caps.maxResponseBytes);
+    return shapeAnswer(completed(await opened.session.call(toolName, args)), caps.maxResponseBytes);
   } finally {
     await opened.session.close();
   }
@@ -173,7 +174,7 @@ describe.each([
     try {
       // Connected and initialized, and the server has received no tools/call.
       expect((await demo().calls()).total).toBe(0);
-      expectResult(shapeAnswer(await opened.session.call("create_dashboard", { title: "Opened first" }), CAPS.maxResponseBytes));
+      expectResult(shapeAnswer(completed(await opened.session.call("create_dashboard", { title: "Opened first" })), CAPS.maxResponseBytes));
       // One call per session: a second is refused without leaving.
       expect(await opened.session.call("create_dashboard", { title: "Twice" })).toMatchObject({ kind: "failed", sent: false });
     } finally {
@@ -405,3 +406,9 @@ describe("truncateUtf8", () => {
     }
   });
 });
+
+/** The older demo server never answers input_required; a test that sees one fails here. */
+function completed(answer: McpCallAnswer): Exclude<McpCallAnswer, { kind: "input_required" }> {
+  if (answer.kind === "input_required") throw new Error("unexpected input_required answer");
+  return answer;
+}

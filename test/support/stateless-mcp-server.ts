@@ -7,9 +7,19 @@
 // which is how the tests see what the engine sent, and how many times; and it
 // takes only requests carrying the API key it was given, so a test can see
 // configured headers go out without them appearing anywhere else.
+//
+// Questions mid-call (contract section 21): `confirm_note` answers its first
+// tools/call with input_required (one form elicitation and a requestState)
+// and creates the note only when the follow-up accepts; `two_step_note`
+// asks two rounds; `ask_forever` answers input_required with only a
+// requestState every time (no question: the client sends it again at once);
+// `ask_url` asks for a URL-mode elicitation the engine never declared (the
+// SDK's server refuses to send what the client did not declare, so this one
+// misbehaving answer is written by hand, below the SDK). The
+// log keeps each tools/call's inputResponses and requestState as received.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import { acceptedContent, createMcpHandler, inputRequired, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 
 export const STATELESS_API_KEY_HEADER = "x-api-key";
@@ -21,6 +31,9 @@ interface SeenRequest {
   tool?: string;
   /** The request's `params._meta`. */
   meta?: Record<string, unknown>;
+  /** A follow-up tools/call's answers and echoed state (contract section 21), as they arrived. */
+  inputResponses?: Record<string, unknown>;
+  requestState?: unknown;
   headers: { "mcp-protocol-version"?: string; "mcp-method"?: string; "mcp-name"?: string; "mcp-session-id"?: string };
   /** The HTTP status the server answered. */
   status: number;
@@ -39,6 +52,15 @@ export interface StatelessMcpServer {
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/** The form `confirm_note` asks: whether to create the note, and an optional label. */
+export const CONFIRM_SCHEMA = {
+  type: "object" as const,
+  properties: { confirm: { type: "boolean" as const, description: "Create it?" }, label: { type: "string" as const, maxLength: 20 } },
+  required: ["confirm"],
+};
+/** The requestState `confirm_note` mints: opaque to the client, echoed byte for byte (non-ASCII on purpose). */
+export const confirmState = (text: string) => `confirm-v1:${text}:é✓`;
+
 export async function startStatelessMcpServer(apiKey: string): Promise<StatelessMcpServer> {
   const seen: SeenRequest[] = [];
   const notes: string[] = [];
@@ -48,6 +70,63 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
       notes.push(text);
       return { content: [{ type: "text", text: `created note ${notes.length}: ${text}` }] };
     });
+    const textInput = z.object({ text: z.string() });
+    server.registerTool(
+      "confirm_note",
+      { description: "Create a note once a person confirms.", inputSchema: textInput },
+      async ({ text }, ctx) => {
+        const responses = ctx.mcpReq.inputResponses;
+        if (responses === undefined) {
+          return inputRequired({
+            inputRequests: { confirm: inputRequired.elicit({ message: `Create the note "${text}"?`, requestedSchema: CONFIRM_SCHEMA }) },
+            requestState: confirmState(text),
+          });
+        }
+        const answer = acceptedContent(responses, "confirm");
+        if (answer?.confirm !== true) {
+          const action = (responses.confirm as { action?: string } | undefined)?.action ?? "none";
+          return { content: [{ type: "text", text: `not created (${action})` }] };
+        }
+        notes.push(text);
+        return { content: [{ type: "text", text: `created note ${notes.length}: ${text}${answer.label ? ` [${answer.label}]` : ""}` }] };
+      },
+    );
+    server.registerTool(
+      "two_step_note",
+      { description: "Ask twice, then create a note.", inputSchema: textInput },
+      async ({ text }, ctx) => {
+        const responses = ctx.mcpReq.inputResponses ?? {};
+        const state = ctx.mcpReq.requestState<string>();
+        const ask = (key: string, message: string, next: string) =>
+          inputRequired({
+            inputRequests: {
+              [key]: inputRequired.elicit({
+                message,
+                requestedSchema: { type: "object", properties: { value: { type: "string" } }, required: ["value"] },
+              }),
+            },
+            requestState: next,
+          });
+        if (state === undefined) return ask("title", "Which title?", "step-1");
+        const title = acceptedContent<{ value: string }>(responses, "title");
+        if (state === "step-1")
+          return title
+            ? ask("tag", `Which tag for ${title.value}?`, `step-2:${title.value}`)
+            : { content: [{ type: "text", text: "stopped" }] };
+        const tag = acceptedContent<{ value: string }>(responses, "tag");
+        const noteTitle = state.slice("step-2:".length);
+        notes.push(`${text}:${noteTitle}:${tag?.value ?? "-"}`);
+        return { content: [{ type: "text", text: `created ${text} titled ${noteTitle} tagged ${tag?.value ?? "-"}` }] };
+      },
+    );
+    server.registerTool("ask_forever", { description: "Never completes.", inputSchema: textInput }, async (_args, ctx) => {
+      const round = Number(ctx.mcpReq.requestState<string>() ?? "0") + 1;
+      return inputRequired({ requestState: String(round) });
+    });
+    // Listed for discovery; its tools/call is answered in `serve`, by hand.
+    server.registerTool("ask_url", { description: "Asks for a URL-mode elicitation.", inputSchema: textInput }, async () => ({
+      content: [{ type: "text", text: "never reached" }],
+    }));
     server.registerTool(
       "list_notes",
       { description: "List the notes.", inputSchema: z.object({}), annotations: { readOnlyHint: true } },
@@ -80,6 +159,19 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
     if (req.headers[STATELESS_API_KEY_HEADER] !== apiKey) {
       seen.push({ ...entry, status: 401 });
       res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: "unauthorized" }));
+      return;
+    }
+    if (entry.method === "tools/call" && entry.tool === "ask_url") {
+      // An undeclared request kind (URL-mode elicitation), as a server that ignores the client's capabilities would send it.
+      const id = (JSON.parse(body.toString("utf8")) as { id: unknown }).id;
+      const result = {
+        resultType: "input_required",
+        inputRequests: {
+          login: { method: "elicitation/create", params: { mode: "url", message: "Sign in", url: "https://example.com/login" } },
+        },
+      };
+      seen.push({ ...entry, status: 200 });
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id, result }));
       return;
     }
     const headers = new Headers();
@@ -120,7 +212,9 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
 function describe(req: IncomingMessage, body: Buffer): Omit<SeenRequest, "status"> {
   const header = (name: string) => (typeof req.headers[name] === "string" ? { [name]: req.headers[name] } : {});
   const headers = { ...header("mcp-protocol-version"), ...header("mcp-method"), ...header("mcp-name"), ...header("mcp-session-id") };
-  let message: { method?: unknown; params?: { name?: unknown; _meta?: unknown } } | undefined;
+  let message:
+    | { method?: unknown; params?: { name?: unknown; _meta?: unknown; inputResponses?: unknown; requestState?: unknown } }
+    | undefined;
   try {
     message = body.byteLength > 0 ? JSON.parse(body.toString("utf8")) : undefined;
   } catch {
@@ -134,5 +228,9 @@ function describe(req: IncomingMessage, body: Buffer): Omit<SeenRequest, "status
     headers,
     ...(tool !== undefined ? { tool } : {}),
     ...(typeof meta === "object" && meta !== null ? { meta: meta as Record<string, unknown> } : {}),
+    ...(typeof message?.params?.inputResponses === "object" && message.params.inputResponses !== null
+      ? { inputResponses: message.params.inputResponses as Record<string, unknown> }
+      : {}),
+    ...(message?.params?.requestState !== undefined ? { requestState: message.params.requestState } : {}),
   };
 }

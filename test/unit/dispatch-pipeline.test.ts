@@ -9,7 +9,10 @@ import {
   type PipelineLedger,
   type PipelineRun,
   type RowRef,
+  type SendOutcome,
 } from "../../src/execution/dispatch-pipeline";
+import type { McpFollowUp } from "../../src/execution/mcp-transport";
+import type { AskedQuestion, QuestionAnswer } from "../../src/execution/mcp-questions";
 import type { DispatchOutcome, Dispatched } from "../../src/execution/tool-calls";
 import type { IntentInput, MutationOutcomeRow, Settlement } from "../../src/outcomes/mutation-outcomes";
 
@@ -23,6 +26,11 @@ interface FakeOptions {
   /** What opening the MCP session gives: open (default), unreachable, or the opener throws. */
   session?: "open" | "unreachable" | "throws";
   outcome?: DispatchOutcome;
+  /** The answers of successive sends (contract section 21: input_required, then the follow-ups'); overrides `outcome`. */
+  answers?: SendOutcome[];
+  /** Answers each round's questions (the engine's `ask`). */
+  ask?: (round: number, questions: AskedQuestion[]) => Promise<Record<string, QuestionAnswer>>;
+  maxInputRounds?: number;
   /** Runs during the checkpoint, before it answers (e.g. a cancel arriving meanwhile). */
   duringCheckpoint?: () => void;
   /** Runs while the session is being opened. */
@@ -51,6 +59,9 @@ function fakes(options: FakeOptions = {}) {
   const intentSince: (number | undefined)[] = [];
   const settled: { mutationId: string; settlement: Settlement }[] = [];
   const sent: Dispatched[] = [];
+  /** Each send's follow-up (undefined for the first tools/call). */
+  const followUps: (McpFollowUp | undefined)[] = [];
+  const asked: { round: number; questions: AskedQuestion[] }[] = [];
   const ledger: PipelineLedger = {
     intent: async (input, intentOptions) => {
       steps.push("intent");
@@ -97,9 +108,11 @@ function fakes(options: FakeOptions = {}) {
     if (options.session === "unreachable") return { kind: "unreachable", message: "connect ECONNREFUSED" };
     return {
       kind: "open",
-      send: async () => {
+      send: async (followUp) => {
         steps.push("send");
         sent.push(call);
+        followUps.push(followUp);
+        if (options.answers) return options.answers[followUps.length - 1] ?? OK;
         return options.outcome ?? OK;
       },
       close: async () => {
@@ -107,8 +120,22 @@ function fakes(options: FakeOptions = {}) {
       },
     };
   };
-  const pipeline = new DispatchPipeline({ ledger, run: () => run, open });
-  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run };
+  const { ask } = options;
+  const pipeline = new DispatchPipeline({
+    ledger,
+    run: () => run,
+    open,
+    ...(ask !== undefined
+      ? {
+          ask: (_call: Dispatched, round: number, questions: AskedQuestion[]) => {
+            asked.push({ round, questions });
+            return ask(round, questions);
+          },
+        }
+      : {}),
+    ...(options.maxInputRounds !== undefined ? { maxInputRounds: options.maxInputRounds } : {}),
+  });
+  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run, followUps, asked };
 }
 
 /** Lets the closes fired off the critical path run. */
@@ -154,7 +181,12 @@ describe("the write-ahead steps", () => {
     expect(f.settled).toEqual([
       {
         mutationId: "mut-1",
-        settlement: { state: "completed", result: { is_error: false, content_bytes: 2, summary: "ok" }, settledAt: expect.any(String) },
+        settlement: {
+          state: "completed",
+          result: { is_error: false, content_bytes: 2, summary: "ok" },
+          settledAt: expect.any(String),
+          sends: 1,
+        },
       },
     ]);
     expect(f.unsent).toEqual([]);
@@ -270,7 +302,12 @@ describe("the write-ahead steps", () => {
     expect(f.settled).toEqual([
       {
         mutationId: "mut-1",
-        settlement: { state: "outcome_unknown", error: { code: "transport_timeout", message: "timed out" }, settledAt: expect.any(String) },
+        settlement: {
+          state: "outcome_unknown",
+          error: { code: "transport_timeout", message: "timed out" },
+          settledAt: expect.any(String),
+          sends: 1,
+        },
       },
     ]);
   });
@@ -351,5 +388,76 @@ describe("restart recovery", () => {
       outcome: { kind: "failed", code: "transport_error" },
     });
     expect(f.steps).toEqual([]);
+  });
+});
+
+describe("questions mid-call (contract section 21)", () => {
+  const form = (message: string) => ({
+    method: "elicitation/create",
+    params: { message, requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } } },
+  });
+
+  it("asks the round's questions, then sends the follow-up with the answers and the requestState verbatim; the row counts 2 sends", async () => {
+    const f = fakes({
+      answers: [{ kind: "input_required", inputRequests: { confirm: form("Sure?") }, requestState: "state-é" }, OK],
+      ask: async () => ({ confirm: { action: "accept", content: { ok: true } } }),
+    });
+    const decision = await f.pipeline.execute(mutation());
+    expect(f.steps.filter((s) => s !== "close")).toEqual(["open", "intent", "checkpoint", "send", "send", "settle"]);
+    expect(f.asked).toEqual([
+      { round: 1, questions: [{ key: "confirm", question: "Sure?", requested_schema: form("").params.requestedSchema }] },
+    ]);
+    expect(f.followUps).toEqual([
+      undefined,
+      { inputResponses: { confirm: { action: "accept", content: { ok: true } } }, requestState: "state-é" },
+    ]);
+    expect(decision).toEqual({ kind: "settle", outcome: OK, settlementLate: false });
+    expect(f.settled[0]?.settlement).toMatchObject({ state: "completed", sends: 2 });
+  });
+
+  it("an input_required without inputRequests is sent again at once, asking nobody", async () => {
+    const f = fakes({ answers: [{ kind: "input_required", inputRequests: {}, requestState: "again" }, OK], ask: async () => ({}) });
+    await f.pipeline.execute(mutation());
+    expect(f.asked).toEqual([]);
+    expect(f.followUps).toEqual([undefined, { inputResponses: {}, requestState: "again" }]);
+    expect(f.settled[0]?.settlement).toMatchObject({ state: "completed", sends: 2 });
+  });
+
+  it("more rounds than maxInputRounds end input_unsupported (outcome_unknown) with nothing more sent", async () => {
+    const again: SendOutcome = { kind: "input_required", inputRequests: {}, requestState: "s" };
+    const f = fakes({ answers: [again, again, again], maxInputRounds: 2 });
+    const decision = await f.pipeline.execute(mutation());
+    expect(f.followUps).toHaveLength(3);
+    expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "input_unsupported", sent: true } });
+    expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", error: { code: "input_unsupported" }, sends: 3 });
+  });
+
+  it("an undeclared request kind (sampling, URL mode) ends input_unsupported after the one send, asking nobody", async () => {
+    for (const request of [
+      { method: "sampling/createMessage", params: { messages: [], maxTokens: 1 } },
+      { method: "elicitation/create", params: { mode: "url", message: "go", url: "https://example.com" } },
+      { method: "roots/list" },
+    ]) {
+      const f = fakes({ answers: [{ kind: "input_required", inputRequests: { x: request } }], ask: async () => ({}) });
+      const decision = await f.pipeline.execute(mutation());
+      expect(f.asked).toEqual([]);
+      expect(f.followUps).toEqual([undefined]);
+      expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "input_unsupported" } });
+      expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 1 });
+    }
+  });
+
+  it("a follow-up that could not leave is still ambiguous: the first send reached the server", async () => {
+    const f = fakes({
+      answers: [
+        { kind: "input_required", inputRequests: { q: form("?") } },
+        { kind: "failed", code: "transport_error", message: "connection refused", sent: false },
+      ],
+      ask: async () => ({ q: { action: "decline" } }),
+    });
+    const decision = await f.pipeline.execute(mutation());
+    expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "transport_error", sent: true } });
+    expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 2 });
+    expect(f.unsent).toEqual([]);
   });
 });
