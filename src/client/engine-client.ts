@@ -22,8 +22,6 @@ import type {
   EngineEvent,
   InputAnswer,
   InputAnswerResult,
-  InputResponse,
-  InputResponseResult,
   ApprovalsPage,
   ApprovalsQuery,
   InputsPage,
@@ -148,15 +146,6 @@ export class EngineClient {
   /** POST /api/runs/{run_id}/inputs/{id}: the answer to a `human__ask` (at its tool_call_id) or to an MCP question (at its input_id, contract section 21). */
   answerInput(runId: string, toolCallId: string, answer: InputAnswer, options: RequestOptions = {}): Promise<InputAnswerResult> {
     return this.#json("POST", `/api/runs/${enc(runId)}/inputs/${enc(toolCallId)}`, answer, options);
-  }
-
-  /**
-   * POST /api/runs/{run_id}/inputs/{input_id}: the answer to an MCP server's question mid-call
-   * (contract section 21), `accept` with `content` fitting its `requested_schema`, `decline` or
-   * `cancel`; else ApiError (400 invalid_answer with details, 403, 409, 410 expired, 404).
-   */
-  respondToInput(runId: string, inputId: string, response: InputResponse, options: RequestOptions = {}): Promise<InputResponseResult> {
-    return this.#json("POST", `/api/runs/${enc(runId)}/inputs/${enc(inputId)}`, response, options);
   }
 
   /** POST /api/runs/{run_id}/cancel: `cancelling` (202), or the terminal status when the run had ended (200). */

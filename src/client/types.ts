@@ -521,17 +521,3 @@ export interface AuditPage {
   entries: AuditEntry[];
   next_cursor: string | null;
 }
-
-// ---- section 21: an MCP server's question mid-call ----------------------------
-
-/** The answer to one MCP question (`input_id`): accept with typed content, decline, or cancel. */
-export type InputResponse =
-  | { action: "accept"; content: Record<string, string | number | boolean> }
-  | { action: "decline" }
-  | { action: "cancel" };
-
-export interface InputResponseResult {
-  status: string;
-  input_id?: string;
-  tool_call_id?: string;
-}

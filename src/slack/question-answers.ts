@@ -4,44 +4,29 @@
 // decider (the engine decides who may answer: whoever may approve the call),
 // and the engine's verdict turned into the modal's errors or an ephemeral.
 import type { RunSummary } from "../agent/run-record";
-import type { InputResponse } from "../client/types";
 import type { FormField } from "../client/requested-form";
 import type { Env } from "../config/env";
+import type { QuestionAnswer } from "../execution/mcp-questions";
 import type { Verdict } from "../execution/tool-calls";
 import { runStubFor } from "../http/start-run";
 import type { Decider } from "../policy/approval-policy";
 import { decisionReplyText } from "./interactions";
 import type { SlackText } from "./slack-text";
 
-export type FormAnswer = InputResponse;
-/** The engine's verdict on an answer: a decision's, or content that does not fit the schema (400 invalid_answer on the API). */
-export type FormVerdict = Verdict | { kind: "invalid_answer"; issues: string[] };
-
-/** A summary's pending question as the engine lists it; `input_id` and `requested_schema` only on an MCP server's. */
-interface ListedInput {
-  tool_call_id: string;
-  question: string;
-  expires_at: string;
-  input_id?: string;
-  requested_schema?: unknown;
-}
+export type FormAnswer = QuestionAnswer;
 
 export type PendingForm = { kind: "gone" } | { kind: "stale" } | { kind: "pending"; question: string; requested_schema: unknown };
 
 /** The question `inputId` while it waits: gone with its run, stale once answered or expired. */
 export function pendingFormQuestion(summary: RunSummary | null, inputId: string): PendingForm {
   if (summary === null) return { kind: "gone" };
-  const listed = (summary.pending_inputs as ListedInput[]).find((q) => q.input_id === inputId);
+  const listed = summary.pending_inputs.find((q) => q.input_id === inputId);
   return listed === undefined
     ? { kind: "stale" }
     : { kind: "pending", question: listed.question, requested_schema: listed.requested_schema };
 }
 
-/** The run's RPC for an MCP question, as the engine side declares it. */
-interface FormAnswering {
-  answerMcpInput(inputId: string, answer: FormAnswer, answeredBy: string, decider: Decider): Promise<FormVerdict>;
-}
-
+/** The answer through the run's RPC (the engine checks who may answer and the content against the schema). */
 export async function answerFormQuestion(
   env: Env,
   runId: string,
@@ -49,9 +34,8 @@ export async function answerFormQuestion(
   answer: FormAnswer,
   answeredBy: string,
   decider: Decider,
-): Promise<FormVerdict> {
-  const stub = runStubFor(env, runId) as unknown as FormAnswering;
-  return stub.answerMcpInput(inputId, answer, answeredBy, decider);
+): Promise<Verdict> {
+  return runStubFor(env, runId).answerMcpInput(inputId, answer, answeredBy, decider);
 }
 
 /**
@@ -59,7 +43,7 @@ export async function answerFormQuestion(
  * an issue naming a field goes under it, the others under the first field.
  * Null when the verdict is no invalid_answer.
  */
-export function formVerdictErrors(verdict: FormVerdict, fields: readonly FormField[]): Record<string, string> | null {
+export function formVerdictErrors(verdict: Verdict, fields: readonly FormField[]): Record<string, string> | null {
   if (verdict.kind !== "invalid_answer" || fields.length === 0) return null;
   const errors: Record<string, string[]> = {};
   for (const issue of verdict.issues.length > 0 ? verdict.issues : ["The answer does not fit the question's form."]) {
@@ -70,6 +54,6 @@ export function formVerdictErrors(verdict: FormVerdict, fields: readonly FormFie
 }
 
 /** The ephemeral reply to an answer, or null when the message's own update (or the modal's errors) says it. */
-export function formReplyText(verdict: FormVerdict): SlackText | null {
+export function formReplyText(verdict: Verdict): SlackText | null {
   return verdict.kind === "invalid_answer" ? null : decisionReplyText(verdict);
 }

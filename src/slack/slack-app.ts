@@ -56,16 +56,10 @@ import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
 import { countTriggerRetryAfter } from "../auth/rate-limits";
 import { getDelivery } from "../http/deliveries";
 import { logger } from "../operate/logger";
+import type { Verdict } from "../execution/tool-calls";
 import { formFields, readForm } from "../client/requested-form";
 import { ACTION_INPUT_DECLINE, enteredValues, modalErrors, questionFormModal, VIEW_INPUT_FORM } from "./question-form";
-import {
-  answerFormQuestion,
-  type FormAnswer,
-  type FormVerdict,
-  formReplyText,
-  formVerdictErrors,
-  pendingFormQuestion,
-} from "./question-answers";
+import { answerFormQuestion, type FormAnswer, formReplyText, formVerdictErrors, pendingFormQuestion } from "./question-answers";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
 const SIGNATURE_MAX_AGE_SECONDS = 300;
@@ -393,7 +387,7 @@ function buildApp(
   });
 
   /** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
-  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<FormVerdict> =>
+  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<Verdict> =>
     answerFormQuestion(env, runId, inputId, answer, actor, await slackDecider(userId));
 
   app.action(ACTION_INPUT_DECLINE, clickAck, async (req) => {

@@ -5,6 +5,7 @@
 // or Cancel. The engine checks the content again and who may answer.
 import { useState } from "preact/hooks";
 import { type EnteredValue, type FormField, formFields, readForm } from "../../../client/requested-form";
+import type { InputAnswer } from "../../../client/types";
 import { engine, errorText } from "../api";
 import { ErrorLine } from "./error-line";
 import { TimeLeft } from "./time-left";
@@ -137,7 +138,7 @@ export function QuestionForm({
   if (done) return <p class="decided">{done}</p>;
   const send = async (action: "accept" | "decline" | "cancel") => {
     setError(undefined);
-    let body: Parameters<typeof engine.respondToInput>[2] = { action: action === "decline" ? "decline" : "cancel" };
+    let body: InputAnswer = { action: action === "decline" ? "decline" : "cancel" };
     if (action === "accept") {
       if (fields === null) return;
       const reading = readForm(fields, entered);
@@ -150,7 +151,7 @@ export function QuestionForm({
     }
     setBusy(true);
     try {
-      await engine.respondToInput(runId, question.input_id, body);
+      await engine.answerInput(runId, question.input_id, body);
       setDone(action === "accept" ? "Answer sent." : action === "decline" ? "Declined." : "Cancelled.");
       onDone?.();
     } catch (err) {
