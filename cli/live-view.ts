@@ -4,7 +4,7 @@
 // each approval_requested (typed confirmation for `confirm` tools) and the
 // answer to each human__ask. Under --json every event, heartbeats included,
 // is printed as it came, one JSON object per line.
-import { ApiError, type EngineClient, type EngineEvent } from "approved-execution-engine/client";
+import { ApiError, type EngineClient, type EngineEvent, type InputAnswer } from "approved-execution-engine/client";
 import { eventLine } from "./render.js";
 import { type Output, type Prompter, spinner } from "./terminal.js";
 
@@ -66,6 +66,12 @@ function hintElsewhere(out: Output, event: EngineEvent): void {
         `  approved-exec deny ${event.run_id} ${event.approval_id} --reason "..."\n` +
         `waiting for the decision until ${event.expires_at} (--no-prompt silences this).`,
     );
+  } else if (event.type === "human_input_requested" && event.input_id !== undefined) {
+    out.note(
+      `cannot ask here (stdin or stdout is not a terminal): answer from another shell with\n` +
+        `  approved-exec answer ${event.run_id} ${event.input_id} --accept '<json content>'   (or --decline, --cancel)\n` +
+        `waiting for the answer until ${event.expires_at} (--no-prompt silences this).`,
+    );
   } else if (event.type === "human_input_requested") {
     out.note(
       `cannot ask here (stdin or stdout is not a terminal): answer from another shell with\n` +
@@ -118,11 +124,40 @@ async function askApproval(client: EngineClient, event: ApprovalRequested, promp
   }
 }
 
-/** The answer to a human__ask; an empty line leaves the question for someone else. */
+/**
+ * The answer to a human__ask; an empty line leaves the question for someone else. An MCP
+ * tool's question (contract section 21) takes its form's content as a JSON object, or
+ * `decline` / `cancel`.
+ */
 async function askAnswer(client: EngineClient, event: InputRequested, prompter: Prompter, options: LiveViewOptions): Promise<void> {
-  const text = await prompter.ask(`answer (empty to leave it open): `);
+  const mcp = event.input_id !== undefined;
+  const text = await prompter.ask(
+    mcp
+      ? `answer as JSON content for ${JSON.stringify(event.requested_schema ?? {})}, or decline / cancel (empty to leave it open): `
+      : `answer (empty to leave it open): `,
+  );
   if (text === undefined || text.trim() === "") return;
   try {
+    if (mcp) {
+      const word = text.trim();
+      let answer: InputAnswer;
+      if (word === "decline" || word === "cancel") answer = { action: word };
+      else {
+        let content: unknown;
+        try {
+          content = JSON.parse(word);
+        } catch {
+          content = undefined;
+        }
+        if (typeof content !== "object" || content === null || Array.isArray(content)) {
+          return options.out.note(`not a JSON object; ${event.input_id} stays open`);
+        }
+        answer = { action: "accept", content: content as Record<string, unknown> };
+      }
+      const result = await client.answerInput(event.run_id, event.input_id ?? "", answer);
+      options.out.line("action" in result ? `${result.action} ${result.input_id}` : `answered ${event.input_id}`);
+      return;
+    }
     await client.answerInput(event.run_id, event.tool_call_id, { answer: text });
     options.out.line(`answered ${event.tool_call_id}`);
   } catch (err) {

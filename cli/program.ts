@@ -12,6 +12,7 @@ import {
   type AuditAction,
   EngineClient,
   type EngineEvent,
+  type InputAnswer,
   type Role,
   type ScriptTurn,
   type TriggerRequest,
@@ -46,6 +47,35 @@ function context(command: Command): Context {
   const { json } = command.optsWithGlobals<GlobalOptions>();
   const settings = engineSettings();
   return { out: output(json === true), client: new EngineClient({ baseUrl: settings.url, token: settings.token }) };
+}
+
+interface AnswerOptions {
+  accept?: Record<string, unknown>;
+  decline?: boolean;
+  cancel?: boolean;
+}
+
+/** `--accept <json>`: the form's content, a JSON object (contract section 21). */
+function jsonObject(value: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError("expected a JSON object, such as '{\"confirm\":true}'.");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError("expected a JSON object.");
+  return parsed as Record<string, unknown>;
+}
+
+/** The body of an answer: text for human__ask, else the MCP question's action; exactly one of them. */
+function answerOf(text: string | undefined, opts: AnswerOptions): InputAnswer {
+  const actions = [opts.accept !== undefined, opts.decline === true, opts.cancel === true].filter(Boolean).length;
+  if ((text === undefined ? 0 : 1) + actions !== 1) {
+    throw new UsageError("give either the answer text (human__ask) or one of --accept <json>, --decline, --cancel (an MCP question).");
+  }
+  if (text !== undefined) return { answer: text };
+  if (opts.accept !== undefined) return { action: "accept", content: opts.accept };
+  return { action: opts.decline === true ? "decline" : "cancel" };
 }
 
 function nonNegativeInt(value: string): number {
@@ -183,15 +213,19 @@ function buildProgram(act: Act): Command {
 
   program
     .command("answer")
-    .description("answer a human__ask question")
+    .description("answer a human__ask question (text), or an MCP tool's question mid-call (--accept, --decline, --cancel)")
     .argument("<run_id>")
-    .argument("<tool_call_id>")
-    .argument("<text>", "the answer, given to the model")
+    .argument("<id>", "the human__ask's tool_call_id, or the MCP question's input_id")
+    .argument("[text]", "the answer to a human__ask, given to the model")
+    .addOption(new Option("--accept <json>", "accept an MCP question with this form content (a JSON object)").argParser(jsonObject))
+    .addOption(new Option("--decline", "decline an MCP question").conflicts(["accept", "cancel"]))
+    .addOption(new Option("--cancel", "cancel an MCP question").conflicts(["accept", "decline"]))
     .action(
-      act(async (runId: string, toolCallId: string, text: string, _opts: unknown, command: Command) => {
+      act(async (runId: string, id: string, text: string | undefined, opts: AnswerOptions, command: Command) => {
         const { out, client } = context(command);
-        const result = await client.answerInput(runId, toolCallId, { answer: text });
-        out.result(`answered ${toolCallId}`, result);
+        const answer = answerOf(text, opts);
+        const result = await client.answerInput(runId, id, answer);
+        out.result("action" in result ? `${result.action} ${result.input_id}` : `answered ${id}`, result);
         return EXIT_OK;
       }),
     );

@@ -69,9 +69,20 @@ function eventDetails(event: EngineEvent): string {
     case "tool_execution_started":
       return `${event.tool_name} call=${event.tool_call_id} approval=${event.approval_id}`;
     case "human_input_requested":
-      return `call=${event.tool_call_id} question=${quote(event.question)} expires=${event.expires_at}`;
+      // An MCP tool's question mid-call (contract section 21) shows its input_id and its form's schema.
+      return [
+        `call=${event.tool_call_id}`,
+        ...(event.input_id === undefined ? [] : [`input=${event.input_id}`]),
+        `question=${quote(event.question)}`,
+        ...(event.requested_schema === undefined ? [] : [`schema=${JSON.stringify(event.requested_schema)}`]),
+        `expires=${event.expires_at}`,
+      ].join(" ");
     case "human_input_received":
-      return `call=${event.tool_call_id} by=${event.answered_by}`;
+      return [
+        `call=${event.tool_call_id}`,
+        ...(event.input_id === undefined ? [] : [`input=${event.input_id}`, `action=${event.action ?? "?"}`]),
+        `by=${event.answered_by}`,
+      ].join(" ");
     case "tool_execution":
       return [
         event.tool_name,
@@ -119,7 +130,12 @@ export function summaryPendingLines(summary: RunSummary): string[] {
     ...summary.pending_approvals.map(
       (a) => `approval ${a.approval_id} run=${summary.run_id} ${a.tool_name} call=${a.tool_call_id} expires=${a.expires_at}`,
     ),
-    ...summary.pending_inputs.map((i) => `question ${i.tool_call_id} run=${summary.run_id} ${quote(i.question)} expires=${i.expires_at}`),
+    ...summary.pending_inputs.map((i) =>
+      i.input_id === undefined
+        ? `question ${i.tool_call_id} run=${summary.run_id} ${quote(i.question)} expires=${i.expires_at}`
+        : // An MCP tool's question mid-call (contract section 21): answered at its input_id with --accept/--decline/--cancel.
+          `question ${i.input_id} run=${summary.run_id} call=${i.tool_call_id} ${quote(i.question)} schema=${JSON.stringify(i.requested_schema ?? {})} expires=${i.expires_at}`,
+    ),
   ];
 }
 

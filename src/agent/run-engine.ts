@@ -43,7 +43,15 @@ import {
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
 import type { AskedQuestion, QuestionAnswer } from "../execution/mcp-questions";
-import { answerQuestion, askRound, expireQuestions, findQuestion, openQuestions, roundResponses } from "../execution/mcp-rounds";
+import {
+  answerQuestion,
+  askRound,
+  cancelQuestions,
+  expireQuestions,
+  findQuestion,
+  openQuestions,
+  roundResponses,
+} from "../execution/mcp-rounds";
 import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester } from "../policy/approval-policy";
 import { personOf, personOfUserId } from "../policy/persons";
 import { newApprovalId, newToolCallId } from "../ids";
@@ -188,7 +196,11 @@ export class RunEngine {
     this.#deps.schedule.clear("turn");
     this.#modelCall?.abort();
     const turn = lifecycle.phase.kind === "tools" ? lifecycle.phase.turn : undefined;
-    if (turn !== undefined) this.#apply(cancelPending(this.#calls, turn, Date.now()));
+    if (turn !== undefined) {
+      this.#apply(cancelPending(this.#calls, turn, Date.now()));
+      // A call waiting for answers mid-call (contract section 21) gets cancel for them now; its settlement is still recorded.
+      for (const closed of cancelQuestions(this.#calls, turn)) this.#closeRound(closed.tool_call_id);
+    }
     this.#save();
     // A dispatched call is not abandoned: the run ends once its result is reported.
     if (turn === undefined || !hasDispatched(this.#calls, turn)) this.#endCancelled();

@@ -102,6 +102,22 @@ export function expireQuestions(calls: ToolCall[], turn: number, now: number): D
   return closed;
 }
 
+/**
+ * The run was cancelled: every open round of the turn closes at once, its unanswered questions
+ * going back as cancel (a late answer then gets expired). The call is not abandoned: the
+ * server's answer to the follow-up still settles it.
+ */
+export function cancelQuestions(calls: ToolCall[], turn: number): Dispatched[] {
+  const closed: Dispatched[] = [];
+  for (const call of calls) {
+    if (call.turn !== turn || call.state !== "dispatched" || !call.questions?.some(isOpen)) continue;
+    const next: Dispatched = { ...call, questions: call.questions.map((q) => (isOpen(q) ? { ...q, expired: true as const } : q)) };
+    replace(calls, call, next);
+    closed.push(next);
+  }
+  return closed;
+}
+
 /** The follow-up's `inputResponses` for the call's latest round. */
 export function roundResponses(call: Dispatched): Record<string, QuestionAnswer> {
   const questions = call.questions ?? [];

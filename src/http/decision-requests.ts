@@ -31,6 +31,3 @@ export const mcpInputAnswerSchema = z.discriminatedUnion("action", [
   z.object({ action: z.literal("decline"), answered_by: answeredBy }).strict(),
   z.object({ action: z.literal("cancel"), answered_by: answeredBy }).strict(),
 ]);
-
-/** The body of POST /api/runs/{run_id}/inputs/{id}: human__ask's `{answer}`, or an MCP question's `{action}`. */
-export const inputRequestSchema = z.union([inputAnswerSchema, mcpInputAnswerSchema]);

@@ -21,9 +21,10 @@ import type { Env } from "../config/env";
 import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
-import { approvalDecisionSchema, inputRequestSchema } from "./decision-requests";
+import { approvalDecisionSchema, inputAnswerSchema, mcpInputAnswerSchema } from "./decision-requests";
 import { apiDecider, verdictResponse } from "./decision-answers";
-import { readJsonBody } from "./request-body";
+import { readJsonBody, validate } from "./request-body";
+import { z } from "zod";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
 import { auditQuerySchema, listAudit } from "../audit/audit-reads";
@@ -209,7 +210,10 @@ router
     return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), decision));
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
-    const body = await readJsonBody(request, inputRequestSchema);
+    // An MCP question's answer names its `action`; anything else is checked as human__ask's, so the issues name its fields.
+    const raw = await readJsonBody(request, z.unknown());
+    const isAction = typeof raw === "object" && raw !== null && "action" in raw;
+    const body = isAction ? validate(mcpInputAnswerSchema, raw) : validate(inputAnswerSchema, raw);
     const answeredBy = actorOf(request.principal, "answered_by", body.answered_by);
     const id = decodePathParam(request.params.toolCallId);
     const stub = runStub(env, request.params.runId);

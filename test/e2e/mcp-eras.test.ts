@@ -89,7 +89,7 @@ async function runApproving(
   const { run_id: runId } = await engine.trigger({ message: "m", channel_id: `C-eras-${Date.now()}-${Math.random()}`, script });
   const events: EngineEvent[] = [];
   for await (const event of engine.events(runId)) {
-    events.push({ ...event, run_id: runId } as EngineEvent);
+    events.push(event);
     if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
     if (event.type === "human_input_requested") await onQuestion(runId, event);
   }
@@ -428,5 +428,37 @@ describe("MCP questions mid-call (input_required, contract section 21)", () => {
     expect(callsTo("ask_url")).toHaveLength(1);
     expect(executionOf(events, "url")).toMatchObject({ execution_status: "executed", error: { code: "input_unsupported" } });
     expect(await rowOf(events, "url")).toMatchObject({ state: "outcome_unknown", sends: 1 });
+  });
+
+  it("the CLI shows the question (pending --run) and answers it with --accept; bad usage is refused", async () => {
+    stateless.reset();
+    let shown: { code: number | null; stdout: string; stderr: string } | undefined;
+    let answered: { code: number | null; stdout: string; stderr: string } | undefined;
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "cli", arguments: { text: "by cli" } }] }],
+      async (runId, q) => {
+        shown = await cli(["pending", "--run", runId]);
+        const usage = await cli(["answer", runId, q.input_id ?? "", "text", "--decline"]);
+        expect(usage.code).not.toBe(0);
+        answered = await cli(["answer", runId, q.input_id ?? "", "--accept", '{"confirm":true}']);
+      },
+    );
+    expect(shown?.stdout).toContain(`question cli:1:confirm run=${events[0]?.run_id} call=cli "Create the note \\"by cli\\"?" schema=`);
+    expect(answered).toMatchObject({ code: 0, stdout: "accept cli:1:confirm\n" });
+    expect(executionOf(events, "cli")).toMatchObject({ result: { summary: "created note 1: by cli" } });
+  });
+
+  it("cancelling the run while a question waits sends cancel in the follow-up; the call is not abandoned, then the run ends cancelled", async () => {
+    stateless.reset();
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "stop", arguments: { text: "stop" } }] }],
+      async (runId) => {
+        await engine.cancel(runId);
+      },
+    );
+    expect(callsTo("confirm_note").map((c) => c.inputResponses)).toEqual([undefined, { confirm: { action: "cancel" } }]);
+    expect(executionOf(events, "stop")).toMatchObject({ execution_status: "executed", result: { summary: "not created (cancel)" } });
+    expect(events.at(-1)).toMatchObject({ type: "run_failed", error: { code: "cancelled" } });
+    expect(await rowOf(events, "stop")).toMatchObject({ state: "completed", sends: 2 });
   });
 });

@@ -6,7 +6,7 @@
 // inputResponses the follow-up carries.
 import { describe, expect, it } from "vitest";
 import { answerIssues, inputResponsesOf, parseInputRequests } from "../../src/execution/mcp-questions";
-import { answerQuestion, askRound, expireQuestions, openQuestions, roundResponses } from "../../src/execution/mcp-rounds";
+import { answerQuestion, askRound, cancelQuestions, expireQuestions, openQuestions, roundResponses } from "../../src/execution/mcp-rounds";
 import { nextDeadline, type Dispatched, type ToolCall } from "../../src/execution/tool-calls";
 
 const SCHEMA = {
@@ -168,5 +168,14 @@ describe("the rounds on a dispatched call", () => {
     const result = answerQuestion(late, "call-1:1:c", { action: "decline" }, "token:root", TIMEOUT_MS);
     expect(result.verdict).toEqual({ kind: "expired" });
     expect(roundResponses(result.closed as Dispatched)).toEqual({ c: { action: "cancel" } });
+  });
+
+  it("cancellation closes every open round at once, unanswered questions as cancel", () => {
+    const calls = asked(["a", "b"]);
+    answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10);
+    const [closed] = cancelQuestions(calls, 0);
+    expect(roundResponses(closed as Dispatched)).toEqual({ a: { action: "accept", content: { confirm: true } }, b: { action: "cancel" } });
+    expect(cancelQuestions(calls, 0)).toEqual([]);
+    expect(calls[0]?.state).toBe("dispatched");
   });
 });
