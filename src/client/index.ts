@@ -12,4 +12,13 @@ export { ApiError, type ApiErrorBody, ReplayGapError, StreamRetriesExhaustedErro
 export { type EventStreamOptions, MalformedEventError } from "./event-stream.js";
 export { CursorLoopError, type PageFetcher, type WalkOptions, walkPages } from "./pages.js";
 export * from "./types.js";
+export {
+  type EnteredValue,
+  type FormContent,
+  type FormField,
+  type FormReading,
+  formFields,
+  readForm,
+  type TextFormat,
+} from "./requested-form.js";
 export { type AdapterHooks, createHookDispatcher } from "./adapter-hooks.js";

@@ -21,6 +21,8 @@ import {
   type RenderedMessage,
   runFailed,
 } from "./blocks";
+import { formFields } from "../client/requested-form";
+import { formQuestionAnswered, formQuestionRequest } from "./question-form";
 
 /** One thing the outbox sends, in the run's thread. */
 export type OutboxItem =
@@ -34,6 +36,8 @@ export type OutboxItem =
 export interface PostsMemory {
   approvals: Record<string, ApprovalView>;
   questions: Record<string, string>;
+  /** An MCP server's questions (contract section 21) by `input_id`: their text, for the answered form. Absent in older memory. */
+  form_questions?: Record<string, string>;
   /** tool_call_ids approved by a person or automatically (tool_started approval_required: false). */
   approved_calls: string[];
   last_assistant_text: string | null;
@@ -89,8 +93,24 @@ const eventSchema = z.discriminatedUnion("type", [
     decided_by: z.string().optional(),
     reason: z.string().optional(),
   }),
-  z.object({ ...base, type: z.literal("human_input_requested"), tool_call_id: z.string(), question: z.string(), expires_at: z.string() }),
-  z.object({ ...base, type: z.literal("human_input_received"), tool_call_id: z.string(), answered_by: z.string() }),
+  z.object({
+    ...base,
+    type: z.literal("human_input_requested"),
+    tool_call_id: z.string(),
+    question: z.string(),
+    expires_at: z.string(),
+    // Contract section 21: an MCP server's question carries its own id and the form's schema; human__ask's neither.
+    input_id: z.string().optional(),
+    requested_schema: z.unknown().optional(),
+  }),
+  z.object({
+    ...base,
+    type: z.literal("human_input_received"),
+    tool_call_id: z.string(),
+    answered_by: z.string(),
+    input_id: z.string().optional(),
+    action: z.enum(["accept", "decline", "cancel"]).optional(),
+  }),
   z.object({
     ...base,
     type: z.literal("tool_execution"),
@@ -181,6 +201,18 @@ export function postsForEvent(eventJson: string, memory: PostsMemory, context: P
       };
     }
     case "human_input_requested":
+      if (event.input_id !== undefined && event.requested_schema !== undefined) {
+        next.form_questions = { ...next.form_questions, [event.input_id]: event.question };
+        const view = {
+          run_id: event.run_id,
+          tool_call_id: event.tool_call_id,
+          input_id: event.input_id,
+          question: event.question,
+          expires_at: event.expires_at,
+          answerable: formFields(event.requested_schema) !== null,
+        };
+        return { items: [{ kind: "post", key: inputKey(event.input_id), message: formQuestionRequest(view) }], memory: next };
+      }
       next.questions[event.tool_call_id] = event.question;
       return {
         items: [
@@ -193,6 +225,11 @@ export function postsForEvent(eventJson: string, memory: PostsMemory, context: P
         memory: next,
       };
     case "human_input_received": {
+      const formQuestion = event.input_id === undefined ? undefined : next.form_questions?.[event.input_id];
+      if (event.input_id !== undefined && formQuestion !== undefined) {
+        const message = formQuestionAnswered(formQuestion, event.answered_by, event.action);
+        return { items: [{ kind: "update", ref: inputKey(event.input_id), message }], memory: next };
+      }
       const question = next.questions[event.tool_call_id] ?? "";
       return {
         items: [{ kind: "update", ref: inputKey(event.tool_call_id), message: inputAnswered(question, event.answered_by) }],

@@ -12,12 +12,25 @@ import { joined, mention, mrkdwn, type SlackText, untrustedCode } from "./slack-
 const id = z.string().min(1).max(200);
 // `channel_id`: set on the Home tab's buttons (src/slack/home-tab.ts), absent on a thread's.
 const approvalValueSchema = z.object({ run_id: id, approval_id: id, level: z.enum(["approve", "confirm"]), channel_id: id.optional() });
-const inputValueSchema = z.object({ run_id: id, tool_call_id: id, channel_id: id.optional() });
+// `input_id`: an MCP server's question (contract section 21), absent on a human__ask's button.
+const inputValueSchema = z.object({
+  run_id: id,
+  tool_call_id: id,
+  input_id: z.string().min(1).max(600).optional(),
+  channel_id: id.optional(),
+});
 
 /** What a modal keeps in private_metadata: the run, the approval or question, and where to answer ephemerally. */
 const modalMetadataSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("approval"), run_id: id, approval_id: id, channel_id: id, thread_ts: z.string().optional() }),
   z.object({ kind: z.literal("input"), run_id: id, tool_call_id: id, channel_id: id, thread_ts: z.string().optional() }),
+  z.object({
+    kind: z.literal("form"),
+    run_id: id,
+    input_id: z.string().min(1).max(600),
+    channel_id: id,
+    thread_ts: z.string().optional(),
+  }),
 ]);
 export type ModalMetadata = z.output<typeof modalMetadataSchema>;
 
@@ -32,7 +45,8 @@ function parseJson<T>(schema: z.ZodType<T>, text: string | undefined): T | null 
 }
 
 export const parseApprovalValue = (value: string | undefined): ApprovalButtonValue | null => parseJson(approvalValueSchema, value);
-export const parseInputValue = (value: string | undefined): InputButtonValue | null => parseJson(inputValueSchema, value);
+export const parseInputValue = (value: string | undefined): (InputButtonValue & { input_id?: string }) | null =>
+  parseJson(inputValueSchema, value);
 export const parseModalMetadata = (text: string | undefined): ModalMetadata | null => parseJson(modalMetadataSchema, text);
 export const encodeModalMetadata = (metadata: ModalMetadata): string => JSON.stringify(metadata);
 
@@ -140,5 +154,8 @@ export function decisionReplyText(verdict: Verdict): SlackText | null {
       return mrkdwn`Your decision was not taken: approving needs the tool name typed exactly (${untrustedCode(verdict.tool_name, NAME_MAX_CHARS)}).`;
   }
 }
+
+/** An MCP question whose form Slack cannot show (contract section 21). */
+export const FORM_NOT_SHOWN_TEXT = mrkdwn`This question's form cannot be shown in Slack: answer it in the console, or decline it here.`;
 
 export const isConfirmationMismatch = (verdict: Verdict): boolean => verdict.kind === "confirmation_mismatch";

@@ -12,6 +12,7 @@
 // no logger can be given to it) is never reached.
 import { z } from "zod";
 import { ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER, VIEW_CONFIRM_APPROVAL, VIEW_INPUT_ANSWER } from "./blocks";
+import { ACTION_INPUT_DECLINE, VIEW_INPUT_FORM } from "./question-form";
 
 export type SlackRoute = "events" | "interactivity";
 
@@ -23,8 +24,9 @@ export type SlackEnvelope =
 
 /** Event types this app acts on; every other verified event is acknowledged and ignored. */
 const HANDLED_EVENTS: ReadonlySet<string> = new Set(["app_mention", "message", "app_home_opened", "app_uninstalled", "tokens_revoked"]);
-const HANDLED_ACTIONS: ReadonlySet<string> = new Set([ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER]);
-const HANDLED_VIEWS: ReadonlySet<string> = new Set([VIEW_CONFIRM_APPROVAL, VIEW_INPUT_ANSWER]);
+const HANDLED_ACTIONS: ReadonlySet<string> = new Set([ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER, ACTION_INPUT_DECLINE]);
+// VIEW_INPUT_FORM: an MCP server's question (contract section 21), its inputs built from requested_schema.
+const HANDLED_VIEWS: ReadonlySet<string> = new Set([VIEW_CONFIRM_APPROVAL, VIEW_INPUT_ANSWER, VIEW_INPUT_FORM]);
 
 const text = z.string().max(4_000);
 const slackId = z.string().max(200);

@@ -31,6 +31,7 @@ import { intakeEvent } from "./event-intake";
 import {
   decisionReplyText,
   encodeModalMetadata,
+  FORM_NOT_SHOWN_TEXT,
   GONE_TEXT,
   isConfirmationMismatch,
   mayDecide,
@@ -56,6 +57,10 @@ import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
 import { countTriggerRetryAfter } from "../auth/rate-limits";
 import { getDelivery } from "../http/deliveries";
 import { logger } from "../operate/logger";
+import type { Verdict } from "../execution/tool-calls";
+import { formFields, readForm } from "../client/requested-form";
+import { ACTION_INPUT_DECLINE, enteredValues, modalErrors, questionFormModal, VIEW_INPUT_FORM } from "./question-form";
+import { answerFormQuestion, type FormAnswer, formReplyText, formVerdictErrors, pendingFormQuestion } from "./question-answers";
 
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
 const SIGNATURE_MAX_AGE_SECONDS = 300;
@@ -365,12 +370,38 @@ function buildApp(
     const where = clickPlace(payload, value?.channel_id);
     if (!value || !where) return;
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
+    if (value.input_id !== undefined) {
+      // An MCP server's question (contract section 21): the engine decides who may answer, on submission.
+      const pending = pendingFormQuestion(await summaryOf(env, value.run_id), value.input_id);
+      if (pending.kind !== "pending") return reply(pending.kind === "gone" ? GONE_TEXT : STALE_TEXT);
+      const fields = formFields(pending.requested_schema);
+      if (fields === null) return reply(FORM_NOT_SHOWN_TEXT);
+      const metadata = encodeModalMetadata({ kind: "form", run_id: value.run_id, input_id: value.input_id, ...where });
+      await client.views.open({ trigger_id: payload.trigger_id, view: questionFormModal(pending.question, fields, metadata) });
+      return;
+    }
     const summary = await deciderSummary(value.run_id, reply);
     if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
     if (!pending) return reply(STALE_TEXT);
     const metadata = encodeModalMetadata({ kind: "input", run_id: value.run_id, tool_call_id: value.tool_call_id, ...where });
     await client.views.open({ trigger_id: payload.trigger_id, view: answerInputModal(pending.question, metadata) });
+  });
+
+  /** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
+  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<Verdict> =>
+    answerFormQuestion(env, runId, inputId, answer, actor, await slackDecider(userId));
+
+  app.action(ACTION_INPUT_DECLINE, clickAck, async (req) => {
+    const payload = req.payload;
+    const action = payload.actions[0];
+    const value = parseInputValue(action && "value" in action ? action.value : undefined);
+    const where = clickPlace(payload, value?.channel_id);
+    if (!value?.input_id || !where) return;
+    const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
+    if (!(await summaryOf(env, value.run_id))) return reply(GONE_TEXT);
+    const text = formReplyText(await answerForm(value.run_id, value.input_id, { action: "decline" }, payload.user.id));
+    if (text) await reply(text);
   });
 
   // Submissions are decided inside the acknowledgement: a wrong confirmation must answer `errors` in it.
@@ -395,6 +426,30 @@ function buildApp(
     if (isConfirmationMismatch(answer))
       return { response_action: "errors", errors: { [MODAL_INPUT_BLOCK_ID]: CONFIRMATION_MISMATCH_TEXT } };
     const text = decisionReplyText(answer);
+    if (text) later(text);
+    return "";
+  });
+
+  // A form question's submission: checked against its schema here (errors in the acknowledgement), then by the engine.
+  app.viewSubmission(VIEW_INPUT_FORM, async (req) => {
+    const payload = req.payload;
+    const metadata = parseModalMetadata(payload.view.private_metadata);
+    if (metadata?.kind !== "form") return "";
+    const user = payload.user.id;
+    const later = (text: SlackText): "" => {
+      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      return "";
+    };
+    const pending = pendingFormQuestion(await summaryOf(env, metadata.run_id), metadata.input_id);
+    if (pending.kind !== "pending") return later(pending.kind === "gone" ? GONE_TEXT : STALE_TEXT);
+    const fields = formFields(pending.requested_schema);
+    if (fields === null) return later(FORM_NOT_SHOWN_TEXT);
+    const reading = readForm(fields, enteredValues(fields, payload.view.state.values));
+    if (reading.kind === "invalid") return { response_action: "errors", errors: modalErrors(fields, reading.errors) };
+    const verdict = await answerForm(metadata.run_id, metadata.input_id, { action: "accept", content: reading.content }, user);
+    const errors = formVerdictErrors(verdict, fields);
+    if (errors) return { response_action: "errors", errors: modalErrors(fields, errors) };
+    const text = formReplyText(verdict);
     if (text) later(text);
     return "";
   });

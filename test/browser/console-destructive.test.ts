@@ -1,10 +1,15 @@
-// The console's approval form in real headless Chromium marks a tool its
-// server annotates `destructiveHint: true` "Destructive" (contract section
-// 21), from the annotations on approval_requested, and marks no other tool:
-// the demo MCP server's delete_dashboard beside its create_dashboard.
+// What an MCP server says, in the console in real headless Chromium (contract
+// section 21). The approval form marks a tool its server annotates
+// `destructiveHint: true` "Destructive", from the annotations on
+// approval_requested, and marks no other tool: the demo MCP server's
+// delete_dashboard beside its create_dashboard. A question a stateless
+// server asks mid-call is answered with the form built from its
+// requested_schema, on the run's card and in the inbox.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EngineClient } from "../../src/client";
+import { e2eVars } from "../e2e/global-setup";
+import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 import {
   type ConsoleBrowser,
   type ConsoleStack,
@@ -15,6 +20,8 @@ import {
 
 const CREATE = "mcp__demo__create_dashboard";
 const DELETE = "mcp__demo__delete_dashboard";
+const CONFIRM_NOTE = "mcp__stateless__confirm_note";
+const STATELESS_KEY = "stateless-key-console";
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
@@ -22,13 +29,51 @@ let stack: ConsoleStack;
 let browser: ConsoleBrowser;
 let page: Page;
 let engine: EngineClient;
+let stateless: StatelessMcpServer;
 const pageErrors: Error[] = [];
 
 beforeAll(async () => {
-  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors));
+  stateless = await startStatelessMcpServer(STATELESS_KEY);
+  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors, (demoUrl) => {
+    const vars = e2eVars(demoUrl);
+    return {
+      MCP_SERVERS: JSON.stringify({
+        ...JSON.parse(vars.MCP_SERVERS!),
+        stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: STATELESS_KEY } },
+      }),
+      MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(vars.MUTATION_BUDGET!), [CONFIRM_NOTE]: 2 }),
+    };
+  }));
 }, 120_000);
 
-afterAll(() => closeSignedInConsole(browser, stack));
+afterAll(async () => {
+  await closeSignedInConsole(browser, stack);
+  await stateless?.stop();
+});
+
+/** A run calling confirm_note, approved through the API; resolves once the server's question waits. */
+async function questionAsked(text: string): Promise<{ runId: string; inputId: string }> {
+  const { run_id: runId } = await engine.trigger({
+    message: "a note",
+    channel_id: "C-questions",
+    script: [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "note-1", arguments: { text } }] }, { text: "done" }],
+  });
+  const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+  await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
+  const inputId = await waitForSummary(
+    engine,
+    runId,
+    (s) => (s.pending_inputs as { input_id?: string }[]).find((q) => q.input_id !== undefined)?.input_id,
+    UI_TIMEOUT_MS,
+  );
+  return { runId, inputId };
+}
+
+const lastResponses = () =>
+  stateless
+    .seen()
+    .filter((r) => r.tool === "confirm_note")
+    .at(-1)?.inputResponses;
 
 describe("the approval form in Chromium", () => {
   it("marks the destructive tool's approval \"Destructive\" and not the other's", async () => {
@@ -54,6 +99,44 @@ describe("the approval form in Chromium", () => {
     expect(await form(CREATE).locator(".destructive").count()).toBe(0);
     expect(await form(CREATE).innerText()).not.toContain("Destructive");
     await engine.cancel(runId);
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("an MCP server's question mid-call in Chromium", () => {
+  it("answers it on the run's card with the form from requested_schema: a bad value is shown and not sent, a good one goes to the server typed", async () => {
+    const { runId, inputId } = await questionAsked("from chromium");
+    await page.goto(`${stack.server.url}/console#/runs/${runId}`);
+    const form = page.locator(`form.question-form[data-input-id="${inputId}"]`);
+    await form.waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await form.innerText()).toContain('Create the note "from chromium"?');
+    await form.locator('[data-field="confirm"] select').selectOption("true");
+    await form.locator('[data-field="label"] input').fill("x".repeat(21));
+    await form.getByRole("button", { name: "Accept" }).click();
+    await expect
+      .poll(() => form.locator('[data-field="label"] .field-error').innerText(), { timeout: UI_TIMEOUT_MS })
+      .toContain("at most 20");
+    expect(await form.locator('[data-field="label"] input').getAttribute("aria-invalid")).toBe("true");
+    expect(lastResponses()).toBeUndefined();
+
+    await form.locator('[data-field="label"] input').fill("ops");
+    await form.getByRole("button", { name: "Accept" }).click();
+    const card = page.locator('li.card[data-tool-call-id="note-1"]');
+    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    expect(lastResponses()).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops" } } });
+    await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("answered by token:root");
+    expect(pageErrors).toEqual([]);
+  });
+
+  it("shows it in the inbox, where Decline declines it", async () => {
+    const { runId, inputId } = await questionAsked("declined in chromium");
+    await page.goto(`${stack.server.url}/console#/questions`);
+    const item = page.locator(`li.card[data-input-id="${inputId}"]`);
+    await item.waitFor({ timeout: UI_TIMEOUT_MS });
+    await item.getByRole("button", { name: "Decline" }).click();
+    await expect.poll(() => item.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("Declined.");
+    await waitForSummary(engine, runId, (s) => (s.status === "completed" ? true : undefined), UI_TIMEOUT_MS);
+    expect(lastResponses()).toEqual({ confirm: { action: "decline" } });
     expect(pageErrors).toEqual([]);
   });
 });

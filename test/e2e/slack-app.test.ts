@@ -18,6 +18,7 @@ import {
 import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { untilCompleted } from "../support/run-waits";
+import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 
 const SECRET = "test-signing-secret-e2e";
 const BOT_TOKEN = "xoxb-test-bot-token";
@@ -33,14 +34,25 @@ const demoBase = inject("demoMcpBaseUrl");
 
 let slack: SlackStandIn;
 let server: WorkerServer;
+/** The stateless MCP server whose confirm_note asks a question mid-call (contract section 21). */
+let stateless: StatelessMcpServer;
+const STATELESS_KEY = "stateless-key-slack-e2e";
+const CONFIRM_NOTE = "mcp__stateless__confirm_note";
 let counter = 0;
 const eventId = () => `Ev${Date.now()}${++counter}`;
 const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
 
 beforeAll(async () => {
   slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
+  stateless = await startStatelessMcpServer(STATELESS_KEY);
+  const vars = e2eVars(`${demoBase}/mcp`);
   server = await startWorkerServer({
-    ...e2eVars(`${demoBase}/mcp`),
+    ...vars,
+    MCP_SERVERS: JSON.stringify({
+      ...JSON.parse(vars.MCP_SERVERS!),
+      stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: STATELESS_KEY } },
+    }),
+    MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(vars.MUTATION_BUDGET!), [CONFIRM_NOTE]: 2 }),
     APPROVAL_TIMEOUT_MS: "60000",
     ADMISSION_TIMEOUT_MS: "60000",
     SLACK_SIGNING_SECRET: SECRET,
@@ -55,6 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await slack?.stop();
+  await stateless?.stop();
 });
 
 beforeEach(async () => {
@@ -133,6 +146,32 @@ function submit(callbackId: string, user: string, privateMetadata: string, text:
       hash: "h",
     },
   });
+}
+
+/** A modal submission whose view.state.values are given whole (the form question's inputs). */
+function submitValues(callbackId: string, user: string, privateMetadata: string, values: Record<string, unknown>) {
+  return postSlackInteraction(interactivityUrl(), SECRET, {
+    type: "view_submission",
+    team: { id: TEST_TEAM_ID, domain: "test" },
+    user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
+    api_app_id: "A0001",
+    token: "legacy",
+    trigger_id: `trigger-${++counter}`,
+    view: { id: "V2", type: "modal", callback_id: callbackId, private_metadata: privateMetadata, state: { values }, hash: "h" },
+  });
+}
+
+/** Starts a run calling confirm_note, approves it from Slack, and waits for the server's question; its input_id. */
+async function questionAsked(text: string): Promise<{ runId: string; inputId: string }> {
+  const runId = await startBySlack(
+    scriptMessage([{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "note-1", arguments: { text } }] }, { text: "done" }]),
+  );
+  const approval = await pendingApproval(runId);
+  await click("approval_approve", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "approve" });
+  const asked = async () =>
+    ((await summary(runId)).pending_inputs as { input_id?: string }[]).find((q) => q.input_id !== undefined)?.input_id;
+  await expect.poll(asked, { timeout: 10_000 }).toBeDefined();
+  return { runId, inputId: (await asked())! };
 }
 
 const CREATE = "mcp__demo__create_dashboard";
@@ -377,6 +416,81 @@ describe("decisions from Slack", () => {
       answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
     expect(JSON.stringify(await runEvents(runId))).not.toContain("the stranger's answer");
+  });
+
+  it("an MCP question mid-call: posted with Answer and Decline; its modal is built from requested_schema; bad values answer errors; a stranger is refused; the approver's answer goes back to the server typed", async () => {
+    const { runId, inputId } = await questionAsked("from slack");
+    // The outbox posts the question with the two buttons, their value naming the question.
+    const posted = await slack.waitFor((c) =>
+      c.some((x) => x.method === "chat.postMessage" && JSON.stringify(x.params).includes("input_decline")),
+    );
+    const message = posted.find((x) => x.method === "chat.postMessage" && JSON.stringify(x.params).includes("input_decline"))!;
+    expect(JSON.stringify(message.params)).toContain("Create the note");
+    const buttons = (message.params.blocks as { type: string; elements?: { action_id: string; value: string }[] }[])
+      .filter((b) => b.type === "actions")
+      .flatMap((b) => b.elements ?? []);
+    expect(buttons.map((b) => b.action_id)).toEqual(["input_answer", "input_decline"]);
+    expect(JSON.parse(buttons[0]!.value)).toMatchObject({ run_id: runId, input_id: inputId });
+
+    await click("input_answer", APPROVER, JSON.parse(buttons[0]!.value));
+    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const view = slack.calls("views.open")[0]!.params.view as {
+      callback_id: string;
+      private_metadata: string;
+      blocks: { type: string; block_id?: string; optional?: boolean; element?: { type: string } }[];
+    };
+    expect(view.blocks.filter((b) => b.type === "input").map((b) => [b.block_id, b.optional, b.element?.type])).toEqual([
+      ["field:0", false, "radio_buttons"],
+      ["field:1", true, "plain_text_input"],
+    ]);
+    const yes = (label: string) => ({
+      "field:0": { value: { type: "radio_buttons", selected_option: { value: "true" } } },
+      "field:1": { value: { type: "plain_text_input", value: label } },
+    });
+
+    // Too long for the schema's maxLength: errors under the label's block, inside the acknowledgement; nothing sent.
+    const bad = await submitValues(view.callback_id, APPROVER, view.private_metadata, yes("x".repeat(21)));
+    expect(await bad.json()).toEqual({ response_action: "errors", errors: { "field:1": "Enter at most 20 characters." } });
+    // Someone who may not approve the call: refused ephemerally, the question still waits.
+    const strangers = await submitValues(view.callback_id, STRANGER, view.private_metadata, yes("nope"));
+    expect(await strangers.text()).toBe("");
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    expect(((await summary(runId)).pending_inputs as { input_id?: string }[]).map((q) => q.input_id)).toEqual([inputId]);
+
+    const good = await submitValues(view.callback_id, APPROVER, view.private_metadata, yes("ops"));
+    expect(await good.text()).toBe("");
+    await untilCompleted(summary, runId);
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({
+      input_id: inputId,
+      action: "accept",
+      answered_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
+    });
+    const followUp = stateless
+      .seen()
+      .filter((r) => r.tool === "confirm_note")
+      .at(-1);
+    expect(followUp?.inputResponses).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops" } } });
+    // The question's message is updated to say who answered, with no buttons left.
+    const update = await slack.waitFor((c) =>
+      c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Answered by")),
+    );
+    const answered = update.find((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Answered by"))!;
+    expect(JSON.stringify(answered.params)).toContain(`<@${APPROVER}>`);
+    expect(JSON.stringify(answered.params)).not.toContain("input_decline");
+  });
+
+  it("an MCP question's Decline button declines it: the server hears decline and the message says who declined", async () => {
+    const { runId, inputId } = await questionAsked("declined in slack");
+    await click("input_decline", APPROVER, { run_id: runId, tool_call_id: "note-1", input_id: inputId });
+    await untilCompleted(summary, runId);
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received")).toMatchObject({ input_id: inputId, action: "decline" });
+    expect(
+      stateless
+        .seen()
+        .filter((r) => r.tool === "confirm_note")
+        .at(-1)?.inputResponses,
+    ).toEqual({ confirm: { action: "decline" } });
+    await slack.waitFor((c) => c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Declined by")));
   });
 
   it("SLACK_ALLOW_EXTERNAL_USERS=true: another organisation's user starts a run as slack:<their team>:<user>; one listed as <team>:<user> decides, the same id of the installation's team does not", async () => {

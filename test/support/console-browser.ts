@@ -38,8 +38,12 @@ export interface ConsoleStack {
  * test client; nothing here waits for them to pass). `vars` adds settings
  * (Cloudflare Access's, for one).
  */
-export async function startConsoleStack(vars: Record<string, string> = {}): Promise<ConsoleStack> {
+/** Settings over e2eVars, or a function of the demo server's MCP URL that gives them (to add servers beside it). */
+type StackVars = Record<string, string> | ((demoMcpUrl: string) => Record<string, string>);
+
+export async function startConsoleStack(given: StackVars = {}): Promise<ConsoleStack> {
   const demo = await startDemoMcpProcess();
+  const vars = typeof given === "function" ? given(demo.url) : given;
   try {
     const server = await startWorkerServer({
       ...e2eVars(demo.url),
@@ -123,7 +127,7 @@ export interface SignedInConsole {
 }
 
 /** Starts the stack and a browser signed in on it; the page's uncaught errors are pushed to `pageErrors`. Stops what it started if a step fails. */
-export async function openSignedInConsole(pageErrors: Error[], vars: Record<string, string> = {}): Promise<SignedInConsole> {
+export async function openSignedInConsole(pageErrors: Error[], vars: StackVars = {}): Promise<SignedInConsole> {
   const stack = await startConsoleStack(vars);
   let browser: ConsoleBrowser | undefined;
   try {

@@ -79,6 +79,47 @@ describe("call cards", () => {
     expect(answered.cards[1]).toMatchObject({ stage: "answered", answered_by: "console:b" });
   });
 
+  it("keeps an MCP server's questions mid-call by input_id with their schema, waiting until each is answered (contract section 21)", () => {
+    seq = 0;
+    const schema = { type: "object", properties: { name: { type: "string" } }, required: ["name"] };
+    const asked = (key: string) =>
+      ({
+        ...env(),
+        type: "human_input_requested",
+        tool_call_id: "c1",
+        input_id: `c1:1:${key}`,
+        question: `Your ${key}?`,
+        requested_schema: schema,
+        expires_at: "2026-11-29T10:05:00.000Z",
+      }) as EngineEvent;
+    const received = (key: string, action: string) =>
+      ({
+        ...env(),
+        type: "human_input_received",
+        tool_call_id: "c1",
+        input_id: `c1:1:${key}`,
+        answered_by: "console:b",
+        action,
+      }) as EngineEvent;
+    let view = fold([
+      { ...env(), type: "tool_started", tool_name: "mcp__demo__ask", tool_call_id: "c1", approval_required: false },
+      asked("name"),
+      asked("team"),
+    ]);
+    expect(view.cards[0]?.stage).toBe("waiting_for_answer");
+    expect(view.cards[0]?.form_questions?.map((q) => [q.input_id, q.question, q.requested_schema])).toEqual([
+      ["c1:1:name", "Your name?", schema],
+      ["c1:1:team", "Your team?", schema],
+    ]);
+    expect(view.cards[0]?.question).toBeUndefined();
+    view = applyEvent(view, received("name", "accept"));
+    expect(view.cards[0]?.stage).toBe("waiting_for_answer");
+    expect(view.cards[0]?.form_questions?.[0]).toMatchObject({ answered_by: "console:b", action: "accept" });
+    view = applyEvent(view, received("team", "decline"));
+    expect(view.cards[0]?.stage).toBe("answered");
+    expect(view.cards[0]?.form_questions?.map((q) => q.action)).toEqual(["accept", "decline"]);
+  });
+
   it("marks a pending approval destructive only for an explicit destructiveHint: true", () => {
     const requested = (id: string, annotations?: { destructiveHint?: boolean; readOnlyHint?: boolean }): EngineEvent[] => [
       { ...env(), type: "tool_started", tool_name: "t", tool_call_id: id, approval_required: true },

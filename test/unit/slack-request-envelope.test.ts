@@ -58,4 +58,18 @@ describe("classifySlackRequest", () => {
     };
     expect(classifySlackRequest("interactivity", FORM, form(submission)).kind).toBe("handle");
   });
+
+  it("hands an MCP question's Decline click and its form's submission (radio and select states carry no value) to slack-edge", () => {
+    expect(classifySlackRequest("interactivity", FORM, form(click([{ action_id: "input_decline", value: "{}" }]))).kind).toBe("handle");
+    const submission = {
+      type: "view_submission",
+      user: { id: "U1" },
+      view: {
+        callback_id: "input_form",
+        private_metadata: "{}",
+        state: { values: { "field:0": { value: { type: "radio_buttons", selected_option: { value: "true" } } } } },
+      },
+    };
+    expect(classifySlackRequest("interactivity", FORM, form(submission)).kind).toBe("handle");
+  });
 });

@@ -33,6 +33,8 @@ export interface CallCard {
   approval?: PendingApproval;
   decision?: { decision: "approved" | "denied" | "expired" | "cancelled"; decided_by?: string; reason?: string };
   question?: { text: string; expires_at: string };
+  /** An MCP server's questions mid-call (contract section 21), in the order asked; each answered once. */
+  form_questions?: AskedFormQuestion[];
   answered_by?: string;
   reason?: NotExecutedReason;
   result?: ExecutionResult;
@@ -40,6 +42,26 @@ export interface CallCard {
   mutation_id?: string;
   completed: boolean;
   duration_ms?: number;
+}
+
+/** One question an MCP server asked during a call, with its form's schema, and who answered it how. */
+interface AskedFormQuestion {
+  input_id: string;
+  question: string;
+  requested_schema: unknown;
+  expires_at: string;
+  answered_by?: string;
+  action?: "accept" | "decline" | "cancel";
+}
+
+/** The section 21 fields of human_input_requested/received, present on an MCP server's question only. */
+function formFieldsOf(event: object): { input_id?: string; requested_schema?: unknown; action?: AskedFormQuestion["action"] } {
+  const { input_id, requested_schema, action } = event as { input_id?: unknown; requested_schema?: unknown; action?: unknown };
+  return {
+    ...(typeof input_id === "string" && input_id !== "" ? { input_id } : {}),
+    ...(requested_schema !== undefined ? { requested_schema } : {}),
+    ...(action === "accept" || action === "decline" || action === "cancel" ? { action } : {}),
+  };
 }
 
 /** One line of the run's timeline, in event order; a call's entry stands where its first event did. */
@@ -148,16 +170,43 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       return next;
     case "tool_execution_started":
       return next; // approved already; nothing new to show until the terminal decision
-    case "human_input_requested":
+    case "human_input_requested": {
+      const form = formFieldsOf(event);
+      if (form.input_id !== undefined && form.requested_schema !== undefined) {
+        const asked: AskedFormQuestion = {
+          input_id: form.input_id,
+          question: event.question,
+          requested_schema: form.requested_schema,
+          expires_at: event.expires_at,
+        };
+        update(event.tool_call_id, (c) =>
+          c.form_questions?.some((q) => q.input_id === asked.input_id)
+            ? c
+            : { ...c, stage: "waiting_for_answer", form_questions: [...(c.form_questions ?? []), asked] },
+        );
+        return next;
+      }
       update(event.tool_call_id, (c) => ({
         ...c,
         stage: "waiting_for_answer",
         question: { text: event.question, expires_at: event.expires_at },
       }));
       return next;
-    case "human_input_received":
+    }
+    case "human_input_received": {
+      const form = formFieldsOf(event);
+      if (form.input_id !== undefined) {
+        const answered = { answered_by: event.answered_by, ...(form.action ? { action: form.action } : {}) };
+        update(event.tool_call_id, (c) => {
+          const questions = (c.form_questions ?? []).map((q) => (q.input_id === form.input_id ? { ...q, ...answered } : q));
+          const waiting = questions.some((q) => q.answered_by === undefined);
+          return { ...c, form_questions: questions, stage: waiting ? c.stage : "answered", answered_by: event.answered_by };
+        });
+        return next;
+      }
       update(event.tool_call_id, (c) => ({ ...c, stage: "answered", answered_by: event.answered_by }));
       return next;
+    }
     case "tool_execution":
       update(event.tool_call_id, (c) => ({
         ...c,

@@ -9,6 +9,7 @@ import { cardVerdict } from "../verdicts";
 import { AnswerForm } from "./answer-form";
 import { ApprovalForm } from "./approval-form";
 import { OutcomeLine } from "./outcome-line";
+import { QuestionForm } from "./question-form";
 
 export function CallCard({
   card,
@@ -72,6 +73,17 @@ export function CallCard({
           now={now}
         />
       ) : null}
+      {(card.form_questions ?? []).map((q) =>
+        q.answered_by === undefined ? (
+          running ? (
+            <QuestionForm key={q.input_id} runId={runId} question={q} now={now} />
+          ) : null
+        ) : (
+          <p key={q.input_id} class="meta" data-input-id={q.input_id}>
+            <q>{q.question}</q> {q.action === "decline" ? "declined" : q.action === "cancel" ? "cancelled" : "answered"} by {q.answered_by}
+          </p>
+        ),
+      )}
       {card.error ? (
         <p class="error-facts">
           Error: {card.error.code} — {card.error.message}

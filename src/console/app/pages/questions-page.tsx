@@ -1,14 +1,16 @@
-// The `human__ask` questions waiting across runs (contract sections 15, 16),
-// each with its answer form.
+// The questions waiting across runs (contract sections 15, 16): a
+// `human__ask`'s with its answer form, an MCP server's (section 21) with the
+// form built from its requested_schema.
 import type { ComponentChildren } from "preact";
-import type { InputListItem } from "../../../client/types";
 import { secondsLeft } from "../call-cards";
 import { AnswerForm } from "../components/answer-form";
 import { ErrorLine } from "../components/error-line";
+import { QuestionForm } from "../components/question-form";
 import { useActedOn } from "../hooks";
 import { href } from "../router";
+import type { WaitingInput } from "../waiting";
 
-const questionKey = (q: { run_id: string; tool_call_id: string }) => `${q.run_id}/${q.tool_call_id}`;
+const questionKey = (q: WaitingInput) => `${q.run_id}/${q.input_id ?? q.tool_call_id}`;
 
 /** The pending questions with their forms; an answered one stays (with its confirmation) until the page is left. */
 export function QuestionItems({
@@ -17,7 +19,7 @@ export function QuestionItems({
   reload,
   empty,
 }: {
-  inputs: InputListItem[];
+  inputs: WaitingInput[];
   now: number;
   reload: () => void;
   /** Shown when nothing waits. */
@@ -29,21 +31,33 @@ export function QuestionItems({
   return (
     <ul class="inbox">
       {shown.map((q) => (
-        <li key={questionKey(q)} class="card" data-tool-call-id={q.tool_call_id}>
+        <li key={questionKey(q)} class="card" data-tool-call-id={q.tool_call_id} data-input-id={q.input_id}>
           <p class="meta">
             <a href={href.run(q.run_id)}>{q.run_id}</a> · channel {q.channel_id}
           </p>
-          <AnswerForm
-            runId={q.run_id}
-            toolCallId={q.tool_call_id}
-            question={q.question}
-            expiresAt={q.expires_at}
-            now={now}
-            onDone={() => {
-              actedOn(q);
-              reload();
-            }}
-          />
+          {q.input_id !== undefined ? (
+            <QuestionForm
+              runId={q.run_id}
+              question={{ input_id: q.input_id, question: q.question, requested_schema: q.requested_schema, expires_at: q.expires_at }}
+              now={now}
+              onDone={() => {
+                actedOn(q);
+                reload();
+              }}
+            />
+          ) : (
+            <AnswerForm
+              runId={q.run_id}
+              toolCallId={q.tool_call_id}
+              question={q.question}
+              expiresAt={q.expires_at}
+              now={now}
+              onDone={() => {
+                actedOn(q);
+                reload();
+              }}
+            />
+          )}
         </li>
       ))}
     </ul>
@@ -56,7 +70,7 @@ export function QuestionsPage({
   now,
   reload,
 }: {
-  inputs?: InputListItem[];
+  inputs?: WaitingInput[];
   error?: string;
   now: number;
   reload: () => void;
