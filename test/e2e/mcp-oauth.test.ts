@@ -1,0 +1,200 @@
+// OAuth for hosted MCP servers end to end (contract section 21), over
+// loopback against a local authorization server and a protected v2 MCP
+// resource server in the test process (test/support/oauth-mcp-server.ts).
+// Its own Worker: PUBLIC_URL must name the Worker's own origin, and the
+// console (whose cookie proves the principal at the callback) must be on.
+// An admin connects (the connect route, then the callback with the same
+// principal); calls get the token before the checkpoint, refreshed when it
+// expires within 60 s; a missing or refused token ends the call
+// not_executed(authorization_required) and nothing is sent again.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../support/oauth-mcp-server";
+import { freePort, startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { e2eVars } from "./global-setup";
+
+const CREATE_ITEM = "mcp__hosted__create_item";
+const TOKEN_KEY = randomBytes(32).toString("base64");
+
+let hosted: OAuthMcpServer;
+let server: WorkerServer;
+let engine: EngineClient;
+let rootCookie: string;
+let otherCookie: string;
+
+beforeAll(async () => {
+  hosted = await startOAuthMcpServer();
+  const port = await freePort();
+  server = await startWorkerServer(
+    {
+      ...e2eVars("http://127.0.0.1:9/unused"),
+      APPROVAL_TIMEOUT_MS: "30000",
+      MCP_CALL_TIMEOUT_MS: "5000",
+      MCP_SERVERS: JSON.stringify({ hosted: { url: hosted.url, oauth: {} } }),
+      MUTATION_BUDGET: JSON.stringify({ [CREATE_ITEM]: 5 }),
+      TOOL_POLICY: "{}",
+      MCP_TOKEN_KEY: TOKEN_KEY,
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      CONSOLE_SESSION_SECRET: randomBytes(24).toString("hex"),
+    },
+    { port },
+  );
+  engine = new EngineClient({ baseUrl: server.url, token: server.token });
+  rootCookie = await signIn(server.token);
+  const other = await engine.createToken({ name: "other-admin", roles: ["admin"] });
+  otherCookie = await signIn(other.token);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await hosted?.stop();
+});
+
+async function signIn(token: string): Promise<string> {
+  const response = await fetch(`${server.url}/console/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: server.url },
+    body: JSON.stringify({ token }),
+  });
+  expect(response.status).toBe(204);
+  return response.headers.get("set-cookie")!.split(";")[0]!;
+}
+
+/** Runs `script` to its end, approving every approval it asks for. */
+async function runApproving(script: ScriptTurn[]): Promise<EngineEvent[]> {
+  const { run_id: runId } = await engine.trigger({ message: "m", channel_id: `C-oauth-${randomBytes(4).toString("hex")}`, script });
+  const events: EngineEvent[] = [];
+  for await (const event of engine.events(runId)) {
+    events.push(event);
+    if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+  }
+  return events;
+}
+
+const createItem = (id: string, name: string): ScriptTurn[] => [
+  { tool_calls: [{ tool_name: CREATE_ITEM, tool_call_id: id, arguments: { name } }] },
+];
+const executionOf = (events: EngineEvent[], toolCallId: string) =>
+  events.find((e): e is Extract<EngineEvent, { type: "tool_execution" }> => e.type === "tool_execution" && e.tool_call_id === toolCallId);
+
+/** The connect route's authorization URL, opened at the authorization server: the callback URL it redirects to. */
+async function authorize(): Promise<URL> {
+  const started = await server.api("/api/mcp/servers/hosted/connect", { method: "POST" });
+  expect(started.status).toBe(200);
+  const { authorization_url: url } = (await started.json()) as { authorization_url: string };
+  const redirect = await fetch(url, { redirect: "manual" });
+  expect(redirect.status).toBe(302);
+  return new URL(redirect.headers.get("location")!);
+}
+
+const callback = (url: URL, cookie?: string) => fetch(url, { headers: cookie === undefined ? {} : { cookie } });
+
+describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
+  it("lists the server as oauth and not connected before anyone connects it", async () => {
+    const [listed] = await engine.listMcpServers();
+    expect(listed).toMatchObject({ server: "hosted", auth: "oauth", connected: false });
+    expect(listed).not.toHaveProperty("issuer");
+  });
+
+  it("without a token the call ends not_executed(authorization_required) and nothing reaches the server", async () => {
+    hosted.resetLogs();
+    const events = await runApproving(createItem("first", "nope"));
+    expect(executionOf(events, "first")).toMatchObject({ execution_status: "not_executed", reason: "authorization_required" });
+    expect(hosted.mcpRequests()).toEqual([]);
+    expect(hosted.items()).toEqual([]);
+  });
+
+  it("refuses connect for an unknown server (404); the client document is served at PUBLIC_URL", async () => {
+    expect((await server.api("/api/mcp/servers/nope/connect", { method: "POST" })).status).toBe(404);
+    const document = await (await fetch(`${server.url}/oauth/client.json`)).json();
+    expect(document).toMatchObject({
+      client_id: `${server.url}/oauth/client.json`,
+      redirect_uris: [`${server.url}/oauth/callback`],
+      application_type: "web",
+    });
+  });
+
+  it("connects: PKCE S256 and resource on both requests; only the principal that asked may finish, once", async () => {
+    hosted.resetLogs();
+    hosted.setExpiresIn(30); // expires within 60 s: the next call refreshes it first
+    const back = await authorize();
+    const [asked] = hosted.authorizeRequests();
+    expect(asked?.get("code_challenge_method")).toBe("S256");
+    expect(asked?.get("resource")).toBe(hosted.url);
+    expect(asked?.get("client_id")).toBe(`${server.url}/oauth/client.json`);
+    expect(`${back.origin}${back.pathname}`).toBe(`${server.url}/oauth/callback`);
+
+    // Another admin, or nobody: 403, and the state stays usable.
+    expect((await callback(back, otherCookie)).status).toBe(403);
+    expect((await callback(back)).status).toBe(403);
+    expect(hosted.tokenRequests()).toEqual([]);
+
+    const done = await callback(back, rootCookie);
+    expect(done.status).toBe(200);
+    expect(done.headers.get("content-type")).toContain("text/html");
+    expect(await done.text()).toContain("hosted is connected");
+    expect(hosted.tokenRequests()).toEqual([
+      { grant_type: "authorization_code", resource: hosted.url, client_id: asked?.get("client_id"), ok: true },
+    ]);
+
+    // Single use.
+    const again = await callback(back, rootCookie);
+    expect(again.status).toBe(400);
+    expect(await again.json()).toMatchObject({ error: "bad_state" });
+  });
+
+  it("answers 400 for an unknown state or an iss other than the issuer's", async () => {
+    hosted.setExpiresIn(30);
+    const forged = new URL(`${server.url}/oauth/callback?state=${randomBytes(32).toString("base64url")}&code=x&iss=${hosted.issuer}`);
+    expect((await callback(forged, rootCookie)).status).toBe(400);
+    const back = await authorize();
+    back.searchParams.set("iss", "http://127.0.0.1:9/evil");
+    const refused = await callback(back, rootCookie);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: "bad_iss" });
+  });
+
+  it("refreshes a token that expires within 60 s before the call, then calls once with the new token", async () => {
+    hosted.resetLogs();
+    hosted.setExpiresIn(3600);
+    const events = await runApproving(createItem("second", "widget"));
+    expect(executionOf(events, "second")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(hosted.items()).toEqual(["widget"]);
+    const refreshes = hosted.tokenRequests();
+    expect(refreshes).toEqual([expect.objectContaining({ grant_type: "refresh_token", resource: hosted.url, ok: true })]);
+    const calls = hosted.mcpRequests().filter((r) => r.method === "tools/call");
+    expect(calls).toHaveLength(1);
+    // Issued tokens so far: the connect's (0), then refreshes; the call carried a refreshed one.
+    expect(calls[0]).toMatchObject({ status: 200 });
+    expect(calls[0]!.token).toBeGreaterThan(0);
+
+    const [listed] = await engine.listMcpServers();
+    expect(listed).toMatchObject({ auth: "oauth", connected: true, issuer: hosted.issuer, connected_by: "token:root" });
+    expect(Date.parse(listed!.connected_at ?? "")).not.toBeNaN();
+    const text = JSON.stringify(await (await server.api("/api/mcp/servers")).json());
+    expect(text).not.toMatch(/access_token|refresh_token/);
+  });
+
+  it("a tools/call answered 401 ends not_executed(authorization_required): never re-sent, never refreshed, then not connected", async () => {
+    hosted.resetLogs();
+    hosted.refuseToolCalls(true);
+    try {
+      const events = await runApproving(createItem("third", "refused"));
+      expect(executionOf(events, "third")).toMatchObject({ execution_status: "not_executed", reason: "authorization_required" });
+      expect(hosted.mcpRequests().filter((r) => r.method === "tools/call")).toEqual([expect.objectContaining({ status: 401 })]);
+      expect(hosted.tokenRequests()).toEqual([]);
+      expect(hosted.items()).toEqual(["widget"]);
+      const [listed] = await engine.listMcpServers();
+      expect(listed).toMatchObject({ auth: "oauth", connected: false });
+
+      // The grant lapsed: the next call stops before sending anything.
+      hosted.resetLogs();
+      const next = await runApproving(createItem("fourth", "later"));
+      expect(executionOf(next, "fourth")).toMatchObject({ execution_status: "not_executed", reason: "authorization_required" });
+      expect(hosted.mcpRequests()).toEqual([]);
+    } finally {
+      hosted.refuseToolCalls(false);
+    }
+  });
+});
