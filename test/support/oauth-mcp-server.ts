@@ -204,7 +204,8 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    const response = await handler.fetch(new Request(resource, { method: req.method, headers, ...(hasBody ? { body } : {}) }));
+    const init: RequestInit = { method: req.method ?? "GET", headers, ...(hasBody ? { body: new Uint8Array(body) } : {}) };
+    const response = await handler.fetch(new Request(resource, init));
     mcpLog.push({ method, status: response.status, token });
     const out: Record<string, string> = {};
     response.headers.forEach((value, name) => {
