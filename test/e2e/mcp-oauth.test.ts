@@ -7,17 +7,25 @@
 // principal); calls get the token before the checkpoint, refreshed when it
 // expires within 60 s; a missing or refused token ends the call
 // not_executed(authorization_required) and nothing is sent again.
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../support/oauth-mcp-server";
-import { freePort, startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { freePort, PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
 
 const CREATE_ITEM = "mcp__hosted__create_item";
 const TOKEN_KEY = randomBytes(32).toString("base64");
 
 let hosted: OAuthMcpServer;
+/** An authorization server without client ID metadata documents, offering dynamic registration. */
+let registering: OAuthMcpServer;
+/** One that knows the host's configured client id only. */
+let preregistered: OAuthMcpServer;
+/** Every event of every run here, to check no token appears in one. */
+const allEvents: EngineEvent[] = [];
 let server: WorkerServer;
 let engine: EngineClient;
 let rootCookie: string;
@@ -25,13 +33,20 @@ let otherCookie: string;
 
 beforeAll(async () => {
   hosted = await startOAuthMcpServer();
+  registering = await startOAuthMcpServer({ clientIdMetadataDocuments: false, registration: true });
+  preregistered = await startOAuthMcpServer({ clientIdMetadataDocuments: false, preregistered: ["engine-configured"] });
   const port = await freePort();
   server = await startWorkerServer(
     {
       ...e2eVars("http://127.0.0.1:9/unused"),
       APPROVAL_TIMEOUT_MS: "30000",
       MCP_CALL_TIMEOUT_MS: "5000",
-      MCP_SERVERS: JSON.stringify({ hosted: { url: hosted.url, oauth: {} } }),
+      MCP_SERVERS: JSON.stringify({
+        hosted: { url: hosted.url, oauth: {} },
+        registered: { url: registering.url, oauth: {} },
+        configured: { url: preregistered.url, oauth: { client_id: "engine-configured", scopes: ["items:write"] } },
+        plain: { url: hosted.url },
+      }),
       MUTATION_BUDGET: JSON.stringify({ [CREATE_ITEM]: 5 }),
       TOOL_POLICY: "{}",
       MCP_TOKEN_KEY: TOKEN_KEY,
@@ -48,7 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await hosted?.stop();
+  await Promise.all([hosted?.stop(), registering?.stop(), preregistered?.stop()]);
 });
 
 async function signIn(token: string): Promise<string> {
@@ -67,6 +82,7 @@ async function runApproving(script: ScriptTurn[]): Promise<EngineEvent[]> {
   const events: EngineEvent[] = [];
   for await (const event of engine.events(runId)) {
     events.push(event);
+    allEvents.push(event);
     if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
   }
   return events;
@@ -78,11 +94,28 @@ const createItem = (id: string, name: string): ScriptTurn[] => [
 const executionOf = (events: EngineEvent[], toolCallId: string) =>
   events.find((e): e is Extract<EngineEvent, { type: "tool_execution" }> => e.type === "tool_execution" && e.tool_call_id === toolCallId);
 
+/** The connect route's answer for `name`: its authorization URL. */
+async function connect(name: string): Promise<URL> {
+  const started = await server.api(`/api/mcp/servers/${name}/connect`, { method: "POST" });
+  expect(started.status).toBe(200);
+  return new URL(((await started.json()) as { authorization_url: string }).authorization_url);
+}
+
+/** `approved-exec <args>` as a process against the Worker, to its exit. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_URL: server.url, ENGINE_TOKEN: server.token, NO_COLOR: "1" };
+  delete env.API_TOKEN;
+  const child = spawn(process.execPath, [join(PROJECT_ROOT, "dist/cli/main.js"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += String(d)));
+  child.stderr.on("data", (d) => (stderr += String(d)));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
 /** The connect route's authorization URL, opened at the authorization server: the callback URL it redirects to. */
 async function authorize(): Promise<URL> {
-  const started = await server.api("/api/mcp/servers/hosted/connect", { method: "POST" });
-  expect(started.status).toBe(200);
-  const { authorization_url: url } = (await started.json()) as { authorization_url: string };
+  const url = await connect("hosted");
   const redirect = await fetch(url, { redirect: "manual" });
   expect(redirect.status).toBe(302);
   return new URL(redirect.headers.get("location")!);
@@ -105,8 +138,11 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     expect(hosted.items()).toEqual([]);
   });
 
-  it("refuses connect for an unknown server (404); the client document is served at PUBLIC_URL", async () => {
+  it("refuses connect for an unknown server (404) or one without oauth (409); the client document is served at PUBLIC_URL", async () => {
     expect((await server.api("/api/mcp/servers/nope/connect", { method: "POST" })).status).toBe(404);
+    const plain = await server.api("/api/mcp/servers/plain/connect", { method: "POST" });
+    expect(plain.status).toBe(409);
+    expect(await plain.json()).toMatchObject({ error: "not_oauth" });
     const document = await (await fetch(`${server.url}/oauth/client.json`)).json();
     expect(document).toMatchObject({
       client_id: `${server.url}/oauth/client.json`,
@@ -142,6 +178,35 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     const again = await callback(back, rootCookie);
     expect(again.status).toBe(400);
     expect(await again.json()).toMatchObject({ error: "bad_state" });
+  });
+
+  it("is a configured client_id as it is, else a dynamically registered web client, kept per issuer; the CLI prints the URL", async () => {
+    const configured = await connect("configured");
+    expect(configured.searchParams.get("client_id")).toBe("engine-configured");
+    expect(configured.searchParams.get("scope")).toBe("items:write");
+    expect(configured.searchParams.get("resource")).toBe(preregistered.url);
+
+    const registered = await connect("registered");
+    expect(registering.registrations()).toEqual([
+      expect.objectContaining({
+        application_type: "web",
+        redirect_uris: [`${server.url}/oauth/callback`],
+        token_endpoint_auth_method: "none",
+      }),
+    ]);
+    const clientId = registered.searchParams.get("client_id");
+    expect(clientId).toMatch(/^dcr-/);
+    // The same issuer again: the registered client is reused, not registered twice.
+    expect((await connect("registered")).searchParams.get("client_id")).toBe(clientId);
+    expect(registering.registrations()).toHaveLength(1);
+    const redirect = await fetch(registered, { redirect: "manual" });
+    expect(redirect.status).toBe(302);
+
+    const printed = await cli(["mcp", "connect", "hosted"]);
+    expect(printed).toMatchObject({ code: 0, stderr: "" });
+    const url = new URL(printed.stdout.trim());
+    expect(`${url.origin}${url.pathname}`).toBe(`${hosted.issuer}/authorize`);
+    expect(url.searchParams.get("state")).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
   it("answers 400 for an unknown state or an iss other than the issuer's", async () => {
@@ -196,5 +261,14 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     } finally {
       hosted.refuseToolCalls(false);
     }
+  });
+
+  it("never shows a token: not in an event, a listing or the Worker's log", async () => {
+    const secrets = [...hosted.issuedSecrets(), ...registering.issuedSecrets(), ...preregistered.issuedSecrets()];
+    expect(secrets.length).toBeGreaterThanOrEqual(4);
+    const shown = [JSON.stringify(allEvents), JSON.stringify(await (await server.api("/api/mcp/servers")).json()), server.logs()].join(
+      "\n",
+    );
+    for (const secret of secrets) expect(shown).not.toContain(secret);
   });
 });

@@ -5,7 +5,8 @@
 // server publishes its protected resource metadata (RFC 9728) naming the
 // authorization server, which publishes RFC 8414 metadata (with
 // `authorization_response_iss_parameter_supported` and client ID metadata
-// documents, which it fetches and checks) and implements the authorization
+// documents, which it fetches and checks; or instead dynamic registration,
+// or only client ids known in advance) and implements the authorization
 // code grant with PKCE S256 and `resource`, and refresh. /authorize needs no
 // person: it redirects at once, so a test reads the Location and delivers
 // the callback itself (or tampers with it). The resource server takes only
@@ -33,6 +34,15 @@ interface McpRequestSeen {
   token: number | null;
 }
 
+export interface OAuthMcpServerOptions {
+  /** Advertise and accept client ID metadata documents (default true). */
+  clientIdMetadataDocuments?: boolean;
+  /** Offer dynamic client registration at /register (default false). */
+  registration?: boolean;
+  /** Client ids known in advance (a host's configured `oauth.client_id`). */
+  preregistered?: string[];
+}
+
 export interface OAuthMcpServer {
   /** The MCP endpoint (the protected resource). */
   url: string;
@@ -41,6 +51,10 @@ export interface OAuthMcpServer {
   authorizeRequests(): URLSearchParams[];
   tokenRequests(): TokenRequestSeen[];
   mcpRequests(): McpRequestSeen[];
+  /** The client metadata of each dynamic registration. */
+  registrations(): Record<string, unknown>[];
+  /** Every token value issued so far, to check that none leaks anywhere. */
+  issuedSecrets(): string[];
   items(): string[];
   /** Lifetime of the access tokens issued from now on, in seconds. */
   setExpiresIn(seconds: number): void;
@@ -52,7 +66,12 @@ export interface OAuthMcpServer {
 
 const MAX_BODY_BYTES = 64 * 1024;
 
-export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
+export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): Promise<OAuthMcpServer> {
+  const cimd = options.clientIdMetadataDocuments ?? true;
+  const registrationLog: Record<string, unknown>[] = [];
+  /** Registered and preregistered clients → their redirect URIs (null: any). */
+  const clients = new Map<string, string[] | null>((options.preregistered ?? []).map((id) => [id, null]));
+  const secrets: string[] = [];
   const authorizeLog: URLSearchParams[] = [];
   const tokenLog: TokenRequestSeen[] = [];
   const mcpLog: McpRequestSeen[] = [];
@@ -76,6 +95,7 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     accessTokens.set(accessToken, { index: issued, expiresAtMs: Date.now() + expiresIn * 1000 });
     issued += 1;
     refreshTokens.set(refreshToken, { clientId, resource: resourceValue });
+    secrets.push(accessToken, refreshToken);
     return { access_token: accessToken, token_type: "Bearer", expires_in: expiresIn, refresh_token: refreshToken };
   }
 
@@ -91,26 +111,38 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: ["none"],
         authorization_response_iss_parameter_supported: true,
-        client_id_metadata_document_supported: true,
+        client_id_metadata_document_supported: cimd,
+        ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
       });
+    }
+    if (url.pathname === "/register" && req.method === "POST" && options.registration) {
+      const metadata = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+      registrationLog.push(metadata);
+      const clientId = `dcr-${randomBytes(6).toString("hex")}`;
+      clients.set(clientId, (metadata.redirect_uris as string[] | undefined) ?? []);
+      return json(res, 201, { ...metadata, client_id: clientId });
     }
     if (url.pathname === "/authorize") {
       const q = url.searchParams;
       authorizeLog.push(new URLSearchParams(q));
       const clientId = q.get("client_id") ?? "";
       const redirectUri = q.get("redirect_uri") ?? "";
-      // A client ID metadata document: fetched from its URL, and the redirect must be one it lists.
-      const document = (await fetch(clientId).then((r) => (r.ok ? r.json() : null))) as {
-        client_id?: string;
-        redirect_uris?: string[];
-      } | null;
+      // A known client, or a client ID metadata document fetched from its URL; the redirect must be one it lists.
+      const known = clients.get(clientId);
+      let clientOk = known !== undefined && (known === null || known.includes(redirectUri));
+      if (known === undefined && cimd && clientId.startsWith("http")) {
+        const document = (await fetch(clientId).then((r) => (r.ok ? r.json() : null))) as {
+          client_id?: string;
+          redirect_uris?: string[];
+        } | null;
+        clientOk = document?.client_id === clientId && (document.redirect_uris ?? []).includes(redirectUri);
+      }
       const valid =
+        clientOk &&
         q.get("response_type") === "code" &&
         q.get("code_challenge_method") === "S256" &&
         (q.get("code_challenge") ?? "").length >= 43 &&
-        q.get("resource") === resource &&
-        document?.client_id === clientId &&
-        (document.redirect_uris ?? []).includes(redirectUri);
+        q.get("resource") === resource;
       if (!valid) return json(res, 400, { error: "invalid_request" });
       const code = randomBytes(16).toString("base64url");
       codes.set(code, { clientId, redirectUri, challenge: q.get("code_challenge")!, resource });
@@ -220,6 +252,8 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     authorizeRequests: () => [...authorizeLog],
     tokenRequests: () => [...tokenLog],
     mcpRequests: () => [...mcpLog],
+    registrations: () => [...registrationLog],
+    issuedSecrets: () => [...secrets],
     items: () => [...items],
     setExpiresIn: (seconds) => {
       expiresIn = seconds;
