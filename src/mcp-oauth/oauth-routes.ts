@@ -6,6 +6,7 @@
 // console cookie or Access assertion, else 403 with the state left usable),
 // and `GET /oauth/client.json` (the engine's client ID metadata document).
 import { z } from "zod";
+import { queueRefusal } from "../audit/queue-refusal";
 import { authenticate } from "../auth/authenticate";
 import type { HostConfig } from "../config/config";
 import { loadConfig } from "../config/config";
@@ -69,6 +70,8 @@ export async function handleCallback(request: Request, env: Env, ctx: ExecutionC
   if (peeked === null) return badState;
   const auth = await authenticate(request.headers, { db: env.DB, config: loaded.config, waitUntil: (p) => ctx.waitUntil(p) });
   if (auth.kind !== "authenticated" || auth.principal.id !== peeked.principal) {
+    // Audited as any 403 of a known principal is (contract section 18, access.refused).
+    if (auth.kind === "authenticated") await queueRefusal(env, auth.principal.id, "GET /oauth/callback", "forbidden");
     // The state stays usable: the right person may still arrive with it.
     return jsonResponse(403, {
       error: "forbidden",

@@ -165,6 +165,12 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     expect((await callback(back, otherCookie)).status).toBe(403);
     expect((await callback(back)).status).toBe(403);
     expect(hosted.tokenRequests()).toEqual([]);
+    await expect
+      .poll(
+        async () =>
+          (await (await server.api("/api/audit?principal=token:other-admin&action=access.refused")).json()) as { entries: unknown[] },
+      )
+      .toMatchObject({ entries: [expect.objectContaining({ target: "GET /oauth/callback", result: "refused" })] });
 
     const done = await callback(back, rootCookie);
     expect(done.status).toBe(200);
