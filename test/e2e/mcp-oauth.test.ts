@@ -245,6 +245,9 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     expect(Date.parse(listed!.connected_at ?? "")).not.toBeNaN();
     const text = JSON.stringify(await (await server.api("/api/mcp/servers")).json());
     expect(text).not.toMatch(/access_token|refresh_token/);
+    // GET /api/health probes an OAuth server with its token; one never connected needs authorization.
+    const health = (await (await server.api("/api/health")).json()) as { mcp: Record<string, string> };
+    expect(health.mcp).toMatchObject({ hosted: "ok", registered: "authorization_required", configured: "authorization_required" });
   });
 
   it("a tools/call answered 401 ends not_executed(authorization_required): never re-sent, never refreshed, then not connected", async () => {
