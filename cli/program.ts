@@ -289,6 +289,19 @@ function buildProgram(act: Act): Command {
         return EXIT_OK;
       }),
     );
+  mcp
+    .command("connect")
+    .argument("<server>", "a server of MCP_SERVERS with oauth")
+    .description("print the URL to open (signed in as this token's principal) to connect an OAuth MCP server (admin)")
+    .action(
+      act(async (server: string, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const url = await client.connectMcpServer(server);
+        if (out.json) out.object({ authorization_url: url });
+        else out.line(url);
+        return EXIT_OK;
+      }),
+    );
 
   const tokens = program.command("tokens").description("named API tokens (admin): create, list, revoke");
   tokens

@@ -184,6 +184,7 @@ export function mcpServerLine(s: McpServerListItem): string {
     `connected=${connected}`,
     `last_contact=${s.last_contact_at ?? "never"}`,
     ...(s.trust_annotations ? ["trust_annotations"] : []),
+    ...(s.connected_by !== undefined ? [`connected_by=${s.connected_by}`] : []),
   ].join(" ");
 }
 

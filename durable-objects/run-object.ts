@@ -20,6 +20,7 @@ import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import { recordMcpContact, type McpContactSink } from "../src/execution/mcp-contacts";
 import { openMcpCall } from "../src/execution/mcp-send";
+import { oauthAuthorization } from "../src/mcp-oauth/server-access";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
 import type { Decider } from "../src/policy/approval-policy";
@@ -62,7 +63,7 @@ export class RunObject extends DurableObject<Env> {
     super(ctx, env);
     let catalog: ToolCatalog | undefined;
     this.#catalog = () => {
-      catalog ??= new ToolCatalog(this.#config, this.#contacts);
+      catalog ??= new ToolCatalog(this.#config, this.#contacts, oauthAuthorization(this.env.DB, this.#config));
       return catalog;
     };
     void ctx.blockConcurrencyWhile(async () => {
@@ -280,6 +281,7 @@ export class RunObject extends DurableObject<Env> {
               call,
               outputs.tracing ? traceparentOf(run.run_id, mcpSpanKey(call.tool_call_id)) : undefined,
               this.#contacts,
+              oauthAuthorization(this.env.DB, config),
             ),
           {
             sent: (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),

@@ -194,6 +194,15 @@ export class EngineClient {
     return (await this.#json<McpServersListing>("GET", "/api/mcp/servers", undefined, options)).servers;
   }
 
+  /**
+   * POST /api/mcp/servers/{server}/connect (admin, contract section 21): the authorization URL to open in a browser
+   * signed in as the same principal (console or Cloudflare Access). ApiError 404 unknown server, 409 not_oauth.
+   */
+  async connectMcpServer(server: string, options: RequestOptions = {}): Promise<string> {
+    const answer = await this.#json<{ authorization_url: string }>("POST", `/api/mcp/servers/${enc(server)}/connect`, undefined, options);
+    return answer.authorization_url;
+  }
+
   /** GET /api/tokens: every named token, never a value. */
   async listTokens(options: RequestOptions = {}): Promise<TokenListItem[]> {
     return (await this.#json<{ tokens: TokenListItem[] }>("GET", "/api/tokens", undefined, options)).tokens;

@@ -116,7 +116,8 @@ export type NotExecutedReason =
   | "storage_unavailable"
   | "replay_blocked"
   | "prior_outcome_unknown"
-  | "transport_unavailable";
+  | "transport_unavailable"
+  | "authorization_required";
 
 /** An MCP tool's annotations as its server gave them (contract section 21). A `destructiveHint: true` is shown as "Destructive". */
 export interface ToolAnnotations {
@@ -467,6 +468,10 @@ export interface McpServerListItem {
   /** The revision the last successful contact spoke (`2026-07-28`, or `2025-11-25` / `2025-06-18`); null before one. */
   protocol_version: string | null;
   auth: "none" | "headers" | "oauth";
+  /** oauth: the grant's issuer, who connected it and when (contract section 21). */
+  issuer?: string;
+  connected_by?: string;
+  connected_at?: string;
   trust_annotations: boolean;
   /** Whether the last contact succeeded; null before the first. */
   connected: boolean | null;

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { rolesSchema } from "../auth/roles";
 import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX } from "../policy/approver-patterns";
 import { MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "../policy/approval-policy";
+import { isTokenKey } from "../mcp-oauth/token-crypto";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -106,6 +107,18 @@ const mcpServersSchema = z.record(
       headers: z.record(z.string(), z.string()).optional(),
       // Contract section 21: annotations are the server's claims; its readOnlyHint counts only when the host trusts it.
       trust_annotations: z.boolean().default(false),
+      // Contract section 21: the engine is this server's OAuth 2.1 client (needs MCP_TOKEN_KEY and PUBLIC_URL).
+      oauth: z
+        .object({
+          client_id: z.string().min(1).max(2_048).optional(),
+          // RFC 6749 section 3.3 scope tokens.
+          scopes: z
+            .array(z.string().regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, "a scope token (no spaces or quotes)"))
+            .max(100)
+            .optional(),
+        })
+        .strict()
+        .optional(),
     })
     .strict(),
 );
@@ -330,6 +343,8 @@ export const hostConfigSchema = z.object({
   // Traces (contract section 22): off unless the endpoint is set; the headers are a secret.
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(z.url().optional()),
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeadersVar,
+  // Contract section 21: encrypts MCP OAuth tokens at rest; OAuth is off until it is set.
+  MCP_TOKEN_KEY: optionalText.pipe(z.string().refine(isTokenKey, "base64 of 32 random bytes (e.g. `openssl rand -base64 32`)").optional()),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;
@@ -367,6 +382,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     config.SLACK_SIGNING_SECRET,
     config.SLACK_BOT_TOKEN,
     config.CONSOLE_SESSION_SECRET,
+    config.MCP_TOKEN_KEY,
   ]) {
     registerExactSecret(secret);
   }
@@ -376,6 +392,15 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
       state: "bad_config",
       message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
       details: [{ path: missing, message: "Cloudflare Access needs both ACCESS_TEAM_DOMAIN and ACCESS_AUD" }],
+    };
+  }
+  // Contract section 21: OAuth fails closed without its key and the callback's origin.
+  const oauthGaps = oauthSettingGaps(config);
+  if (oauthGaps.length > 0) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: oauthGaps,
     };
   }
   // Contract section 19: a `group:` an approvers list names must exist, else the list would silently name nobody.
@@ -398,6 +423,18 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
   }
   // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
   return { state: "ready", config };
+}
+
+/** What a server with `oauth` needs and the host lacks: MCP_TOKEN_KEY (the tokens' key) and PUBLIC_URL (the callback's origin). */
+function oauthSettingGaps(config: HostConfig): { path: string; message: string }[] {
+  const servers = Object.entries(config.MCP_SERVERS).filter(([, settings]) => settings.oauth !== undefined);
+  if (servers.length === 0) return [];
+  const first = `MCP_SERVERS.${servers[0]![0]}.oauth`;
+  const out: { path: string; message: string }[] = [];
+  if (config.MCP_TOKEN_KEY === undefined)
+    out.push({ path: "MCP_TOKEN_KEY", message: `${first} needs MCP_TOKEN_KEY to keep its tokens encrypted` });
+  if (config.PUBLIC_URL === undefined) out.push({ path: "PUBLIC_URL", message: `${first} needs PUBLIC_URL for its /oauth/callback` });
+  return out;
 }
 
 /** Every `group:<name>` in TOOL_POLICY approvers that APPROVER_GROUPS does not define. */

@@ -42,11 +42,13 @@ export type PipelineLedger = Pick<
  * `open`: connected and initialized; `send` makes the one tools/call, `close`
  * frees the session (never throws) and is called on every path.
  * `unreachable`: the server could not be reached, refused the connection or
- * failed the handshake (or no server is configured): nothing was sent.
+ * failed the handshake (or no server is configured): nothing was sent;
+ * `reason: authorization_required` when its OAuth token is missing, lapsed or
+ * refused (contract section 21).
  */
 export type CallSession =
   | { kind: "open"; send: (followUp?: McpFollowUp) => Promise<SendOutcome>; close: () => Promise<void> }
-  | { kind: "unreachable"; message: string };
+  | { kind: "unreachable"; message: string; reason?: "authorization_required" };
 
 /** One tools/call's answer: final, or input_required (contract section 21), the server's requests as it sent them. */
 export type SendOutcome = DispatchOutcome | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string };
@@ -178,7 +180,7 @@ export class DispatchPipeline {
     }
     const session = await opening;
     // Nothing reached the server: no checkpoint, the row settles not_executed with dispatched: false.
-    if (session.kind === "unreachable") return this.#refuse(row, "transport_unavailable");
+    if (session.kind === "unreachable") return this.#refuse(row, session.reason ?? "transport_unavailable");
     try {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
       const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
@@ -188,7 +190,7 @@ export class DispatchPipeline {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
       const { outcome, sends } = await this.#converse(call, session);
       // The tools/call provably never left (the checkpoint is on disk, but the row settles not_executed: allowed).
-      if (outcome.kind === "failed" && !outcome.sent) return this.#refuse(row, "transport_unavailable");
+      if (outcome.kind === "failed" && !outcome.sent) return this.#refuse(row, outcome.unsent ?? "transport_unavailable");
       const settled = await ledger.settleDispatched(row.mutation_id, { ...this.#durableSettlement(outcome), sends });
       return { kind: "settle", outcome, settlementLate: settled === "late" };
     } finally {
@@ -200,10 +202,10 @@ export class DispatchPipeline {
   async #executeReadOnly(call: Dispatched): Promise<PipelineDecision> {
     if (this.#deps.run().cancel_requested) return { kind: "refuse", reason: "cancelled" };
     const session = await this.#open(call);
-    if (session.kind === "unreachable") return { kind: "refuse", reason: "transport_unavailable" };
+    if (session.kind === "unreachable") return { kind: "refuse", reason: session.reason ?? "transport_unavailable" };
     try {
       const { outcome } = await this.#converse(call, session);
-      if (outcome.kind === "failed" && !outcome.sent) return { kind: "refuse", reason: "transport_unavailable" };
+      if (outcome.kind === "failed" && !outcome.sent) return { kind: "refuse", reason: outcome.unsent ?? "transport_unavailable" };
       return { kind: "settle", outcome, settlementLate: false };
     } finally {
       void closeQuietly(session);

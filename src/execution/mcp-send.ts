@@ -13,6 +13,7 @@ import type { McpContactSink } from "./mcp-contacts";
 import type { CallSession } from "./dispatch-pipeline";
 import { shapeAnswer } from "./mcp-result";
 import { openMcpSession, type TransportCaps } from "./mcp-transport";
+import { HEADERS_ONLY, isAuthRefusal, type McpAuthorization } from "../mcp-oauth/server-access";
 import type { Dispatched } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";
 
@@ -28,12 +29,15 @@ export function transportCaps(config: HostConfig): TransportCaps {
  * Opens the call's MCP session; `unreachable` (nothing sent) when there is no server, the arguments changed, or connect/initialize failed. Never throws.
  * `traceparent` (tracing on, contract section 22): sent as the W3C header on every request of the session and in the tools/call's `params._meta`.
  * `contacts`: told how the connect and the call went (GET /api/mcp/servers).
+ * `authorization` (contract section 21): an OAuth server's token, got (and refreshed) before the checkpoint; missing,
+ * lapsed or refused (401/403, then never re-sent) is `authorization_required` with nothing run.
  */
 export async function openMcpCall(
   config: HostConfig,
   call: Dispatched,
   traceparent?: string,
   contacts: McpContactSink = () => {},
+  authorization: McpAuthorization = HEADERS_ONLY,
 ): Promise<CallSession> {
   const target = parseMcpToolName(call.tool_name);
   const server = target ? config.MCP_SERVERS[target.server] : undefined;
@@ -42,11 +46,21 @@ export async function openMcpCall(
   if ((await argumentsDigest(call.arguments)) !== call.arguments_digest) {
     return { kind: "unreachable", message: "The arguments changed after approval; the call was not sent." };
   }
-  const traced = traceparent === undefined ? server : { ...server, headers: { ...server.headers, traceparent } };
+  const access = await authorization.access(target.server, server);
+  if (access.kind === "authorization_required") {
+    contacts(target.server, { kind: "failed" });
+    return { kind: "unreachable", message: access.message, reason: "authorization_required" };
+  }
+  const authorized = access.server;
+  const traced = traceparent === undefined ? authorized : { ...authorized, headers: { ...authorized.headers, traceparent } };
   const caps = transportCaps(config);
   const opened = await openMcpSession(traced, caps);
   if (opened.kind === "failed") {
     contacts(target.server, { kind: "failed" });
+    if (server.oauth !== undefined && isAuthRefusal(opened.httpStatus)) {
+      await authorization.refused(target.server, server);
+      return { kind: "unreachable", message: opened.message, reason: "authorization_required" };
+    }
     return { kind: "unreachable", message: opened.message };
   }
   const { session } = opened;
@@ -60,6 +74,11 @@ export async function openMcpCall(
       const outcome = shapeAnswer(answer, caps.maxResponseBytes);
       if (outcome.kind === "failed") {
         contacts(target.server, { kind: "failed" });
+        if (server.oauth !== undefined && answer.kind === "failed" && isAuthRefusal(answer.httpStatus)) {
+          // The revision forbids a server to process a request with a token it refuses: nothing ran, nothing is re-sent.
+          await authorization.refused(target.server, server);
+          return { kind: "failed", code: outcome.code, message: outcome.message, sent: false, unsent: "authorization_required" };
+        }
         return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };
       }
       return {

@@ -28,6 +28,7 @@
  */
 import {
   Client,
+  InsufficientScopeError,
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
@@ -35,6 +36,7 @@ import {
   SdkErrorCode,
   SdkHttpError,
   StreamableHTTPClientTransport,
+  UnauthorizedError,
   type CallToolResult,
   type JSONRPCMessage,
   type PriorDiscovery,
@@ -54,6 +56,11 @@ export interface McpServerConfig {
   url: string;
   /** Sent on every request to the server (typically its auth). Never logged, never in a message. */
   headers?: Record<string, string>;
+  /**
+   * An OAuth access token (contract section 21), given to the SDK as a bare `authProvider` with no
+   * `onUnauthorized`: a 401 or 403 is thrown, never answered by a refresh and a second send.
+   */
+  accessToken?: string;
 }
 
 export interface TransportCaps {
@@ -103,6 +110,8 @@ export type McpCallAnswer =
        * reached the server. false only when it certainly did not.
        */
       sent: boolean;
+      /** The HTTP status the server refused the request with (401/403: its token was refused). */
+      httpStatus?: number;
     };
 
 export class McpTransportError extends Error {
@@ -220,7 +229,9 @@ export interface McpFollowUp {
 }
 
 /** The session, or why it could not be opened: then the server provably received no tools/call. */
-export type McpOpenResult = { kind: "open"; session: McpCallSession } | { kind: "failed"; code: McpFailureCode; message: string };
+export type McpOpenResult =
+  | { kind: "open"; session: McpCallSession }
+  | { kind: "failed"; code: McpFailureCode; message: string; httpStatus?: number };
 
 /**
  * Learns the server's era (a cached one, else the `server/discover` probe) and, for the earlier
@@ -235,7 +246,7 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
   } catch (error) {
     forgetEra(server.url);
     const failure = toTransportError(error);
-    return { kind: "failed", code: failure.code, message: failure.message };
+    return { kind: "failed", code: failure.code, message: failure.message, ...withStatus(failure) };
   }
   // "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more.
   let stage: "none" | "input_required" | "done" = "none";
@@ -361,6 +372,7 @@ class McpSession {
       requestInit: { headers: { ...server.headers } },
       fetch: (url, init) => this.fetch(url, init),
       reconnectionOptions: NO_RECONNECTION,
+      ...(server.accessToken !== undefined ? { authProvider: { token: async () => server.accessToken } } : {}),
     });
     // The Protocol chains a handler that is set before connect(), so this sees every message
     // before the SDK resolves the matching request.
@@ -505,7 +517,7 @@ class McpSession {
     // The server answered: the call reached it and it said no (execution redacts the text).
     if (rpcError && !this.failed) return { kind: "rpc_error", code: rpcError.code, message: rpcError.message };
     const failure = toTransportError(error);
-    return { kind: "failed", code: failure.code, message: failure.message, sent };
+    return { kind: "failed", code: failure.code, message: failure.message, sent, ...withStatus(failure) };
   }
 
   /** Frees the server's session (bounded, errors ignored), then closes the client. Once: a second close does nothing. */
@@ -658,9 +670,15 @@ function toTransportError(error: unknown): McpTransportError {
   return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
 }
 
-/** The HTTP status of a refusal, as the SDK's SdkHttpError carries it. */
+/** The HTTP status of a refusal, as the SDK's SdkHttpError carries it (its auth errors: 401, 403 insufficient_scope). */
 function httpStatusOf(error: unknown): number | undefined {
+  if (error instanceof UnauthorizedError) return 401;
+  if (error instanceof InsufficientScopeError) return 403;
   return error instanceof SdkHttpError && error.status >= 400 ? error.status : undefined;
+}
+
+function withStatus(error: McpTransportError): { httpStatus?: number } {
+  return error.httpStatus !== undefined ? { httpStatus: error.httpStatus } : {};
 }
 
 /** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */

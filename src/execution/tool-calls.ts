@@ -37,8 +37,16 @@ type ExecutedErrorCode =
  * Why an admitted call was stopped before it was sent. transport_unavailable:
  * its MCP server could not be reached, refused the connection or failed the
  * handshake, so it provably received nothing (contract section 7).
+ * authorization_required: its OAuth token is missing, lapsed or was refused
+ * (401/403), so the server processed nothing (contract section 21).
  */
-export type DispatchRefusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "transport_unavailable" | "cancelled";
+export type DispatchRefusal =
+  | "storage_unavailable"
+  | "replay_blocked"
+  | "prior_outcome_unknown"
+  | "transport_unavailable"
+  | "authorization_required"
+  | "cancelled";
 
 export const HUMAN_ASK_TOOL = "human__ask";
 
@@ -208,7 +216,14 @@ export function approvedByOf(grant: Grant): string {
 
 export type DispatchOutcome =
   | { kind: "result"; is_error: boolean; content_bytes: number; summary: string; model_text: string; sent: true }
-  | { kind: "failed"; code: Exclude<ExecutedErrorCode, "tool_error" | "settlement_timeout">; message: string; sent: boolean };
+  | {
+      kind: "failed";
+      code: Exclude<ExecutedErrorCode, "tool_error" | "settlement_timeout">;
+      message: string;
+      sent: boolean;
+      /** With `sent: false`: why nothing ran, when not transport_unavailable (a 401/403 refusal: authorization_required). */
+      unsent?: "authorization_required";
+    };
 
 /** The one way an emit effect is made: its fields are checked against the event's schema (src/stream/event-schemas.ts). */
 const emit = <T extends EventType>(type: T, fields: EventFields<T>): Effect => ({ kind: "emit", type, fields });
@@ -634,6 +649,7 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
     replay_blocked: "an outcome is already recorded for this call",
     prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
+    authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
   }[reason];
   return finish(calls, call, {
     now,

@@ -6,10 +6,11 @@
 import type { HostConfig } from "../config/config";
 import type { ModelToolSpec } from "../providers/model-provider";
 import type { McpContactSink } from "./mcp-contacts";
-import { listMcpTools, type McpServerConfig, type McpToolInfo } from "./mcp-transport";
+import { listMcpTools, McpTransportError, type McpToolInfo } from "./mcp-transport";
 import { transportCaps } from "./mcp-send";
 import { HUMAN_ASK_TOOL } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";
+import { HEADERS_ONLY, isAuthRefusal, type McpAuthorization } from "../mcp-oauth/server-access";
 
 const HUMAN_ASK_SPEC: ModelToolSpec = {
   name: HUMAN_ASK_TOOL,
@@ -26,10 +27,12 @@ export class ToolCatalog {
   readonly #lists = new Map<string, Promise<McpToolInfo[] | undefined>>();
 
   readonly #contacts: McpContactSink;
+  readonly #authorization: McpAuthorization;
 
-  constructor(config: HostConfig, contacts: McpContactSink = () => {}) {
+  constructor(config: HostConfig, contacts: McpContactSink = () => {}, authorization: McpAuthorization = HEADERS_ONLY) {
     this.#config = config;
     this.#contacts = contacts;
+    this.#authorization = authorization;
   }
 
   /** One tool's listing, or undefined when it is not an MCP tool of a configured server or the server could not list it. */
@@ -51,19 +54,27 @@ export class ToolCatalog {
     return tools;
   }
 
-  #list(name: string, server: McpServerConfig): Promise<McpToolInfo[] | undefined> {
+  #list(name: string, server: HostConfig["MCP_SERVERS"][string]): Promise<McpToolInfo[] | undefined> {
     let list = this.#lists.get(name);
     if (!list) {
-      list = listMcpTools(server, transportCaps(this.#config)).then(
-        (listing) => {
-          this.#contacts(name, { kind: "connected", protocol_version: listing.protocolVersion, tools: listing.tools.length });
-          return listing.tools;
-        },
-        () => {
-          this.#contacts(name, { kind: "failed" });
-          return undefined;
-        },
-      );
+      // An OAuth server is listed with its token (contract section 21); without one its tools stay unknown.
+      list = this.#authorization
+        .access(name, server)
+        .then((access) => {
+          if (access.kind === "authorization_required") throw new Error(access.message);
+          return listMcpTools(access.server, transportCaps(this.#config));
+        })
+        .then(
+          (listing) => {
+            this.#contacts(name, { kind: "connected", protocol_version: listing.protocolVersion, tools: listing.tools.length });
+            return listing.tools;
+          },
+          async (error: unknown) => {
+            this.#contacts(name, { kind: "failed" });
+            if (error instanceof McpTransportError && isAuthRefusal(error.httpStatus)) await this.#authorization.refused(name, server);
+            return undefined;
+          },
+        );
       this.#lists.set(name, list);
     }
     return list;

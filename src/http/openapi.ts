@@ -143,6 +143,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   409: "Conflicts with what was already decided (or a token name already used)",
   410: "Expired, or no longer retained",
   413: "Body over 64 KiB",
+  502: "The MCP server's authorization server could not be discovered or refused (contract section 21)",
   415: "Not a JSON body (JSON routes need Content-Type: application/json)",
   429: "rate_limited: too many failed authentications from this address, or triggers by this principal (Retry-After)",
   503: "Not configured, or storage busy or slow (Retry-After)",
@@ -366,6 +367,39 @@ function buildDocument() {
     summary:
       "Each configured MCP server as last seen: protocol version, tools, last contact; never header values (contract section 21, viewer)",
     responses: { 200: { description: "Every server of MCP_SERVERS", content: json(mcpServersListingSchema) }, ...errors(...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/mcp/servers/{server}/connect",
+    summary: "Start connecting an OAuth MCP server: the URL for the admin to open (contract section 21, admin)",
+    request: { params: z.object({ server: z.string().meta({ description: "A server of MCP_SERVERS with oauth" }) }) },
+    responses: {
+      200: {
+        description: "Open it in a browser signed in as the same principal",
+        content: json(z.object({ authorization_url: z.string() }).strict()),
+      },
+      ...errors(404, 409, 502, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/oauth/callback",
+    summary: "The authorization server's redirect: single-use state, same principal as the connect (contract section 21)",
+    security: [{ consoleSession: [] }, { cloudflareAccess: [] }],
+    request: {
+      query: z.object({ state: z.string(), code: z.string().optional(), iss: z.string().optional(), error: z.string().optional() }),
+    },
+    responses: {
+      200: { description: "A short page: the server is connected", content: { "text/html": { schema: z.string() } } },
+      ...errors(400, 403, 404, 502, 503),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/oauth/client.json",
+    summary: "The engine's OAuth client ID metadata document (contract section 21)",
+    security: [],
+    responses: { 200: { description: "Client metadata", content: json(z.looseObject({ client_id: z.string() })) }, ...errors(404) },
   });
   registry.registerPath({
     method: "post",

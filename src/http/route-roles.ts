@@ -32,6 +32,7 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/mutations": { role: "viewer" },
   "GET /api/openapi.json": { role: "viewer" },
   "GET /api/mcp/servers": { role: "viewer" },
+  "POST /api/mcp/servers/:server/connect": { role: "admin" },
   "POST /api/tokens": { role: "admin" },
   "GET /api/tokens": { role: "admin" },
   "DELETE /api/tokens/:name": { role: "admin" },

@@ -33,6 +33,7 @@ import { handleMetrics } from "../operate/metrics-route";
 import { handleHealth } from "../operate/health-route";
 import { handleCreateToken, handleListTokens, handleRevokeToken, type TokenAudit } from "./handlers/tokens";
 import { handleListMcpServers } from "./handlers/mcp-servers";
+import { handleCallback, handleClientDocument, handleConnect } from "../mcp-oauth/oauth-routes";
 import { auditStatement, newAuditId } from "../audit/audit-log";
 import { queueRefusal } from "../audit/queue-refusal";
 
@@ -248,7 +249,13 @@ router
   .get("/api/openapi.json", () => jsonResponse(200, openApiDocument()))
   .get("/api/metrics", (request, env) => handleMetrics(env, request.config))
   // The configured MCP servers as last seen (contract section 21).
-  .get("/api/mcp/servers", (request, env) => handleListMcpServers(env.DB, request.config));
+  .get("/api/mcp/servers", (request, env) => handleListMcpServers(env.DB, request.config))
+  // OAuth for hosted servers (contract section 21): the connect (admin), the callback and the client metadata document.
+  .post("/api/mcp/servers/:server/connect", (request, env) =>
+    handleConnect(env.DB, request.config, decodePathParam(request.params.server), request.principal.id),
+  )
+  .get("/oauth/callback", (request, env, ctx) => handleCallback(request, env, ctx))
+  .get("/oauth/client.json", (_request, env) => handleClientDocument(env));
 
 // Named tokens and the audit log (contract section 18).
 router

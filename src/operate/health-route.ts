@@ -12,7 +12,8 @@ import { authorize, lacksRole } from "../auth/authorize";
 import { apiError, jsonResponse } from "../http/api-error";
 import { ruleOf } from "../http/route-roles";
 import { isAuthorized } from "../http/auth";
-import { listMcpTools, McpTransportError } from "../execution/mcp-transport";
+import { listMcpTools, type McpServerConfig, McpTransportError } from "../execution/mcp-transport";
+import { oauthAuthorization } from "../mcp-oauth/server-access";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
 import { isPostingStopped } from "../slack/stop-posting";
 import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
@@ -52,7 +53,13 @@ export async function handleHealth(
     mcp: Object.fromEntries(
       Object.entries(config?.MCP_SERVERS ?? {}).map(([name, server]) => [
         name,
-        () => cache.get(name, probeKey(server), Date.now(), () => probeMcp(server, connectMs, config?.MCP_MAX_RESPONSE_BYTES)),
+        () =>
+          cache.get(name, probeKey(server), Date.now(), async () => {
+            // An OAuth server is probed with its token (contract section 21); without a usable one it needs authorization.
+            const access = config ? await oauthAuthorization(env.DB, config).access(name, server) : { kind: "ready" as const, server };
+            if (access.kind === "authorization_required") return "authorization_required";
+            return probeMcp(access.server, connectMs, config?.MCP_MAX_RESPONSE_BYTES);
+          }),
       ]),
     ),
   });
@@ -65,7 +72,7 @@ function probeKey(server: { url: string; headers?: Record<string, string> }): st
 }
 
 /** tools/list over the engine's own transport, the whole probe within MCP_CONNECT_TIMEOUT_MS. */
-function probeMcp(server: { url: string; headers?: Record<string, string> }, connectMs: number, maxBytes = 1_048_576): Promise<McpState> {
+function probeMcp(server: McpServerConfig, connectMs: number, maxBytes = 1_048_576): Promise<McpState> {
   const listed = listMcpTools(server, { connectTimeoutMs: connectMs, callTimeoutMs: connectMs, maxResponseBytes: maxBytes })
     .then((): McpState => "ok")
     .catch((err: unknown): McpState => {

@@ -345,6 +345,7 @@ const NOT_EXECUTED_REASONS: Record<string, string> = {
   replay_blocked: "it was already recorded once and is never replayed",
   prior_outcome_unknown: "an earlier identical call has an unknown outcome; reconcile that first",
   transport_unavailable: "the tool's server could not be reached; nothing was sent",
+  authorization_required: "the tool's server needs an admin to connect it (OAuth); nothing was run",
 };
 
 export function mutationNotExecuted(toolName: string, reason: string): RenderedMessage {

@@ -30,6 +30,8 @@ const notExecutedReasonSchema = z.enum([
   "replay_blocked",
   "prior_outcome_unknown",
   "transport_unavailable",
+  // Contract section 21: an OAuth server's token is missing, lapsed or refused.
+  "authorization_required",
 ]);
 const executedErrorCodeSchema = z.enum([
   "transport_timeout",

@@ -177,11 +177,16 @@ export const mcpServerListItemSchema = z
       .string()
       .nullable()
       .meta({ description: "The revision the last successful contact spoke (2026-07-28, or 2025-11-25 / 2025-06-18); null before one." }),
-    auth: z.enum(["none", "headers", "oauth"]).meta({ description: "headers: MCP_SERVERS sends configured headers (never shown)." }),
+    auth: z.enum(["none", "headers", "oauth"]).meta({
+      description: "headers: MCP_SERVERS sends configured headers (never shown); oauth: the engine's OAuth grant (contract section 21).",
+    }),
     trust_annotations: z.boolean().meta({ description: "Whether the server's readOnlyHint counts (MCP_SERVERS, default false)." }),
     connected: z.boolean().nullable().meta({ description: "Whether the last contact succeeded; null before the first." }),
     tools: z.number().int().nonnegative().nullable().meta({ description: "Tools in the last listing; null before one." }),
     last_contact_at: z.string().nullable(),
+    issuer: z.string().optional().meta({ description: "oauth: the authorization server that issued the grant." }),
+    connected_by: z.string().optional().meta({ description: "oauth: the principal whose grant serves the deployment." }),
+    connected_at: z.string().optional().meta({ description: "oauth: when that principal connected the server." }),
   })
   .strict()
   .meta({ id: "McpServerListItem" });

@@ -82,6 +82,8 @@ export interface WorkerServerOptions {
   bundle?: WorkerBundle;
   /** wrangler dev's --log-level; default "warn". "log" keeps the Worker's console.log lines (its libraries' too) in logs(). */
   logLevel?: "warn" | "log";
+  /** The loopback port to serve on (from freePort()), when a var must name the server's own origin (PUBLIC_URL); default a free one. */
+  port?: number;
 }
 
 export async function freePort(): Promise<number> {
@@ -158,7 +160,7 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
     throw err;
   }
 
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawn(
     process.execPath,
     [

@@ -207,3 +207,37 @@ describe("approval policy settings (contract section 19)", () => {
     expect(paths({ TOOL_POLICY: '{"x":{"approvers":["group:ops"]}}', APPROVER_GROUPS: '{"ops":["token:b"]}' })).toBe("ready");
   });
 });
+
+describe("MCP OAuth settings (contract section 21)", () => {
+  const KEY = btoa("k".repeat(32));
+  const oauthServers = '{"hosted":{"url":"https://mcp.example/mcp","oauth":{"client_id":"engine","scopes":["read","write"]}}}';
+
+  it("reads oauth with MCP_TOKEN_KEY and PUBLIC_URL", () => {
+    const result = parseConfig({
+      API_TOKEN: "t".repeat(32),
+      MCP_SERVERS: oauthServers,
+      MCP_TOKEN_KEY: KEY,
+      PUBLIC_URL: "https://engine.example/",
+    });
+    expect(result.state).toBe("ready");
+    expect(result.state === "ready" && result.config.MCP_SERVERS.hosted?.oauth).toEqual({ client_id: "engine", scopes: ["read", "write"] });
+  });
+
+  it("fails closed without MCP_TOKEN_KEY or PUBLIC_URL, with a key that is not 32 bytes, or an unknown oauth field", () => {
+    const base = { API_TOKEN: "t".repeat(32), MCP_SERVERS: oauthServers };
+    const missing = parseConfig(base);
+    expect(missing.state).toBe("bad_config");
+    expect(missing.state === "bad_config" && missing.details.map((d) => d.path).sort()).toEqual(["MCP_TOKEN_KEY", "PUBLIC_URL"]);
+    const shortKey = parseConfig({ ...base, MCP_TOKEN_KEY: btoa("short"), PUBLIC_URL: "https://engine.example" });
+    expect(shortKey.state === "bad_config" && shortKey.details.map((d) => d.path)).toEqual(["MCP_TOKEN_KEY"]);
+    const unknown = parseConfig({
+      ...base,
+      MCP_SERVERS: '{"hosted":{"url":"https://mcp.example/mcp","oauth":{"client_secret":"x"}}}',
+      MCP_TOKEN_KEY: KEY,
+      PUBLIC_URL: "https://engine.example",
+    });
+    expect(unknown.state).toBe("bad_config");
+    // Without any oauth server neither setting is needed.
+    expect(parseConfig({ API_TOKEN: "t".repeat(32) }).state).toBe("ready");
+  });
+});

@@ -24,7 +24,7 @@ interface FakeOptions {
   settle?: "settled" | "late";
   read?: Partial<MutationOutcomeRow> | null | "unavailable";
   /** What opening the MCP session gives: open (default), unreachable, or the opener throws. */
-  session?: "open" | "unreachable" | "throws";
+  session?: "open" | "unreachable" | "throws" | "unauthorized";
   outcome?: DispatchOutcome;
   /** The answers of successive sends (contract section 21: input_required, then the follow-ups'); overrides `outcome`. */
   answers?: SendOutcome[];
@@ -106,6 +106,7 @@ function fakes(options: FakeOptions = {}) {
     options.duringOpen?.();
     if (options.session === "throws") throw new Error("opener broke");
     if (options.session === "unreachable") return { kind: "unreachable", message: "connect ECONNREFUSED" };
+    if (options.session === "unauthorized") return { kind: "unreachable", message: "not connected", reason: "authorization_required" };
     return {
       kind: "open",
       send: async (followUp) => {
@@ -459,5 +460,28 @@ describe("questions mid-call (contract section 21)", () => {
     expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "transport_error", sent: true } });
     expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 2 });
     expect(f.unsent).toEqual([]);
+  });
+});
+
+describe("authorization (contract section 21)", () => {
+  it("a server without a usable token ends authorization_required before any checkpoint: row unsent, nothing sent", async () => {
+    const f = fakes({ session: "unauthorized" });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "authorization_required" });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "unsent"]);
+    expect(f.unsent).toEqual([UNSENT("authorization_required")]);
+    expect(f.sent).toEqual([]);
+  });
+
+  it("a tools/call refused for its token (401/403) settles unsent with authorization_required, sent once", async () => {
+    const f = fakes({
+      outcome: { kind: "failed", code: "transport_error", message: "401", sent: false, unsent: "authorization_required" },
+    });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "authorization_required" });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "send", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("authorization_required")]);
+    expect(f.sent).toHaveLength(1);
+    expect(f.settled).toEqual([]);
   });
 });

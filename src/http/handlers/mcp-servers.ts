@@ -5,6 +5,7 @@
 // Header values never appear.
 import type { HostConfig } from "../../config/config";
 import { readMcpContacts } from "../../execution/mcp-contacts";
+import { readGrantSummaries } from "../../mcp-oauth/oauth-store";
 import type { mcpServersListingSchema } from "../../wire/listing-schemas";
 import type { z } from "zod";
 import { jsonResponse } from "../api-error";
@@ -12,19 +13,23 @@ import { jsonResponse } from "../api-error";
 type McpServersListing = z.output<typeof mcpServersListingSchema>;
 
 export async function handleListMcpServers(db: D1Database, config: HostConfig): Promise<Response> {
-  const contacts = await readMcpContacts(db);
+  const [contacts, grants] = await Promise.all([readMcpContacts(db), readGrantSummaries(db)]);
   const listing: McpServersListing = {
     servers: Object.entries(config.MCP_SERVERS).map(([server, settings]) => {
       const contact = contacts.get(server);
+      const grant = settings.oauth !== undefined ? grants.get(server) : undefined;
+      // For OAuth, connected also needs a usable grant (contract section 21): none, or a lapsed one, is false.
+      const usable = settings.oauth === undefined || (grant !== undefined && !grant.lapsed);
       return {
         server,
         url: shownUrl(settings.url),
         protocol_version: contact?.protocol_version ?? null,
-        auth: Object.keys(settings.headers ?? {}).length > 0 ? "headers" : "none",
+        auth: settings.oauth !== undefined ? "oauth" : Object.keys(settings.headers ?? {}).length > 0 ? "headers" : "none",
         trust_annotations: settings.trust_annotations,
-        connected: contact?.connected ?? null,
+        connected: usable ? (contact?.connected ?? null) : false,
         tools: contact?.tools ?? null,
         last_contact_at: contact?.last_contact_at ?? null,
+        ...(grant !== undefined ? { issuer: grant.issuer, connected_by: grant.connected_by, connected_at: grant.connected_at } : {}),
       };
     }),
   };
