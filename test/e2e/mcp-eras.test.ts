@@ -189,3 +189,38 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
     expect(printed.stdout).not.toContain(API_KEY);
   });
 });
+
+describe("MCP 2026-07-28 headers: Mcp-Param-* from the tool's x-mcp-header declarations", () => {
+  it("mirrors an annotated argument into its Mcp-Param header, base64-wrapped when it is not plain ASCII, beside Mcp-Method and Mcp-Name", async () => {
+    stateless.reset();
+    // Not a plain ASCII field value (non-ASCII letters, trailing space): the revision wants =?base64?…?=.
+    const text = "grüße aus Zürich ";
+    const events = await runApproving([{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "param", arguments: { text } }] }]);
+    // The server (the v2 SDK) refuses a call whose Mcp-Param-Text is absent or disagrees with the body.
+    expect(executionOf(events, "param")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(stateless.notes()).toEqual([text]);
+    const calls = stateless.seen().filter((r) => r.method === "tools/call");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.headers).toEqual({
+      "mcp-protocol-version": MODERN,
+      "mcp-method": "tools/call",
+      "mcp-name": "create_note",
+      "mcp-param-text": `=?base64?${Buffer.from(text, "utf8").toString("base64")}?=`,
+    });
+    // A plain value rides as it is; a tool without declarations (list_notes) gets no Mcp-Param header.
+    stateless.reset();
+    await runApproving([
+      {
+        tool_calls: [
+          { tool_name: CREATE_NOTE, tool_call_id: "plain", arguments: { text: "plain note" } },
+          { tool_name: LIST_NOTES, tool_call_id: "list", arguments: {} },
+        ],
+      },
+    ]);
+    const plain = stateless.seen().filter((r) => r.method === "tools/call");
+    expect(plain.map((r) => [r.tool, r.headers["mcp-param-text"]])).toEqual([
+      ["create_note", "plain note"],
+      ["list_notes", undefined],
+    ]);
+  });
+});

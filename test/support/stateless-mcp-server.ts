@@ -21,7 +21,13 @@ interface SeenRequest {
   tool?: string;
   /** The request's `params._meta`. */
   meta?: Record<string, unknown>;
-  headers: { "mcp-protocol-version"?: string; "mcp-method"?: string; "mcp-name"?: string; "mcp-session-id"?: string };
+  headers: {
+    "mcp-protocol-version"?: string;
+    "mcp-method"?: string;
+    "mcp-name"?: string;
+    "mcp-session-id"?: string;
+    "mcp-param-text"?: string;
+  };
   /** The HTTP status the server answered. */
   status: number;
 }
@@ -44,7 +50,9 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
   const notes: string[] = [];
   const factory = () => {
     const server = new McpServer({ name: "stateless-test-server", version: "1.0.0" });
-    server.registerTool("create_note", { description: "Create a note.", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => {
+    // `text` rides as the revision's Mcp-Param-Text header too (x-mcp-header); the SDK refuses a call whose header disagrees.
+    const inputSchema = z.object({ text: z.string().meta({ "x-mcp-header": "Text" }) });
+    server.registerTool("create_note", { description: "Create a note.", inputSchema }, async ({ text }) => {
       notes.push(text);
       return { content: [{ type: "text", text: `created note ${notes.length}: ${text}` }] };
     });
@@ -119,7 +127,13 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
 
 function describe(req: IncomingMessage, body: Buffer): Omit<SeenRequest, "status"> {
   const header = (name: string) => (typeof req.headers[name] === "string" ? { [name]: req.headers[name] } : {});
-  const headers = { ...header("mcp-protocol-version"), ...header("mcp-method"), ...header("mcp-name"), ...header("mcp-session-id") };
+  const headers = {
+    ...header("mcp-protocol-version"),
+    ...header("mcp-method"),
+    ...header("mcp-name"),
+    ...header("mcp-session-id"),
+    ...header("mcp-param-text"),
+  };
   let message: { method?: unknown; params?: { name?: unknown; _meta?: unknown } } | undefined;
   try {
     message = body.byteLength > 0 ? JSON.parse(body.toString("utf8")) : undefined;
