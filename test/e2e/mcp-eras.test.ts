@@ -7,12 +7,15 @@
 // on every request, never initialize or a session, and exactly one
 // tools/call per approved mutation; the demo server gets initialize after
 // the probe. GET /api/mcp/servers (and the CLI's `mcp list`) show each as
-// last seen, without header values.
+// last seen, without header values. A third server is one the engine did not
+// write: the MCP maintainers' server-everything (an older-revision server
+// with sessions), called for a read tool.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { demoCalls, demoReset } from "../support/e2e-client";
+import { startEverythingMcpProcess, type EverythingMcpProcess } from "../support/everything-mcp-process";
 import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
@@ -25,17 +28,20 @@ const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
 const MODERN = "2026-07-28";
 
 let stateless: StatelessMcpServer;
+let everything: EverythingMcpProcess;
 let server: WorkerServer;
 let engine: EngineClient;
 
 beforeAll(async () => {
-  stateless = await startStatelessMcpServer(API_KEY);
+  [stateless, everything] = await Promise.all([startStatelessMcpServer(API_KEY), startEverythingMcpProcess()]);
   server = await startWorkerServer({
     ...e2eVars(`${demo}/mcp`),
     APPROVAL_TIMEOUT_MS: "30000",
     MCP_SERVERS: JSON.stringify({
       stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: API_KEY }, trust_annotations: true },
       demo: { url: `${demo}/mcp` },
+      // Its readOnlyHint tools run without approval only because it is marked trusted.
+      everything: { url: everything.url, trust_annotations: true },
     }),
     MUTATION_BUDGET: JSON.stringify({ [CREATE_NOTE]: 3, [CREATE_DASHBOARD]: 1 }),
   });
@@ -45,6 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await stateless?.stop();
+  await everything?.stop();
 });
 
 beforeEach(async () => {
@@ -119,6 +126,16 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
           tools: null,
           last_contact_at: null,
         },
+        {
+          server: "everything",
+          url: everything.url,
+          protocol_version: null,
+          auth: "none",
+          trust_annotations: true,
+          connected: null,
+          tools: null,
+          last_contact_at: null,
+        },
       ],
     });
   });
@@ -168,6 +185,21 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
     expect(methods.filter((m) => m === "tools/call")).toEqual(["tools/call"]);
   });
 
+  it("runs server-everything's read tool get-sum through the engine: no approval (readOnlyHint on a trusted server), the server's answer as the result", async () => {
+    const events = await runApproving([
+      { tool_calls: [{ tool_name: "mcp__everything__get-sum", tool_call_id: "sum", arguments: { a: 2, b: 40 } }] },
+    ]);
+    expect(events.find((e) => e.type === "tool_started" && e.tool_call_id === "sum")).toMatchObject({ approval_required: false });
+    expect(events.filter((e) => e.type === "approval_requested")).toEqual([]);
+    expect(executionOf(events, "sum")).toMatchObject({
+      execution_status: "executed",
+      result: { is_error: false, summary: expect.stringContaining("42") },
+    });
+    // It speaks an earlier revision: the engine fell back to initialize after its server/discover probe.
+    const listed = Object.fromEntries((await engine.listMcpServers()).map((s) => [s.server, s]));
+    expect(listed.everything).toMatchObject({ protocol_version: "2025-11-25", connected: true });
+  });
+
   it("shows each server as last seen: the revision it speaks, its tools, its last contact", async () => {
     const listed = await engine.listMcpServers();
     const byName = Object.fromEntries(listed.map((s) => [s.server, s]));
@@ -185,6 +217,11 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
         ),
       ),
       expect.stringMatching(new RegExp(`^demo ${demo}/mcp protocol=2025-11-25 auth=none tools=8 connected=yes last_contact=\\S+$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^everything ${everything.url} protocol=2025-11-25 auth=none tools=\\d+ connected=yes last_contact=\\S+ trust_annotations$`,
+        ),
+      ),
     ]);
     expect(printed.stdout).not.toContain(API_KEY);
   });
