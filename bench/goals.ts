@@ -20,6 +20,8 @@ const GOAL_REPLAY_MS = 200;
 const GOAL_RAW_RATIO = 1.5;
 /** Issue 8: the engine's server CPU per delivered event within this factor of the raw floor's. */
 export const GOAL_SERVER_CPU_RATIO = 1.3;
+/** Issue 21: HTTP requests per approved mutation on a stateless (2026-07-28) server, counted at the server: the tools/call alone, no handshake (phase 15). */
+export const GOAL_STATELESS_REQUESTS_PER_MUTATION = 1;
 
 interface Verdict {
   /** Where it was measured: a path label, or "-" for the run as a whole. */

@@ -67,6 +67,10 @@
 //      for create_dashboard under approvals_required 2 (two owners' tokens
 //      voting), beside the same tool under one vote, each on its own server;
 //      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
+//  15. MCP eras (issue 21, phases/mcp-eras.ts): HTTP requests per approved
+//      mutation counted at the server (goal: exactly one, the tools/call, on a
+//      2026-07-28 server) and approval → tools/call arrival, beside the
+//      2025-11-25 server in the same run. `BENCH_ONLY=eras npm run bench`.
 //
 // Layout: bench/phases/<phase>.ts measure, bench/report.ts renders,
 // bench/goals.ts judges, bench/settings.ts holds the counts and bounds,
@@ -88,6 +92,7 @@ import { approvalPhase } from "./phases/approvals";
 import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { votesPhase, votesReport } from "./phases/votes";
 import { consolePhase } from "./phases/console";
+import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
@@ -143,6 +148,10 @@ async function main(): Promise<void> {
     process.stdout.write(authCostReport(await authCostPhase()));
     return;
   }
+  if (process.env.BENCH_ONLY === "eras") {
+    process.stdout.write(mcpErasReport(await mcpErasPhase()));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -172,6 +181,7 @@ async function main(): Promise<void> {
   const tracing = await tracingCpuPhase();
   const auth = await authCostPhase();
   const votes = await votesPhase(demo.url, demo.baseUrl);
+  const eras = await mcpErasPhase();
   process.stdout.write(
     report({
       paths,
@@ -186,7 +196,8 @@ async function main(): Promise<void> {
       scrapeReport(scrape) +
       tracingCpuReport(tracing) +
       authCostReport(auth) +
-      votesReport(votes),
+      votesReport(votes) +
+      mcpErasReport(eras),
   );
 }
 

@@ -15,8 +15,9 @@
  *    and Mcp-Session-Id only, `server/discover` unknown, the eight tools without the question
  *    one; stateless clients (no session header) are served too, and sessions that are deleted or
  *    sit idle are evicted so per-call clients do not leak memory. The test suites run this kind.
- *  - Expose a JSON control API under /control so tests can count tools/call requests, inspect
- *    state, reset, and arm per-call faults (delay, error, commit_then_drop).
+ *  - Expose a JSON control API under /control so tests can count tools/call requests (and every
+ *    HTTP request to the MCP endpoint, by JSON-RPC method, for the benchmark), inspect state,
+ *    reset, and arm per-call faults (delay, error, commit_then_drop).
  *  - Serve the same tools at /mcp-protected only with `Authorization: Bearer demo-mcp-token`
  *    (401 with WWW-Authenticate otherwise), for the health probe's authorization_required.
  *
@@ -390,6 +391,24 @@ class CallLog {
   }
 }
 
+/** Every HTTP request to the MCP endpoints, by JSON-RPC method (or HTTP method without a body): what a mutation costs on the wire. */
+class RequestLog {
+  private byMethod = new Map<string, number>();
+
+  record(method: string): void {
+    this.byMethod.set(method, (this.byMethod.get(method) ?? 0) + 1);
+  }
+
+  reset(): void {
+    this.byMethod.clear();
+  }
+
+  snapshot(): { total: number; by_method: Record<string, number> } {
+    const byMethod = Object.fromEntries(this.byMethod);
+    return { total: Object.values(byMethod).reduce((sum, n) => sum + n, 0), by_method: byMethod };
+  }
+}
+
 const FAULT_MODES = ["delay", "error", "commit_then_drop"] as const;
 type FaultMode = (typeof FAULT_MODES)[number];
 
@@ -620,6 +639,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
   const sessionIdleTtlMs = options.sessionIdleTtlMs ?? DEFAULT_SESSION_IDLE_TTL_MS;
   const state = new DemoState();
   const calls = new CallLog();
+  const requests = new RequestLog();
   const faults = new FaultTable();
   const sessions = new Map<string, LegacySession>();
 
@@ -701,6 +721,9 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
     }
 
     // Counted on arrival, before routing or faults, so tests see every attempt.
+    const messages = Array.isArray(body) ? body : [body];
+    const first = messages[0] as { method?: unknown } | undefined;
+    requests.record(typeof first?.method === "string" ? first.method : (req.method ?? "?"));
     const toolCalls = toolCallsIn(body);
     const header = req.headers.traceparent;
     for (const call of toolCalls)
@@ -727,6 +750,8 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
         return writeJson(res, 200, calls.snapshot());
       case "GET /control/state":
         return writeJson(res, 200, state.snapshot());
+      case "GET /control/requests":
+        return writeJson(res, 200, requests.snapshot());
       case "GET /control/sessions":
         return writeJson(res, 200, { open: sessions.size });
       case "GET /control/faults":
@@ -742,6 +767,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
       case "POST /control/reset":
         state.reset();
         calls.reset();
+        requests.reset();
         faults.reset();
         return writeJson(res, 200, { ok: true });
       default:

@@ -207,6 +207,9 @@ describe("demo MCP server as a separate process (2026-07-28, stateless)", () => 
       ["list_dashboards", {}],
     ]);
     expect(Number.isNaN(Date.parse(calls.calls[0]!.at))).toBe(false);
+    // Every HTTP request, by method: on 2026-07-28 each call is exactly one request, with no handshake.
+    const requests = (await control<{ total: number; by_method: Record<string, number> }>(mcpUrl, "GET", "/control/requests")).json;
+    expect(requests).toEqual({ total: 4, by_method: { "tools/call": 3, "tools/list": 1 } });
   });
 
   it("delay fault: the call succeeds after at least delay_ms", async () => {
