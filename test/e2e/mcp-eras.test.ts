@@ -261,3 +261,43 @@ describe("MCP 2026-07-28 headers: Mcp-Param-* from the tool's x-mcp-header decla
     ]);
   });
 });
+
+describe("crash invariants on a stateless server: SIGKILL mid-call", () => {
+  it("the Worker killed while the tools/call is in flight: after the restart the call is executed(transport_error), its row outcome_unknown, and it was sent once", async () => {
+    stateless.reset();
+    const HOLD_MS = 1_500;
+    stateless.holdNextCreate(HOLD_MS);
+    const text = `crash ${Date.now()}`;
+    const { run_id: runId } = await engine.trigger({
+      message: "m",
+      channel_id: `C-crash-${Date.now()}`,
+      script: [{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "crash", arguments: { text } }] }, { text: "done" }],
+    });
+    for await (const event of engine.events(runId)) {
+      if (event.type !== "approval_requested") continue;
+      await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+      break;
+    }
+    // The server has the call (counted on arrival) and is holding it: kill wrangler and workerd now.
+    await expect.poll(() => stateless.arrivals(), { timeout: 10_000, interval: 20 }).toEqual([text]);
+    const arrivedAt = Date.now();
+    server = await server.crashAndRestart();
+    engine = new EngineClient({ baseUrl: server.url, token: server.token });
+
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    expect(executionOf(events, "crash")).toMatchObject({
+      execution_status: "executed",
+      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+    });
+    expect(events.at(-1)?.type).toBe("run_completed");
+    const mutations = (await (await server.api(`/api/runs/${runId}/mutations`)).json()) as {
+      mutations: { state: string; dispatched: boolean }[];
+    };
+    expect(mutations.mutations).toMatchObject([{ state: "outcome_unknown", dispatched: true }]);
+    // Well past the server's hold: still exactly one arrival and one tools/call request, never a second send.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, arrivedAt + HOLD_MS + 500 - Date.now())));
+    expect(stateless.arrivals()).toEqual([text]);
+    expect(stateless.seen().filter((r) => r.method === "tools/call")).toHaveLength(1);
+  });
+});

@@ -39,6 +39,10 @@ export interface StatelessMcpServer {
   seen(): SeenRequest[];
   /** The notes created so far. */
   notes(): string[];
+  /** The texts of the create_note calls that reached the server, counted on arrival (before any answer). */
+  arrivals(): string[];
+  /** The next create_note waits this long before it creates its note (a call in flight, for the crash test). */
+  holdNextCreate(ms: number): void;
   reset(): void;
   stop(): Promise<void>;
 }
@@ -48,11 +52,17 @@ const MAX_BODY_BYTES = 1024 * 1024;
 export async function startStatelessMcpServer(apiKey: string): Promise<StatelessMcpServer> {
   const seen: SeenRequest[] = [];
   const notes: string[] = [];
+  const arrivals: string[] = [];
+  let holdMs = 0;
   const factory = () => {
     const server = new McpServer({ name: "stateless-test-server", version: "1.0.0" });
     // `text` rides as the revision's Mcp-Param-Text header too (x-mcp-header); the SDK refuses a call whose header disagrees.
     const inputSchema = z.object({ text: z.string().meta({ "x-mcp-header": "Text" }) });
     server.registerTool("create_note", { description: "Create a note.", inputSchema }, async ({ text }) => {
+      arrivals.push(text);
+      const hold = holdMs;
+      holdMs = 0;
+      if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
       notes.push(text);
       return { content: [{ type: "text", text: `created note ${notes.length}: ${text}` }] };
     });
@@ -113,9 +123,15 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
     url: `http://127.0.0.1:${port}/mcp`,
     seen: () => [...seen],
     notes: () => [...notes],
+    arrivals: () => [...arrivals],
+    holdNextCreate: (ms) => {
+      holdMs = ms;
+    },
     reset: () => {
       seen.length = 0;
       notes.length = 0;
+      arrivals.length = 0;
+      holdMs = 0;
     },
     stop: () =>
       new Promise<void>((resolve) => {
