@@ -7,7 +7,6 @@
 // which is the dispatch alone (the tool listing and policy come before the
 // approval). Timed: approval sent → the tools/call's arrival at the server
 // (its call log's arrival time; both processes share this machine's clock).
-import { performance } from "node:perf_hooks";
 import { startDemoMcpProcess, type DemoMcpProcess } from "../../test/support/demo-mcp-process";
 import { GOAL_STATELESS_REQUESTS_PER_MUTATION } from "../goals";
 import { type Client, log, percentile, range, sortedCopy, tally, Waiter } from "../http-client";
@@ -71,7 +70,8 @@ async function oneRun(
     await waiter.until(() => approvalId !== undefined || ended, `approval_requested in ${runId}`);
     if (approvalId === undefined) throw new Error(`run ${runId} ended without approval_requested`);
     const before = await getJson<Snapshot>(`${demo.baseUrl}/control/requests`);
-    const sentAtWallMs = performance.timeOrigin + performance.now();
+    // Wall clock, as the server's call log stamps the arrival (one machine, one clock).
+    const sentAtWallMs = Date.now();
     await client.engine.decideApproval(runId, approvalId, { decision: "approve" });
     await waiter.until(() => ended, `the end of ${runId}`);
     const after = await getJson<Snapshot>(`${demo.baseUrl}/control/requests`);
