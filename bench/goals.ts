@@ -19,13 +19,15 @@ const GOAL_P99_100_SUBS_MS = 5;
 const GOAL_REPLAY_MS = 200;
 const GOAL_RAW_RATIO = 1.5;
 /** Issue 8: the engine's server CPU per delivered event within this factor of the raw floor's. */
-const GOAL_SERVER_CPU_RATIO = 1.3;
+export const GOAL_SERVER_CPU_RATIO = 1.3;
 /** Issue 16: at 50 subscribers (phase 2), the engine's server CPU per delivered event within this factor of the raw floor's. */
 const GOAL_SERVER_CPU_RATIO_50_SUBS = 1.1;
 
 /** The bound on the engine/raw server CPU ratio for one place it is measured. */
 export const serverCpuGoal = (source: CpuSource): number =>
   source.phase === "latency" && source.subscribers === 50 ? GOAL_SERVER_CPU_RATIO_50_SUBS : GOAL_SERVER_CPU_RATIO;
+/** Issue 21: HTTP requests per approved mutation on a stateless (2026-07-28) server, counted at the server: the tools/call alone, no handshake (phase 15). */
+export const GOAL_STATELESS_REQUESTS_PER_MUTATION = 1;
 
 interface Verdict {
   /** Where it was measured: a path label, or "-" for the run as a whole. */

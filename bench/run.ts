@@ -68,6 +68,10 @@
 //      for create_dashboard under approvals_required 2 (two owners' tokens
 //      voting), beside the same tool under one vote, each on its own server;
 //      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
+//  15. MCP eras (issue 21, phases/mcp-eras.ts): HTTP requests per approved
+//      mutation counted at the server (goal: exactly one, the tools/call, on a
+//      2026-07-28 server) and approval → tools/call arrival, beside the
+//      2025-11-25 server in the same run. `BENCH_ONLY=eras npm run bench`.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -92,6 +96,7 @@ import { approvalPhase } from "./phases/approvals";
 import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { votesPhase, votesReport } from "./phases/votes";
 import { consolePhase } from "./phases/console";
+import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
@@ -182,6 +187,10 @@ async function main(): Promise<void> {
     process.stdout.write(latencyReport(paths, counts, { before: loadBefore, after: loadAverage() }));
     return;
   }
+  if (process.env.BENCH_ONLY === "eras") {
+    process.stdout.write(mcpErasReport(await mcpErasPhase()));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -211,6 +220,7 @@ async function main(): Promise<void> {
   const tracing = await tracingCpuPhase();
   const auth = await authCostPhase();
   const votes = await votesPhase(demo.url, demo.baseUrl);
+  const eras = await mcpErasPhase();
   process.stdout.write(
     report({
       paths,
@@ -225,7 +235,8 @@ async function main(): Promise<void> {
       scrapeReport(scrape) +
       tracingCpuReport(tracing) +
       authCostReport(auth) +
-      votesReport(votes),
+      votesReport(votes) +
+      mcpErasReport(eras),
   );
 }
 

@@ -5,33 +5,48 @@
  *  - Serve seven observability tools (dashboards, KPIs, alerts; `delete_dashboard` the one its
  *    annotations call destructive) and `echo` (answers with its own arguments, so tests can see
  *    what a result echoing secrets does) over MCP Streamable HTTP at
- *    http://127.0.0.1:<port>/mcp, keeping all state in memory.
- *  - Accept both stateful clients (Mcp-Session-Id) and stateless ones (no session header),
- *    evicting sessions that are deleted or sit idle so per-call clients do not leak memory.
- *  - Expose a JSON control API under /control so tests can count tools/call requests, inspect
- *    state, reset, and arm per-call faults (delay, error, commit_then_drop).
+ *    http://127.0.0.1:<port>/mcp, on the official v2 server package, keeping all state in memory.
+ *  - Speak MCP 2026-07-28 by default (contract section 21): stateless, no initialize and no
+ *    session, every request its own exchange, with one more tool, `schedule_report`, that asks
+ *    its caller a question mid-call (an `input_required` result with one form elicitation and a
+ *    signed `requestState`) and completes on the follow-up request that carries the answer.
+ *    Clients of the earlier revisions are served statelessly by the package's own fallback.
+ *  - With `era: "2025-11-25"` (DEMO_MCP_ERA=2025-11-25) be an older server instead: initialize
+ *    and Mcp-Session-Id only, `server/discover` unknown, the eight tools without the question
+ *    one; stateless clients (no session header) are served too, and sessions that are deleted or
+ *    sit idle are evicted so per-call clients do not leak memory. The test suites run this kind.
+ *  - Expose a JSON control API under /control so tests can count tools/call requests (and every
+ *    HTTP request to the MCP endpoint, by JSON-RPC method, for the benchmark), inspect state,
+ *    reset, and arm per-call faults (delay, error, commit_then_drop).
  *  - Serve the same tools at /mcp-protected only with `Authorization: Bearer demo-mcp-token`
  *    (401 with WWW-Authenticate otherwise), for the health probe's authorization_required.
  *
  * Run as a separate process: `npx tsx demo/mcp-server.ts` (port from DEMO_MCP_PORT, default
- * 3001, 0 = any free port; DEMO_MCP_JSON_RESPONSE=1 answers with JSON instead of SSE). On start
- * it prints exactly one stdout line: `demo-mcp-server listening on http://127.0.0.1:<port>/mcp`.
+ * 3001, 0 = any free port; DEMO_MCP_JSON_RESPONSE=1 answers with JSON instead of SSE;
+ * DEMO_MCP_ERA=2025-11-25 for the older kind). On start it prints exactly one stdout line:
+ * `demo-mcp-server listening on http://127.0.0.1:<port>/mcp`.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
-  ErrorCode,
-  isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
+  acceptedContent,
   type CallToolResult,
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  inputResponse,
+  isInitializeRequest,
+  isJSONRPCRequest,
+  isLegacyRequest,
+  McpServer,
+  type McpHttpHandler,
+  PARSE_ERROR,
+  INTERNAL_ERROR,
   type RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
 import { z } from "zod";
 
 const HOST = "127.0.0.1";
@@ -46,12 +61,17 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_SESSION_IDLE_TTL_MS = 5 * 60_000;
 const MAX_SESSION_SWEEP_INTERVAL_MS = 30_000;
 const MAX_FAULT_DELAY_MS = 10 * 60_000;
-// The SDK flushes SSE headers within a timer tick; this only bounds a pathological wait.
-const SSE_HEADERS_WAIT_MS = 1_000;
 const SHUTDOWN_GRACE_MS = 5_000;
+/** How long schedule_report's question (its signed requestState) stays answerable. */
+const QUESTION_TTL_SECONDS = 30 * 60;
 // JSON-RPC implementation-defined codes, as the SDK's own transport uses them.
 const SERVER_ERROR_CODE = -32000;
 const SESSION_NOT_FOUND_CODE = -32001;
+const METHOD_NOT_FOUND_CODE = -32601;
+
+/** The revision the server speaks: the stateless one (default), or the older one with initialize and sessions. */
+export const DEMO_ERAS = ["2026-07-28", "2025-11-25"] as const;
+export type DemoEra = (typeof DEMO_ERAS)[number];
 
 export const TOOL_NAMES = [
   "create_dashboard",
@@ -62,6 +82,7 @@ export const TOOL_NAMES = [
   "list_dashboards",
   "get_dashboard",
   "echo",
+  "schedule_report",
 ] as const;
 type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -82,6 +103,13 @@ interface Kpi {
   target: number | null;
   created_at: string;
 }
+interface Report {
+  id: string;
+  dashboard_id: string;
+  frequency: "daily" | "weekly";
+  recipient: string;
+  created_at: string;
+}
 interface Alert {
   id: string;
   dashboard_id: string;
@@ -95,13 +123,15 @@ class DemoState {
   private dashboards = new Map<string, Dashboard>();
   private kpis: Kpi[] = [];
   private alerts: Alert[] = [];
-  private nextId = { dash: 1, kpi: 1, alert: 1 };
+  private reports: Report[] = [];
+  private nextId = { dash: 1, kpi: 1, alert: 1, report: 1 };
 
   reset(): void {
     this.dashboards.clear();
     this.kpis = [];
     this.alerts = [];
-    this.nextId = { dash: 1, kpi: 1, alert: 1 };
+    this.reports = [];
+    this.nextId = { dash: 1, kpi: 1, alert: 1, report: 1 };
   }
 
   createDashboard(title: string, panels: string[]): Dashboard {
@@ -145,8 +175,14 @@ class DemoState {
     return alert;
   }
 
-  snapshot(): { dashboards: Dashboard[]; kpis: Kpi[]; alerts: Alert[] } {
-    return { dashboards: this.listDashboards(), kpis: [...this.kpis], alerts: [...this.alerts] };
+  createReport(input: Omit<Report, "id" | "created_at">): Report {
+    const report = { id: `report-${this.nextId.report++}`, ...input, created_at: new Date().toISOString() };
+    this.reports.push(report);
+    return report;
+  }
+
+  snapshot(): { dashboards: Dashboard[]; kpis: Kpi[]; alerts: Alert[]; reports: Report[] } {
+    return { dashboards: this.listDashboards(), kpis: [...this.kpis], alerts: [...this.alerts], reports: [...this.reports] };
   }
 }
 
@@ -164,6 +200,69 @@ const toolError = (message: string): CallToolResult => ({
   isError: true,
 });
 const unknownDashboard = (id: string): CallToolResult => toolError(`Unknown dashboard_id: ${id}`);
+
+/** What schedule_report asks mid-call: one form, its schema the elicitation's requested_schema. */
+const ReportAnswer = z.object({
+  frequency: z.enum(["daily", "weekly"]).describe("How often the report goes out"),
+  recipient: z.string().min(1).describe("Who receives it (an address or a channel)"),
+});
+/** schedule_report's key in inputRequests / inputResponses. */
+const REPORT_QUESTION_KEY = "schedule";
+/** What the signed requestState of schedule_report carries: the dashboard the question was about. */
+interface ReportQuestionState {
+  dashboard_id: string;
+}
+
+/**
+ * Signs schedule_report's requestState (it comes back from the client, so it is untrusted input:
+ * the revision wants it integrity-protected). One key per process: every round of a question
+ * reaches this same process.
+ */
+const reportStates = createRequestStateCodec<ReportQuestionState>({
+  key: randomBytes(32),
+  ttlSeconds: QUESTION_TTL_SECONDS,
+  bind: (ctx) => ctx.mcpReq.method,
+});
+
+/**
+ * The tool that asks a question mid-call (2026-07-28 only): the first request answers
+ * `input_required` with one form elicitation; the follow-up, carrying the answer and the
+ * requestState, schedules the report (accept) or schedules nothing (decline, cancel).
+ */
+function registerQuestionTool(server: McpServer, state: DemoState): void {
+  server.registerTool(
+    "schedule_report" satisfies ToolName,
+    {
+      description: "Schedule a recurring report of a dashboard. Asks the caller mid-call how often and to whom it goes, then schedules it.",
+      inputSchema: { dashboard_id: z.string() },
+      annotations: { ...MUTATING, idempotentHint: false },
+    },
+    async ({ dashboard_id }, ctx) => {
+      if (!state.getDashboard(dashboard_id)) return unknownDashboard(dashboard_id);
+      const answer = inputResponse(ctx.mcpReq.inputResponses, REPORT_QUESTION_KEY);
+      if (answer.kind === "missing") {
+        return inputRequired({
+          inputRequests: {
+            [REPORT_QUESTION_KEY]: inputRequired.elicit({
+              message: `How often should the report of ${dashboard_id} go out, and to whom?`,
+              requestedSchema: ReportAnswer,
+            }),
+          },
+          requestState: await reportStates.mint({ dashboard_id }, ctx),
+        });
+      }
+      // The SDK verified the signature before this handler ran; a follow-up without state is refused.
+      const asked = ctx.mcpReq.requestState<ReportQuestionState>();
+      if (asked?.dashboard_id !== dashboard_id)
+        return toolError("This answer belongs to no question of schedule_report on this dashboard.");
+      if (answer.kind !== "elicit") return toolError("schedule_report asked a form question; the answer is of another kind.");
+      if (answer.action !== "accept") return jsonResult({ scheduled: false, dashboard_id, answer: answer.action });
+      const content = acceptedContent(ctx.mcpReq.inputResponses, REPORT_QUESTION_KEY, ReportAnswer);
+      if (!content) return toolError("The answer does not fit the question's form (frequency daily or weekly, a recipient).");
+      return jsonResult({ scheduled: true, report: state.createReport({ dashboard_id, ...content }) });
+    },
+  );
+}
 
 function registerTools(server: McpServer, state: DemoState): void {
   server.registerTool(
@@ -292,6 +391,24 @@ class CallLog {
   }
 }
 
+/** Every HTTP request to the MCP endpoints, by JSON-RPC method (or HTTP method without a body): what a mutation costs on the wire. */
+class RequestLog {
+  private byMethod = new Map<string, number>();
+
+  record(method: string): void {
+    this.byMethod.set(method, (this.byMethod.get(method) ?? 0) + 1);
+  }
+
+  reset(): void {
+    this.byMethod.clear();
+  }
+
+  snapshot(): { total: number; by_method: Record<string, number> } {
+    const byMethod = Object.fromEntries(this.byMethod);
+    return { total: Object.values(byMethod).reduce((sum, n) => sum + n, 0), by_method: byMethod };
+  }
+}
+
 const FAULT_MODES = ["delay", "error", "commit_then_drop"] as const;
 type FaultMode = (typeof FAULT_MODES)[number];
 
@@ -343,56 +460,7 @@ class FaultTable {
 }
 
 // ---------------------------------------------------------------------------------------------
-// MCP endpoints: one McpServer + transport per session (or per stateless request)
-
-interface McpEndpoint {
-  server: McpServer;
-  transport: StreamableHTTPServerTransport;
-  /** Requests whose response must be swallowed: the connection is killed instead. */
-  drops: Map<RequestId, () => Promise<void>>;
-  openRequests: number;
-  lastActiveMs: number;
-}
-
-/**
- * Interposes on the transport's outgoing messages so commit_then_drop happens at exactly the
- * right moment: the handler has committed (its response exists) but not a byte of the response
- * has been written. The message is still forwarded afterwards so the transport clears its
- * per-request bookkeeping; the write to the dead connection goes nowhere.
- */
-function dropMarkedResponses(endpoint: McpEndpoint): void {
-  const { transport, drops } = endpoint;
-  const forward = transport.send.bind(transport);
-  transport.send = async (message, options) => {
-    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : undefined;
-    const drop = id === undefined ? undefined : drops.get(id);
-    if (id !== undefined && drop) {
-      drops.delete(id);
-      await drop();
-    }
-    try {
-      await forward(message, options);
-    } catch {
-      // Only reachable once the connection is gone: there is no one left to answer.
-    }
-  };
-}
-
-/**
- * Destroys the connection carrying a response. An SSE response has its 200 + event-stream
- * headers flushed just before the first event; waiting for them makes the client's view
- * deterministic: its POST succeeded, then the stream was cut before the result. A JSON
- * response has sent nothing yet, so its client's fetch itself fails.
- */
-async function dropConnection(res: ServerResponse, streaming: boolean): Promise<void> {
-  const socket = res.socket;
-  const deadline = Date.now() + SSE_HEADERS_WAIT_MS;
-  const headersOnTheWire = () => res.headersSent && (socket?.writableLength ?? 0) === 0;
-  while (streaming && !headersOnTheWire() && !res.destroyed && Date.now() < deadline) {
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  socket?.destroy();
-}
+// MCP exchanges: the v2 package's Web-standard handlers, bridged to node:http here
 
 interface ToolCall {
   id: RequestId;
@@ -417,6 +485,80 @@ function toolCallsIn(body: unknown): ToolCall[] {
       },
     ];
   });
+}
+
+/** The node request as a Web `Request` (the v2 package's handlers take and give Web objects). */
+function webRequest(req: IncomingMessage, body: string | undefined): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === "string") headers.set(name, value);
+    else if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+  }
+  return new Request(`http://${HOST}${req.url ?? "/"}`, {
+    method: req.method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
+}
+
+/** Whether an SSE chunk carries the JSON-RPC response to request `id` (not a notification or a comment). */
+function carriesResponse(chunk: string, id: RequestId): boolean {
+  return chunk.split("\n").some((line) => {
+    if (!line.startsWith("data:")) return false;
+    try {
+      const message = JSON.parse(line.slice("data:".length)) as { id?: unknown; result?: unknown; error?: unknown };
+      return message.id === id && (message.result !== undefined || message.error !== undefined);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Writes the handler's Web `Response` to the node response. With `dropResponseTo` (the
+ * commit_then_drop fault) the handler has committed but its answer never arrives: a JSON answer
+ * exists only once the tool ran, so the connection is destroyed before a byte of it is written
+ * (the client's fetch itself fails); an SSE answer gets its 200 and event-stream headers on the
+ * wire first, then the connection is cut where the result event would be (the POST succeeded,
+ * the stream broke before the result).
+ */
+async function writeWebResponse(res: ServerResponse, response: Response, dropResponseTo?: RequestId): Promise<void> {
+  const streaming = (response.headers.get("content-type") ?? "").includes("text/event-stream");
+  if (dropResponseTo !== undefined && !streaming) {
+    await response.body?.cancel().catch(() => {});
+    res.socket?.destroy();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  res.writeHead(response.status, headers);
+  if (streaming) res.flushHeaders();
+  const reader = response.body?.getReader();
+  if (!reader) return void res.end();
+  res.once("close", () => void reader.cancel().catch(() => {}));
+  const decoder = new TextDecoder();
+  for (;;) {
+    const chunk = await reader.read().catch(() => undefined);
+    if (!chunk || chunk.done) break;
+    if (dropResponseTo !== undefined && carriesResponse(decoder.decode(chunk.value, { stream: true }), dropResponseTo)) {
+      void reader.cancel().catch(() => {});
+      res.socket?.destroy();
+      return;
+    }
+    if (res.destroyed) break;
+    res.write(chunk.value);
+  }
+  res.end();
+}
+
+/** An older-revision session: one McpServer over one sessionful transport. */
+interface LegacySession {
+  server: McpServer;
+  transport: WebStandardStreamableHTTPServerTransport;
+  openRequests: number;
+  lastActiveMs: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -477,9 +619,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export interface DemoMcpServerOptions {
   /** 0 picks a free port. Defaults to 3001. */
   port?: number;
-  /** Answer POSTs with a single JSON body instead of an SSE stream. */
+  /** Answer POSTs with a single JSON body instead of an SSE stream (2026-07-28: unless a notification precedes the result, which these tools never send). */
   jsonResponse?: boolean;
-  /** Sessions with no open request for this long are closed. */
+  /** The revision spoken: 2026-07-28 (stateless, the default) or 2025-11-25 (initialize and sessions). */
+  era?: DemoEra;
+  /** Older revision only: sessions with no open request for this long are closed. */
   sessionIdleTtlMs?: number;
 }
 
@@ -491,83 +635,113 @@ export interface DemoMcpServer {
 
 export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Promise<DemoMcpServer> {
   const jsonResponse = options.jsonResponse ?? false;
+  const era = options.era ?? "2026-07-28";
   const sessionIdleTtlMs = options.sessionIdleTtlMs ?? DEFAULT_SESSION_IDLE_TTL_MS;
   const state = new DemoState();
   const calls = new CallLog();
+  const requests = new RequestLog();
   const faults = new FaultTable();
-  const sessions = new Map<string, McpEndpoint>();
+  const sessions = new Map<string, LegacySession>();
 
-  async function openEndpoint(stateful: boolean): Promise<McpEndpoint> {
-    const server = new McpServer({ name: "demo-observability", version: "1.0.0" });
-    const transport = new StreamableHTTPServerTransport({
+  /** A fresh server instance; the question tool only for the 2026-07-28 revision, which has input_required. */
+  const newServer = (modern: boolean): McpServer => {
+    const server = new McpServer(
+      { name: "demo-observability", version: "1.0.0" },
+      modern ? { requestState: { verify: reportStates.verify } } : {},
+    );
+    registerTools(server, state);
+    if (modern) registerQuestionTool(server, state);
+    return server;
+  };
+
+  // 2026-07-28: one fresh instance per request; the older revisions' clients get the package's stateless fallback.
+  const modern: McpHttpHandler | undefined =
+    era === "2026-07-28"
+      ? createMcpHandler(({ era: requestEra }) => newServer(requestEra === "modern"), { responseMode: jsonResponse ? "auto" : "sse" })
+      : undefined;
+
+  async function openLegacySession(stateful: boolean): Promise<LegacySession> {
+    const server = newServer(false);
+    const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: stateful ? randomUUID : undefined,
       enableJsonResponse: jsonResponse,
-      onsessioninitialized: (sessionId) => void sessions.set(sessionId, endpoint),
+      onsessioninitialized: (sessionId) => void sessions.set(sessionId, session),
     });
-    const endpoint: McpEndpoint = { server, transport, drops: new Map(), openRequests: 0, lastActiveMs: Date.now() };
+    const session: LegacySession = { server, transport, openRequests: 0, lastActiveMs: Date.now() };
     // Fires on DELETE, idle eviction and shutdown alike.
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
     };
-    dropMarkedResponses(endpoint);
-    registerTools(server, state);
     await server.connect(transport);
-    return endpoint;
+    return session;
   }
 
-  function trackOpenRequest(endpoint: McpEndpoint, res: ServerResponse): void {
-    endpoint.openRequests += 1;
+  function trackOpenRequest(session: LegacySession, res: ServerResponse): void {
+    session.openRequests += 1;
     res.once("close", () => {
-      endpoint.openRequests -= 1;
-      endpoint.lastActiveMs = Date.now();
+      session.openRequests -= 1;
+      session.lastActiveMs = Date.now();
     });
+  }
+
+  /** The older revision's exchange: the session named by Mcp-Session-Id, a new one for initialize, else a one-request endpoint. */
+  async function legacyResponse(req: IncomingMessage, res: ServerResponse, request: Request, body: unknown): Promise<Response | undefined> {
+    const sessionId = req.headers["mcp-session-id"];
+    let session: LegacySession | undefined;
+    if (typeof sessionId === "string") {
+      session = sessions.get(sessionId);
+      if (!session) return void writeJson(res, 404, jsonRpcError(null, SESSION_NOT_FOUND_CODE, "Session not found"));
+    } else if (req.method !== "POST") {
+      // Without a session there is no standalone stream to open and nothing to delete.
+      res.setHeader("allow", "POST");
+      return void writeJson(res, 405, jsonRpcError(null, SERVER_ERROR_CODE, "Method not allowed without a session"));
+    } else if (!(await isLegacyRequest(request.clone(), body))) {
+      // An older server does not know the 2026-07-28 envelope, nor server/discover.
+      const id = isJSONRPCRequest(body) ? body.id : null;
+      return void writeJson(res, 200, jsonRpcError(id, METHOD_NOT_FOUND_CODE, "Method not found"));
+    }
+    if (!session) {
+      const stateful = isInitializeRequest(body);
+      session = await openLegacySession(stateful);
+      if (!stateful) {
+        const oneRequest = session;
+        res.once("close", () => void oneRequest.server.close());
+      }
+    }
+    trackOpenRequest(session, res);
+    return session.transport.handleRequest(request, body === undefined ? {} : { parsedBody: body });
   }
 
   async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let body: unknown;
     if (req.method === "POST") {
       const parsed = await readJsonBody(req);
-      if (!parsed.ok) return writeJson(res, 400, jsonRpcError(null, ErrorCode.ParseError, parsed.message));
+      if (!parsed.ok) return writeJson(res, 400, jsonRpcError(null, PARSE_ERROR, parsed.message));
       body = parsed.value;
     }
 
     // Counted on arrival, before routing or faults, so tests see every attempt.
+    const messages = Array.isArray(body) ? body : [body];
+    const first = messages[0] as { method?: unknown } | undefined;
+    requests.record(typeof first?.method === "string" ? first.method : (req.method ?? "?"));
     const toolCalls = toolCallsIn(body);
     const header = req.headers.traceparent;
     for (const call of toolCalls)
       calls.record(call.name, call.args, { header: typeof header === "string" ? header : undefined, meta: call.metaTraceparent });
 
-    const sessionId = req.headers["mcp-session-id"];
-    let endpoint: McpEndpoint | undefined;
-    if (typeof sessionId === "string") {
-      endpoint = sessions.get(sessionId);
-      if (!endpoint) return writeJson(res, 404, jsonRpcError(null, SESSION_NOT_FOUND_CODE, "Session not found"));
-    } else if (req.method !== "POST") {
-      // Without a session there is no standalone stream to open and nothing to delete.
-      res.setHeader("allow", "POST");
-      return writeJson(res, 405, jsonRpcError(null, SERVER_ERROR_CODE, "Method not allowed without a session"));
-    }
-
     // Faults target single-message POSTs, which is all the SDK client sends.
     const call = toolCalls.length === 1 && !Array.isArray(body) ? toolCalls[0] : undefined;
     const fault = call ? faults.take(call.name) : undefined;
     if (call && fault?.mode === "error") {
-      return writeJson(res, 200, jsonRpcError(call.id, ErrorCode.InternalError, `Injected fault: error (${call.name})`));
+      return writeJson(res, 200, jsonRpcError(call.id, INTERNAL_ERROR, `Injected fault: error (${call.name})`));
     }
     if (fault?.mode === "delay") await sleep(fault.delay_ms);
 
-    if (!endpoint) {
-      const stateful = isInitializeRequest(body);
-      endpoint = await openEndpoint(stateful);
-      if (!stateful) {
-        const stateless = endpoint;
-        res.once("close", () => void stateless.server.close());
-      }
-    }
-    if (call && fault?.mode === "commit_then_drop") endpoint.drops.set(call.id, () => dropConnection(res, !jsonResponse));
-
-    trackOpenRequest(endpoint, res);
-    await endpoint.transport.handleRequest(req, res, body);
+    const request = webRequest(req, body === undefined ? undefined : JSON.stringify(body));
+    const response = modern
+      ? await modern.fetch(request, body === undefined ? {} : { parsedBody: body })
+      : await legacyResponse(req, res, request, body);
+    if (response) await writeWebResponse(res, response, call && fault?.mode === "commit_then_drop" ? call.id : undefined);
   }
 
   async function handleControl(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
@@ -576,6 +750,8 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
         return writeJson(res, 200, calls.snapshot());
       case "GET /control/state":
         return writeJson(res, 200, state.snapshot());
+      case "GET /control/requests":
+        return writeJson(res, 200, requests.snapshot());
       case "GET /control/sessions":
         return writeJson(res, 200, { open: sessions.size });
       case "GET /control/faults":
@@ -591,6 +767,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
       case "POST /control/reset":
         state.reset();
         calls.reset();
+        requests.reset();
         faults.reset();
         return writeJson(res, 200, { ok: true });
       default:
@@ -619,8 +796,8 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
   const sweepIntervalMs = Math.min(sessionIdleTtlMs, MAX_SESSION_SWEEP_INTERVAL_MS);
   const sweeper = setInterval(() => {
     const idleSince = Date.now() - sessionIdleTtlMs;
-    for (const endpoint of sessions.values()) {
-      if (endpoint.openRequests === 0 && endpoint.lastActiveMs < idleSince) void endpoint.server.close();
+    for (const session of sessions.values()) {
+      if (session.openRequests === 0 && session.lastActiveMs < idleSince) void session.server.close();
     }
   }, sweepIntervalMs);
   sweeper.unref();
@@ -639,7 +816,8 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
     port,
     async close() {
       clearInterval(sweeper);
-      await Promise.all([...sessions.values()].map((endpoint) => endpoint.server.close()));
+      await Promise.all([...sessions.values()].map((session) => session.server.close()));
+      await modern?.close();
       const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeAllConnections();
       await closed;
@@ -655,7 +833,11 @@ const PortFromEnv = z.coerce.number().int().min(0).max(65_535);
 async function main(): Promise<void> {
   const rawPort = process.env.DEMO_MCP_PORT;
   const port = rawPort === undefined || rawPort === "" ? DEFAULT_PORT : PortFromEnv.parse(rawPort);
-  const server = await startDemoMcpServer({ port, jsonResponse: process.env.DEMO_MCP_JSON_RESPONSE === "1" });
+  const era = z
+    .enum(DEMO_ERAS)
+    .default("2026-07-28")
+    .parse(process.env.DEMO_MCP_ERA || undefined);
+  const server = await startDemoMcpServer({ port, era, jsonResponse: process.env.DEMO_MCP_JSON_RESPONSE === "1" });
   process.stdout.write(`demo-mcp-server listening on ${server.url}\n`);
 
   const shutdown = () => {

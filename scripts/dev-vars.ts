@@ -18,11 +18,13 @@ export function newDevVars(token: string, demoPort: number): string {
     // The README's confirm example: an alert needs the tool's name typed to approve, once per run.
     `TOOL_POLICY='${JSON.stringify({ mcp__demo__create_alert_from_chart: { level: "confirm" } })}'`,
     // delete_dashboard's server calls it destructive, so it asks for confirm (contract section 21) without a TOOL_POLICY line.
+    // schedule_report is the README's question mid-call (input_required, contract section 21).
     `MUTATION_BUDGET='${JSON.stringify({
       mcp__demo__create_dashboard: 2,
       mcp__demo__update_dashboard: 2,
       mcp__demo__create_alert_from_chart: 1,
       mcp__demo__delete_dashboard: 1,
+      mcp__demo__schedule_report: 1,
     })}'`,
     "",
   ].join("\n");

@@ -46,6 +46,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
+import { paramHeaders, rememberParamHeaders } from "./mcp-param-headers";
 import { truncateUtf8 } from "./mcp-result";
 import { redactText } from "./redaction";
 
@@ -191,7 +192,10 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
       );
       tools.push(...result.tools.map(toToolInfo));
       cursor = result.nextCursor;
-      if (cursor === undefined) return { tools, protocolVersion: session.protocolVersion };
+      if (cursor === undefined) {
+        rememberParamHeaders(server.url, tools);
+        return { tools, protocolVersion: session.protocolVersion };
+      }
       if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
       seenCursors.add(cursor);
     }
@@ -364,7 +368,7 @@ class McpSession {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(
-    server: McpServerConfig,
+    private readonly server: McpServerConfig,
     private readonly caps: TransportCaps,
   ) {
     this.failure = new Promise((resolve) => (this.signalFailure = resolve));
@@ -439,9 +443,11 @@ class McpSession {
           ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
           ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
         };
+        // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name itself); none for the earlier revisions.
+        const headers = this.client.getProtocolEra() === "modern" ? paramHeaders(this.server.url, toolName, args) : {};
         // allowInputRequired: an input_required answer comes back as a value, never re-sent by the SDK.
         result = await this.bounded(
-          this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true }),
+          this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true, headers }),
           callTimeoutMs,
           "tools/call",
         );

@@ -7,7 +7,9 @@
 // on every request, never initialize or a session, and exactly one
 // tools/call per approved mutation; the demo server gets initialize after
 // the probe. GET /api/mcp/servers (and the CLI's `mcp list`) show each as
-// last seen, without header values. Questions mid-call: the stateless
+// last seen, without header values. A third server is one the engine did not
+// write: the MCP maintainers' server-everything (an older-revision server
+// with sessions), called for a read tool. Questions mid-call: the stateless
 // server's tools that answer input_required are asked of people through the
 // engine and answered (accept, decline, expiry as cancel) in the follow-up
 // tools/call, which carries the requestState byte for byte; a question that
@@ -17,6 +19,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { ApiError, EngineClient, type EngineEvent, type InputAnswer, type ScriptTurn } from "../../src/client";
 import { demoCalls, demoReset } from "../support/e2e-client";
+import { startEverythingMcpProcess, type EverythingMcpProcess } from "../support/everything-mcp-process";
 import {
   CONFIRM_SCHEMA,
   confirmState,
@@ -41,17 +44,20 @@ const ASK_URL = "mcp__stateless__ask_url";
 const APPROVAL_TIMEOUT_MS = 4_000;
 
 let stateless: StatelessMcpServer;
+let everything: EverythingMcpProcess;
 let server: WorkerServer;
 let engine: EngineClient;
 
 beforeAll(async () => {
-  stateless = await startStatelessMcpServer(API_KEY);
+  [stateless, everything] = await Promise.all([startStatelessMcpServer(API_KEY), startEverythingMcpProcess()]);
   server = await startWorkerServer({
     ...e2eVars(`${demo}/mcp`),
     APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS),
     MCP_SERVERS: JSON.stringify({
       stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: API_KEY }, trust_annotations: true },
       demo: { url: `${demo}/mcp` },
+      // Its readOnlyHint tools run without approval only because it is marked trusted.
+      everything: { url: everything.url, trust_annotations: true },
     }),
     MUTATION_BUDGET: JSON.stringify({
       [CREATE_NOTE]: 3,
@@ -70,6 +76,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await stateless?.stop();
+  await everything?.stop();
 });
 
 beforeEach(async () => {
@@ -171,6 +178,16 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
           tools: null,
           last_contact_at: null,
         },
+        {
+          server: "everything",
+          url: everything.url,
+          protocol_version: null,
+          auth: "none",
+          trust_annotations: true,
+          connected: null,
+          tools: null,
+          last_contact_at: null,
+        },
       ],
     });
   });
@@ -221,6 +238,21 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
     expect(methods.filter((m) => m === "tools/call")).toEqual(["tools/call"]);
   });
 
+  it("runs server-everything's read tool get-sum through the engine: no approval (readOnlyHint on a trusted server), the server's answer as the result", async () => {
+    const events = await runApproving([
+      { tool_calls: [{ tool_name: "mcp__everything__get-sum", tool_call_id: "sum", arguments: { a: 2, b: 40 } }] },
+    ]);
+    expect(events.find((e) => e.type === "tool_started" && e.tool_call_id === "sum")).toMatchObject({ approval_required: false });
+    expect(events.filter((e) => e.type === "approval_requested")).toEqual([]);
+    expect(executionOf(events, "sum")).toMatchObject({
+      execution_status: "executed",
+      result: { is_error: false, summary: expect.stringContaining("42") },
+    });
+    // It speaks an earlier revision: the engine fell back to initialize after its server/discover probe.
+    const listed = Object.fromEntries((await engine.listMcpServers()).map((s) => [s.server, s]));
+    expect(listed.everything).toMatchObject({ protocol_version: "2025-11-25", connected: true });
+  });
+
   it("shows each server as last seen: the revision it speaks, its tools, its last contact", async () => {
     const listed = await engine.listMcpServers();
     const byName = Object.fromEntries(listed.map((s) => [s.server, s]));
@@ -238,6 +270,11 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
         ),
       ),
       expect.stringMatching(new RegExp(`^demo ${demo}/mcp protocol=2025-11-25 auth=none tools=8 connected=yes last_contact=\\S+$`)),
+      expect.stringMatching(
+        new RegExp(
+          `^everything ${everything.url} protocol=2025-11-25 auth=none tools=\\d+ connected=yes last_contact=\\S+ trust_annotations$`,
+        ),
+      ),
     ]);
     expect(printed.stdout).not.toContain(API_KEY);
   });
@@ -460,5 +497,80 @@ describe("MCP questions mid-call (input_required, contract section 21)", () => {
     expect(executionOf(events, "stop")).toMatchObject({ execution_status: "executed", result: { summary: "not created (cancel)" } });
     expect(events.at(-1)).toMatchObject({ type: "run_failed", error: { code: "cancelled" } });
     expect(await rowOf(events, "stop")).toMatchObject({ state: "completed", sends: 2 });
+  });
+});
+
+describe("MCP 2026-07-28 headers: Mcp-Param-* from the tool's x-mcp-header declarations", () => {
+  it("mirrors an annotated argument into its Mcp-Param header, base64-wrapped when it is not plain ASCII, beside Mcp-Method and Mcp-Name", async () => {
+    stateless.reset();
+    // Not a plain ASCII field value (non-ASCII letters, trailing space): the revision wants =?base64?…?=.
+    const text = "grüße aus Zürich ";
+    const events = await runApproving([{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "param", arguments: { text } }] }]);
+    // The server (the v2 SDK) refuses a call whose Mcp-Param-Text is absent or disagrees with the body.
+    expect(executionOf(events, "param")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(stateless.notes()).toEqual([text]);
+    const calls = stateless.seen().filter((r) => r.method === "tools/call");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.headers).toEqual({
+      "mcp-protocol-version": MODERN,
+      "mcp-method": "tools/call",
+      "mcp-name": "create_note",
+      "mcp-param-text": `=?base64?${Buffer.from(text, "utf8").toString("base64")}?=`,
+    });
+    // A plain value rides as it is; a tool without declarations (list_notes) gets no Mcp-Param header.
+    stateless.reset();
+    await runApproving([
+      {
+        tool_calls: [
+          { tool_name: CREATE_NOTE, tool_call_id: "plain", arguments: { text: "plain note" } },
+          { tool_name: LIST_NOTES, tool_call_id: "list", arguments: {} },
+        ],
+      },
+    ]);
+    const plain = stateless.seen().filter((r) => r.method === "tools/call");
+    expect(plain.map((r) => [r.tool, r.headers["mcp-param-text"]])).toEqual([
+      ["create_note", "plain note"],
+      ["list_notes", undefined],
+    ]);
+  });
+});
+
+describe("crash invariants on a stateless server: SIGKILL mid-call", () => {
+  it("the Worker killed while the tools/call is in flight: after the restart the call is executed(transport_error), its row outcome_unknown, and it was sent once", async () => {
+    stateless.reset();
+    const HOLD_MS = 1_500;
+    stateless.holdNextCreate(HOLD_MS);
+    const text = `crash ${Date.now()}`;
+    const { run_id: runId } = await engine.trigger({
+      message: "m",
+      channel_id: `C-crash-${Date.now()}`,
+      script: [{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "crash", arguments: { text } }] }, { text: "done" }],
+    });
+    for await (const event of engine.events(runId)) {
+      if (event.type !== "approval_requested") continue;
+      await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+      break;
+    }
+    // The server has the call (counted on arrival) and is holding it: kill wrangler and workerd now.
+    await expect.poll(() => stateless.arrivals(), { timeout: 10_000, interval: 20 }).toEqual([text]);
+    const arrivedAt = Date.now();
+    server = await server.crashAndRestart();
+    engine = new EngineClient({ baseUrl: server.url, token: server.token });
+
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    expect(executionOf(events, "crash")).toMatchObject({
+      execution_status: "executed",
+      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+    });
+    expect(events.at(-1)?.type).toBe("run_completed");
+    const mutations = (await (await server.api(`/api/runs/${runId}/mutations`)).json()) as {
+      mutations: { state: string; dispatched: boolean }[];
+    };
+    expect(mutations.mutations).toMatchObject([{ state: "outcome_unknown", dispatched: true }]);
+    // Well past the server's hold: still exactly one arrival and one tools/call request, never a second send.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, arrivedAt + HOLD_MS + 500 - Date.now())));
+    expect(stateless.arrivals()).toEqual([text]);
+    expect(stateless.seen().filter((r) => r.method === "tools/call")).toHaveLength(1);
   });
 });

@@ -1,5 +1,8 @@
 // Starts and stops the demo MCP server (demo/mcp-server.ts) as a separate
 // process, for the global setups of both test projects and the benchmark.
+// The suites' demo server is the older kind (DEMO_MCP_ERA=2025-11-25:
+// initialize and sessions, contract section 21's "older server"); pass
+// `{ DEMO_MCP_ERA: "2026-07-28" }` for the stateless one `npm start` runs.
 // Spawned detached, in its own process group, so stopping it reaches tsx's
 // child too; its URL is parsed from the one line the server prints.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -30,7 +33,7 @@ export interface DemoMcpProcess {
 export async function startDemoMcpProcess(extraEnv: Record<string, string> = {}): Promise<DemoMcpProcess> {
   const child = spawn(process.execPath, [TSX_CLI, "demo/mcp-server.ts"], {
     cwd: REPO_ROOT,
-    env: { ...process.env, DEMO_MCP_PORT: "0", ...extraEnv },
+    env: { ...process.env, DEMO_MCP_PORT: "0", DEMO_MCP_ERA: "2025-11-25", ...extraEnv },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -34,7 +34,13 @@ interface SeenRequest {
   /** A follow-up tools/call's answers and echoed state (contract section 21), as they arrived. */
   inputResponses?: Record<string, unknown>;
   requestState?: unknown;
-  headers: { "mcp-protocol-version"?: string; "mcp-method"?: string; "mcp-name"?: string; "mcp-session-id"?: string };
+  headers: {
+    "mcp-protocol-version"?: string;
+    "mcp-method"?: string;
+    "mcp-name"?: string;
+    "mcp-session-id"?: string;
+    "mcp-param-text"?: string;
+  };
   /** The HTTP status the server answered. */
   status: number;
 }
@@ -46,6 +52,10 @@ export interface StatelessMcpServer {
   seen(): SeenRequest[];
   /** The notes created so far. */
   notes(): string[];
+  /** The texts of the create_note calls that reached the server, counted on arrival (before any answer). */
+  arrivals(): string[];
+  /** The next create_note waits this long before it creates its note (a call in flight, for the crash test). */
+  holdNextCreate(ms: number): void;
   reset(): void;
   stop(): Promise<void>;
 }
@@ -64,9 +74,17 @@ export const confirmState = (text: string) => `confirm-v1:${text}:é✓`;
 export async function startStatelessMcpServer(apiKey: string): Promise<StatelessMcpServer> {
   const seen: SeenRequest[] = [];
   const notes: string[] = [];
+  const arrivals: string[] = [];
+  let holdMs = 0;
   const factory = () => {
     const server = new McpServer({ name: "stateless-test-server", version: "1.0.0" });
-    server.registerTool("create_note", { description: "Create a note.", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => {
+    // `text` rides as the revision's Mcp-Param-Text header too (x-mcp-header); the SDK refuses a call whose header disagrees.
+    const inputSchema = z.object({ text: z.string().meta({ "x-mcp-header": "Text" }) });
+    server.registerTool("create_note", { description: "Create a note.", inputSchema }, async ({ text }) => {
+      arrivals.push(text);
+      const hold = holdMs;
+      holdMs = 0;
+      if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
       notes.push(text);
       return { content: [{ type: "text", text: `created note ${notes.length}: ${text}` }] };
     });
@@ -197,9 +215,15 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
     url: `http://127.0.0.1:${port}/mcp`,
     seen: () => [...seen],
     notes: () => [...notes],
+    arrivals: () => [...arrivals],
+    holdNextCreate: (ms) => {
+      holdMs = ms;
+    },
     reset: () => {
       seen.length = 0;
       notes.length = 0;
+      arrivals.length = 0;
+      holdMs = 0;
     },
     stop: () =>
       new Promise<void>((resolve) => {
@@ -211,7 +235,13 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
 
 function describe(req: IncomingMessage, body: Buffer): Omit<SeenRequest, "status"> {
   const header = (name: string) => (typeof req.headers[name] === "string" ? { [name]: req.headers[name] } : {});
-  const headers = { ...header("mcp-protocol-version"), ...header("mcp-method"), ...header("mcp-name"), ...header("mcp-session-id") };
+  const headers = {
+    ...header("mcp-protocol-version"),
+    ...header("mcp-method"),
+    ...header("mcp-name"),
+    ...header("mcp-session-id"),
+    ...header("mcp-param-text"),
+  };
   let message:
     | { method?: unknown; params?: { name?: unknown; _meta?: unknown; inputResponses?: unknown; requestState?: unknown } }
     | undefined;

@@ -64,6 +64,12 @@ export interface WorkerServer {
   api(path: string, init?: RequestInit): Promise<Response>;
   /** Stops the whole process group (bounded) and removes the server's state. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * A crash: SIGKILLs the whole process group (wrangler and workerd, mid-request or not), then
+   * serves the same state, settings and token again on a new port. Use the server it answers;
+   * this one is gone.
+   */
+  crashAndRestart(): Promise<WorkerServer>;
 }
 
 /** A Worker bundled once (`wrangler deploy --dry-run --outdir`), to serve with `--no-bundle`. */
@@ -139,26 +145,32 @@ process.once("exit", () => {
   }
 });
 
-export async function startWorkerServer(vars: Record<string, string> = {}, options: WorkerServerOptions = {}): Promise<WorkerServer> {
+export async function startWorkerServer(
+  vars: Record<string, string> = {},
+  options: WorkerServerOptions = {},
+  /** A crashed server's directory and token, served again as they are (crashAndRestart). */
+  resumed?: { dir: string; token: string },
+): Promise<WorkerServer> {
   const configPath = options.bundle?.configPath ?? options.configPath;
   const configArgs = configPath === undefined ? [] : ["--config", configPath];
-  const dir = await mkdtemp(join(tmpdir(), "aee-e2e-"));
+  const dir = resumed?.dir ?? (await mkdtemp(join(tmpdir(), "aee-e2e-")));
   const persistTo = join(dir, "state");
   const envFile = join(dir, "test.env");
-  const token = `e2e-${randomBytes(24).toString("base64url")}`;
+  const token = resumed?.token ?? `e2e-${randomBytes(24).toString("base64url")}`;
   const allVars = { API_TOKEN: token, ...vars };
-  try {
-    await writeFile(
-      envFile,
-      `${Object.entries(allVars)
-        .map(([k, v]) => envFileLine(k, v))
-        .join("\n")}\n`,
-    );
-    await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", persistTo], "applying D1 migrations");
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
+  if (!resumed)
+    try {
+      await writeFile(
+        envFile,
+        `${Object.entries(allVars)
+          .map(([k, v]) => envFileLine(k, v))
+          .join("\n")}\n`,
+      );
+      await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", persistTo], "applying D1 migrations");
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
 
   const port = options.port ?? (await freePort());
   const child = spawn(
@@ -231,6 +243,14 @@ export async function startWorkerServer(vars: Record<string, string> = {}, optio
       return fetch(`${url}${path}`, { ...init, headers });
     },
     stop,
+    crashAndRestart: async () => {
+      const exited = new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once("exit", () => r())));
+      signalGroup(child, "SIGKILL");
+      await exited;
+      live.delete(child);
+      stopping = Promise.resolve();
+      return startWorkerServer(vars, options, { dir, token });
+    },
   };
 }
 
