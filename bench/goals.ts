@@ -19,7 +19,7 @@ const GOAL_P99_100_SUBS_MS = 5;
 const GOAL_REPLAY_MS = 200;
 const GOAL_RAW_RATIO = 1.5;
 /** Issue 8: the engine's server CPU per delivered event within this factor of the raw floor's. */
-export const GOAL_SERVER_CPU_RATIO = 1.3;
+const GOAL_SERVER_CPU_RATIO = 1.3;
 /** Issue 16: at 50 subscribers (phase 2), the engine's server CPU per delivered event within this factor of the raw floor's. */
 const GOAL_SERVER_CPU_RATIO_50_SUBS = 1.1;
 
