@@ -2,7 +2,9 @@
 // starting anything, exit non-zero, name the busy port and how to choose
 // others, and print no token. With a bad setting (issue 20, finding 2) it
 // must stop before serving, within seconds, with one paragraph naming the
-// setting. The script runs as a real process (tsx scripts/start.ts); a real
+// setting. Started for real, it serves the README's walk-through to its
+// question mid-call (the demo server on MCP 2026-07-28, contract section 21)
+// and stops cleanly on SIGTERM. The script runs as a real process (tsx scripts/start.ts); a real
 // socket holds the port; the settings file is the test's own (DEV_VARS_FILE).
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -12,6 +14,7 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoMcpUrl, newDevVars, withDemoPort, withLongEnoughToken } from "../../scripts/dev-vars";
+import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { freePort, PROJECT_ROOT } from "../support/worker-server";
 
 const TSX_CLI = join(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs");
@@ -126,9 +129,64 @@ describe("npm start with a bad setting", () => {
   });
 });
 
+/**
+ * The README's walk-through on `npm start`'s own settings: the dashboard its
+ * first example creates (dash-1), then "A question mid-call": the demo server
+ * (MCP 2026-07-28) asks its question through the engine, the answer goes back
+ * in the follow-up, and the report is scheduled once.
+ */
+async function questionMidCall(engineUrl: string, token: string, demoUrl: string): Promise<void> {
+  const engine = new EngineClient({ baseUrl: engineUrl, token });
+  const runToEnd = async (message: string, script: ScriptTurn[]): Promise<EngineEvent[]> => {
+    const { run_id: runId } = await engine.trigger({ message, channel_id: "C-start", script });
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) {
+      events.push(event);
+      if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+      if (event.type === "human_input_requested") {
+        expect(event).toMatchObject({ input_id: "report-1:1:schedule", tool_call_id: "report-1" });
+        expect(event.requested_schema).toMatchObject({ type: "object", required: ["frequency", "recipient"] });
+        await engine.answerInput(runId, event.input_id ?? "", { action: "accept", content: { frequency: "weekly", recipient: "#ops" } });
+      }
+    }
+    return events;
+  };
+  const created = await runToEnd("make me a latency dashboard", [
+    {
+      tool_calls: [
+        { tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-1", arguments: { title: "Latency", panels: ["p50", "p99"] } },
+      ],
+    },
+    { text: "Created." },
+  ]);
+  expect(created.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+  const events = await runToEnd("send me the latency report", [
+    { tool_calls: [{ tool_name: "mcp__demo__schedule_report", tool_call_id: "report-1", arguments: { dashboard_id: "dash-1" } }] },
+    { text: "Scheduled." },
+  ]);
+  expect(events.map((e) => e.type)).toEqual([
+    "run_started",
+    "tool_started",
+    "approval_requested",
+    "approval_resolved",
+    "tool_execution_started",
+    "human_input_requested",
+    "human_input_received",
+    "tool_execution",
+    "tool_completed",
+    "assistant_message",
+    "run_completed",
+  ]);
+  expect(events.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+  const state = (await (await fetch(`${demoUrl}/control/state`)).json()) as { reports?: unknown[] };
+  expect(state.reports).toEqual([expect.objectContaining({ id: "report-1", dashboard_id: "dash-1", frequency: "weekly" })]);
+  const calls = (await (await fetch(`${demoUrl}/control/calls`)).json()) as { by_tool?: Record<string, number> };
+  expect(calls.by_tool?.schedule_report).toBe(2);
+}
+
 describe("npm start stopped with SIGTERM", () => {
   it(
-    "stops wrangler, workerd and the demo server: both ports are free again",
+    "serves the README's question mid-call on its own settings, then stops wrangler, workerd and the demo server: both ports are free again",
     async () => {
       const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
       const [port, demoPort] = [await freePort(), await freePort()];
@@ -152,6 +210,8 @@ describe("npm start stopped with SIGTERM", () => {
         await expect.poll(() => output, { timeout: SERVE_TIMEOUT_MS, interval: 250 }).toContain("The engine is serving");
         expect(await portFree(port)).toBe(false);
         expect(await portFree(demoPort)).toBe(false);
+        const token = /^API_TOKEN=(.+)$/m.exec(readFileSync(join(dir, "test.vars"), "utf8"))?.[1]?.trim() ?? "";
+        await questionMidCall(`http://127.0.0.1:${port}`, token, `http://127.0.0.1:${demoPort}`);
         child.kill("SIGTERM");
         expect(await exited).toBe(0);
         // Its children were stopped as groups before it exited: nothing holds either port.
