@@ -25,14 +25,7 @@ import type { QuestionAnswer } from "./mcp-questions";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
-import type { NotExecutedReason } from "../client/types";
-type ExecutedErrorCode =
-  | "transport_timeout"
-  | "transport_error"
-  | "tool_error"
-  | "response_too_large"
-  | "settlement_timeout"
-  | "input_unsupported";
+import type { ExecutedErrorCode, NotExecutedReason } from "../client/types";
 /**
  * Why an admitted call was stopped before it was sent. transport_unavailable:
  * its MCP server could not be reached, refused the connection or failed the
