@@ -379,7 +379,7 @@ describe("the settlement of a dispatched call", () => {
     const settled = await mutation(exec.mutation_id);
     // The real result, exactly the facts the stream reported.
     expect(settled).toStrictEqual(
-      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, result: exec.result }),
+      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, sends: 1, result: exec.result }),
     );
     expect(await runMutations(runId)).toStrictEqual([settled]);
 
@@ -636,6 +636,7 @@ describe("the storage pool", () => {
         settledRow(r.runId, r.channel, r.approvalId, exec.mutation_id, {
           state: "completed",
           dispatched: true,
+          sends: 1,
           result: expect.objectContaining({ is_error: false }),
         }),
       ]);
@@ -743,7 +744,7 @@ describe("restarts", () => {
     );
     // The same row (same mutation id) carried through the restart, now completed.
     expect(await runMutations(runId)).toStrictEqual([
-      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, result: exec.result }),
+      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, sends: 1, result: exec.result }),
     ]);
     // The old instance's held checkpoint never ran (the new instance's checkpoint is a new statement, on D1).
     expect(seam.seen("checkpoint").map((e) => e.status)).toEqual(["held"]);
@@ -790,7 +791,7 @@ describe("restarts", () => {
     });
     expect(exec).not.toHaveProperty("error");
     expect(await runMutations(runId)).toStrictEqual([
-      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, result: exec.result }),
+      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, sends: 1, result: exec.result }),
     ]);
     expect(await demo.count(title)).toBe(1);
   });
@@ -818,7 +819,7 @@ describe("replay protection", () => {
     expect(execA).not.toHaveProperty("result");
     const rowA = await mutation(execA.mutation_id);
     expect(rowA).toStrictEqual(
-      settledRow(runA, channel, approvalA, execA.mutation_id, { state: "outcome_unknown", dispatched: true, error: execA.error }),
+      settledRow(runA, channel, approvalA, execA.mutation_id, { state: "outcome_unknown", dispatched: true, sends: 1, error: execA.error }),
     );
     expect(await demo.count(title)).toBe(1);
     expect(await demo.dashboards(title)).toHaveLength(1); // it did commit
