@@ -34,6 +34,7 @@ import {
   SdkHttpError,
   StreamableHTTPClientTransport,
   UnauthorizedError,
+  type CallToolRequestParams,
   type CallToolResult,
   type JSONRPCMessage,
   type PriorDiscovery,
@@ -207,26 +208,13 @@ export type McpOpenResult =
  * answers `failed`, with the session already closed.
  */
 export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
-  let open: McpSession;
   try {
-    open = await connectSession(server, caps);
+    return { kind: "open", session: await connectSession(server, caps) };
   } catch (error) {
     forgetEra(server.url);
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message, ...withStatus(failure) };
   }
-  // "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more.
-  let stage: "none" | "input_required" | "done" = "none";
-  const call: McpCallSession["call"] = async (toolName, args, meta, followUp) => {
-    if (stage === "done" || (stage === "none") !== (followUp === undefined))
-      return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
-    const answer = await open.callTool(toolName, args, meta, followUp);
-    stage = answer.kind === "input_required" ? "input_required" : "done";
-    // Never a re-send: only the next contact's connect probes the era again.
-    if (answer.kind === "failed") forgetEra(server.url);
-    return answer;
-  };
-  return { kind: "open", session: { protocolVersion: open.protocolVersion, call, close: () => open.close() } };
 }
 
 /**
@@ -237,8 +225,7 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 async function connectSession(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
   const deadline = Date.now() + caps.connectTimeoutMs;
   for (let prior = cachedEra(server.url); ; prior = undefined) {
-    const remainingMs = deadline - Date.now();
-    if (remainingMs <= 0) throw new McpTransportError("transport_timeout", `connect timed out after ${caps.connectTimeoutMs} ms`);
+    const remainingMs = Math.max(1, deadline - Date.now());
     const session = new McpSession(server, caps);
     try {
       await session.connect(remainingMs, caps.connectTimeoutMs, prior);
@@ -280,8 +267,10 @@ class ToolCallTransport extends StreamableHTTPClientTransport {
 }
 
 /** One SDK Client over one transport whose fetch is capped; the first definitive failure below the SDK settles what waits. */
-class McpSession {
+class McpSession implements McpCallSession {
   readonly client: Client;
+  /** "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more. */
+  private stage: "none" | "input_required" | "done" = "none";
   readonly transport: ToolCallTransport;
   private failed: McpTransportError | undefined;
   private signalFailure!: (error: McpTransportError) => void;
@@ -356,23 +345,33 @@ class McpSession {
    * The session's tools/call (or a follow-up), as an answer; never throws. Sent with `request`,
    * not `callTool`, whose output-schema check could also turn the tool's actual answer into an error.
    */
-  async callTool(
+  async call(
     toolName: string,
     args: Record<string, unknown>,
     meta?: Record<string, string>,
     followUp?: McpFollowUp,
   ): Promise<McpCallAnswer> {
+    if (this.stage === "done" || (this.stage === "none") !== (followUp === undefined))
+      return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
+    const answer = await this.send(toolName, args, {
+      name: toolName,
+      arguments: args,
+      ...(meta !== undefined ? { _meta: meta } : {}),
+      // The follow-up after input_required (contract section 21): the answers, and requestState byte for byte.
+      ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
+      ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
+    });
+    this.stage = answer.kind === "input_required" ? "input_required" : "done";
+    // Never a re-send: only the next contact's connect probes the era again.
+    if (answer.kind === "failed") forgetEra(this.server.url);
+    return answer;
+  }
+
+  private async send(toolName: string, args: Record<string, unknown>, params: CallToolRequestParams): Promise<McpCallAnswer> {
     const { callTimeoutMs } = this.caps;
     // Each send has its own trace: `sent`, `answered` and the id are about this request only.
     const trace: ToolCallTrace = { sent: false, answered: false };
     this.transport.toolCall = trace;
-    const params = {
-      name: toolName,
-      arguments: args,
-      ...(meta !== undefined ? { _meta: meta } : {}),
-      ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
-      ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
-    };
     let result: { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
     try {
       // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name); none for the earlier revisions.
@@ -456,23 +455,23 @@ function requestOptions(timeoutMs: number): RequestOptions {
   return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
 }
 
-function toToolInfo(tool: Tool): McpToolInfo {
-  const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
-  if (tool.description !== undefined) info.description = tool.description;
-  const annotations = toolAnnotations(tool.annotations);
-  if (annotations) info.annotations = annotations;
-  return info;
-}
+/** The declared type of each of the five annotation fields the contract names (section 21): a field of another type is dropped. */
+const ANNOTATION_TYPES: Record<string, string> = {
+  title: "string",
+  readOnlyHint: "boolean",
+  destructiveHint: "boolean",
+  idempotentHint: "boolean",
+  openWorldHint: "boolean",
+};
 
-/** The five annotation fields as the server gave them, each only when it has its declared type; undefined when none. */
-function toolAnnotations(given: Tool["annotations"]): McpToolAnnotations | undefined {
-  if (!given) return undefined;
-  const out: McpToolAnnotations = {};
-  if (typeof given.title === "string") out.title = given.title;
-  for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
-    if (typeof given[hint] === "boolean") out[hint] = given[hint];
-  }
-  return Object.keys(out).length > 0 ? out : undefined;
+function toToolInfo({ name, description, inputSchema, annotations }: Tool): McpToolInfo {
+  const given = Object.entries(annotations ?? {}).filter(([field, value]) => ANNOTATION_TYPES[field] === typeof value);
+  return {
+    name,
+    inputSchema: inputSchema as Record<string, unknown>,
+    ...(description !== undefined ? { description } : {}),
+    ...(given.length > 0 ? { annotations: Object.fromEntries(given) as McpToolAnnotations } : {}),
+  };
 }
 
 /** Anything thrown, as an McpTransportError (`settled` already classified what it saw). */
