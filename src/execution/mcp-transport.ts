@@ -2,29 +2,26 @@
  * The engine's MCP client: lists a server's tools and dispatches one tool call, over MCP
  * Streamable HTTP with the official v2 SDK, from inside workerd (the Run Durable Object).
  *
- * Responsibilities:
- *  - One short-lived SDK client per operation (connect, list or call, close), so no state has to
- *    survive a Durable Object eviction and no session outlives its use.
- *  - Speak MCP 2026-07-28 (stateless) where the server does and the earlier revisions
- *    (initialize and sessions) where it does not (contract section 21): the era is the SDK's
- *    `server/discover` probe, cached per server (mcp-era-cache.ts), learned during the connect,
- *    so before any checkpoint and never from a tools/call.
- *  - Enforce the transport caps of the contract (section 7): the connect (probe, handshake) is
- *    bounded by `connectTimeoutMs`, the tools/call by `callTimeoutMs` (nothing such as progress
- *    notifications extends it), and every response body by `maxResponseBytes`.
- *  - Never retry a tools/call: not here, and not inside the SDK (SSE resumption off, the
- *    standalone GET stream never opened, no input_required auto-fulfilment, and no `callTool`,
- *    whose header-mismatch path sends the call again). An `input_required` answer is handed
- *    back as it came; only the caller sends the follow-up, with the person's answers and the
- *    server's `requestState` (contract section 21), on the same session.
- *  - Turn every ending of a call into an `McpCallAnswer`, deciding `sent` from what actually
- *    reached the transport's `send`: the engine marks an outcome `outcome_unknown` from it, so a
- *    call that provably never left must say so, and one that may have left must never claim
- *    otherwise. Keep the server config's headers (credentials) out of every message.
+ * Responsibilities, each on one of the SDK's own seams:
+ *  - One short-lived SDK client per operation (connect, list or call, close): no state survives
+ *    a Durable Object eviction and no session outlives its use.
+ *  - The era (contract section 21): the SDK's `server/discover` probe with fallback to
+ *    initialize, adopted from mcp-era-cache.ts when known, all during the connect, so before any
+ *    checkpoint and never from a tools/call.
+ *  - The caps (section 7): the SDK's request timeouts bound each tools/call and tools/list
+ *    (progress never extends them); the connect as a whole, which the SDK bounds only step by
+ *    step, gets a deadline here; the fetch middleware (mcp-response-cap.ts) bounds every body.
+ *  - Never a second send: SSE resumption off, the GET stream never opened, no input_required
+ *    auto-fulfilment, no 401 retry (a bare token provider), and `request`, not `callTool` (whose
+ *    header-mismatch path sends the call again). An `input_required` answer is returned as it
+ *    came; only the caller sends the follow-up (answers and `requestState`) on the same session.
+ *  - `sent` from the typed `Transport.send` seam: true once the tools/call was handed to it. A
+ *    definitive failure seen below the SDK (a body over the cap, the call's stream ending before
+ *    its answer, the connect deadline) settles whatever waits and explains what the SDK made of it.
+ *  - The server config's headers (credentials) never in a message.
  *
  * Not responsible for: shaping and redacting results (mcp-result.ts), approvals, budgets,
- * write-ahead checkpoints or durable outcomes (the Run Durable Object decides those from the
- * answer returned here), nor for reading host config.
+ * checkpoints or durable outcomes (the Run Durable Object decides those from the answer).
  */
 import {
   Client,
@@ -37,21 +34,21 @@ import {
   SdkHttpError,
   StreamableHTTPClientTransport,
   UnauthorizedError,
+  type CallToolRequestParams,
   type CallToolResult,
   type JSONRPCMessage,
   type PriorDiscovery,
+  type RequestId,
   type RequestOptions,
-  type StreamableHTTPReconnectionOptions,
   type Tool,
+  type TransportSendOptions,
 } from "@modelcontextprotocol/client";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
 import { paramHeaders, rememberParamHeaders } from "./mcp-param-headers";
+import { responseCap } from "./mcp-response-cap";
 import { truncateUtf8 } from "./mcp-result";
 import { redactText } from "./redaction";
-
-// ---------------------------------------------------------------------------------------------
-// Public interface
 
 export interface McpServerConfig {
   url: string;
@@ -127,42 +124,15 @@ export class McpTransportError extends Error {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Constants
-
 /** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
 const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
-/**
- * After the tools/call response stream ends or breaks, how long the SDK gets to deliver a result
- * it had already read before the call is declared failed. Delivery takes only microtasks (the
- * parse pipeline has no timers), so this is generous; it only shortens the wait for a dropped
- * stream, which would otherwise sit out the whole call timeout.
- */
-const STREAM_END_SETTLE_MS = 250;
 /** Guard against a server whose pagination cursor never ends. */
 const MAX_TOOL_LIST_PAGES = 100;
 /** Bound on error text (server-provided text can be arbitrarily long). */
 const MESSAGE_MAX_BYTES = 512;
-
 const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
 /** The revisions spoken (contract section 21): the stateless one first, then the two with initialize and sessions. */
-const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"] as const;
-
-/**
- * No SSE resumption. The SDK only ever resumes with a GET carrying Last-Event-ID (it never
- * re-POSTs a request), and only when the server sent event ids; but a resumed stream could
- * still replay a response into a client that already gave up, and each attempt is another
- * connection after the caps expired. With maxRetries 0 a broken stream is simply broken.
- */
-const NO_RECONNECTION: StreamableHTTPReconnectionOptions = {
-  maxRetries: 0,
-  initialReconnectionDelay: 0,
-  maxReconnectionDelay: 0,
-  reconnectionDelayGrowFactor: 1,
-};
-
-// ---------------------------------------------------------------------------------------------
-// Entry points
+const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"];
 
 /** A server's tools (all pages) and the protocol version spoken to list them. */
 export interface McpToolListing {
@@ -170,32 +140,27 @@ export interface McpToolListing {
   protocolVersion: string;
 }
 
-/** Lists a server's tools (all pages). Throws McpTransportError on failure. */
+/** Lists a server's tools (all pages, one call timeout for them all). Throws McpTransportError on failure. */
 export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolListing> {
   let session: McpSession | undefined;
   try {
     session = await connectSession(server, caps);
-    // One bound for the whole listing: pagination must not multiply the caller's wait.
     const deadline = Date.now() + caps.callTimeoutMs;
     const tools: McpToolInfo[] = [];
     const seenCursors = new Set<string>();
     let cursor: string | undefined;
-    for (let page = 0; ; page += 1) {
-      if (page === MAX_TOOL_LIST_PAGES) {
-        throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
-      }
+    for (let page = 1; ; page += 1) {
       const remainingMs = Math.max(1, deadline - Date.now());
-      const result = await session.bounded(
-        session.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(remainingMs)),
-        remainingMs,
-        "tools/list",
-      );
+      const listed = session.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(remainingMs));
+      const result = await session.settled(listed, "tools/list", remainingMs);
       tools.push(...result.tools.map(toToolInfo));
       cursor = result.nextCursor;
       if (cursor === undefined) {
         rememberParamHeaders(server.url, tools);
         return { tools, protocolVersion: session.protocolVersion };
       }
+      if (page === MAX_TOOL_LIST_PAGES)
+        throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
       if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
       seenCursors.add(cursor);
     }
@@ -209,9 +174,9 @@ export async function listMcpTools(server: McpServerConfig, caps: TransportCaps)
 }
 
 /**
- * A session opened for one tools/call (connect before checkpoint, contract section 7): the
- * connection and the initialize handshake are done, nothing has been called yet. The caller
- * writes its checkpoint, then calls `call` at most once, and closes the session on every path.
+ * A session opened for one tools/call (connect before checkpoint, contract section 7): the era is
+ * known and, for the earlier revisions, the handshake done; nothing has been called yet. The
+ * caller writes its checkpoint, then calls `call` at most once, and closes the session on every path.
  */
 interface McpCallSession {
   /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
@@ -238,175 +203,134 @@ export type McpOpenResult =
   | { kind: "failed"; code: McpFailureCode; message: string; httpStatus?: number };
 
 /**
- * Learns the server's era (a cached one, else the `server/discover` probe) and, for the earlier
- * revisions, completes the initialize handshake, bounded by `connectTimeoutMs`. Never throws: a
- * server that cannot be reached, refuses the connection, answers the probe unusably or fails the
- * handshake (or a URL that does not parse) answers `failed`, with the session already closed.
+ * Connects (era, handshake, token) within `connectTimeoutMs`. Never throws: a server that cannot
+ * be reached, refuses, answers unusably or fails the handshake (or a URL that does not parse)
+ * answers `failed`, with the session already closed.
  */
 export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
-  let open: McpSession;
   try {
-    open = await connectSession(server, caps);
+    return { kind: "open", session: await connectSession(server, caps) };
   } catch (error) {
     forgetEra(server.url);
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message, ...withStatus(failure) };
   }
-  // "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more.
-  let stage: "none" | "input_required" | "done" = "none";
-  return {
-    kind: "open",
-    session: {
-      protocolVersion: open.protocolVersion,
-      call: async (toolName, args, meta, followUp) => {
-        if (stage === "done" || (stage === "none") !== (followUp === undefined))
-          return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
-        stage = "done";
-        const outcome = await open.callTool(toolName, args, meta, followUp);
-        if (outcome.kind === "input_required") stage = "input_required";
-        // Never a re-send: only the next contact's connect probes the era again.
-        if (outcome.kind === "failed") forgetEra(server.url);
-        return outcome;
-      },
-      close: () => open.close(),
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// One client session
-
-/**
- * The SDK's Streamable HTTP transport, told at its typed `send` seam when the tools/call goes
- * out: the JSON-RPC message as the SDK built it, so nothing has to re-parse a request body.
- */
-class ToolCallTracingTransport extends StreamableHTTPClientTransport {
-  constructor(
-    url: URL,
-    /** The current tools/call's trace (a follow-up after input_required gets a fresh one). */
-    private readonly trace: () => ToolCallTrace,
-    options: ConstructorParameters<typeof StreamableHTTPClientTransport>[1],
-  ) {
-    super(url, options);
-  }
-
-  override send(message: JSONRPCMessage, options?: Parameters<StreamableHTTPClientTransport["send"]>[1]): Promise<void> {
-    if (isJSONRPCRequest(message) && message.method === "tools/call") {
-      const trace = this.trace();
-      trace.id = message.id;
-      trace.sent = true;
-    }
-    return super.send(message, options);
-  }
 }
 
 /**
- * A connected session: with the era cached, the SDK adopts it (no probe; for a stateless server no
- * request at all); else it probes with `server/discover` and falls back to initialize. A cached
- * era that fails (a server that dropped its older revision) is forgotten and probed once more,
- * within the same connect bound: nothing of a tools/call has been sent yet. Throws on failure,
- * with every session it opened closed.
+ * A connected session: with the era cached, the SDK adopts it (for a stateless server, no request
+ * at all); else it probes. A cached era that fails is forgotten and probed once more within the
+ * same bound: nothing of a tools/call has been sent yet. Throws with every session it opened closed.
  */
 async function connectSession(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
   const deadline = Date.now() + caps.connectTimeoutMs;
-  const prior = cachedEra(server.url);
-  const first = new McpSession(server, caps);
-  try {
-    await first.connect(caps.connectTimeoutMs, prior);
-    rememberEra(server.url, first.learnedEra());
-    return first;
-  } catch (error) {
-    await first.close();
-    if (prior === undefined) throw error;
-    forgetEra(server.url);
-  }
-  const remainingMs = deadline - Date.now();
-  if (remainingMs <= 0) throw new McpTransportError("transport_timeout", `connect timed out after ${caps.connectTimeoutMs} ms`);
-  const second = new McpSession(server, caps);
-  try {
-    await second.connect(remainingMs, undefined);
-    rememberEra(server.url, second.learnedEra());
-    return second;
-  } catch (error) {
-    await second.close();
-    throw error;
+  for (let prior = cachedEra(server.url); ; prior = undefined) {
+    const remainingMs = Math.max(1, deadline - Date.now());
+    const session = new McpSession(server, caps);
+    try {
+      await session.connect(remainingMs, caps.connectTimeoutMs, prior);
+      rememberEra(server.url, session.learnedEra());
+      return session;
+    } catch (error) {
+      await session.close();
+      if (prior === undefined) throw error;
+      forgetEra(server.url);
+    }
   }
 }
 
-/** What the fetch layer and the message hook learned about the tools/call request. */
+/** What the transport saw of the tools/call in flight (or last sent); one per send. */
 interface ToolCallTrace {
-  /** The tools/call was handed to the transport: from here on it may have reached the server. */
+  /** Handed to the transport: from here on it may have reached the server. */
   sent: boolean;
-  /** Its POST went to fetch (the next POST after `sent`): that response is the one watched. */
-  fetched: boolean;
-  /** Its JSON-RPC id, as the transport was given it, to recognise its answer. */
-  id?: string | number;
-  /** A response (result or error) for it arrived. */
+  id?: RequestId;
+  /** Its response (result or error) arrived. */
   answered: boolean;
-  /** The server answered it with a JSON-RPC error. */
   rpcError?: { code: number; message: string };
 }
 
 /**
- * One SDK Client over one Streamable HTTP transport whose fetch is instrumented: it records when
- * the tools/call leaves, caps every response body, answers the standalone GET stream with 405,
- * and turns a too-large or dropped tools/call response into a failure signal that `bounded`
- * races against the SDK's own promise.
+ * The SDK's Streamable HTTP transport, told at its typed `send` seam when the tools/call goes out
+ * (the message as the SDK built it: nothing re-parses a body), and told by the SDK's own
+ * `onRequestStreamEnd` when that call's SSE response ends: resumption is off, so an answer not
+ * delivered by then never comes (the SDK delivers messages before it reports the end).
  */
-class McpSession {
+class ToolCallTransport extends StreamableHTTPClientTransport {
+  toolCall: ToolCallTrace = { sent: false, answered: false };
+  onToolCallCut: () => void = () => {};
+
+  override send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (!isJSONRPCRequest(message) || message.method !== "tools/call") return super.send(message, options);
+    const trace = Object.assign(this.toolCall, { sent: true, id: message.id });
+    return super.send(message, { ...options, onRequestStreamEnd: () => void (trace.answered || this.onToolCallCut()) });
+  }
+}
+
+/** One SDK Client over one transport whose fetch is capped; the first definitive failure below the SDK settles what waits. */
+class McpSession implements McpCallSession {
   readonly client: Client;
-  readonly transport: StreamableHTTPClientTransport;
-  /** The trace of the tools/call in flight (or last sent); replaced for each follow-up. */
-  toolCall: ToolCallTrace = { sent: false, fetched: false, answered: false };
-  /** Whether any JSON-RPC error response arrived: then an error may be the server's, not the SDK's. */
-  private rpcErrorSeen = false;
-  /** Set by the first definitive failure the fetch layer sees; never rejects (so never unhandled). */
-  private readonly failure: Promise<McpTransportError>;
-  private signalFailure!: (error: McpTransportError) => void;
+  /** "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more. */
+  private stage: "none" | "input_required" | "done" = "none";
+  readonly transport: ToolCallTransport;
   private failed: McpTransportError | undefined;
+  private signalFailure!: (error: McpTransportError) => void;
+  /** Rejects with the first definitive failure; raced against the SDK's promises (handled, so never unhandled). */
+  private readonly failure = new Promise<never>((_, reject) => (this.signalFailure = reject));
   private closed = false;
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(
     private readonly server: McpServerConfig,
     private readonly caps: TransportCaps,
   ) {
-    this.failure = new Promise((resolve) => (this.signalFailure = resolve));
-    this.transport = new ToolCallTracingTransport(new URL(server.url), () => this.toolCall, {
+    this.failure.catch(() => {});
+    const { maxResponseBytes } = caps;
+    const capped = responseCap(maxResponseBytes, () =>
+      this.fail(new McpTransportError("response_too_large", `response body exceeds the ${maxResponseBytes}-byte cap`)),
+    );
+    this.transport = new ToolCallTransport(new URL(server.url), {
       requestInit: { headers: { ...server.headers } },
-      fetch: (url, init) => this.fetch(url, init),
-      reconnectionOptions: NO_RECONNECTION,
+      fetch: capped((url, init) => fetch(url, init)),
+      // No SSE resumption: a resumed stream could replay a response into a client that gave up, after the caps expired.
+      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
+      // A bare provider with no onUnauthorized: a 401 or 403 is thrown, never answered by a refresh and a second send.
       ...(server.accessToken !== undefined ? { authProvider: { token: async () => server.accessToken } } : {}),
     });
-    // The Protocol chains a handler that is set before connect(), so this sees every message
-    // before the SDK resolves the matching request.
+    // After close() began the SDK reports no end (our own abort), so any end seen here is the server's or the network's.
+    this.transport.onToolCallCut = () =>
+      void this.fail(new McpTransportError("transport_error", "tools/call response stream ended before the result"));
+    // Set before connect, so the Protocol chains it: it sees each message before the SDK resolves the request.
     this.transport.onmessage = (message) => this.observe(message);
     this.client = new Client(CLIENT_INFO, {
-      // Form-mode elicitation only (contract section 21), answered by a person through the engine
-      // (input_required); no URL mode, sampling or roots.
+      // Form-mode elicitation only (contract section 21), answered by a person through the engine; no URL mode, sampling or roots.
       capabilities: { elicitation: { form: {} } },
-      // 2026-07-28 first (server/discover), falling back to initialize for the earlier revisions.
       versionNegotiation: { mode: "auto" },
-      supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
-      // The SDK must never answer an input_required by sending the tools/call again on its own.
+      supportedProtocolVersions: SUPPORTED_PROTOCOL_VERSIONS,
       inputRequired: { autoFulfill: false },
-      // The default (ajv) compiles schemas with `new Function`, which workerd forbids; listTools
-      // compiles every tool's outputSchema.
+      // The default (ajv) compiles schemas with `new Function`, which workerd forbids; listTools compiles every outputSchema.
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     });
-    // Aborted requests and broken streams are reported here as well as through the promise
-    // that is waiting for them (the one that decides the outcome). Without a handler the SDK
-    // drops them silently; with one that logs, every close after a timeout would be noise.
+    // Aborts and broken streams also reach the promise that decides the outcome; logging them here would only be noise.
     this.client.onerror = () => {};
   }
 
-  /** Connects within `timeoutMs`: adopting `prior` when given, else probing the era. */
-  async connect(timeoutMs: number, prior: PriorDiscovery | undefined): Promise<void> {
-    const options = { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) };
-    await this.bounded(this.client.connect(this.transport, options), timeoutMs, "connect");
+  /** Connects within `timeoutMs` (reported as `boundMs`): adopting `prior` when given, else probing the era. */
+  async connect(timeoutMs: number, boundMs: number, prior: PriorDiscovery | undefined): Promise<void> {
+    // The SDK bounds the probe and the initialize request each, not the connect (nor the initialized notification).
+    const timer = setTimeout(
+      () => this.fail(new McpTransportError("transport_timeout", `connect timed out after ${boundMs} ms`)),
+      timeoutMs,
+    );
+    try {
+      await this.settled(
+        this.client.connect(this.transport, { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) }),
+        "connect",
+        boundMs,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** The revision this connected session speaks. */
   get protocolVersion(): string {
     return this.client.getNegotiatedProtocolVersion() ?? "unknown";
   }
@@ -418,265 +342,144 @@ class McpSession {
   }
 
   /**
-   * The one tools/call of this session, as an outcome. Never throws. Sent with `request`, not the
-   * SDK's `callTool`: on a header-mismatch answer that one lists the tools and sends the call a
-   * second time, which the contract forbids (section 7); nor may its output-schema check turn a
-   * tool's actual answer into an error after the call took effect.
+   * The session's tools/call (or a follow-up), as an answer; never throws. Sent with `request`,
+   * not `callTool`, whose output-schema check could also turn the tool's actual answer into an error.
    */
-  async callTool(
+  async call(
     toolName: string,
     args: Record<string, unknown>,
     meta?: Record<string, string>,
     followUp?: McpFollowUp,
   ): Promise<McpCallAnswer> {
+    if (this.stage === "done" || (this.stage === "none") !== (followUp === undefined))
+      return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
+    const answer = await this.send(toolName, args, {
+      name: toolName,
+      arguments: args,
+      ...(meta !== undefined ? { _meta: meta } : {}),
+      // The follow-up after input_required (contract section 21): the answers, and requestState byte for byte.
+      ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
+      ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
+    });
+    this.stage = answer.kind === "input_required" ? "input_required" : "done";
+    // Never a re-send: only the next contact's connect probes the era again.
+    if (answer.kind === "failed") forgetEra(this.server.url);
+    return answer;
+  }
+
+  private async send(toolName: string, args: Record<string, unknown>, params: CallToolRequestParams): Promise<McpCallAnswer> {
     const { callTimeoutMs } = this.caps;
     // Each send has its own trace: `sent`, `answered` and the id are about this request only.
-    if (followUp !== undefined) this.toolCall = { sent: false, fetched: false, answered: false };
+    const trace: ToolCallTrace = { sent: false, answered: false };
+    this.transport.toolCall = trace;
+    let result: { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
     try {
-      let result: unknown;
-      try {
-        const params = {
-          name: toolName,
-          arguments: args,
-          ...(meta !== undefined ? { _meta: meta } : {}),
-          // The follow-up after input_required (contract section 21): the answers, and requestState byte for byte.
-          ...(followUp !== undefined && Object.keys(followUp.inputResponses).length > 0 ? { inputResponses: followUp.inputResponses } : {}),
-          ...(followUp?.requestState !== undefined ? { requestState: followUp.requestState } : {}),
-        };
-        // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name itself); none for the earlier revisions.
-        const headers = this.client.getProtocolEra() === "modern" ? paramHeaders(this.server.url, toolName, args) : {};
-        // allowInputRequired: an input_required answer comes back as a value, never re-sent by the SDK.
-        result = await this.bounded(
-          this.client.request({ method: "tools/call", params }, { ...requestOptions(callTimeoutMs), allowInputRequired: true, headers }),
-          callTimeoutMs,
-          "tools/call",
-        );
-      } catch (error) {
-        return this.callFailureOutcome(error);
-      }
-      const resultType = (result as { resultType?: unknown }).resultType;
-      if (resultType === "input_required") {
-        const { inputRequests, requestState } = result as { inputRequests?: unknown; requestState?: unknown };
-        return {
-          kind: "input_required",
-          inputRequests: typeof inputRequests === "object" && inputRequests !== null ? (inputRequests as Record<string, unknown>) : {},
-          ...(typeof requestState === "string" ? { requestState } : {}),
-        };
-      }
-      if (resultType !== undefined && resultType !== "complete") {
-        // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
-        const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
-        return {
-          kind: "failed",
-          code: "transport_error",
-          message: `tools/call answered with resultType ${kind}, which this engine does not continue`,
-          sent: true,
-        };
-      }
-      return { kind: "result", result: result as CallToolResult };
+      // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name); none for the earlier revisions.
+      const headers = this.client.getProtocolEra() === "modern" ? paramHeaders(this.server.url, toolName, args) : {};
+      const request = this.client.request(
+        { method: "tools/call", params },
+        { ...requestOptions(callTimeoutMs), allowInputRequired: true, headers },
+      );
+      result = (await this.settled(request, "tools/call", callTimeoutMs)) as typeof result;
     } catch (error) {
-      // Defensive: nothing above should throw, but a caller relies on "never throws".
-      return { kind: "failed", code: "transport_error", message: errorText(error), sent: this.toolCall.sent };
+      // The server answered: the call reached it and it said no (execution redacts the text).
+      if (trace.rpcError && !this.failed) return { kind: "rpc_error", ...trace.rpcError };
+      const failure = toTransportError(error);
+      return { kind: "failed", code: failure.code, message: failure.message, sent: trace.sent, ...withStatus(failure) };
     }
+    const { resultType, inputRequests, requestState } = result;
+    if (resultType === "input_required") {
+      const requests = typeof inputRequests === "object" && inputRequests !== null ? (inputRequests as Record<string, unknown>) : {};
+      return { kind: "input_required", inputRequests: requests, ...(typeof requestState === "string" ? { requestState } : {}) };
+    }
+    if (resultType === undefined || resultType === "complete") return { kind: "result", result: result as CallToolResult };
+    // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
+    const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
+    return {
+      kind: "failed",
+      code: "transport_error",
+      message: `tools/call answered with resultType ${kind}, which this engine does not continue`,
+      sent: true,
+    };
   }
 
   /**
-   * Waits for `operation`, at most `timeoutMs`, and no longer once the fetch layer signalled a
-   * failure. The SDK applies its own request timeout too; this is the hard bound on total time,
-   * whatever the SDK does (a send that never settles, a timer that got reset).
+   * Waits for the SDK's `operation`, or the first definitive failure, and classifies an error: a
+   * failure seen below the SDK explains whatever the SDK made of it, so it wins.
    */
-  async bounded<T>(operation: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`)), timeoutMs);
-    });
-    const failure = this.failure.then((error): never => {
-      throw error;
-    });
+  async settled<T>(operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
     try {
-      // Promise.race subscribes to every contender, so the losers' later rejections are handled.
-      return await Promise.race([operation, deadline, failure]);
+      return await Promise.race([operation, this.failure]);
     } catch (error) {
-      throw this.classify(error, what, timeoutMs);
-    } finally {
-      if (timer !== undefined) clearTimeout(timer);
+      if (this.failed) throw this.failed;
+      if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
+        throw new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
+      throw error instanceof McpTransportError
+        ? error
+        : new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
     }
-  }
-
-  /**
-   * What a failed operation amounts to. A failure the fetch layer saw (too large, stream broken)
-   * explains whatever the SDK made of it, so it wins. The SDK's own request timeout is an
-   * SdkError(RequestTimeout); it only counts as a timeout while no JSON-RPC error response arrived.
-   */
-  private classify(error: unknown, what: string, timeoutMs: number): McpTransportError {
-    if (this.failed) return this.failed;
-    if (error instanceof McpTransportError) return error;
-    if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout && !this.rpcErrorSeen) {
-      return new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
-    }
-    return new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
-  }
-
-  /** The outcome of a tools/call that did not resolve with a result. */
-  callFailureOutcome(error: unknown): McpCallAnswer {
-    const { rpcError, sent } = this.toolCall;
-    // The server answered: the call reached it and it said no (execution redacts the text).
-    if (rpcError && !this.failed) return { kind: "rpc_error", code: rpcError.code, message: rpcError.message };
-    const failure = toTransportError(error);
-    return { kind: "failed", code: failure.code, message: failure.message, sent, ...withStatus(failure) };
   }
 
   /** Frees the server's session (bounded, errors ignored), then closes the client. Once: a second close does nothing. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
     if (this.transport.sessionId !== undefined) {
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        this.transport.terminateSession().catch(() => {}),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, TERMINATE_SESSION_TIMEOUT_MS))),
-      ]);
-      if (timer !== undefined) clearTimeout(timer);
+      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, TERMINATE_SESSION_TIMEOUT_MS)));
+      await Promise.race([this.transport.terminateSession().catch(() => {}), bound]);
+      clearTimeout(timer);
     }
-    // Aborts whatever is still in flight (a timed-out call, an unfinished DELETE); the SDK
-    // reports those aborts through onerror, which is quiet.
+    // Aborts whatever is still in flight (a timed-out call, an unfinished DELETE), reported through the quiet onerror.
     await this.client.close().catch(() => {});
   }
 
-  private fail(error: McpTransportError): void {
-    if (this.failed) return;
+  private fail(error: McpTransportError): McpTransportError {
+    if (this.failed) return this.failed;
     this.failed = error;
     this.signalFailure(error);
+    return error;
   }
 
   private observe(message: JSONRPCMessage): void {
+    const trace = this.transport.toolCall;
     const isError = isJSONRPCErrorResponse(message);
-    if (!isError && !isJSONRPCResultResponse(message)) return;
-    if (isError) this.rpcErrorSeen = true;
-    if (this.toolCall.id === undefined || message.id !== this.toolCall.id) return;
-    this.toolCall.answered = true;
-    if (isError) this.toolCall.rpcError = { code: message.error.code, message: message.error.message };
-  }
-
-  /** The transport's fetch. Headers pass through untouched and are never read or logged here. */
-  private async fetch(url: string | URL, init?: RequestInit): Promise<Response> {
-    const method = (init?.method ?? "GET").toUpperCase();
-    if (method === "GET") {
-      // The standalone GET stream carries only server-initiated messages, which a one-shot
-      // client neither needs nor may act on (no sampling, elicitation or roots). The SDK treats
-      // 405 as "server offers no stream", so none is opened: one connection fewer per call,
-      // nothing to abort on close, nothing to reconnect.
-      return new Response(null, { status: 405, statusText: "Method Not Allowed" });
-    }
-    // The POST carrying the tools/call is the first one after the transport's send saw it.
-    const trace = this.toolCall;
-    const isToolCall = method === "POST" && trace.sent && !trace.fetched;
-    if (isToolCall) trace.fetched = true;
-    const response = await fetch(url, init);
-    return this.capBody(response, isToolCall ? trace : undefined);
-  }
-
-  /**
-   * Passes the body through, counting bytes, and errors it past maxResponseBytes. For the
-   * tools/call's SSE response it also notices the stream ending or breaking before the answer:
-   * resumption is off, so that answer can never arrive, and waiting would only burn the timeout.
-   */
-  private capBody(response: Response, toolCall: ToolCallTrace | undefined): Response {
-    const { maxResponseBytes } = this.caps;
-    const body = response.body;
-    if (body === null) return response;
-    const tooLarge = () => new McpTransportError("response_too_large", `response body exceeds the ${maxResponseBytes}-byte cap`);
-    const declared = Number(response.headers.get("content-length") ?? NaN);
-    if (declared > maxResponseBytes) {
-      const error = tooLarge();
-      this.fail(error);
-      void body.cancel(error).catch(() => {});
-      throw error;
-    }
-    const watchEnd = toolCall !== undefined && (response.headers.get("content-type") ?? "").includes("text/event-stream");
-    const ended = (why: string) => {
-      // After close() began, the end is our own abort, not the server's doing.
-      if (!watchEnd || this.closed) return;
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        if (toolCall !== undefined && !toolCall.answered)
-          this.fail(new McpTransportError("transport_error", `tools/call response stream ${why} before the result`));
-      }, STREAM_END_SETTLE_MS);
-      this.timers.add(timer);
-    };
-
-    const reader = body.getReader();
-    let received = 0;
-    const counted = new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (error) {
-          ended("broke");
-          controller.error(error);
-          return;
-        }
-        if (chunk.done) {
-          ended("ended");
-          controller.close();
-          return;
-        }
-        received += chunk.value.byteLength;
-        if (received > maxResponseBytes) {
-          const error = tooLarge();
-          this.fail(error);
-          controller.error(error);
-          void reader.cancel(error).catch(() => {});
-          return;
-        }
-        controller.enqueue(chunk.value);
-      },
-      cancel: (reason) => reader.cancel(reason).catch(() => {}),
-    });
-    return new Response(counted, { status: response.status, statusText: response.statusText, headers: response.headers });
+    if (trace.id === undefined || (!isError && !isJSONRPCResultResponse(message)) || message.id !== trace.id) return;
+    trace.answered = true;
+    if (isError) trace.rpcError = { code: message.error.code, message: message.error.message };
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Helpers
-
-/**
- * SDK request options: the cap as both the idle and the total timeout, and progress
- * notifications never reset it (the SDK's default is already false; stated so it stays so).
- */
+/** SDK request options: the cap as both the idle and the total timeout, never reset by progress. */
 function requestOptions(timeoutMs: number): RequestOptions {
   return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
 }
 
-function toToolInfo(tool: Tool): McpToolInfo {
-  const info: McpToolInfo = { name: tool.name, inputSchema: tool.inputSchema as Record<string, unknown> };
-  if (tool.description !== undefined) info.description = tool.description;
-  const annotations = toolAnnotations(tool.annotations);
-  if (annotations) info.annotations = annotations;
-  return info;
+/** The declared type of each of the five annotation fields the contract names (section 21): a field of another type is dropped. */
+const ANNOTATION_TYPES: Record<string, string> = {
+  title: "string",
+  readOnlyHint: "boolean",
+  destructiveHint: "boolean",
+  idempotentHint: "boolean",
+  openWorldHint: "boolean",
+};
+
+function toToolInfo({ name, description, inputSchema, annotations }: Tool): McpToolInfo {
+  const given = Object.entries(annotations ?? {}).filter(([field, value]) => ANNOTATION_TYPES[field] === typeof value);
+  return {
+    name,
+    inputSchema: inputSchema as Record<string, unknown>,
+    ...(description !== undefined ? { description } : {}),
+    ...(given.length > 0 ? { annotations: Object.fromEntries(given) as McpToolAnnotations } : {}),
+  };
 }
 
-/** The five annotation fields as the server gave them, each only when it has its declared type; undefined when none. */
-function toolAnnotations(given: Tool["annotations"]): McpToolAnnotations | undefined {
-  if (!given) return undefined;
-  const out: McpToolAnnotations = {};
-  if (typeof given.title === "string") out.title = given.title;
-  for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const) {
-    const value = given[hint];
-    if (typeof value === "boolean") out[hint] = value;
-  }
-  return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/** Anything thrown, as an McpTransportError (bounded() already classified what it saw). */
+/** Anything thrown, as an McpTransportError (`settled` already classified what it saw). */
 function toTransportError(error: unknown): McpTransportError {
   return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
 }
 
-/** The HTTP status of a refusal, as the SDK's SdkHttpError carries it (its auth errors: 401, 403 insufficient_scope). */
+/** The HTTP status of a refusal, as the SDK's errors carry it (its auth errors: 401, 403 insufficient_scope). */
 function httpStatusOf(error: unknown): number | undefined {
   if (error instanceof UnauthorizedError) return 401;
   if (error instanceof InsufficientScopeError) return 403;
@@ -690,7 +493,6 @@ function withStatus(error: McpTransportError): { httpStatus?: number } {
 /** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */
 function errorText(error: unknown): string {
   const text = error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error);
-  // Cut generously first (bounds the work), redact, then cut to size: a credential split by the
-  // first cut lies beyond the second.
+  // Cut generously first (bounds the work), redact, then cut to size: a credential split by the first cut lies beyond the second.
   return truncateUtf8(redactText(truncateUtf8(text, 4 * MESSAGE_MAX_BYTES)), MESSAGE_MAX_BYTES);
 }
