@@ -421,8 +421,7 @@ describe("run index: migration 0021 (one row per question)", () => {
       return found.queries;
     };
     const aboutInputs = (q: string) => /\b(TABLE|ON) inputs\b/.test(q);
-    const gauge = () =>
-      env.DB.prepare(`SELECT value FROM metric_counters WHERE name = 'aee_inputs_pending'`).first<{ value: number }>();
+    const gauge = () => env.DB.prepare(`SELECT value FROM metric_counters WHERE name = 'aee_inputs_pending'`).first<{ value: number }>();
     // The table as migrations 0004 and 0011 made it, from their own files, with rows of the old shape.
     await env.DB.batch([env.DB.prepare(`DROP TABLE inputs`)]);
     await env.DB.batch([...migration("0004"), ...migration("0011")].filter(aboutInputs).map((q) => env.DB.prepare(q)));
