@@ -126,6 +126,10 @@ export function approvalLine(a: ApprovalListItem): string {
 }
 
 export function inputLine(i: InputListItem): string {
+  // An MCP tool's question mid-call (contract section 21), as the summary's line shows it: its input_id, call and form.
+  if (i.input_id !== undefined) {
+    return `question ${i.input_id} run=${i.run_id} call=${i.tool_call_id} ${quote(i.question)} schema=${JSON.stringify(i.requested_schema ?? {})} expires=${i.expires_at}`;
+  }
   return `question ${i.tool_call_id} run=${i.run_id} ${quote(i.question)} expires=${i.expires_at}`;
 }
 

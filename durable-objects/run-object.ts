@@ -258,6 +258,7 @@ export class RunObject extends DurableObject<Env> {
         schedule,
         waitUntil: (promise) => this.ctx.waitUntil(promise),
         stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
+        toolNameOf: (toolCallId) => engine?.toolNameOf(toolCallId),
       },
       run,
     );

@@ -27,6 +27,7 @@ import {
   decideApproval,
   expireDue,
   hasDispatched,
+  isOpen,
   nextDeadline,
   refuseDispatch,
   settleDispatch,
@@ -37,6 +38,7 @@ import {
   type Done,
   type Effect,
   type Limits,
+  type McpQuestion,
   type Proposed,
   type ToolCall,
   type Verdict,
@@ -91,6 +93,13 @@ export interface EngineDeps {
 export interface EngineObserver {
   appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void;
   summaryExtras(): Partial<RunSummary>;
+  /**
+   * MCP questions (contract section 21) that ended without an answer: their round expired
+   * (`expired`), the run was cancelled, or the call ended while they were open (`cancelled`).
+   * No event says so (the follow-up carries them as cancel), so the engine tells the observer
+   * (the run index); synchronous and storage-only, like `appended`.
+   */
+  questionsEnded?(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void;
 }
 
 export class RunEngine {
@@ -198,7 +207,7 @@ export class RunEngine {
     if (turn !== undefined) {
       this.#apply(cancelPending(this.#calls, turn, Date.now()));
       // A call waiting for answers mid-call (contract section 21) gets cancel for them now; its settlement is still recorded.
-      for (const closed of cancelQuestions(this.#calls, turn)) this.#closeRound(closed.tool_call_id);
+      for (const closed of cancelQuestions(this.#calls, turn)) this.#closeRound(closed.tool_call_id, "cancelled");
     }
     this.#save();
     // A dispatched call is not abandoned: the run ends once its result is reported.
@@ -274,7 +283,7 @@ export class RunEngine {
     if (refusal !== null) return { kind: "refused", error: refusal };
     const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
     this.#apply(result.effects);
-    if (result.closed) this.#closeRound(result.closed.tool_call_id);
+    if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");
     if (result.effects.length > 0 || result.closed) {
       this.#armDeadlineOfPhase();
       this.#save();
@@ -297,13 +306,40 @@ export class RunEngine {
     });
   }
 
-  /** The round of this call closed: its answers go back to the pipeline, which sends the follow-up. */
-  #closeRound(toolCallId: string): void {
+  /**
+   * The round of this call closed: its answers go back to the pipeline, which sends the follow-up.
+   * The round's questions closed unanswered (by expiry, or a cancel: `unanswered`) are told to the observer.
+   */
+  #closeRound(toolCallId: string, unanswered: "expired" | "cancelled"): void {
     const resolve = this.#rounds.get(toolCallId);
     const call = this.#calls.find((c) => c.tool_call_id === toolCallId && c.state === "dispatched");
+    if (call?.state === "dispatched") {
+      const questions = call.questions ?? [];
+      const latest = questions.reduce((max, q) => Math.max(max, q.round), 0);
+      const ended = questions.filter((q) => q.round === latest && q.expired === true && q.answer === undefined);
+      this.#questionsEnded(toolCallId, ended, unanswered);
+    }
     if (resolve === undefined || call?.state !== "dispatched") return;
     this.#rounds.delete(toolCallId);
     resolve(roundResponses(call));
+  }
+
+  #questionsEnded(toolCallId: string, questions: readonly McpQuestion[], status: "expired" | "cancelled", now = Date.now()): void {
+    if (questions.length === 0) return;
+    this.#deps.observer?.questionsEnded?.(
+      questions.map((q) => ({ tool_call_id: toolCallId, input_id: q.input_id })),
+      status,
+      now,
+    );
+  }
+
+  /** The name of the tool call `toolCallId` of the run (the latest one of that id), for the run index. */
+  toolNameOf(toolCallId: string): string | undefined {
+    for (let i = this.#calls.length - 1; i >= 0; i--) {
+      const call = this.#calls[i];
+      if (call?.tool_call_id === toolCallId) return call.tool_name;
+    }
+    return undefined;
   }
 
   #armDeadlineOfPhase(): void {
@@ -338,7 +374,7 @@ export class RunEngine {
           const phase = this.#phase();
           if (phase?.kind === "tools") {
             // A round of MCP questions past its time closes as cancel, and its follow-up goes out (contract section 21).
-            for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id);
+            for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id, "expired");
             this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
           }
           break;
@@ -524,6 +560,8 @@ export class RunEngine {
 
   #applyDecision(call: Dispatched, decision: PipelineDecision): void {
     const now = Date.now();
+    // Questions still open when the call ends (it was lost to a restart while a person decided) can never be answered now.
+    this.#questionsEnded(call.tool_call_id, (call.questions ?? []).filter(isOpen), "cancelled", now);
     this.#apply(
       decision.kind === "settle"
         ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)

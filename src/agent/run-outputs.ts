@@ -59,6 +59,8 @@ export interface RunOutputsDeps {
   waitUntil: (promise: Promise<unknown>) => void;
   /** The run's approvals and questions still waiting (swept into the index when the run ends). */
   stillPending: () => Pick<RunSummary, "pending_approvals" | "pending_inputs">;
+  /** The name of the run's tool call (an MCP question's index row keeps it, for the Slack Home tab). */
+  toolNameOf?: (toolCallId: string) => string | undefined;
 }
 
 interface SlackSide {
@@ -148,7 +150,7 @@ export class RunOutputs implements EngineObserver {
     if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
     const at = this.#at.iso;
     const context = this.#context();
-    let marked = this.#index.markEvent(context, event.type, fields, at);
+    let marked = this.#index.markEvent(context, event.type, fields, at, this.#deps.toolNameOf);
     const audit = auditOfEvent(context, event.type, fields, event.sequence, at);
     if (audit !== null) {
       this.#index.markAudit(audit);
@@ -163,6 +165,14 @@ export class RunOutputs implements EngineObserver {
       this.#startDrain(now);
     }
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+  }
+
+  /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */
+  questionsEnded(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void {
+    const run_id = this.#run.run_id;
+    for (const q of ended) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, input_id: q.input_id, status });
+    if (this.#slack) this.#homeChanged = true;
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds, the `mcp.send` span); storage only. */
@@ -365,9 +375,9 @@ export class RunOutputs implements EngineObserver {
     const { pending_approvals, pending_inputs } = this.#deps.stillPending();
     const run_id = this.#run.run_id;
     for (const a of pending_approvals) this.#index.markApprovalResolved({ approval_id: a.approval_id, run_id, status: "cancelled" });
-    // MCP questions (input_id, contract section 21) are not in the inputs index.
     for (const q of pending_inputs) {
-      if (q.input_id === undefined) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, status: "cancelled" });
+      const mcp = q.input_id === undefined ? {} : { input_id: q.input_id };
+      this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, ...mcp, status: "cancelled" });
     }
     return pending_approvals.length + pending_inputs.length > 0;
   }

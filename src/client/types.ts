@@ -354,6 +354,10 @@ export interface InputListItem {
   run_id: string;
   channel_id: string;
   question: string;
+  /** An MCP tool's question mid-call (contract section 21): its id, `<tool_call_id>:<round>:<key>`; absent for human__ask. */
+  input_id?: string;
+  /** An MCP question's form: the elicitation's requestedSchema as the server gave it. */
+  requested_schema?: Record<string, unknown>;
   requested_at: string;
   expires_at: string;
   status: InputStatus;

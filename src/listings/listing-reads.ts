@@ -189,10 +189,22 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
 
 // ---- inputs ------------------------------------------------------------------------------
 
-/** A row of the inputs query: the listing item itself. */
-type InputRow = InputListItem & Record<string, unknown>;
+/** A row of the inputs table (migration 0021: one per question, keyed by input_key). */
+interface InputRow extends Record<string, unknown> {
+  run_id: string;
+  input_key: string;
+  tool_call_id: string;
+  /** An MCP question's id and form (JSON text); NULL for human__ask. */
+  input_id: string | null;
+  requested_schema: string | null;
+  channel_id: string;
+  question: string;
+  requested_at: string;
+  expires_at: string;
+  status: InputListItem["status"];
+}
 
-const INPUTS_KEY = ["requested_at", "run_id", "tool_call_id"];
+const INPUTS_KEY = ["requested_at", "run_id", "input_key"];
 
 export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Page<InputListItem>> {
   const filters = query.status === undefined ? [] : [{ sql: "status = ?", value: query.status }];
@@ -210,6 +222,8 @@ export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Pag
       run_id: r.run_id,
       channel_id: r.channel_id,
       question: r.question,
+      ...(r.input_id !== null ? { input_id: r.input_id } : {}),
+      ...(r.requested_schema !== null ? { requested_schema: JSON.parse(r.requested_schema) as Record<string, unknown> } : {}),
       requested_at: r.requested_at,
       expires_at: r.expires_at,
       status: r.status,

@@ -60,12 +60,16 @@ export interface ApprovalResolution {
   approvals?: { by: string; at: string }[];
 }
 
-/** The end of a question asked earlier. */
+/** The end of a question asked earlier: a human__ask call's, or (with `input_id`) an MCP question's (contract section 21). */
 export interface InputResolution {
   run_id: string;
   tool_call_id: string;
+  input_id?: string;
   status: Exclude<InputListItem["status"], "pending">;
 }
+
+/** A question's mark: the listing item and, for an MCP question, the tool that asked (kept in the index only, never listed). */
+export type InputMark = InputListItem & { tool_name?: string };
 
 /**
  * What the run's object knows about its run that its events do not carry: the
@@ -107,8 +111,14 @@ const approvalResolutionSchema = z
 const voteMarkSchema = z
   .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
+const inputMarkSchema = inputListItemSchema.extend({ tool_name: z.string().optional() });
 const inputResolutionSchema = z
-  .object({ run_id: z.string(), tool_call_id: z.string(), status: inputStatusSchema.exclude(["pending"]) })
+  .object({
+    run_id: z.string(),
+    tool_call_id: z.string(),
+    input_id: z.string().optional(),
+    status: inputStatusSchema.exclude(["pending"]),
+  })
   .strip();
 
 /** 0 while waiting, 1 once settled: a mark or an upsert never goes from 1 back to 0. */
@@ -206,12 +216,12 @@ export class RunIndex {
     this.#mark("audit", entry.id, 1, entry);
   }
 
-  markInputAsked(row: InputListItem): void {
-    this.#mark("input", inputKey(row.run_id, row.tool_call_id), rankOf(row.status), row);
+  markInputAsked(row: InputMark): void {
+    this.#mark("input", inputKey(row.run_id, row.input_id ?? row.tool_call_id), rankOf(row.status), row);
   }
 
   markInputResolved(resolution: InputResolution): void {
-    this.#mark("input", inputKey(resolution.run_id, resolution.tool_call_id), 1, resolution);
+    this.#mark("input", inputKey(resolution.run_id, resolution.input_id ?? resolution.tool_call_id), 1, resolution);
   }
 
   /**
@@ -219,9 +229,18 @@ export class RunIndex {
    * its append path: run_started and the terminal events mark the run,
    * approval_requested/approval_resolved the approval, human_input_requested,
    * human_input_received and a human__ask's not_executed(expired|cancelled)
-   * the question. Other events mark nothing. Returns whether it marked.
+   * the question (an MCP question by its input_id; `toolNameOf` names the tool
+   * that asked it, for the Slack Home tab). An MCP question that expires or is
+   * cancelled has no event: the run's object marks it (markInputResolved).
+   * Other events mark nothing. Returns whether it marked.
    */
-  markEvent(context: RunIndexContext, type: EventType, fields: Record<string, unknown>, at: string): boolean {
+  markEvent(
+    context: RunIndexContext,
+    type: EventType,
+    fields: Record<string, unknown>,
+    at: string,
+    toolNameOf?: (toolCallId: string) => string | undefined,
+  ): boolean {
     const str = (key: string): string => String(fields[key]);
     // Each mark spreads the context into a row of its own: no copy is made for the events that mark nothing.
     const run = context;
@@ -273,22 +292,34 @@ export class RunIndex {
         });
         return true;
       }
-      case "human_input_requested":
-        // An MCP tool's question mid-call (contract section 21) is not in the inputs listing (keyed by tool call).
-        if (fields.input_id !== undefined) return false;
+      case "human_input_requested": {
+        // Contract section 21: an MCP tool's question mid-call carries its input_id and form.
+        const mcp = typeof fields.input_id === "string" ? fields.input_id : undefined;
+        const toolName = mcp === undefined ? undefined : toolNameOf?.(str("tool_call_id"));
+        const schema = fields.requested_schema;
         this.markInputAsked({
           tool_call_id: str("tool_call_id"),
           run_id: context.run_id,
           channel_id: context.channel_id,
           question: str("question"),
+          ...(mcp !== undefined ? { input_id: mcp } : {}),
+          ...(mcp !== undefined && typeof schema === "object" && schema !== null && !Array.isArray(schema)
+            ? { requested_schema: schema as Record<string, unknown> }
+            : {}),
           requested_at: at,
           expires_at: str("expires_at"),
           status: "pending",
+          ...(toolName !== undefined ? { tool_name: toolName } : {}),
         });
         return true;
+      }
       case "human_input_received":
-        if (fields.input_id !== undefined) return false;
-        this.markInputResolved({ run_id: context.run_id, tool_call_id: str("tool_call_id"), status: "answered" });
+        this.markInputResolved({
+          run_id: context.run_id,
+          tool_call_id: str("tool_call_id"),
+          ...(typeof fields.input_id === "string" ? { input_id: fields.input_id } : {}),
+          status: "answered",
+        });
         return true;
       case "tool_execution": {
         const ended = fields.tool_name === HUMAN_ASK_TOOL && fields.execution_status === "not_executed";
@@ -370,8 +401,9 @@ export class RunIndex {
   }
 }
 
-function inputKey(runId: string, toolCallId: string): string {
-  return JSON.stringify([runId, toolCallId]);
+/** A question's key in its run: an MCP question's input_id, a human__ask call's tool_call_id (migration 0021's input_key). */
+function inputKey(runId: string, key: string): string {
+  return JSON.stringify([runId, key]);
 }
 
 // ---- the idempotent D1 statements --------------------------------------------------
@@ -483,26 +515,40 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       return;
     }
     case "input": {
-      const full = inputListItemSchema.safeParse(fields);
+      const full = inputMarkSchema.safeParse(fields);
       if (full.success) {
         const i = full.data;
         await db
           .prepare(
-            `INSERT INTO inputs (run_id, tool_call_id, channel_id, question, requested_at, expires_at, status)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (run_id, tool_call_id) DO UPDATE SET status = excluded.status
+            `INSERT INTO inputs (run_id, input_key, tool_call_id, input_id, channel_id, question, requested_schema, tool_name,
+                                 requested_at, expires_at, status)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (run_id, input_key) DO UPDATE SET status = excluded.status
              WHERE inputs.status = 'pending' AND excluded.status <> 'pending'`,
           )
-          .bind(i.run_id, i.tool_call_id, i.channel_id, i.question, i.requested_at, i.expires_at, i.status)
+          .bind(
+            i.run_id,
+            i.input_id ?? i.tool_call_id,
+            i.tool_call_id,
+            i.input_id ?? null,
+            i.channel_id,
+            i.question,
+            i.requested_schema === undefined ? null : JSON.stringify(i.requested_schema),
+            i.tool_name ?? null,
+            i.requested_at,
+            i.expires_at,
+            i.status,
+          )
           .run();
         return;
       }
       const r = inputResolutionSchema.parse(fields);
+      const key = r.input_id ?? r.tool_call_id;
       const updated = await db
-        .prepare(`UPDATE inputs SET status = ? WHERE run_id = ? AND tool_call_id = ? AND status = 'pending'`)
-        .bind(r.status, r.run_id, r.tool_call_id)
+        .prepare(`UPDATE inputs SET status = ? WHERE run_id = ? AND input_key = ? AND status = 'pending'`)
+        .bind(r.status, r.run_id, key)
         .run();
-      if (updated.meta.changes === 0) orphanNote("question", `${r.run_id}/${r.tool_call_id}`);
+      if (updated.meta.changes === 0) orphanNote("question", `${r.run_id}/${key}`);
       return;
     }
   }

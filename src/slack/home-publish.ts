@@ -1,6 +1,6 @@
 // Publishing the Slack app's Home tab (contract section 19): reads the
-// pending approvals and questions of Slack-started runs from the listings
-// (D1), keeps those in channels that pass the external-channel rule, and
+// pending approvals and questions (human__ask's and MCP servers' mid-call) of
+// Slack-started runs from the listings (D1), keeps those in channels that pass the external-channel rule, and
 // publishes to each user what they may decide (src/slack/home-tab.ts).
 // `app_home_opened` records the opener (migration 0017) and publishes at
 // once; a run whose approvals or questions changed asks, through its outbox,
@@ -13,6 +13,7 @@ import type { Person } from "../policy/persons";
 import {
   type DecidableItem,
   type HomeApproval,
+  type HomeFormQuestion,
   type HomeItem,
   type HomeQuestion,
   type HomeRules,
@@ -21,6 +22,7 @@ import {
   homeDigest,
   homeView,
 } from "./home-tab";
+import { formFields } from "../client/requested-form";
 import { slackPersonOf } from "./slack-persons";
 import { withTimeout } from "./web-api";
 
@@ -61,6 +63,41 @@ interface QuestionRow extends Record<string, unknown> {
   expires_at: string;
   user_id: string;
   requested_by: string | null;
+  /** An MCP question's (migration 0021); NULL for human__ask. */
+  input_id: string | null;
+  tool_name: string | null;
+  requested_schema: string | null;
+  requester_person: string | null;
+  on_behalf_of: string | null;
+}
+
+/** A question row as the tab's item: a human__ask's, or an MCP server's (contract section 21) with its tool and form. */
+function questionItem(r: QuestionRow): HomeQuestion | HomeFormQuestion | null {
+  const who = { requester: r.user_id, requested_by: r.requested_by ?? undefined, expires_at: r.expires_at };
+  if (r.input_id === null) {
+    return { kind: "question", run_id: r.run_id, tool_call_id: r.tool_call_id, channel_id: r.channel_id, question: r.question, ...who };
+  }
+  // Without the tool that asked, nobody can be judged eligible: not listed (every row of the index names it).
+  if (r.tool_name === null) return null;
+  let schema: unknown = null;
+  try {
+    schema = r.requested_schema === null ? null : JSON.parse(r.requested_schema);
+  } catch {
+    schema = null;
+  }
+  return {
+    kind: "form_question",
+    run_id: r.run_id,
+    tool_call_id: r.tool_call_id,
+    input_id: r.input_id,
+    tool_name: r.tool_name,
+    channel_id: r.channel_id,
+    question: r.question,
+    answerable: formFields(schema) !== null,
+    requester_person: r.requester_person ?? undefined,
+    on_behalf_of: r.on_behalf_of ?? undefined,
+    ...who,
+  };
 }
 
 /** The pending, unexpired approvals and questions of Slack-started runs, oldest first. */
@@ -77,7 +114,8 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
       .bind(at, HOME_ITEMS_READ_MAX),
     db
       .prepare(
-        `SELECT i.run_id, i.tool_call_id, i.channel_id, i.question, i.expires_at, r.user_id, r.requested_by
+        `SELECT i.run_id, i.tool_call_id, i.channel_id, i.question, i.expires_at, i.input_id, i.tool_name, i.requested_schema,
+                r.user_id, r.requested_by, r.requester_person, r.on_behalf_of
          FROM inputs i JOIN runs r ON r.run_id = i.run_id
          WHERE i.status = 'pending' AND r.source = 'slack' AND i.expires_at > ? ORDER BY i.requested_at, i.run_id LIMIT ?`,
       )
@@ -97,16 +135,7 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
     arguments_json: r.arguments_json,
     expires_at: r.expires_at,
   }));
-  const q: HomeQuestion[] = ((questions?.results ?? []) as QuestionRow[]).map((r) => ({
-    kind: "question",
-    run_id: r.run_id,
-    tool_call_id: r.tool_call_id,
-    channel_id: r.channel_id,
-    question: r.question,
-    requester: r.user_id,
-    requested_by: r.requested_by ?? undefined,
-    expires_at: r.expires_at,
-  }));
+  const q = ((questions?.results ?? []) as QuestionRow[]).flatMap((r) => questionItem(r) ?? []);
   return [...a, ...q];
 }
 

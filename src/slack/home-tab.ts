@@ -2,8 +2,9 @@
 // which of the pending approvals and questions of Slack-started runs one
 // Slack user may decide (eligibility from src/policy/approval-policy.ts, the
 // same rule as every other path, persons included: the viewer's from
-// users.info, the requester's as the run object keeps it), and the view that
-// lists them, with buttons
+// users.info, the requester's as the run object keeps it; an MCP server's
+// question mid-call, contract section 21, by its call's approval rule), and
+// the view that lists them, with buttons
 // carrying the same action_ids and values as the thread's (plus the run's
 // channel, where the ephemeral answers go). What you see is what you
 // approve: an approval whose arguments the tab cannot show whole offers Deny
@@ -12,6 +13,7 @@ import type { AnyHomeTabBlock, Button, HomeTabView } from "slack-web-api-client"
 import { type ApprovalPolicyFields, type Decider, effectivePolicy, refusalOf, runRequester } from "../policy/approval-policy";
 import type { Person } from "../policy/persons";
 import { ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER, type ApprovalButtonValue, type InputButtonValue } from "./blocks";
+import { ACTION_INPUT_DECLINE } from "./question-form";
 import { approverPrincipals, slackPrincipal } from "./slack-principal";
 import { joined, mrkdwn, slackDate, untrusted, untrustedCode } from "./slack-text";
 
@@ -48,7 +50,29 @@ export interface HomeQuestion {
   expires_at: string;
 }
 
-export type HomeItem = HomeApproval | HomeQuestion;
+/**
+ * A pending question an MCP tool asked mid-call (contract section 21), of a Slack-started run:
+ * answerable only by a principal eligible to approve its call, judged as an approval of that tool is.
+ */
+export interface HomeFormQuestion {
+  kind: "form_question";
+  run_id: string;
+  tool_call_id: string;
+  input_id: string;
+  /** The tool whose call asked: its policy says who may answer. */
+  tool_name: string;
+  channel_id: string;
+  question: string;
+  /** Whether its requested_schema is a form Slack can show (src/client/requested-form.ts); else Decline and the console. */
+  answerable: boolean;
+  requester: string;
+  requested_by?: string | undefined;
+  requester_person?: Person | undefined;
+  on_behalf_of?: string | undefined;
+  expires_at: string;
+}
+
+export type HomeItem = HomeApproval | HomeQuestion | HomeFormQuestion;
 
 /** The host's rules the tab decides by. */
 export interface HomeRules {
@@ -76,13 +100,15 @@ export interface HomeViewer {
 
 /** An approval the viewer may decide; `may_approve` false when only their deny would be taken (self_approval: false). */
 type DecidableApproval = HomeApproval & { may_approve: boolean };
-export type DecidableItem = DecidableApproval | HomeQuestion;
+export type DecidableItem = DecidableApproval | HomeQuestion | HomeFormQuestion;
 
 /**
  * The items `viewer` may decide, by the rule a click of theirs is judged by
  * (src/policy/approval-policy.ts refusalOf, with the same decider and
  * requester): approvals they are eligible for, marked whether their approve
- * would be taken; questions by the default rule (approvers do not govern answers).
+ * would be taken; human__ask questions by the default rule (approvers do not
+ * govern answers); an MCP question when they are eligible to approve its call
+ * (the engine's rule for its answer: a deny of that tool would be taken).
  */
 export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rules: HomeRules): DecidableItem[] {
   const isListed = approverPrincipals(rules.SLACK_APPROVERS, viewer.team).includes(viewer.principal);
@@ -104,6 +130,7 @@ export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rule
     };
     // A deny is refused only when they are no approver at all; an approve also by self_approval: false.
     if (refusalOf({ ...asked, decision: "deny" }) !== null) return [];
+    if (item.kind === "form_question") return [item];
     return [{ ...item, may_approve: refusalOf({ ...asked, decision: "approve" }) === null }];
   });
 }
@@ -111,7 +138,13 @@ export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rule
 /** What the tab shows, as one string: publishing again is skipped when it is unchanged. */
 export function homeDigest(items: readonly DecidableItem[]): string {
   return JSON.stringify(
-    items.map((i) => (i.kind === "approval" ? ["a", i.run_id, i.approval_id, i.may_approve] : ["q", i.run_id, i.tool_call_id])),
+    items.map((i) =>
+      i.kind === "approval"
+        ? ["a", i.run_id, i.approval_id, i.may_approve]
+        : i.kind === "form_question"
+          ? ["f", i.run_id, i.input_id, i.answerable]
+          : ["q", i.run_id, i.tool_call_id],
+    ),
   );
 }
 
@@ -217,6 +250,60 @@ function questionBlocks(item: HomeQuestion): AnyHomeTabBlock[] {
   ];
 }
 
+/** An MCP question: Answer… opens the modal built from its schema (src/slack/question-form.ts), Decline declines; the thread's values. */
+function formQuestionBlocks(item: HomeFormQuestion, consoleOrigin: string | undefined): AnyHomeTabBlock[] {
+  const value = buttonValue({ run_id: item.run_id, tool_call_id: item.tool_call_id, input_id: item.input_id, channel_id: item.channel_id });
+  const answer: Button = {
+    type: "button",
+    action_id: ACTION_INPUT_ANSWER,
+    style: "primary",
+    text: { type: "plain_text", text: "Answer…" },
+    value,
+  };
+  const decline: Button = { type: "button", action_id: ACTION_INPUT_DECLINE, text: { type: "plain_text", text: "Decline" }, value };
+  const link: Button[] =
+    consoleOrigin === undefined
+      ? []
+      : [
+          {
+            type: "button",
+            action_id: "home_open_console",
+            text: { type: "plain_text", text: "Open in the console" },
+            url: `${consoleOrigin}/console#/runs/${encodeURIComponent(item.run_id)}`,
+          },
+        ];
+  const notShown: AnyHomeTabBlock[] = item.answerable
+    ? []
+    : [
+        {
+          type: "context",
+          elements: [{ type: "mrkdwn", text: mrkdwn`This form cannot be shown in Slack: answer it in the console, or decline.` }],
+        },
+      ];
+  return [
+    {
+      type: "section",
+      text: {
+        type: "mrkdwn",
+        text: mrkdwn`:question: ${untrusted(item.question, SECTION_TEXT_MAX_CHARS - 400)} · asked by *\`${untrustedCode(item.tool_name, NAME_MAX_CHARS)}\`* in <#${untrustedCode(item.channel_id, 40)}> · expires ${slackDate(item.expires_at)}`,
+      },
+    },
+    ...notShown,
+    {
+      type: "actions",
+      block_id: `home-form:${item.run_id}:${item.input_id}`.slice(0, 255),
+      elements: item.answerable ? [answer, decline, ...link] : [decline, ...link],
+    },
+  ];
+}
+
+const itemBlocks = (item: DecidableItem, consoleOrigin: string | undefined): AnyHomeTabBlock[] =>
+  item.kind === "approval"
+    ? approvalBlocks(item, consoleOrigin)
+    : item.kind === "form_question"
+      ? formQuestionBlocks(item, consoleOrigin)
+      : questionBlocks(item);
+
 /** The Home tab of one user: what they may decide, newest last, or that nothing waits for them. */
 export function homeView(items: readonly DecidableItem[], consoleOrigin?: string): HomeTabView {
   const listedItems = items.slice(0, HOME_ITEMS_MAX);
@@ -236,7 +323,7 @@ export function homeView(items: readonly DecidableItem[], consoleOrigin?: string
       ],
     },
   ];
-  for (const item of listedItems) blocks.push(...(item.kind === "approval" ? approvalBlocks(item, consoleOrigin) : questionBlocks(item)));
+  for (const item of listedItems) blocks.push(...itemBlocks(item, consoleOrigin));
   if (more > 0) blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: mrkdwn`And ${more} more: see the console.` }] });
   return { type: "home", blocks };
 }

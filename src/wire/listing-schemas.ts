@@ -126,7 +126,7 @@ export const approvalsPageSchema = z
   .strict()
   .meta({ id: "ApprovalsPage" });
 
-// ---- inputs (human__ask questions) ------------------------------------------------
+// ---- inputs (human__ask questions, and MCP questions mid-call: contract section 21) ----
 
 export const inputStatusSchema = z.enum(["pending", "answered", "expired", "cancelled"]);
 
@@ -136,6 +136,14 @@ export const inputListItemSchema = z
     run_id: z.string(),
     channel_id: z.string(),
     question: z.string(),
+    // Contract section 21: an MCP tool's question mid-call; both absent for human__ask.
+    input_id: z.string().optional().meta({
+      description: "An MCP question's id, `<tool_call_id>:<round>:<key>`; answer it at /inputs/{input_id} (absent for human__ask).",
+    }),
+    requested_schema: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: "An MCP question's form: the elicitation's requestedSchema as the server gave it." }),
     requested_at: isoTime,
     expires_at: isoTime,
     status: inputStatusSchema,

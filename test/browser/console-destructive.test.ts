@@ -128,15 +128,23 @@ describe("an MCP server's question mid-call in Chromium", () => {
     expect(pageErrors).toEqual([]);
   });
 
-  it("shows it in the inbox, where Decline declines it", async () => {
+  it("shows it in the inbox from GET /api/inputs, where Decline declines it and the listing says answered", async () => {
     const { runId, inputId } = await questionAsked("declined in chromium");
+    // The inbox reads the inputs listing (contract section 15), where the question is its own item with its form.
+    const listedAs = async (status: "pending" | "answered") =>
+      (await engine.listInputs({ status, limit: 200 })).inputs.find((q) => q.run_id === runId && q.input_id === inputId);
+    await expect
+      .poll(() => listedAs("pending"), { timeout: UI_TIMEOUT_MS })
+      .toMatchObject({ run_id: runId, tool_call_id: "note-1", status: "pending", requested_schema: { type: "object" } });
     await page.goto(`${stack.server.url}/console#/questions`);
-    const item = page.locator(`li.card[data-input-id="${inputId}"]`);
+    // Input ids are per run (`<tool_call_id>:<round>:<key>`): the earlier case's run had the same one.
+    const item = page.locator(`li.card[data-input-id="${inputId}"]`).filter({ hasText: runId });
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     await item.getByRole("button", { name: "Decline" }).click();
     await expect.poll(() => item.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("Declined.");
     await waitForSummary(engine, runId, (s) => (s.status === "completed" ? true : undefined), UI_TIMEOUT_MS);
     expect(lastResponses()).toEqual({ confirm: { action: "decline" } });
+    await expect.poll(() => listedAs("answered"), { timeout: UI_TIMEOUT_MS }).toMatchObject({ status: "answered" });
     expect(pageErrors).toEqual([]);
   });
 });

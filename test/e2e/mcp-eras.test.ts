@@ -574,3 +574,47 @@ describe("crash invariants on a stateless server: SIGKILL mid-call", () => {
     expect(stateless.seen().filter((r) => r.method === "tools/call")).toHaveLength(1);
   });
 });
+
+describe("MCP questions in GET /api/inputs (contract sections 15 and 21)", () => {
+  it("lists each question while it waits, with its input_id and form, then answered, expired (its round's time ran out) or cancelled (the run was)", async () => {
+    stateless.reset();
+    const listed = async (runId: string) =>
+      (await engine.listInputs({ limit: 200 })).inputs.filter((q) => q.run_id === runId).map((q) => [q.input_id, q.status]);
+    /** Waits until the listing has the question pending with its form, then does `then`. */
+    const whenListed = (then: (runId: string, inputId: string) => Promise<unknown>) => async (runId: string, q: QuestionEvent) => {
+      await expect
+        .poll(
+          async () =>
+            (await engine.listInputs({ status: "pending", limit: 200 })).inputs.find(
+              (i) => i.input_id === q.input_id && i.run_id === runId,
+            ),
+          {
+            timeout: 10_000,
+          },
+        )
+        .toMatchObject({ tool_call_id: q.tool_call_id, question: q.question, requested_schema: q.requested_schema, status: "pending" });
+      await then(runId, q.input_id ?? "");
+    };
+    const confirming = (id: string): ScriptTurn[] => [
+      { tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: id, arguments: { text: id } }] },
+    ];
+    const [declined, expired, cancelled] = await Promise.all([
+      runApproving(
+        confirming("l-decline"),
+        whenListed((runId, inputId) => engine.answerInput(runId, inputId, { action: "decline" })),
+      ),
+      runApproving(
+        confirming("l-expire"),
+        whenListed(async () => {}),
+      ),
+      runApproving(
+        confirming("l-cancel"),
+        whenListed((runId) => engine.cancel(runId)),
+      ),
+    ]);
+    const runOf = (events: EngineEvent[]) => events[0]?.run_id ?? "";
+    await expect.poll(() => listed(runOf(declined)), { timeout: 10_000 }).toEqual([["l-decline:1:confirm", "answered"]]);
+    await expect.poll(() => listed(runOf(expired)), { timeout: 10_000 }).toEqual([["l-expire:1:confirm", "expired"]]);
+    await expect.poll(() => listed(runOf(cancelled)), { timeout: 10_000 }).toEqual([["l-cancel:1:confirm", "cancelled"]]);
+  });
+});

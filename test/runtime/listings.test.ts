@@ -326,6 +326,56 @@ describe("GET /api/inputs", () => {
     expect((await getJson("/api/inputs?status=answered")).body.inputs.map((q: any) => q.question)).toEqual(["Q0"]);
     expect((await getJson("/api/inputs?status=expired")).status).toBe(400);
   });
+
+  it("lists each MCP question of a call as its own item, with its input_id and form, beside the run's human__ask", async () => {
+    const runId = newRunId();
+    const schema = { type: "object", properties: { team: { type: "string" } }, required: ["team"] };
+    const question = (key: string, minute: number) => ({
+      tool_call_id: "call-1",
+      run_id: runId,
+      channel_id: "C1",
+      question: `Which ${key}?`,
+      input_id: `call-1:1:${key}`,
+      requested_schema: schema,
+      requested_at: at(minute),
+      expires_at: at(9),
+      status: "pending" as const,
+      tool_name: "mcp__demo__ask_owner",
+    });
+    await indexed((index) => {
+      index.markInputAsked(question("team", 1));
+      index.markInputAsked(question("owner", 2));
+      index.markInputAsked({
+        tool_call_id: "call-1",
+        run_id: runId,
+        channel_id: "C1",
+        question: "And you?",
+        requested_at: at(3),
+        expires_at: at(9),
+        status: "pending",
+      });
+      index.markInputResolved({ run_id: runId, tool_call_id: "call-1", input_id: "call-1:1:team", status: "answered" });
+    });
+    const all = await allPages("/api/inputs?limit=1", "inputs");
+    expect(all.items.map((q) => [q.input_id, q.status])).toEqual([
+      [undefined, "pending"],
+      ["call-1:1:owner", "pending"],
+      ["call-1:1:team", "answered"],
+    ]);
+    // The item as the contract lists it: the tool's name stays in the index.
+    expect(all.items[1]).toEqual({
+      tool_call_id: "call-1",
+      run_id: runId,
+      channel_id: "C1",
+      question: "Which owner?",
+      input_id: "call-1:1:owner",
+      requested_schema: schema,
+      requested_at: at(2),
+      expires_at: at(9),
+      status: "pending",
+    });
+    expect((await getJson("/api/inputs?status=pending")).body.inputs.map((q: any) => q.question)).toEqual(["And you?", "Which owner?"]);
+  });
 });
 
 describe("GET /api/mutations", () => {

@@ -51,7 +51,7 @@ async function seed(): Promise<void> {
     ).bind(id(name), id(runName), ago(200), ago(199), status);
   const input = (runName: string, status: string) =>
     env.DB.prepare(
-      `INSERT INTO inputs (run_id, tool_call_id, channel_id, question, requested_at, expires_at, status) VALUES (?, 'q1', 'C-ret', 'Which?', ?, ?, ?)`,
+      `INSERT INTO inputs (run_id, input_key, tool_call_id, channel_id, question, requested_at, expires_at, status) VALUES (?, 'q1', 'q1', 'C-ret', 'Which?', ?, ?, ?)`,
     ).bind(id(runName), ago(200), ago(199), status);
   const session = (name: string, expires: string, revoked: number) =>
     env.DB.prepare(`INSERT INTO console_sessions (id, name, created_at, expires_at, revoked) VALUES (?, 'op', ?, ?, ?)`).bind(

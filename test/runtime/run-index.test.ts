@@ -76,7 +76,11 @@ const d1Run = (runId: string) => env.DB.prepare(`SELECT * FROM runs WHERE run_id
 const d1Approval = (id: string) =>
   env.DB.prepare(`SELECT * FROM approvals WHERE approval_id = ?`).bind(id).first<Record<string, unknown>>();
 const d1Input = (runId: string, toolCallId: string) =>
-  env.DB.prepare(`SELECT * FROM inputs WHERE run_id = ? AND tool_call_id = ?`).bind(runId, toolCallId).first<Record<string, unknown>>();
+  env.DB.prepare(`SELECT * FROM inputs WHERE run_id = ? AND tool_call_id = ? AND input_id IS NULL`)
+    .bind(runId, toolCallId)
+    .first<Record<string, unknown>>();
+const d1Question = (runId: string, inputId: string) =>
+  env.DB.prepare(`SELECT * FROM inputs WHERE run_id = ? AND input_id = ?`).bind(runId, inputId).first<Record<string, unknown>>();
 
 /** D1 in front of the real one: statement number `failAt` (1-based) throws, before or after it reached D1. */
 function failingDb(failAt: number, when: "before" | "after" = "before"): IndexDb & { calls: number } {
@@ -349,6 +353,118 @@ describe("run index: marks derived from events", () => {
     expect(await d1Input(runId, "ask-1")).toMatchObject({ status: "answered" });
     expect(await d1Input(runId, "ask-2")).toMatchObject({ status: "expired" });
     expect(await d1Input(runId, "ask-3")).toMatchObject({ status: "cancelled" });
+  });
+});
+
+describe("run index: MCP questions mid-call (contract section 21)", () => {
+  it("indexes each question by its input_id with its form and tool, and resolves only the one answered or ended", async () => {
+    const runId = newRunId();
+    const context: RunIndexContext = {
+      run_id: runId,
+      channel_id: "C-mcp",
+      user_id: "U7",
+      delivery_id: null,
+      source: "api",
+      created_at: T0,
+    };
+    const schema = { type: "object", properties: { team: { type: "string" } } };
+    const asked = (key: string, round = 1) => ({
+      tool_call_id: "call-1",
+      question: `Which ${key}?`,
+      expires_at: T2,
+      input_id: `call-1:${round}:${key}`,
+      requested_schema: schema,
+    });
+    const toolNameOf = (id: string) => (id === "call-1" ? "mcp__demo__ask_owner" : undefined);
+    await withIndex(async (index) => {
+      expect(index.markEvent(context, "human_input_requested", asked("team"), T1, toolNameOf)).toBe(true);
+      index.markEvent(context, "human_input_requested", asked("owner"), T1, toolNameOf);
+      index.markEvent(context, "human_input_requested", asked("budget"), T1, toolNameOf);
+      // A human__ask of the same run, keyed by its tool_call_id as before.
+      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Who?", expires_at: T2 }, T1, toolNameOf);
+      expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 4 });
+      const team = await d1Question(runId, "call-1:1:team");
+      expect(team).toMatchObject({
+        input_key: "call-1:1:team",
+        tool_call_id: "call-1",
+        question: "Which team?",
+        tool_name: "mcp__demo__ask_owner",
+        status: "pending",
+      });
+      expect(JSON.parse(String(team?.requested_schema))).toEqual(schema);
+      expect(await d1Input(runId, "ask-1")).toMatchObject({ input_key: "ask-1", requested_schema: null, tool_name: null });
+
+      expect(
+        index.markEvent(
+          context,
+          "human_input_received",
+          { tool_call_id: "call-1", answered_by: "token:root", input_id: "call-1:1:team", action: "decline" },
+          T2,
+        ),
+      ).toBe(true);
+      // What the run's object marks when a round expires or the run is cancelled (no event says so).
+      index.markInputResolved({ run_id: runId, tool_call_id: "call-1", input_id: "call-1:1:owner", status: "expired" });
+      expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 2 });
+    });
+    expect(await d1Question(runId, "call-1:1:team")).toMatchObject({ status: "answered" });
+    expect(await d1Question(runId, "call-1:1:owner")).toMatchObject({ status: "expired" });
+    expect(await d1Question(runId, "call-1:1:budget")).toMatchObject({ status: "pending" });
+    expect(await d1Input(runId, "ask-1")).toMatchObject({ status: "pending" });
+  });
+});
+
+describe("run index: migration 0021 (one row per question)", () => {
+  it("keeps every human__ask row written before it, status and gauge included, and then holds MCP questions beside them", async () => {
+    const migration = (name: string) => {
+      const found = env.TEST_MIGRATIONS.find((m) => m.name.startsWith(name));
+      if (!found) throw new Error(`no migration ${name}`);
+      return found.queries;
+    };
+    const aboutInputs = (q: string) => /\b(TABLE|ON) inputs\b/.test(q);
+    const gauge = () => env.DB.prepare(`SELECT value FROM metric_counters WHERE name = 'aee_inputs_pending'`).first<{ value: number }>();
+    // The table as migrations 0004 and 0011 made it, from their own files, with rows of the old shape.
+    await env.DB.batch([env.DB.prepare(`DROP TABLE inputs`)]);
+    await env.DB.batch([...migration("0004"), ...migration("0011")].filter(aboutInputs).map((q) => env.DB.prepare(q)));
+    await env.DB.prepare(`UPDATE metric_counters SET value = 0 WHERE name = 'aee_inputs_pending'`).run();
+    const runId = newRunId();
+    const old = ["pending", "answered", "expired", "cancelled"].map((status, i) =>
+      env.DB.prepare(
+        `INSERT INTO inputs (run_id, tool_call_id, channel_id, question, requested_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ).bind(runId, `ask-${i}`, "C-old", `Q${i}?`, T1, T2, status),
+    );
+    await env.DB.batch(old);
+    expect(await gauge()).toEqual({ value: 1 });
+
+    await env.DB.batch(migration("0021").map((q) => env.DB.prepare(q)));
+
+    const { results } = await env.DB.prepare(`SELECT * FROM inputs WHERE run_id = ? ORDER BY tool_call_id`).bind(runId).all();
+    expect(results).toEqual(
+      ["pending", "answered", "expired", "cancelled"].map((status, i) => ({
+        run_id: runId,
+        input_key: `ask-${i}`,
+        tool_call_id: `ask-${i}`,
+        input_id: null,
+        channel_id: "C-old",
+        question: `Q${i}?`,
+        requested_schema: null,
+        tool_name: null,
+        requested_at: T1,
+        expires_at: T2,
+        status,
+      })),
+    );
+    expect(await gauge()).toEqual({ value: 1 });
+    // The gauge's triggers came back with the table, and the old rows resolve through the index as before.
+    await withIndex(async (index) => {
+      index.markInputResolved({ run_id: runId, tool_call_id: "ask-0", status: "answered" });
+      index.markInputAsked(
+        inputRow(runId, { tool_call_id: "call-9", input_id: "call-9:1:team", requested_schema: { type: "object", properties: {} } }),
+      );
+      expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 2 });
+    });
+    expect(await d1Input(runId, "ask-0")).toMatchObject({ status: "answered" });
+    expect(await d1Question(runId, "call-9:1:team")).toMatchObject({ status: "pending", input_key: "call-9:1:team" });
+    expect(await gauge()).toEqual({ value: 1 });
   });
 });
 

@@ -57,6 +57,7 @@ beforeEach(async () => {
   await env.DB.batch([
     env.DB.prepare(`DELETE FROM slack_home_openers`),
     env.DB.prepare(`DELETE FROM approvals WHERE run_id LIKE 'run_home%'`),
+    env.DB.prepare(`DELETE FROM inputs WHERE run_id LIKE 'run_home%'`),
   ]);
 });
 
@@ -127,5 +128,53 @@ describe("the Home tab's republishing", () => {
     expect(kept?.person).toBe("access:ann@acme.com");
     const [bob] = await published("U0HOMEBOB");
     expect(actions(bob!)).toEqual(["approval_approve", "approval_deny", "home_open_console"]);
+  });
+
+  it("lists an MCP question mid-call to those eligible to approve its call, with Answer… and Decline carrying its input_id", async () => {
+    const now = Date.now();
+    const runId = `run_home${now}q`;
+    const created = new Date(now).toISOString();
+    const expires = new Date(now + 3_600_000).toISOString();
+    const guarded = { ...settings, TOOL_POLICY: { mcp__demo__schedule_report: { approvers: ["slack:T0HOME:U0HOMESRE"] } } };
+    const schema = JSON.stringify({ type: "object", properties: { recipient: { type: "string" } } });
+    const question = (key: string, status: string) =>
+      env.DB.prepare(
+        `INSERT INTO inputs (run_id, input_key, tool_call_id, input_id, channel_id, question, requested_schema, tool_name, requested_at,
+                             expires_at, status)
+         VALUES (?, ?, 'call-1', ?, 'C0HOME04', ?, ?, 'mcp__demo__schedule_report', ?, ?, ?)`,
+      ).bind(runId, `call-1:1:${key}`, `call-1:1:${key}`, `To whom (${key})?`, schema, created, expires, status);
+    await env.DB.batch([
+      env.DB.prepare(
+        `INSERT INTO runs (run_id, channel_id, user_id, source, status, created_at, requested_by)
+         VALUES (?, 'C0HOME04', 'U0HOMEREQ', 'slack', 'running', ?, 'slack:T0HOME:U0HOMEREQ')`,
+      ).bind(runId, created),
+      question("open", "pending"),
+      question("done", "answered"),
+      env.DB.prepare(
+        `INSERT INTO inputs (run_id, input_key, tool_call_id, channel_id, question, requested_at, expires_at, status)
+         VALUES (?, 'ask-1', 'ask-1', 'C0HOME04', 'Which team?', ?, ?, 'pending')`,
+      ).bind(runId, created, expires),
+    ]);
+    await recordHomeOpened(env.DB, viewer("U0HOMESRE"), now);
+    await recordHomeOpened(env.DB, viewer("U0HOMEREQ"), now);
+    expect(await refreshHomes(env.DB, client, guarded, now)).toBeNull();
+
+    const actions = (view: string) => [...view.matchAll(/"action_id":"([a-z_]+)"/g)].map((m) => m[1]);
+    // The tool's approver: its question (not the answered one), and not the human__ask (the default rule is the requester's).
+    const [sre] = await published("U0HOMESRE");
+    expect(actions(sre!)).toEqual(["input_answer", "input_decline", "home_open_console"]);
+    expect(sre).toContain("To whom (open)?");
+    expect(sre).not.toContain("(done)");
+    expect(sre).toContain(
+      JSON.stringify(JSON.stringify({ run_id: runId, tool_call_id: "call-1", input_id: "call-1:1:open", channel_id: "C0HOME04" })).slice(
+        1,
+        -1,
+      ),
+    );
+    // The requester: their human__ask only, since approvers govern the MCP question's call.
+    const [req] = await published("U0HOMEREQ");
+    expect(actions(req!)).toEqual(["input_answer"]);
+    expect(req).toContain("Which team?");
+    expect(req).not.toContain("To whom");
   });
 });

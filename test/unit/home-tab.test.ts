@@ -5,12 +5,14 @@ import { describe, expect, it } from "vitest";
 import { type Decider, refusalOf, runRequester, effectivePolicy } from "../../src/policy/approval-policy";
 import {
   type DecidableItem,
+  type HomeFormQuestion,
   type HomeItem,
   decidableBy,
   HOME_ARGUMENTS_SHOWN_MAX_CHARS,
   homeDigest,
   homeView,
 } from "../../src/slack/home-tab";
+import { parseInputValue } from "../../src/slack/interactions";
 
 const approval = (id: string, tool: string, requester: string, args: unknown = { title: "t" }): HomeItem => ({
   kind: "approval",
@@ -29,6 +31,19 @@ const question = (id: string, requester: string): HomeItem => ({
   tool_call_id: `q_${id}`,
   channel_id: "C1",
   question: "which <!channel>?",
+  requester,
+  expires_at: "2026-12-01T10:00:00.000Z",
+});
+/** An MCP tool's question mid-call (contract section 21), asked by the call of `tool`. */
+const formQuestion = (id: string, tool: string, requester: string, answerable = true): HomeFormQuestion => ({
+  kind: "form_question",
+  run_id: `run_${id}`,
+  tool_call_id: `call_${id}`,
+  input_id: `call_${id}:1:team`,
+  tool_name: tool,
+  channel_id: "C1",
+  question: "Which team? <!here>",
+  answerable,
   requester,
   expires_at: "2026-12-01T10:00:00.000Z",
 });
@@ -138,6 +153,45 @@ describe("decidableBy", () => {
   });
 });
 
+describe("decidableBy: MCP questions mid-call", () => {
+  it("lists an MCP question to exactly those eligible to approve its call, by the tool's policy (not the default rule of human__ask)", () => {
+    const list = [formQuestion("1", "plain", "U0REQ"), formQuestion("2", "guarded", "U0REQ"), formQuestion("3", "own", "U0REQ")];
+    const inputIds = (shown: DecidableItem[]) => shown.map((i) => (i.kind === "form_question" ? i.input_id : "?"));
+    // The default rule: the requester and SLACK_APPROVERS; self_approval: false still lets the requester answer (a deny's rule).
+    expect(inputIds(decidableBy(viewer("U0REQ"), list, rules))).toEqual(["call_1:1:team", "call_3:1:team"]);
+    expect(inputIds(decidableBy(viewer("U0LISTED"), list, rules))).toEqual(["call_1:1:team", "call_3:1:team"]);
+    // The guarded tool's approvers alone may answer its call's question.
+    expect(inputIds(decidableBy(viewer("U0SRE"), list, rules))).toEqual(["call_2:1:team"]);
+    expect(inputIds(decidableBy(viewer("U0STRANGER"), list, rules))).toEqual([]);
+    expect(inputIds(decidableBy(viewer("U0REQ", "T9"), list, rules))).toEqual([]);
+  });
+
+  it("lists it where refusalOf would take the same user's answer (the engine's check: a deny of the call), for every viewer", () => {
+    const list = [formQuestion("1", "plain", "U0REQ"), formQuestion("2", "guarded", "U0REQ"), formQuestion("4", "quorum", "U0REQ")];
+    for (const v of [viewer("U0REQ"), viewer("U0LISTED", "T1", null), viewer("U0SRE"), viewer("U0STRANGER")]) {
+      const shown = decidableBy(v, list, rules);
+      for (const item of list) {
+        if (item.kind !== "form_question") continue;
+        const decider: Decider = {
+          via: "slack",
+          principal_id: v.principal,
+          person: v.person,
+          listed_in_slack_approvers: v.principal === "slack:T1:U0LISTED",
+        };
+        const refusal = refusalOf({
+          policy: effectivePolicy(rules.TOOL_POLICY, item.tool_name),
+          groups: {},
+          decider,
+          requester: runRequester({ user_id: item.requester, requested_by: `slack:T1:${item.requester}`, source: "slack" }),
+          decision: "deny",
+        });
+        const listed = shown.some((i) => i.kind === "form_question" && i.input_id === item.input_id);
+        expect([v.user, item.input_id, listed]).toEqual([v.user, item.input_id, refusal === null]);
+      }
+    }
+  });
+});
+
 describe("homeView", () => {
   const buttons = (view: ReturnType<typeof homeView>) =>
     (view.blocks as { type: string; elements?: { action_id?: string; value?: string; url?: string }[] }[]).flatMap((b) =>
@@ -170,6 +224,24 @@ describe("homeView", () => {
     expect(buttons(view).map((b) => b.action_id)).toEqual(["approval_deny", "home_open_console"]);
     expect(JSON.stringify(view)).toContain("another person must approve this call");
     expect(homeDigest([mayApprove(items[0]!, false)])).not.toBe(homeDigest([mayApprove(items[0]!)]));
+  });
+
+  it("offers an MCP question's Answer… (the modal from its schema) and Decline, with the thread's values and the run's channel", () => {
+    const view = homeView([formQuestion("7", "plain", "U0REQ")], "https://aee.example");
+    expect(buttons(view).map((b) => b.action_id)).toEqual(["input_answer", "input_decline", "home_open_console"]);
+    const value = { run_id: "run_7", tool_call_id: "call_7", input_id: "call_7:1:team", channel_id: "C1" };
+    expect(JSON.parse(buttons(view)[0]!.value!)).toEqual(value);
+    expect(JSON.parse(buttons(view)[1]!.value!)).toEqual(value);
+    // The click handler reads it back as an MCP question's button (src/slack/interactions.ts).
+    expect(parseInputValue(buttons(view)[0]!.value)).toEqual(value);
+    expect(buttons(view)[2]!.url).toBe("https://aee.example/console#/runs/run_7");
+    expect(JSON.stringify(view)).toContain("&lt;!here&gt;");
+    expect(JSON.stringify(view)).toContain("asked by *`plain`*");
+    // A form Slack cannot show: Decline and the console only, and the digest tells the two apart.
+    const unshown = homeView([formQuestion("7", "plain", "U0REQ", false)]);
+    expect(buttons(unshown).map((b) => b.action_id)).toEqual(["input_decline"]);
+    expect(JSON.stringify(unshown)).toContain("cannot be shown in Slack");
+    expect(homeDigest([formQuestion("7", "plain", "U0REQ", false)])).not.toBe(homeDigest([formQuestion("7", "plain", "U0REQ")]));
   });
 
   it("fits Slack's 100 blocks with every item denied-only and more than it lists", () => {

@@ -34,12 +34,22 @@ export function usePolled<T>(key: string, load: (signal: AbortSignal) => Promise
   loadRef.current = load;
   useEffect(() => {
     const stop = new AbortController();
-    const once = () =>
-      loadRef.current(stop.signal).then(
-        (data) => !stop.signal.aborted && setState({ key, data }),
-        (err: unknown) =>
-          !stop.signal.aborted && setState((s) => ({ key, data: s.key === key ? s.data : undefined, error: errorText(err) })),
+    // Polls overlap when the server is slow: an answer older than one already shown is dropped,
+    // so a late reply from before a change never puts an answered item back.
+    let started = 0;
+    let shown = 0;
+    const fresh = (n: number) => {
+      if (stop.signal.aborted || n < shown) return false;
+      shown = n;
+      return true;
+    };
+    const once = () => {
+      const n = ++started;
+      return loadRef.current(stop.signal).then(
+        (data) => fresh(n) && setState({ key, data }),
+        (err: unknown) => fresh(n) && setState((s) => ({ key, data: s.key === key ? s.data : undefined, error: errorText(err) })),
       );
+    };
     void once();
     const timer = setInterval(once, POLL_INTERVAL_MS);
     return () => {

@@ -2,46 +2,17 @@
 // pending approvals and questions and the outcome_unknown rows (contract
 // section 15). The navigation counts them, the landing page lists them, and
 // the runs list derives each run's "waiting for approval / an answer" from them.
-// An MCP server's questions mid-call (contract section 21) are not in the
-// inputs listing: they are read from the running runs' summaries.
+// The questions are human__ask's and MCP servers' mid-call (contract section
+// 21: those carry input_id and requested_schema), from the one inputs listing.
 import type { ApprovalListItem, InputListItem, MutationOutcome } from "../../client/types";
 import { engine } from "./api";
 import { usePolled } from "./hooks";
 
 /** Items read per listing: the counts say "200+" beyond it. */
 const WAITING_LIMIT = 200;
-/** The running runs (newest first) whose summaries are read for MCP questions: one request each per poll, so few. */
-const QUESTION_RUNS_LIMIT = 20;
 
 /** A question waiting in the inbox; an MCP server's carries its id and its form's schema. */
-export type WaitingInput = InputListItem & { input_id?: string; requested_schema?: unknown };
-
-/** The MCP questions waiting in the running runs, as inbox items. */
-async function mcpQuestions(signal: AbortSignal): Promise<WaitingInput[]> {
-  const { runs } = await engine.listRuns({ status: "running", limit: QUESTION_RUNS_LIMIT }, { signal });
-  const summaries = await Promise.all(runs.map((r) => engine.summary(r.run_id, { signal }).catch(() => null)));
-  return summaries.flatMap((summary) =>
-    summary === null
-      ? []
-      : (
-          summary.pending_inputs as {
-            tool_call_id: string;
-            question: string;
-            expires_at: string;
-            input_id?: string;
-            requested_schema?: unknown;
-          }[]
-        )
-          .filter((q) => q.input_id !== undefined)
-          .map((q) => ({
-            ...q,
-            run_id: summary.run_id,
-            channel_id: summary.channel_id,
-            requested_at: summary.created_at,
-            status: "pending" as const,
-          })),
-  );
-}
+export type WaitingInput = InputListItem;
 
 export interface Waiting {
   approvals?: ApprovalListItem[];
@@ -56,11 +27,10 @@ export interface Waiting {
 export function useWaiting(): Waiting {
   const approvals = usePolled("approvals", (signal) => engine.listApprovals({ status: "pending", limit: WAITING_LIMIT }, { signal }));
   const inputs = usePolled("inputs", (signal) => engine.listInputs({ status: "pending", limit: WAITING_LIMIT }, { signal }));
-  const asked = usePolled("mcp questions", mcpQuestions);
   const unknown = usePolled("unknown", (signal) => engine.listMutations({ state: "outcome_unknown", limit: WAITING_LIMIT }, { signal }));
   return {
     approvals: approvals.data?.approvals,
-    inputs: inputs.data ? [...inputs.data.inputs, ...(asked.data ?? [])] : undefined,
+    inputs: inputs.data?.inputs,
     unknown: unknown.data?.mutations,
     more: {
       approvals: (approvals.data?.next_cursor ?? null) !== null,
@@ -70,10 +40,7 @@ export function useWaiting(): Waiting {
     errors: { approvals: approvals.error, inputs: inputs.error, unknown: unknown.error },
     reload: {
       approvals: approvals.reload,
-      inputs: () => {
-        inputs.reload();
-        asked.reload();
-      },
+      inputs: inputs.reload,
       unknown: unknown.reload,
     },
   };

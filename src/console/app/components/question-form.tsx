@@ -119,11 +119,18 @@ export function QuestionForm({
   runId,
   question,
   now,
+  onSending,
   onDone,
 }: {
   runId: string;
   question: FormQuestion;
   now: number;
+  /**
+   * Called as the answer is sent: an inbox keeps the item from then on, so a poll of the
+   * listing that no longer has it (the index took the answer first) cannot unmount this form
+   * before it shows its confirmation.
+   */
+  onSending?: () => void;
   onDone?: () => void;
 }) {
   const fields = formFields(question.requested_schema);
@@ -150,6 +157,7 @@ export function QuestionForm({
       body = { action: "accept", content: reading.content };
     }
     setBusy(true);
+    onSending?.();
     try {
       await engine.answerInput(runId, question.input_id, body);
       setDone(action === "accept" ? "Answer sent." : action === "decline" ? "Declined." : "Cancelled.");

@@ -40,6 +40,7 @@ export function QuestionItems({
               runId={q.run_id}
               question={{ input_id: q.input_id, question: q.question, requested_schema: q.requested_schema, expires_at: q.expires_at }}
               now={now}
+              onSending={() => actedOn(q)}
               onDone={() => {
                 actedOn(q);
                 reload();
