@@ -272,7 +272,8 @@ export class RunEngine {
       decision: "deny",
     });
     if (refusal !== null) return { kind: "refused", error: refusal };
-    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
+    // No round waiting in this instance: the call was lost to a restart while a person decided (recovery settles it).
+    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now(), this.#rounds.has(call.tool_call_id));
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id);
     if (result.effects.length > 0 || result.closed) {

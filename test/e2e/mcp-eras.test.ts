@@ -647,6 +647,11 @@ describe("MCP questions across a crash, and who answered them in the audit log (
     expect(callsTo("confirm_note")).toHaveLength(1);
     server = await server.crashAndRestart();
     engine = new EngineClient({ baseUrl: server.url, token: server.token });
+    // The answer is the first request the restarted Worker gets: no instance is waiting to send it, so it is refused (410),
+    // even before the restarted object has settled the lost call.
+    await expect(
+      engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
+    ).rejects.toMatchObject({ status: 410, code: "expired" });
 
     const events: EngineEvent[] = [];
     for await (const event of engine.events(runId)) events.push(event);
@@ -660,7 +665,7 @@ describe("MCP questions across a crash, and who answered them in the audit log (
     expect(row).toMatchObject({ state: "outcome_unknown", dispatched: true, error: { code: "transport_error" } });
     // Settled by the restart, not by a send's answer: the row claims no count of sends (the schema's rule).
     expect(row).not.toHaveProperty("sends");
-    // The old question cannot be answered any more (its call ended): 410, and nothing is sent for it.
+    // Nor once the call has ended: 410, and nothing is sent for it.
     await expect(
       engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
     ).rejects.toMatchObject({ status: 410, code: "expired" });

@@ -170,6 +170,21 @@ describe("the rounds on a dispatched call", () => {
     expect(roundResponses(result.closed as Dispatched)).toEqual({ c: { action: "cancel" } });
   });
 
+  it("a question of a call no instance waits on (lost to a restart while a person decided) is expired, and nothing is recorded", () => {
+    const calls = asked(["a"]);
+    const before = calls[0];
+    const result = answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, false);
+    expect(result).toEqual({ verdict: { kind: "expired" }, effects: [] });
+    expect(calls[0]).toBe(before);
+    expect(openQuestions(calls).map((q) => q.question.input_id)).toEqual(["call-1:1:a"]);
+    // The same question, answered while its round is waited on, is taken.
+    expect(
+      answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, true).verdict,
+    ).toMatchObject({
+      kind: "input_answered",
+    });
+  });
+
   it("cancellation closes every open round at once, unanswered questions as cancel", () => {
     const calls = asked(["a", "b"]);
     answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10);
