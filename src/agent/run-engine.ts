@@ -292,7 +292,9 @@ export class RunEngine {
         return;
       }
       this.#rounds.set(call.tool_call_id, resolve);
-      this.#apply(askRound(this.#calls, current, round, questions, Date.now(), this.#deps.config.APPROVAL_TIMEOUT_MS));
+      // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
+      const now = Date.now();
+      this.#apply(askRound(this.#calls, current, round, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
       this.#armDeadlineOfPhase();
       this.#save();
     });

@@ -82,10 +82,11 @@ export function answerQuestion(
     const same = JSON.stringify(question.answer) === JSON.stringify(answer);
     return { verdict: same ? answered : { kind: "already_resolved", decision: question.answer.action, what: "question" }, effects: [] };
   }
-  if (question.expired === true || call.state !== "dispatched" || !waiting) return { verdict: { kind: "expired" }, effects: [] };
+  if (question.expired === true || call.state !== "dispatched" || !waiting)
+    return { verdict: { kind: "expired", what: "question" }, effects: [] };
   if (now >= question.expires_at) {
     const closed = closeByExpiry(calls, call, now);
-    return { verdict: { kind: "expired" }, effects: [], ...(closed ? { closed } : {}) };
+    return { verdict: { kind: "expired", what: "question" }, effects: [], ...(closed ? { closed } : {}) };
   }
   if (answer.action === "accept") {
     const issues = answerIssues(question.requested_schema, answer.content);
