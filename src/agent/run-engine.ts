@@ -281,7 +281,8 @@ export class RunEngine {
       decision: "deny",
     });
     if (refusal !== null) return { kind: "refused", error: refusal };
-    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
+    // No round waiting in this instance: the call was lost to a restart while a person decided (recovery settles it).
+    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now(), this.#rounds.has(call.tool_call_id));
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");
     if (result.effects.length > 0 || result.closed) {
@@ -300,7 +301,9 @@ export class RunEngine {
         return;
       }
       this.#rounds.set(call.tool_call_id, resolve);
-      this.#apply(askRound(this.#calls, current, round, questions, Date.now(), this.#deps.config.APPROVAL_TIMEOUT_MS));
+      // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
+      const now = Date.now();
+      this.#apply(askRound(this.#calls, current, round, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
       this.#armDeadlineOfPhase();
       this.#save();
     });

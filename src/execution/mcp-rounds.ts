@@ -62,8 +62,18 @@ export interface AnswerResult extends DecisionResult {
  * A person's answer to one MCP question (eligibility is the caller's to check first). The same
  * answer again gets the same verdict and no event; a different one is already_resolved; past
  * `expires_at` it is expired (and the round closes by expiry, if the alarm has not closed it yet).
+ * `waiting` says whether this instance still waits on the call's round: after a restart nothing
+ * does (the call was lost while a person decided and settles outcome_unknown, contract section 8),
+ * so an open question is expired there too, with nothing recorded: no answer would ever be sent.
  */
-export function answerQuestion(calls: ToolCall[], inputId: string, answer: QuestionAnswer, answeredBy: string, now: number): AnswerResult {
+export function answerQuestion(
+  calls: ToolCall[],
+  inputId: string,
+  answer: QuestionAnswer,
+  answeredBy: string,
+  now: number,
+  waiting = true,
+): AnswerResult {
   const found = findQuestion(calls, inputId);
   if (!found) return { verdict: { kind: "not_found", what: "question", id: inputId }, effects: [] };
   const { call, question } = found;
@@ -72,10 +82,11 @@ export function answerQuestion(calls: ToolCall[], inputId: string, answer: Quest
     const same = JSON.stringify(question.answer) === JSON.stringify(answer);
     return { verdict: same ? answered : { kind: "already_resolved", decision: question.answer.action, what: "question" }, effects: [] };
   }
-  if (question.expired === true || call.state !== "dispatched") return { verdict: { kind: "expired" }, effects: [] };
+  if (question.expired === true || call.state !== "dispatched" || !waiting)
+    return { verdict: { kind: "expired", what: "question" }, effects: [] };
   if (now >= question.expires_at) {
     const closed = closeByExpiry(calls, call, now);
-    return { verdict: { kind: "expired" }, effects: [], ...(closed ? { closed } : {}) };
+    return { verdict: { kind: "expired", what: "question" }, effects: [], ...(closed ? { closed } : {}) };
   }
   if (answer.action === "accept") {
     const issues = answerIssues(question.requested_schema, answer.content);

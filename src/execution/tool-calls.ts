@@ -371,7 +371,8 @@ export type Verdict =
   /** The accept's content does not fit the question's requested_schema; nothing changed. */
   | { kind: "invalid_answer"; issues: string[] }
   | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
-  | { kind: "expired" }
+  /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
+  | { kind: "expired"; what?: "question" }
   | { kind: "confirmation_mismatch"; tool_name: string }
   | { kind: "not_found"; what: "approval" | "question"; id: string };
 

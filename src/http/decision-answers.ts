@@ -63,7 +63,13 @@ export function verdictResponse(verdict: Verdict): Response {
             : `This question was already ${verdict.decision}.`,
       });
     case "expired":
-      return jsonResponse(410, { error: "expired", message: "The time to decide has passed; the call was not executed." });
+      return jsonResponse(410, {
+        error: "expired",
+        message:
+          verdict.what === "question"
+            ? "This question can no longer be answered: its time passed, its round closed, or its call ended (as it does when the engine restarts while a person decides); this answer was not sent. Nothing was changed."
+            : "The time to decide has passed; the call was not executed.",
+      });
     case "confirmation_mismatch":
       return jsonResponse(400, {
         error: "confirmation_mismatch",

@@ -14,6 +14,9 @@
 // engine and answered (accept, decline, expiry as cancel) in the follow-up
 // tools/call, which carries the requestState byte for byte; a question that
 // cannot be asked, or a fourth round, ends the call input_unsupported.
+// Crashes: a SIGKILL of the Worker mid-call, or while a person decides a
+// question, leaves the call outcome_unknown, sent once and never followed up;
+// answers to MCP questions, refused or counted, are in the audit log.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
@@ -616,5 +619,104 @@ describe("MCP questions in GET /api/inputs (contract sections 15 and 21)", () =>
     await expect.poll(() => listed(runOf(declined)), { timeout: 10_000 }).toEqual([["l-decline:1:confirm", "answered"]]);
     await expect.poll(() => listed(runOf(expired)), { timeout: 10_000 }).toEqual([["l-expire:1:confirm", "expired"]]);
     await expect.poll(() => listed(runOf(cancelled)), { timeout: 10_000 }).toEqual([["l-cancel:1:confirm", "cancelled"]]);
+  });
+});
+
+describe("MCP questions across a crash, and who answered them in the audit log (contract sections 8, 18, 21)", () => {
+  it("an ineligible principal's answer is refused and audited access.refused; the answer that settles the call is audited input.answer", async () => {
+    stateless.reset();
+    const name = `r21-approver-${Date.now()}`;
+    const other = await engine.createToken({ name, roles: ["approver"] });
+    const otherEngine = new EngineClient({ baseUrl: server.url, token: other.token });
+    let inputId = "";
+    const events = await runApproving(
+      [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "audited", arguments: { text: "audited" } }] }],
+      async (runId, q) => {
+        inputId = q.input_id ?? "";
+        await expect(otherEngine.answerInput(runId, inputId, { action: "accept", content: { confirm: true } })).rejects.toMatchObject({
+          status: 403,
+          code: "not_an_approver",
+        });
+        await engine.answerInput(runId, inputId, { action: "accept", content: { confirm: true } });
+      },
+    );
+    expect(inputId).toBe("audited:1:confirm");
+    expect(executionOf(events, "audited")).toMatchObject({ result: { summary: "created note 1: audited" } });
+    const runId = events[0]?.run_id ?? "";
+    // The refusal: the route as it was asked (the path as the client sent it), the error code, one count.
+    const refusedTarget = `POST /api/runs/${encodeURIComponent(runId)}/inputs/${encodeURIComponent(inputId)}`;
+    await expect
+      .poll(async () => (await engine.audit({ principal: `token:${name}`, action: "access.refused" })).entries, { timeout: 10_000 })
+      .toEqual([
+        expect.objectContaining({
+          principal: `token:${name}`,
+          action: "access.refused",
+          target: refusedTarget,
+          result: "refused",
+          count: 1,
+          details: { error: "not_an_approver" },
+        }),
+      ]);
+    // The answer that counted: the root token's, at the question's input_id, saying how it answered.
+    await expect
+      .poll(
+        async () =>
+          (await engine.audit({ principal: "token:root", action: "input.answer" })).entries.filter(
+            (e) => e.target === `${runId}/inputs/${inputId}`,
+          ),
+        { timeout: 10_000 },
+      )
+      .toEqual([expect.objectContaining({ result: "ok", details: { action: "accept", tool_call_id: "audited" } })]);
+    // The refused principal answered nothing.
+    expect((await engine.audit({ principal: `token:${name}`, action: "input.answer" })).entries).toEqual([]);
+  });
+
+  it("the Worker killed while a person decides: after the restart the call is executed(transport_error), its row outcome_unknown and dispatched, no follow-up is ever sent, and the old question answers 410", async () => {
+    stateless.reset();
+    const { run_id: runId } = await engine.trigger({
+      message: "m",
+      channel_id: `C-crash-ask-${Date.now()}`,
+      script: [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "asked", arguments: { text: "crash ask" } }] }, { text: "done" }],
+    });
+    let question: QuestionEvent | undefined;
+    for await (const event of engine.events(runId)) {
+      if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+      if (event.type === "human_input_requested") {
+        question = event;
+        break;
+      }
+    }
+    expect(question).toMatchObject({ input_id: "asked:1:confirm", tool_call_id: "asked" });
+    // The server has answered input_required once; the question waits for a person: kill wrangler and workerd now.
+    expect(callsTo("confirm_note")).toHaveLength(1);
+    server = await server.crashAndRestart();
+    engine = new EngineClient({ baseUrl: server.url, token: server.token });
+    // The answer is the first request the restarted Worker gets: no instance is waiting to send it, so it is refused (410),
+    // even before the restarted object has settled the lost call.
+    await expect(
+      engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
+    ).rejects.toMatchObject({ status: 410, code: "expired" });
+
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    expect(executionOf(events, "asked")).toMatchObject({
+      execution_status: "executed",
+      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+    });
+    expect(callTypes(events, "asked")).not.toContain("human_input_received");
+    expect(events.at(-1)?.type).toBe("run_completed");
+    const row = await rowOf(events, "asked");
+    expect(row).toMatchObject({ state: "outcome_unknown", dispatched: true, error: { code: "transport_error" } });
+    // Settled by the restart, not by a send's answer: the row claims no count of sends (the schema's rule).
+    expect(row).not.toHaveProperty("sends");
+    // Nor once the call has ended: 410, and nothing is sent for it.
+    await expect(
+      engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
+    ).rejects.toMatchObject({ status: 410, code: "expired" });
+    expect((await engine.summary(runId)).pending_inputs).toEqual([]);
+    // Past the question's expiry (when a live engine would send cancel back): still the one tools/call, never a follow-up.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(question?.expires_at ?? "") + 500 - Date.now())));
+    expect(callsTo("confirm_note").map((c) => [c.inputResponses, c.requestState])).toEqual([[undefined, undefined]]);
+    expect(stateless.notes()).toEqual([]);
   });
 });

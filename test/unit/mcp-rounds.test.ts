@@ -161,13 +161,31 @@ describe("the rounds on a dispatched call", () => {
     expect(expireQuestions(calls, 0, TIMEOUT_MS - 1)).toEqual([]);
     const [closed] = expireQuestions(calls, 0, TIMEOUT_MS);
     expect(roundResponses(closed as Dispatched)).toEqual({ a: { action: "decline" }, b: { action: "cancel" } });
-    expect(answerQuestion(calls, "call-1:1:b", { action: "decline" }, "token:root", TIMEOUT_MS + 1).verdict).toEqual({ kind: "expired" });
+    expect(answerQuestion(calls, "call-1:1:b", { action: "decline" }, "token:root", TIMEOUT_MS + 1).verdict).toEqual({
+      kind: "expired",
+      what: "question",
+    });
     expect(nextDeadline(calls, 0)).toBeUndefined();
 
     const late = asked(["c"]);
     const result = answerQuestion(late, "call-1:1:c", { action: "decline" }, "token:root", TIMEOUT_MS);
-    expect(result.verdict).toEqual({ kind: "expired" });
+    expect(result.verdict).toEqual({ kind: "expired", what: "question" });
     expect(roundResponses(result.closed as Dispatched)).toEqual({ c: { action: "cancel" } });
+  });
+
+  it("a question of a call no instance waits on (lost to a restart while a person decided) is expired, and nothing is recorded", () => {
+    const calls = asked(["a"]);
+    const before = calls[0];
+    const result = answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, false);
+    expect(result).toEqual({ verdict: { kind: "expired", what: "question" }, effects: [] });
+    expect(calls[0]).toBe(before);
+    expect(openQuestions(calls).map((q) => q.question.input_id)).toEqual(["call-1:1:a"]);
+    // The same question, answered while its round is waited on, is taken.
+    expect(
+      answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, true).verdict,
+    ).toMatchObject({
+      kind: "input_answered",
+    });
   });
 
   it("cancellation closes every open round at once, unanswered questions as cancel", () => {
