@@ -62,10 +62,7 @@ export class RunObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     let catalog: ToolCatalog | undefined;
-    this.#catalog = () => {
-      catalog ??= new ToolCatalog(this.#config, this.#contacts, oauthAuthorization(this.env.DB, this.#config));
-      return catalog;
-    };
+    this.#catalog = () => (catalog ??= new ToolCatalog(this.#config, this.#contacts, oauthAuthorization(env.DB, this.#config)));
     void ctx.blockConcurrencyWhile(async () => {
       const loaded = loadConfig(env);
       if (loaded.state === "bad_config") {
@@ -266,6 +263,7 @@ export class RunObject extends DurableObject<Env> {
       started: (index) => outputs.turnStarted(index, Date.now()),
       ended: (index, ok) => outputs.turnEnded(index, ok, Date.now()),
     });
+    const authorization = oauthAuthorization(this.env.DB, config);
     const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
     engine = new RunEngine(
       {
@@ -282,7 +280,7 @@ export class RunObject extends DurableObject<Env> {
               call,
               outputs.tracing ? traceparentOf(run.run_id, mcpSpanKey(call.tool_call_id)) : undefined,
               this.#contacts,
-              oauthAuthorization(this.env.DB, config),
+              authorization,
             ),
           {
             sent: (toolCallId) => outputs.toolCallSent(toolCallId, Date.now()),
