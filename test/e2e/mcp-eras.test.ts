@@ -17,8 +17,6 @@
 // Crashes: a SIGKILL of the Worker mid-call, or while a person decides a
 // question, leaves the call outcome_unknown, sent once and never followed up;
 // answers to MCP questions, refused or counted, are in the audit log.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { ApiError, EngineClient, type EngineEvent, type InputAnswer, type ScriptTurn } from "../../src/client";
 import { demoCalls, demoReset } from "../support/e2e-client";
@@ -30,7 +28,8 @@ import {
   startStatelessMcpServer,
   type StatelessMcpServer,
 } from "../support/stateless-mcp-server";
-import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { runCli } from "../support/cli-process";
+import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
 
 const demo = inject("demoMcpBaseUrl");
@@ -128,16 +127,7 @@ const executionOf = (events: EngineEvent[], toolCallId: string) =>
   events.find((e): e is Extract<EngineEvent, { type: "tool_execution" }> => e.type === "tool_execution" && e.tool_call_id === toolCallId);
 
 /** `approved-exec <args>` as a process against the Worker, to its exit. */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_URL: server.url, ENGINE_TOKEN: server.token, NO_COLOR: "1" };
-  delete env.API_TOKEN;
-  const child = spawn(process.execPath, [join(PROJECT_ROOT, "dist/cli/main.js"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += String(d)));
-  child.stderr.on("data", (d) => (stderr += String(d)));
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[]) => runCli(server, args);
 
 describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
   it("the stateless server refuses initialize: it is not a server that would also take the older handshake", async () => {

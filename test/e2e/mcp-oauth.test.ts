@@ -7,13 +7,12 @@
 // principal); calls get the token before the checkpoint, refreshed when it
 // expires within 60 s; a missing or refused token ends the call
 // not_executed(authorization_required) and nothing is sent again.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../support/oauth-mcp-server";
-import { freePort, PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { runCli } from "../support/cli-process";
+import { freePort, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";
 
 const CREATE_ITEM = "mcp__hosted__create_item";
@@ -102,16 +101,7 @@ async function connect(name: string): Promise<URL> {
 }
 
 /** `approved-exec <args>` as a process against the Worker, to its exit. */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, ENGINE_URL: server.url, ENGINE_TOKEN: server.token, NO_COLOR: "1" };
-  delete env.API_TOKEN;
-  const child = spawn(process.execPath, [join(PROJECT_ROOT, "dist/cli/main.js"), ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += String(d)));
-  child.stderr.on("data", (d) => (stderr += String(d)));
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[]) => runCli(server, args);
 
 /** The connect route's authorization URL, opened at the authorization server: the callback URL it redirects to. */
 async function authorize(): Promise<URL> {
