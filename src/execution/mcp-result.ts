@@ -4,7 +4,8 @@
 // handed back to the model. The transport (mcp-transport.ts) only delivers the
 // answer as the server gave it; cutting and redacting it is done here.
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import type { McpCallAnswer, McpFailureCode } from "./mcp-transport";
+import type { McpFailureCode } from "./mcp-errors";
+import type { McpCallAnswer } from "./mcp-transport";
 import { redactText } from "./redaction";
 
 /** The contract's bound on `tool_execution.result.summary` (section 4: "at most 2 KiB"). */

@@ -1,16 +1,16 @@
 /**
- * The engine's MCP client: lists a server's tools and dispatches one tool call, over MCP
+ * The engine's MCP client session: connects to a server and sends one tool call, over MCP
  * Streamable HTTP with the official v2 SDK, from inside workerd (the Run Durable Object).
  *
- * Responsibilities, each on one of the SDK's own seams:
+ * Each guarantee sits on one of the SDK's own seams:
  *  - One short-lived SDK client per operation (connect, list or call, close): no state survives
  *    a Durable Object eviction and no session outlives its use.
  *  - The era (contract section 21): the SDK's `server/discover` probe with fallback to
  *    initialize, adopted from mcp-era-cache.ts when known, all during the connect, so before any
  *    checkpoint and never from a tools/call.
- *  - The caps (section 7): the SDK's request timeouts bound each tools/call and tools/list
- *    (progress never extends them); the connect as a whole, which the SDK bounds only step by
- *    step, gets a deadline here; the fetch middleware (mcp-response-cap.ts) bounds every body.
+ *  - The caps (section 7): the SDK's request timeouts bound each request (progress never extends
+ *    them); the connect as a whole, which the SDK bounds only step by step, gets a deadline here;
+ *    the fetch middleware (mcp-response-cap.ts) bounds every body.
  *  - Never a second send: SSE resumption off, the GET stream never opened, no input_required
  *    auto-fulfilment, no 401 retry (a bare token provider), and `request`, not `callTool` (whose
  *    header-mismatch path sends the call again). An `input_required` answer is returned as it
@@ -18,37 +18,31 @@
  *  - `sent` from the typed `Transport.send` seam: true once the tools/call was handed to it. A
  *    definitive failure seen below the SDK (a body over the cap, the call's stream ending before
  *    its answer, the connect deadline) settles whatever waits and explains what the SDK made of it.
- *  - The server config's headers (credentials) never in a message.
+ *  - The server config's headers (credentials) never in a message (mcp-errors.ts bounds the text).
  *
- * Not responsible for: shaping and redacting results (mcp-result.ts), approvals, budgets,
- * checkpoints or durable outcomes (the Run Durable Object decides those from the answer).
+ * Not responsible for: the tool listing (mcp-tool-list.ts), shaping and redacting results
+ * (mcp-result.ts), approvals, budgets, checkpoints or durable outcomes (the Run Durable Object).
  */
 import {
   Client,
-  InsufficientScopeError,
-  isJSONRPCErrorResponse,
+  isInputRequiredResult,
   isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  SdkError,
-  SdkErrorCode,
-  SdkHttpError,
+  isJSONRPCResponse,
+  ProtocolError,
   StreamableHTTPClientTransport,
-  UnauthorizedError,
   type CallToolRequestParams,
   type CallToolResult,
   type JSONRPCMessage,
   type PriorDiscovery,
   type RequestId,
   type RequestOptions,
-  type Tool,
   type TransportSendOptions,
 } from "@modelcontextprotocol/client";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { cachedEra, forgetEra, rememberEra } from "./mcp-era-cache";
-import { paramHeaders, rememberParamHeaders } from "./mcp-param-headers";
+import { classifySdkError, type McpFailureCode, McpTransportError, toTransportError, withStatus } from "./mcp-errors";
+import { paramHeaders } from "./mcp-param-headers";
 import { responseCap } from "./mcp-response-cap";
-import { truncateUtf8 } from "./mcp-result";
-import { redactText } from "./redaction";
 
 export interface McpServerConfig {
   url: string;
@@ -62,31 +56,13 @@ export interface McpServerConfig {
 }
 
 export interface TransportCaps {
-  /** Bound on the initialize handshake (connect), in milliseconds. */
+  /** Bound on the connect (era probe and, for the earlier revisions, the handshake), in milliseconds. */
   connectTimeoutMs: number;
   /** Bound on one tools/call (and on a whole tools/list, all pages), in milliseconds. */
   callTimeoutMs: number;
   /** Bound on each HTTP response body from the server, in bytes. */
   maxResponseBytes: number;
 }
-
-export interface McpToolInfo {
-  name: string;
-  description?: string;
-  inputSchema: Record<string, unknown>;
-  /** The server's `annotations`, the fields it gave of the five the contract names (section 21). Claims, not facts. */
-  annotations?: McpToolAnnotations;
-}
-
-export interface McpToolAnnotations {
-  title?: string;
-  readOnlyHint?: boolean;
-  destructiveHint?: boolean;
-  idempotentHint?: boolean;
-  openWorldHint?: boolean;
-}
-
-export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";
 
 /** A tools/call's answer as the server gave it; execution shapes it (mcp-result.ts). */
 export type McpCallAnswer =
@@ -99,97 +75,8 @@ export type McpCallAnswer =
   | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string }
   /** The server answered the call with a JSON-RPC error: it reached the server, which said no. */
   | { kind: "rpc_error"; code: number; message: string }
-  | {
-      kind: "failed";
-      code: McpFailureCode;
-      message: string;
-      /**
-       * Whether the tools/call request was handed to the transport, i.e. whether it may have
-       * reached the server. false only when it certainly did not.
-       */
-      sent: boolean;
-      /** The HTTP status the server refused the request with (401/403: its token was refused). */
-      httpStatus?: number;
-    };
-
-export class McpTransportError extends Error {
-  override readonly name = "McpTransportError";
-  constructor(
-    readonly code: McpFailureCode,
-    message: string,
-    /** The HTTP status the server refused with, when it did (401/403: GET /api/health says authorization_required). */
-    readonly httpStatus?: number,
-  ) {
-    super(message);
-  }
-}
-
-/** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
-const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
-/** Guard against a server whose pagination cursor never ends. */
-const MAX_TOOL_LIST_PAGES = 100;
-/** Bound on error text (server-provided text can be arbitrarily long). */
-const MESSAGE_MAX_BYTES = 512;
-const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
-/** The revisions spoken (contract section 21): the stateless one first, then the two with initialize and sessions. */
-const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"];
-
-/** A server's tools (all pages) and the protocol version spoken to list them. */
-export interface McpToolListing {
-  tools: McpToolInfo[];
-  protocolVersion: string;
-}
-
-/** Lists a server's tools (all pages, one call timeout for them all). Throws McpTransportError on failure. */
-export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolListing> {
-  let session: McpSession | undefined;
-  try {
-    session = await connectSession(server, caps);
-    const deadline = Date.now() + caps.callTimeoutMs;
-    const tools: McpToolInfo[] = [];
-    const seenCursors = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 1; ; page += 1) {
-      const remainingMs = Math.max(1, deadline - Date.now());
-      const listed = session.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(remainingMs));
-      const result = await session.settled(listed, "tools/list", remainingMs);
-      tools.push(...result.tools.map(toToolInfo));
-      cursor = result.nextCursor;
-      if (cursor === undefined) {
-        rememberParamHeaders(server.url, tools);
-        return { tools, protocolVersion: session.protocolVersion };
-      }
-      if (page === MAX_TOOL_LIST_PAGES)
-        throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
-      if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
-      seenCursors.add(cursor);
-    }
-  } catch (error) {
-    // The next contact probes the era again: a server that stopped answering may have changed it.
-    forgetEra(server.url);
-    throw toTransportError(error);
-  } finally {
-    await session?.close();
-  }
-}
-
-/**
- * A session opened for one tools/call (connect before checkpoint, contract section 7): the era is
- * known and, for the earlier revisions, the handshake done; nothing has been called yet. The
- * caller writes its checkpoint, then calls `call` at most once, and closes the session on every path.
- */
-interface McpCallSession {
-  /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
-  readonly protocolVersion: string;
-  /**
-   * Calls one tool exactly once. Never throws; never retries. A second call is refused unsent,
-   * except a follow-up after an `input_required` answer, which must carry `followUp`.
-   * `meta`: the request's `params._meta`.
-   */
-  call(toolName: string, args: Record<string, unknown>, meta?: Record<string, string>, followUp?: McpFollowUp): Promise<McpCallAnswer>;
-  /** Frees the server's session (bounded) and closes the client. Idempotent, never throws. */
-  close(): Promise<void>;
-}
+  /** `sent`: whether the tools/call was handed to the transport, i.e. may have reached the server (false only when it certainly did not). */
+  | { kind: "failed"; code: McpFailureCode; message: string; sent: boolean; httpStatus?: number };
 
 /** What a follow-up tools/call carries after `input_required` (contract section 21): the answers, and the server's state verbatim. */
 export interface McpFollowUp {
@@ -199,17 +86,25 @@ export interface McpFollowUp {
 
 /** The session, or why it could not be opened: then the server provably received no tools/call. */
 export type McpOpenResult =
-  | { kind: "open"; session: McpCallSession }
+  | { kind: "open"; session: Pick<McpSession, "protocolVersion" | "call" | "close"> }
   | { kind: "failed"; code: McpFailureCode; message: string; httpStatus?: number };
 
+/** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
+const TERMINATE_SESSION_TIMEOUT_MS = 2_000;
+const CLIENT_INFO = { name: "approved-execution-engine", version: "0.1.0" };
+/** The revisions spoken (contract section 21): the stateless one first, then the two with initialize and sessions. */
+const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"];
+
 /**
- * Connects (era, handshake, token) within `connectTimeoutMs`. Never throws: a server that cannot
- * be reached, refuses, answers unusably or fails the handshake (or a URL that does not parse)
- * answers `failed`, with the session already closed.
+ * Opens a session for one tools/call (connect before checkpoint, contract section 7): the era is
+ * known and, for the earlier revisions, the handshake done; nothing has been called yet. The
+ * caller writes its checkpoint, then calls `call`, and closes the session on every path. Never
+ * throws: a server that cannot be reached, refuses, answers unusably or fails the handshake (or a
+ * URL that does not parse) answers `failed`, with the session already closed.
  */
 export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
   try {
-    return { kind: "open", session: await connectSession(server, caps) };
+    return { kind: "open", session: await connectMcp(server, caps) };
   } catch (error) {
     forgetEra(server.url);
     const failure = toTransportError(error);
@@ -218,17 +113,17 @@ export async function openMcpSession(server: McpServerConfig, caps: TransportCap
 }
 
 /**
- * A connected session: with the era cached, the SDK adopts it (for a stateless server, no request
- * at all); else it probes. A cached era that fails is forgotten and probed once more within the
- * same bound: nothing of a tools/call has been sent yet. Throws with every session it opened closed.
+ * A connected session within `connectTimeoutMs`: with the era cached, the SDK adopts it (for a
+ * stateless server, no request at all); else it probes. A cached era that fails is forgotten and
+ * probed once more within the same bound: nothing of a tools/call has been sent yet. Throws with
+ * every session it opened closed.
  */
-async function connectSession(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
+export async function connectMcp(server: McpServerConfig, caps: TransportCaps): Promise<McpSession> {
   const deadline = Date.now() + caps.connectTimeoutMs;
   for (let prior = cachedEra(server.url); ; prior = undefined) {
-    const remainingMs = Math.max(1, deadline - Date.now());
     const session = new McpSession(server, caps);
     try {
-      await session.connect(remainingMs, caps.connectTimeoutMs, prior);
+      await session.connect(Math.max(1, deadline - Date.now()), prior);
       rememberEra(server.url, session.learnedEra());
       return session;
     } catch (error) {
@@ -239,14 +134,11 @@ async function connectSession(server: McpServerConfig, caps: TransportCaps): Pro
   }
 }
 
-/** What the transport saw of the tools/call in flight (or last sent); one per send. */
+/** What the transport saw of one tools/call send: handed over (so it may have reached the server), its id, and whether its response arrived. */
 interface ToolCallTrace {
-  /** Handed to the transport: from here on it may have reached the server. */
   sent: boolean;
   id?: RequestId;
-  /** Its response (result or error) arrived. */
   answered: boolean;
-  rpcError?: { code: number; message: string };
 }
 
 /**
@@ -267,11 +159,11 @@ class ToolCallTransport extends StreamableHTTPClientTransport {
 }
 
 /** One SDK Client over one transport whose fetch is capped; the first definitive failure below the SDK settles what waits. */
-class McpSession implements McpCallSession {
-  readonly client: Client;
+class McpSession {
+  private readonly client: Client;
+  private readonly transport: ToolCallTransport;
   /** "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more. */
   private stage: "none" | "input_required" | "done" = "none";
-  readonly transport: ToolCallTransport;
   private failed: McpTransportError | undefined;
   private signalFailure!: (error: McpTransportError) => void;
   /** Rejects with the first definitive failure; raced against the SDK's promises (handled, so never unhandled). */
@@ -292,14 +184,16 @@ class McpSession implements McpCallSession {
       fetch: capped((url, init) => fetch(url, init)),
       // No SSE resumption: a resumed stream could replay a response into a client that gave up, after the caps expired.
       reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1 },
-      // A bare provider with no onUnauthorized: a 401 or 403 is thrown, never answered by a refresh and a second send.
       ...(server.accessToken !== undefined ? { authProvider: { token: async () => server.accessToken } } : {}),
     });
     // After close() began the SDK reports no end (our own abort), so any end seen here is the server's or the network's.
     this.transport.onToolCallCut = () =>
       void this.fail(new McpTransportError("transport_error", "tools/call response stream ended before the result"));
     // Set before connect, so the Protocol chains it: it sees each message before the SDK resolves the request.
-    this.transport.onmessage = (message) => this.observe(message);
+    this.transport.onmessage = (message) => {
+      const trace = this.transport.toolCall;
+      if (isJSONRPCResponse(message) && trace.id !== undefined && message.id === trace.id) trace.answered = true;
+    };
     this.client = new Client(CLIENT_INFO, {
       // Form-mode elicitation only (contract section 21), answered by a person through the engine; no URL mode, sampling or roots.
       capabilities: { elicitation: { form: {} } },
@@ -313,24 +207,20 @@ class McpSession implements McpCallSession {
     this.client.onerror = () => {};
   }
 
-  /** Connects within `timeoutMs` (reported as `boundMs`): adopting `prior` when given, else probing the era. */
-  async connect(timeoutMs: number, boundMs: number, prior: PriorDiscovery | undefined): Promise<void> {
+  /** Connects within `timeoutMs`: adopting `prior` when given, else probing the era. */
+  async connect(timeoutMs: number, prior: PriorDiscovery | undefined): Promise<void> {
+    const bound = `connect timed out after ${this.caps.connectTimeoutMs} ms`;
     // The SDK bounds the probe and the initialize request each, not the connect (nor the initialized notification).
-    const timer = setTimeout(
-      () => this.fail(new McpTransportError("transport_timeout", `connect timed out after ${boundMs} ms`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => this.fail(new McpTransportError("transport_timeout", bound)), timeoutMs);
     try {
-      await this.settled(
-        this.client.connect(this.transport, { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) }),
-        "connect",
-        boundMs,
-      );
+      const options = { ...requestOptions(timeoutMs), ...(prior !== undefined ? { prior } : {}) };
+      await this.settled(this.client.connect(this.transport, options), "connect", this.caps.connectTimeoutMs);
     } finally {
       clearTimeout(timer);
     }
   }
 
+  /** The revision the session speaks: `2026-07-28` (stateless), else the one `initialize` agreed. */
   get protocolVersion(): string {
     return this.client.getNegotiatedProtocolVersion() ?? "unknown";
   }
@@ -341,9 +231,17 @@ class McpSession implements McpCallSession {
     return this.client.getProtocolEra() === "modern" && discover !== undefined ? { kind: "modern", discover } : { kind: "legacy" };
   }
 
+  /** One page of the server's tools, within `timeoutMs`. Throws McpTransportError. */
+  listTools(cursor: string | undefined, timeoutMs: number) {
+    const listed = this.client.listTools(cursor === undefined ? undefined : { cursor }, requestOptions(timeoutMs));
+    return this.settled(listed, "tools/list", timeoutMs);
+  }
+
   /**
-   * The session's tools/call (or a follow-up), as an answer; never throws. Sent with `request`,
-   * not `callTool`, whose output-schema check could also turn the tool's actual answer into an error.
+   * Calls one tool exactly once; never throws, never retries. A second call is refused unsent,
+   * except a follow-up after an `input_required` answer, which must carry `followUp`. `meta`:
+   * the request's `params._meta`. Sent with `request`, not `callTool`, whose output-schema check
+   * could also turn the tool's actual answer into an error.
    */
   async call(
     toolName: string,
@@ -368,55 +266,32 @@ class McpSession implements McpCallSession {
   }
 
   private async send(toolName: string, args: Record<string, unknown>, params: CallToolRequestParams): Promise<McpCallAnswer> {
-    const { callTimeoutMs } = this.caps;
     // Each send has its own trace: `sent`, `answered` and the id are about this request only.
     const trace: ToolCallTrace = { sent: false, answered: false };
     this.transport.toolCall = trace;
-    let result: { resultType?: unknown; inputRequests?: unknown; requestState?: unknown };
     try {
       // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name); none for the earlier revisions.
       const headers = this.client.getProtocolEra() === "modern" ? paramHeaders(this.server.url, toolName, args) : {};
-      const request = this.client.request(
-        { method: "tools/call", params },
-        { ...requestOptions(callTimeoutMs), allowInputRequired: true, headers },
-      );
-      result = (await this.settled(request, "tools/call", callTimeoutMs)) as typeof result;
+      const options = { ...requestOptions(this.caps.callTimeoutMs), allowInputRequired: true as const, headers };
+      const result = await Promise.race([this.client.request({ method: "tools/call", params }, options), this.failure]);
+      if (!isInputRequiredResult(result)) return { kind: "result", result: result as CallToolResult };
+      const { inputRequests = {}, requestState } = result;
+      return { kind: "input_required", inputRequests, ...(requestState !== undefined ? { requestState } : {}) };
     } catch (error) {
-      // The server answered: the call reached it and it said no (execution redacts the text).
-      if (trace.rpcError && !this.failed) return { kind: "rpc_error", ...trace.rpcError };
-      const failure = toTransportError(error);
+      // The server answered with a JSON-RPC error (a request's only source of a ProtocolError): it reached the server, which said no.
+      if (error instanceof ProtocolError && trace.answered && !this.failed)
+        return { kind: "rpc_error", code: error.code, message: error.message };
+      const failure = this.failed ?? classifySdkError(error, "tools/call", this.caps.callTimeoutMs);
       return { kind: "failed", code: failure.code, message: failure.message, sent: trace.sent, ...withStatus(failure) };
     }
-    const { resultType, inputRequests, requestState } = result;
-    if (resultType === "input_required") {
-      const requests = typeof inputRequests === "object" && inputRequests !== null ? (inputRequests as Record<string, unknown>) : {};
-      return { kind: "input_required", inputRequests: requests, ...(typeof requestState === "string" ? { requestState } : {}) };
-    }
-    if (resultType === undefined || resultType === "complete") return { kind: "result", result: result as CallToolResult };
-    // The call reached the server and is not complete: what it did is unknown (outcome_unknown).
-    const kind = typeof resultType === "string" ? truncateUtf8(resultType, 64) : typeof resultType;
-    return {
-      kind: "failed",
-      code: "transport_error",
-      message: `tools/call answered with resultType ${kind}, which this engine does not continue`,
-      sent: true,
-    };
   }
 
-  /**
-   * Waits for the SDK's `operation`, or the first definitive failure, and classifies an error: a
-   * failure seen below the SDK explains whatever the SDK made of it, so it wins.
-   */
-  async settled<T>(operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
+  /** Waits for the SDK's `operation`, or the first definitive failure: one seen below the SDK explains whatever the SDK made of it, so it wins. */
+  private async settled<T>(operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
     try {
       return await Promise.race([operation, this.failure]);
     } catch (error) {
-      if (this.failed) throw this.failed;
-      if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout)
-        throw new McpTransportError("transport_timeout", `${what} timed out after ${timeoutMs} ms`);
-      throw error instanceof McpTransportError
-        ? error
-        : new McpTransportError("transport_error", `${what} failed: ${errorText(error)}`, httpStatusOf(error));
+      throw this.failed ?? classifySdkError(error, what, timeoutMs);
     }
   }
 
@@ -440,59 +315,9 @@ class McpSession implements McpCallSession {
     this.signalFailure(error);
     return error;
   }
-
-  private observe(message: JSONRPCMessage): void {
-    const trace = this.transport.toolCall;
-    const isError = isJSONRPCErrorResponse(message);
-    if (trace.id === undefined || (!isError && !isJSONRPCResultResponse(message)) || message.id !== trace.id) return;
-    trace.answered = true;
-    if (isError) trace.rpcError = { code: message.error.code, message: message.error.message };
-  }
 }
 
 /** SDK request options: the cap as both the idle and the total timeout, never reset by progress. */
 function requestOptions(timeoutMs: number): RequestOptions {
   return { timeout: timeoutMs, maxTotalTimeout: timeoutMs, resetTimeoutOnProgress: false };
-}
-
-/** The declared type of each of the five annotation fields the contract names (section 21): a field of another type is dropped. */
-const ANNOTATION_TYPES: Record<string, string> = {
-  title: "string",
-  readOnlyHint: "boolean",
-  destructiveHint: "boolean",
-  idempotentHint: "boolean",
-  openWorldHint: "boolean",
-};
-
-function toToolInfo({ name, description, inputSchema, annotations }: Tool): McpToolInfo {
-  const given = Object.entries(annotations ?? {}).filter(([field, value]) => ANNOTATION_TYPES[field] === typeof value);
-  return {
-    name,
-    inputSchema: inputSchema as Record<string, unknown>,
-    ...(description !== undefined ? { description } : {}),
-    ...(given.length > 0 ? { annotations: Object.fromEntries(given) as McpToolAnnotations } : {}),
-  };
-}
-
-/** Anything thrown, as an McpTransportError (`settled` already classified what it saw). */
-function toTransportError(error: unknown): McpTransportError {
-  return error instanceof McpTransportError ? error : new McpTransportError("transport_error", errorText(error), httpStatusOf(error));
-}
-
-/** The HTTP status of a refusal, as the SDK's errors carry it (its auth errors: 401, 403 insufficient_scope). */
-function httpStatusOf(error: unknown): number | undefined {
-  if (error instanceof UnauthorizedError) return 401;
-  if (error instanceof InsufficientScopeError) return 403;
-  return error instanceof SdkHttpError && error.status >= 400 ? error.status : undefined;
-}
-
-function withStatus(error: McpTransportError): { httpStatus?: number } {
-  return error.httpStatus !== undefined ? { httpStatus: error.httpStatus } : {};
-}
-
-/** Error text for a message: redacted and bounded; the request's URL and headers are never added to it. */
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? `${error.name === "Error" ? "" : `${error.name}: `}${error.message}` : String(error);
-  // Cut generously first (bounds the work), redact, then cut to size: a credential split by the first cut lies beyond the second.
-  return truncateUtf8(redactText(truncateUtf8(text, 4 * MESSAGE_MAX_BYTES)), MESSAGE_MAX_BYTES);
 }

@@ -19,7 +19,7 @@ import { redactSecrets, redactText } from "./redaction";
 import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
-import type { McpToolAnnotations } from "./mcp-transport";
+import type { McpToolAnnotations } from "./mcp-tool-list";
 import { type ApprovalPolicy, type Decider, decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
 import type { QuestionAnswer } from "./mcp-questions";
 

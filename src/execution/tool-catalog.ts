@@ -6,7 +6,8 @@
 import type { HostConfig } from "../config/config";
 import type { ModelToolSpec } from "../providers/model-provider";
 import type { McpContactSink } from "./mcp-contacts";
-import { listMcpTools, McpTransportError, type McpToolInfo } from "./mcp-transport";
+import { McpTransportError } from "./mcp-errors";
+import { listMcpTools, type McpToolInfo } from "./mcp-tool-list";
 import { transportCaps } from "./mcp-send";
 import { HUMAN_ASK_TOOL } from "./tool-calls";
 import { parseMcpToolName } from "./tool-policy";

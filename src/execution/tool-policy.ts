@@ -5,7 +5,7 @@
 // `trust_annotations`, and an explicit destructiveHint only ever asks for
 // more care. Unknown means mutating.
 import type { HostConfig } from "../config/config";
-import type { McpToolAnnotations, McpToolInfo } from "./mcp-transport";
+import type { McpToolAnnotations, McpToolInfo } from "./mcp-tool-list";
 import { HUMAN_ASK_TOOL, type ApprovalLevel } from "./tool-calls";
 
 interface ToolClass {

@@ -1,5 +1,5 @@
 /**
- * The engine's MCP client (src/execution/mcp-transport.ts), run inside workerd against the real demo MCP
+ * The engine's MCP client (src/execution/mcp-transport.ts, mcp-tool-list.ts), run inside workerd against the real demo MCP
  * server processes started by demo-mcp-global-setup.ts: one answering with SSE streams, one with
  * JSON bodies. Every scenario that depends on the response mode runs against both.
  *
@@ -10,14 +10,9 @@
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { MODEL_TEXT_MAX_BYTES, type McpCallOutcome, SUMMARY_MAX_BYTES, shapeAnswer, truncateUtf8 } from "../../src/execution/mcp-result";
-import {
-  listMcpTools,
-  type McpCallAnswer,
-  McpTransportError,
-  openMcpSession,
-  type McpServerConfig,
-  type TransportCaps,
-} from "../../src/execution/mcp-transport";
+import { McpTransportError } from "../../src/execution/mcp-errors";
+import { listMcpTools } from "../../src/execution/mcp-tool-list";
+import { type McpCallAnswer, openMcpSession, type McpServerConfig, type TransportCaps } from "../../src/execution/mcp-transport";
 
 const CAPS: TransportCaps = { connectTimeoutMs: 5_000, callTimeoutMs: 5_000, maxResponseBytes: 1024 * 1024 };
 /** The call timeout of the timeout scenarios: short, so a delayed server outlasts it. */

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { HostConfig } from "../../src/config/config";
-import type { McpToolAnnotations } from "../../src/execution/mcp-transport";
+import type { McpToolAnnotations } from "../../src/execution/mcp-tool-list";
 import { classifyTool, toolRule } from "../../src/execution/tool-policy";
 
 const READ_HINT: McpToolAnnotations = { readOnlyHint: true, openWorldHint: false };
