@@ -6,8 +6,7 @@
 // validateAuthorizationResponseIssuer), dynamic registration (registerClient).
 // This module decides which client to be (a configured client_id, the
 // engine's client ID metadata document, else a registered client kept per
-// issuer) and when a token is usable (refreshed when it expires within
-// 60 s; never after a failed tools/call: a refused token is lapsed).
+// issuer); when a token is usable, and its refresh, are usable-token.ts's.
 import {
   checkResourceAllowed,
   discoverOAuthServerInfo,
@@ -15,7 +14,6 @@ import {
   type OAuthClientInformationMixed,
   type OAuthClientMetadata,
   type OAuthTokens,
-  refreshAuthorization,
   registerClient,
   resourceUrlFromServerUrl,
   startAuthorization,
@@ -26,8 +24,6 @@ import { redactText } from "../execution/redaction";
 import { truncateUtf8 } from "../execution/mcp-result";
 import type { GrantContext, OAuthStore, PendingConnect, TokenSet } from "./oauth-store";
 
-/** A token that expires sooner than this is refreshed before the call (contract section 21). */
-const REFRESH_AHEAD_MS = 60_000;
 const CLIENT_NAME = "approved-execution-engine";
 const MESSAGE_MAX_BYTES = 300;
 
@@ -134,47 +130,6 @@ export async function finishConnect(store: OAuthStore, pending: PendingConnect, 
   await store.saveTokens(pending.server, grant.metadata.issuer, tokenSet(tokens, grant), pending.principal);
 }
 
-export type TokenVerdict = { kind: "token"; accessToken: string } | { kind: "authorization_required"; message: string };
-
-/**
- * The access token to send to `server`, refreshed first when it expires within REFRESH_AHEAD_MS.
- * Missing, lapsed, expired without a refresh token, or a refused refresh: authorization_required
- * (and a refused refresh lapses the grant). Never throws.
- */
-export async function usableToken(store: OAuthStore, server: string, now = Date.now()): Promise<TokenVerdict> {
-  const required = (why: string): TokenVerdict => ({
-    kind: "authorization_required",
-    message: `${server} needs authorization (${why}); an admin runs \`approved-exec mcp connect ${server}\`.`,
-  });
-  try {
-    const stored = await store.readTokens(server);
-    if (stored === null || stored.tokens === null) return required("not connected");
-    if (stored.lapsed) return required("the server refused its token");
-    const { tokens } = stored;
-    if (tokens.expiresAtMs === undefined || tokens.expiresAtMs - now > REFRESH_AHEAD_MS) {
-      return { kind: "token", accessToken: tokens.accessToken };
-    }
-    if (tokens.refreshToken === undefined) return required("its token expired");
-    let refreshed: OAuthTokens;
-    try {
-      refreshed = await refreshAuthorization(tokens.grant.authorizationServerUrl, {
-        metadata: tokens.grant.metadata,
-        clientInformation: tokens.grant.client,
-        refreshToken: tokens.refreshToken,
-        resource: new URL(tokens.grant.resource),
-      });
-    } catch {
-      await store.markLapsed(server);
-      return required("its refresh was refused");
-    }
-    const next = tokenSet(refreshed, tokens.grant, now);
-    await store.replaceTokens(server, next);
-    return { kind: "token", accessToken: next.accessToken };
-  } catch {
-    return required("its token could not be read");
-  }
-}
-
 /** Which client the engine is to this authorization server (contract section 21). */
 async function clientFor(
   store: OAuthStore,
@@ -215,7 +170,8 @@ function resourceOf(serverUrl: string, advertised: string | undefined): string {
   return own.href;
 }
 
-function tokenSet(tokens: OAuthTokens, grant: GrantContext, now = Date.now()): TokenSet {
+/** The stored form of a token response; `now` is when it was asked for (expiry counts from then). */
+export function tokenSet(tokens: OAuthTokens, grant: GrantContext, now = Date.now()): TokenSet {
   return {
     accessToken: tokens.access_token,
     ...(tokens.refresh_token !== undefined ? { refreshToken: tokens.refresh_token } : {}),

@@ -1,7 +1,8 @@
-// D1 rows of MCP OAuth (contract section 21, migration 0018): pending
-// connects (the `state`: single-use, 10 minutes, bound to the principal that
-// asked), one token set per server for the deployment, and clients from
-// dynamic registration per issuer. Every secret goes through seal/open
+// D1 rows of MCP OAuth (contract section 21, migrations 0018 and 0022):
+// pending connects (the `state`: single-use, 10 minutes, bound to the
+// principal that asked), one token set per server for the deployment (with
+// its generation and refresh lease: one refresh at a time across runs and
+// isolates), and clients from dynamic registration per issuer. Every secret goes through seal/open
 // (token-crypto.ts); a row that does not open under the current key reads
 // as absent (the server needs connecting again), never as an error.
 import type { AuthorizationServerMetadata, OAuthClientInformationMixed } from "@modelcontextprotocol/client";
@@ -40,6 +41,8 @@ export interface StoredTokens {
   issuer: string;
   tokens: TokenSet | null;
   lapsed: boolean;
+  /** Bumped by every new token set; a refresh or a lapse applies only to the generation it read. */
+  generation: number;
   connected_by: string;
   connected_at: string;
 }
@@ -99,35 +102,86 @@ export class OAuthStore {
     await this.db
       .prepare(
         `INSERT INTO mcp_oauth_tokens (server, issuer, sealed, expires_at, lapsed, connected_by, connected_at) VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)
-         ON CONFLICT (server) DO UPDATE SET issuer = ?2, sealed = ?3, expires_at = ?4, lapsed = 0, connected_by = ?5, connected_at = ?6`,
+         ON CONFLICT (server) DO UPDATE SET issuer = ?2, sealed = ?3, expires_at = ?4, lapsed = 0, connected_by = ?5, connected_at = ?6,
+           generation = generation + 1, refresh_lease_until = NULL`,
       )
       .bind(server, issuer, sealed, expiresAt, connectedBy, new Date(now).toISOString())
       .run();
   }
 
-  /** A refreshed token set replaces the old one; who connected and when stay. */
-  async replaceTokens(server: string, tokens: TokenSet): Promise<void> {
+  /**
+   * Takes the refresh lease of `server`'s token set of `generation` until `untilMs`: one conditional
+   * UPDATE, so of runs racing for it exactly one gets true. False when the lease is held and live,
+   * the grant lapsed, or the set is no longer that generation (another run refreshed it: read again).
+   */
+  async takeRefreshLease(server: string, generation: number, untilMs: number, now = Date.now()): Promise<boolean> {
+    const { meta } = await this.db
+      .prepare(
+        `UPDATE mcp_oauth_tokens SET refresh_lease_until = ?3
+          WHERE server = ?1 AND generation = ?2 AND lapsed = 0 AND (refresh_lease_until IS NULL OR refresh_lease_until <= ?4)`,
+      )
+      .bind(server, generation, new Date(untilMs).toISOString(), new Date(now).toISOString())
+      .run();
+    return meta.changes === 1;
+  }
+
+  /** Gives the lease back without a new set (the refresh did not complete); nothing when the generation moved on. */
+  async releaseRefreshLease(server: string, generation: number): Promise<void> {
+    await this.db
+      .prepare(`UPDATE mcp_oauth_tokens SET refresh_lease_until = NULL WHERE server = ?1 AND generation = ?2`)
+      .bind(server, generation)
+      .run();
+  }
+
+  /**
+   * A refreshed token set replaces generation `generation` (the next generation, lease cleared); who
+   * connected and when stay. False when the row moved on meanwhile (a connect): that set is kept.
+   */
+  async replaceTokens(server: string, tokens: TokenSet, generation: number): Promise<boolean> {
     const sealed = await seal(this.key, server, tokens);
     const expiresAt = tokens.expiresAtMs === undefined ? null : new Date(tokens.expiresAtMs).toISOString();
-    await this.db
-      .prepare(`UPDATE mcp_oauth_tokens SET sealed = ?2, expires_at = ?3, lapsed = 0 WHERE server = ?1`)
-      .bind(server, sealed, expiresAt)
+    const { meta } = await this.db
+      .prepare(
+        `UPDATE mcp_oauth_tokens SET sealed = ?2, expires_at = ?3, lapsed = 0, generation = generation + 1, refresh_lease_until = NULL
+          WHERE server = ?1 AND generation = ?4`,
+      )
+      .bind(server, sealed, expiresAt, generation)
       .run();
+    return meta.changes === 1;
   }
 
   async readTokens(server: string): Promise<StoredTokens | null> {
     const row = await this.db
-      .prepare(`SELECT issuer, sealed, lapsed, connected_by, connected_at FROM mcp_oauth_tokens WHERE server = ?1`)
+      .prepare(`SELECT issuer, sealed, lapsed, generation, connected_by, connected_at FROM mcp_oauth_tokens WHERE server = ?1`)
       .bind(server)
-      .first<{ issuer: string; sealed: string; lapsed: number; connected_by: string; connected_at: string }>();
+      .first<{ issuer: string; sealed: string; lapsed: number; generation: number; connected_by: string; connected_at: string }>();
     if (!row) return null;
     const tokens = (await open(this.key, server, row.sealed)) as TokenSet | null;
-    return { issuer: row.issuer, tokens, lapsed: row.lapsed === 1, connected_by: row.connected_by, connected_at: row.connected_at };
+    return {
+      issuer: row.issuer,
+      tokens,
+      lapsed: row.lapsed === 1,
+      generation: row.generation,
+      connected_by: row.connected_by,
+      connected_at: row.connected_at,
+    };
   }
 
-  /** The server refused the token or its refresh failed: no call uses it until an admin connects again. */
+  /** The server refused the token: no call uses it until an admin connects again. */
   async markLapsed(server: string): Promise<void> {
-    await this.db.prepare(`UPDATE mcp_oauth_tokens SET lapsed = 1 WHERE server = ?1`).bind(server).run();
+    await this.db.prepare(`UPDATE mcp_oauth_tokens SET lapsed = 1, refresh_lease_until = NULL WHERE server = ?1`).bind(server).run();
+  }
+
+  /**
+   * The authorization server refused the refresh token of generation `generation`: the grant lapses
+   * only if the row still holds it. False when another run replaced the set meantime (use that one).
+   */
+  async markRefreshRefused(server: string, generation: number): Promise<boolean> {
+    const { meta } = await this.db
+      .prepare(`UPDATE mcp_oauth_tokens SET lapsed = 1, refresh_lease_until = NULL WHERE server = ?1 AND generation = ?2`)
+      .bind(server, generation)
+      .run();
+    return meta.changes === 1;
   }
 
   /** A client registered with `issuer` (dynamic registration), or null. */

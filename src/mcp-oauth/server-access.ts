@@ -1,13 +1,14 @@
 // How a call or a tool listing reaches an MCP server's authorization
 // (contract section 21): a server with `oauth` gets its access token (from
-// D1, refreshed when it expires within 60 s) before anything is sent, or
+// D1, refreshed when it expires within 60 s, one refresh at a time across
+// runs: usable-token.ts) before anything is sent, or
 // `authorization_required` with nothing sent; a server that refuses a token
 // (401/403) lapses the grant, so later calls stop before sending until an
 // admin connects again. Servers without `oauth` pass through unchanged.
 import type { HostConfig } from "../config/config";
 import type { McpServerConfig } from "../execution/mcp-transport";
 import { OAuthStore } from "./oauth-store";
-import { usableToken } from "./oauth-flow";
+import { usableToken } from "./usable-token";
 
 type ServerSettings = HostConfig["MCP_SERVERS"][string];
 

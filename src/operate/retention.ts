@@ -4,11 +4,11 @@
 // of ended runs after INDEX_RETENTION_DAYS (the run, its approvals and
 // questions, and its metric batch row), ended console sessions, audit entries
 // after AUDIT_RETENTION_DAYS, Slack Home tab openers gone quiet for 7 days,
-// and, only when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
+// expired MCP OAuth connect states (10 minutes, single-use), and, only when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
 // `unresolved` and `outcome_unknown` rows are never deleted: no statement
 // here can select them. Each batch is one D1 statement (or one atomic D1
 // batch) deleting at most RETENTION_BATCH_ROWS rows through an index
-// (migrations/0012); a firing runs at most RETENTION_MAX_BATCHES per kind and
+// (migrations/0012, 0022); a firing runs at most RETENTION_MAX_BATCHES per kind and
 // the next firing goes on where it stopped. Gauges fall with the rows
 // (migrations/0011's triggers); the *_total counters do not.
 import type { HostConfig } from "../config/config";
@@ -30,7 +30,7 @@ export interface RetentionBounds {
   maxBatches: number;
 }
 
-type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit" | "home_openers";
+type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit" | "home_openers" | "oauth_states";
 
 /** Rows deleted per kind; `more` names the kinds that hit the batch bound (the next firing goes on). */
 export interface RetentionReport {
@@ -137,6 +137,14 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
         new Date(now - HOME_OPENERS_WINDOW_MS).toISOString(),
       ),
     ],
+    // MCP OAuth connect states (contract section 21) past their 10 minutes: nobody can use them any more.
+    [
+      "oauth_states",
+      single(
+        `DELETE FROM mcp_oauth_states WHERE state_digest IN (SELECT state_digest FROM mcp_oauth_states WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`,
+        nowIso,
+      ),
+    ],
   ];
 }
 
@@ -147,7 +155,7 @@ export async function runRetention(
   bounds: RetentionBounds = { batchRows: RETENTION_BATCH_ROWS, maxBatches: RETENTION_MAX_BATCHES },
 ): Promise<RetentionReport> {
   const report: RetentionReport = {
-    deleted: { receipts: 0, runs: 0, console: 0, mutations: 0, metric_sources: 0, audit: 0, home_openers: 0 },
+    deleted: { receipts: 0, runs: 0, console: 0, mutations: 0, metric_sources: 0, audit: 0, home_openers: 0, oauth_states: 0 },
     more: [],
   };
   for (const [kind, batch] of batches(settings, now)) {

@@ -5,7 +5,8 @@
 // console (whose cookie proves the principal at the callback) must be on.
 // An admin connects (the connect route, then the callback with the same
 // principal); calls get the token before the checkpoint, refreshed when it
-// expires within 60 s; a missing or refused token ends the call
+// expires within 60 s (one refresh for two runs that need it at once, against
+// an authorization server that rotates refresh tokens); a missing or refused token ends the call
 // not_executed(authorization_required) and nothing is sent again.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -260,6 +261,33 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     } finally {
       hosted.refuseToolCalls(false);
     }
+  });
+
+  it("two runs needing a refresh at once send one refresh grant (the server rotates): both calls execute, the grant stays", async () => {
+    // Connected again (the grant lapsed above), with a token that expires within 60 s.
+    hosted.setExpiresIn(30);
+    expect((await callback(await authorize(), rootCookie)).status).toBe(200);
+    hosted.setExpiresIn(3600);
+    hosted.resetLogs();
+    // The first refresh is still out when the other run needs one: without the lease both would send the refresh token.
+    hosted.delayRefreshes(1_000);
+    let pair: EngineEvent[][];
+    try {
+      pair = await Promise.all([runApproving(createItem("pair-a", "left")), runApproving(createItem("pair-b", "right"))]);
+    } finally {
+      hosted.delayRefreshes(0);
+    }
+    expect(executionOf(pair[0]!, "pair-a")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(executionOf(pair[1]!, "pair-b")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(hosted.tokenRequests()).toEqual([expect.objectContaining({ grant_type: "refresh_token", resource: hosted.url, ok: true })]);
+    const calls = hosted.mcpRequests().filter((r) => r.method === "tools/call");
+    expect(calls).toHaveLength(2);
+    // Both carried the one refreshed token.
+    expect(calls.map((c) => c.status)).toEqual([200, 200]);
+    expect(new Set(calls.map((c) => c.token)).size).toBe(1);
+    expect(hosted.items()).toEqual(expect.arrayContaining(["left", "right"]));
+    const [listed] = await engine.listMcpServers();
+    expect(listed).toMatchObject({ server: "hosted", auth: "oauth", connected: true });
   });
 
   it("never shows a token: not in an event, a listing or the Worker's log", async () => {

@@ -3,10 +3,13 @@
 // data, the connect's state (single-use, 10 minutes, a peek leaves it
 // usable), the token row (never a plaintext secret in a column), and which
 // tokens count as usable without any network (missing, lapsed, expiring with
-// no refresh token).
+// no refresh token), and the refresh serialised across runs by the row's
+// lease (migration 0022) with an in-process rotating refresh standing in for
+// the authorization server (the e2e suite has the real one over HTTP).
+import { OAuthError, OAuthErrorCode } from "@modelcontextprotocol/client";
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { usableToken } from "../../src/mcp-oauth/oauth-flow";
+import { usableToken } from "../../src/mcp-oauth/usable-token";
 import { type GrantContext, OAuthStore, readGrantSummaries } from "../../src/mcp-oauth/oauth-store";
 import { isTokenKey, open, seal } from "../../src/mcp-oauth/token-crypto";
 
@@ -144,5 +147,144 @@ describe("the token set", () => {
       "token:root",
     );
     expect(await usableToken(store, server)).toMatchObject({ kind: "authorization_required" });
+  });
+});
+
+describe("the refresh, one at a time across runs (migration 0022)", () => {
+  /** A short lease and poll (production: 10 s, 100 ms); only `quick` below is ever waited out. */
+  const TIMING = { leaseMs: 2_000, waitMs: 5_000, pollMs: 20 };
+  const expiring = (refreshToken = "rt-0") => ({
+    accessToken: "at-0",
+    refreshToken,
+    expiresAtMs: Date.now() + 30_000,
+    grant: GRANT,
+  });
+
+  /**
+   * An authorization server's refresh in-process: it rotates (each refresh token is taken once, a
+   * reused one is refused with invalid_grant, as the SDK reports it), answers after `delayMs`, and
+   * counts every refresh request.
+   */
+  function rotatingRefresh(delayMs: number) {
+    const live = new Set(["rt-0"]);
+    let issued = 0;
+    const requests: string[] = [];
+    const refresh = async (_grant: GrantContext, refreshToken: string) => {
+      requests.push(refreshToken);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      if (!live.delete(refreshToken)) throw new OAuthError(OAuthErrorCode.InvalidGrant, "refresh token already used");
+      issued += 1;
+      const next = issued === 1 ? "rt-1-secret-0123456789" : `rt-${issued}`;
+      live.add(next);
+      return { access_token: `at-${issued}`, token_type: "Bearer", expires_in: 3600, refresh_token: next };
+    };
+    return { refresh, requests };
+  }
+
+  it("takes the lease with one conditional UPDATE: one winner, none while live or for an old generation, again once it ran out", async () => {
+    const store = new OAuthStore(env.DB, KEY);
+    const server = uniqueServer();
+    await store.saveTokens(server, GRANT.metadata.issuer, expiring(), "token:root");
+    const { generation } = (await store.readTokens(server))!;
+    const t0 = Date.now();
+    const raced = await Promise.all([1, 2, 3].map(() => store.takeRefreshLease(server, generation, t0 + 5_000, t0)));
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    expect(await store.takeRefreshLease(server, generation, t0 + 5_000, t0 + 4_999)).toBe(false);
+    // A crashed holder's lease runs out on its own.
+    expect(await store.takeRefreshLease(server, generation, t0 + 10_000, t0 + 5_000)).toBe(true);
+
+    expect(await store.replaceTokens(server, { ...expiring("rt-1"), accessToken: "at-1" }, generation)).toBe(true);
+    const after = (await store.readTokens(server))!;
+    expect(after.generation).toBe(generation + 1);
+    // The write cleared the lease; the old generation can neither be leased nor written nor lapsed any more.
+    expect(await store.takeRefreshLease(server, generation, t0 + 20_000, t0 + 5_000)).toBe(false);
+    expect(await store.replaceTokens(server, expiring("rt-stale"), generation)).toBe(false);
+    expect(await store.markRefreshRefused(server, generation)).toBe(false);
+    expect(await store.readTokens(server)).toMatchObject({ lapsed: false, tokens: { accessToken: "at-1" } });
+    expect(await store.takeRefreshLease(server, after.generation, t0 + 20_000, t0 + 5_000)).toBe(true);
+  });
+
+  it("two runs needing a refresh at once: one refresh request, both use the token it stored, the grant stays", async () => {
+    const store = new OAuthStore(env.DB, KEY);
+    const server = uniqueServer();
+    await store.saveTokens(server, GRANT.metadata.issuer, expiring(), "token:root");
+    const { refresh, requests } = rotatingRefresh(200);
+    const verdicts = await Promise.all([
+      usableToken(store, server, refresh, TIMING),
+      usableToken(store, server, refresh, TIMING),
+      usableToken(new OAuthStore(env.DB, KEY), server, refresh, TIMING),
+    ]);
+    expect(requests).toEqual(["rt-0"]);
+    expect(verdicts).toEqual([1, 2, 3].map(() => ({ kind: "token", accessToken: "at-1" })));
+    expect(await store.readTokens(server)).toMatchObject({
+      lapsed: false,
+      tokens: { accessToken: "at-1", refreshToken: "rt-1-secret-0123456789" },
+    });
+    expect(await columnsOf("mcp_oauth_tokens")).not.toContain("rt-1-secret-0123456789");
+  });
+
+  it("a refused refresh lapses the grant only if the row still holds the refused token; else the new set is used", async () => {
+    const store = new OAuthStore(env.DB, KEY);
+    const server = uniqueServer();
+    await store.saveTokens(server, GRANT.metadata.issuer, expiring(), "token:root");
+    // While this refresh is out, another run (its lease run out) stores a new set; then this one is refused.
+    const refusedAfterReplace = async () => {
+      const { generation } = (await store.readTokens(server))!;
+      await store.replaceTokens(server, { ...expiring("rt-9"), accessToken: "at-9", expiresAtMs: Date.now() + 3_600_000 }, generation);
+      throw new OAuthError(OAuthErrorCode.InvalidGrant, "refresh token already used");
+    };
+    expect(await usableToken(store, server, refusedAfterReplace, TIMING)).toEqual({ kind: "token", accessToken: "at-9" });
+    expect(await store.readTokens(server)).toMatchObject({ lapsed: false });
+
+    // Nobody replaced it: refused means lapsed.
+    const other = uniqueServer();
+    await store.saveTokens(other, GRANT.metadata.issuer, expiring(), "token:root");
+    const refused = async () => {
+      throw new OAuthError(OAuthErrorCode.InvalidGrant, "revoked");
+    };
+    expect(await usableToken(store, other, refused, TIMING)).toMatchObject({
+      kind: "authorization_required",
+      message: expect.stringContaining("refused"),
+    });
+    expect(await store.readTokens(other)).toMatchObject({ lapsed: true });
+  });
+
+  it("a refresh that fails without a refusal keeps the grant and gives the lease back; the old token serves while it lives", async () => {
+    const store = new OAuthStore(env.DB, KEY);
+    const server = uniqueServer();
+    await store.saveTokens(server, GRANT.metadata.issuer, expiring(), "token:root");
+    const unreachable = async () => {
+      throw new TypeError("fetch failed");
+    };
+    expect(await usableToken(store, server, unreachable, TIMING)).toEqual({ kind: "token", accessToken: "at-0" });
+    const { lapsed, generation } = (await store.readTokens(server))!;
+    expect(lapsed).toBe(false);
+    expect(await store.takeRefreshLease(server, generation, Date.now() + 1_000)).toBe(true);
+  });
+
+  it("a run that finds the lease held waits, bounded: it takes over a lease that ran out, else uses the old token while it lives", async () => {
+    const store = new OAuthStore(env.DB, KEY);
+    const server = uniqueServer();
+    await store.saveTokens(server, GRANT.metadata.issuer, expiring(), "token:root");
+    const { generation } = (await store.readTokens(server))!;
+    // A holder that crashed: its lease runs out in 300 ms, within the wait.
+    expect(await store.takeRefreshLease(server, generation, Date.now() + 300)).toBe(true);
+    const { refresh, requests } = rotatingRefresh(0);
+    expect(await usableToken(store, server, refresh, TIMING)).toEqual({ kind: "token", accessToken: "at-1" });
+    expect(requests).toEqual(["rt-0"]);
+
+    // A lease held past the wait: the still-valid token is used; an expired one is authorization_required, not lapsed.
+    const held = uniqueServer();
+    await store.saveTokens(held, GRANT.metadata.issuer, expiring(), "token:root");
+    const heldGeneration = (await store.readTokens(held))!.generation;
+    expect(await store.takeRefreshLease(held, heldGeneration, Date.now() + 60_000)).toBe(true);
+    const quick = { ...TIMING, waitMs: 100 };
+    expect(await usableToken(store, held, refresh, quick)).toEqual({ kind: "token", accessToken: "at-0" });
+    const gone = uniqueServer();
+    await store.saveTokens(gone, GRANT.metadata.issuer, { ...expiring(), expiresAtMs: Date.now() - 1_000 }, "token:root");
+    expect(await store.takeRefreshLease(gone, (await store.readTokens(gone))!.generation, Date.now() + 60_000)).toBe(true);
+    expect(await usableToken(store, gone, refresh, quick)).toMatchObject({ kind: "authorization_required" });
+    expect(await store.readTokens(gone)).toMatchObject({ lapsed: false });
+    expect(requests).toEqual(["rt-0"]);
   });
 });

@@ -4,7 +4,8 @@
 // must delete exactly the old ones: receipts past RECEIPT_RETENTION_DAYS,
 // ended runs (with their approvals, questions and metric row) past
 // INDEX_RETENTION_DAYS, ended console sessions, audit entries past
-// AUDIT_RETENTION_DAYS, Home tab openers quiet for 7 days, and settled
+// AUDIT_RETENTION_DAYS, Home tab openers quiet for 7 days, expired MCP OAuth
+// connect states, and settled
 // mutation rows only with MUTATION_RETENTION_DAYS set. Running runs, pending entries, live
 // sessions, unresolved and outcome_unknown rows stay whatever their age.
 // Batches are bounded: a small bound leaves the rest for the next firing.
@@ -85,6 +86,10 @@ async function seed(): Promise<void> {
       `slack:T1:${id(name)}`,
       opened,
     );
+  const oauthState = (name: string, expires: string) =>
+    env.DB.prepare(
+      `INSERT INTO mcp_oauth_states (state_digest, server, principal, sealed, expires_at) VALUES (?, 'hosted', 'token:root', 'v1.x.y', ?)`,
+    ).bind(id(name), expires);
   await env.DB.batch([
     receipt("receipt-old", ago(31)),
     receipt("receipt-new", ago(29)),
@@ -108,6 +113,9 @@ async function seed(): Promise<void> {
     audit("audit-new", ago(399)),
     opener("opener-quiet", ago(8)),
     opener("opener-recent", ago(6)),
+    // A connect state lives 10 minutes: one expired a minute ago, one still live for five.
+    oauthState("state-expired", new Date(NOW - 60_000).toISOString()),
+    oauthState("state-live", new Date(NOW + 5 * 60_000).toISOString()),
   ]);
 }
 
@@ -140,6 +148,8 @@ describe("retention (the Cron Trigger)", () => {
     expect(await exists("audit_log", "id", id("audit-new"))).toBe(true);
     expect(await exists("slack_home_openers", "user_id", id("opener-quiet"))).toBe(false);
     expect(await exists("slack_home_openers", "user_id", id("opener-recent"))).toBe(true);
+    expect(await exists("mcp_oauth_states", "state_digest", id("state-expired"))).toBe(false);
+    expect(await exists("mcp_oauth_states", "state_digest", id("state-live"))).toBe(true);
     for (const m of ["m-completed", "m-not-executed", "m-recent", "m-unresolved", "m-unknown"]) {
       expect(await exists("mutation_outcomes", "mutation_id", id(m)), m).toBe(true);
     }

@@ -7,7 +7,9 @@
 // `authorization_response_iss_parameter_supported` and client ID metadata
 // documents, which it fetches and checks; or instead dynamic registration,
 // or only client ids known in advance) and implements the authorization
-// code grant with PKCE S256 and `resource`, and refresh. /authorize needs no
+// code grant with PKCE S256 and `resource`, and refresh with rotation (a
+// refresh token is taken once; a reused one is refused with invalid_grant),
+// optionally answered late so that concurrent refreshes overlap. /authorize needs no
 // person: it redirects at once, so a test reads the Location and delivers
 // the callback itself (or tampers with it). The resource server takes only
 // live access tokens this authorization server issued. Every authorization
@@ -58,6 +60,8 @@ export interface OAuthMcpServer {
   items(): string[];
   /** Lifetime of the access tokens issued from now on, in seconds. */
   setExpiresIn(seconds: number): void;
+  /** Answer refresh-grant token requests only after `ms` (0: at once), so that refreshes sent together overlap. */
+  delayRefreshes(ms: number): void;
   /** Answer every tools/call 401 (a token the server no longer takes), other methods as usual. */
   refuseToolCalls(on: boolean): void;
   resetLogs(): void;
@@ -83,6 +87,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   let issued = 0;
   let expiresIn = 3600;
   let refuseCalls = false;
+  let refreshDelayMs = 0;
 
   const as = await listen((req, res, body) => serveAuthorizationServer(req, res, body));
   const rs = await listen((req, res, body) => serveResource(req, res, body));
@@ -179,6 +184,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
         return json(res, 200, issue(grant.clientId, grant.resource));
       }
       if (seen.grant_type === "refresh_token") {
+        if (refreshDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, refreshDelayMs));
         const grant = refreshTokens.get(form.get("refresh_token") ?? "");
         if (!grant || grant.clientId !== seen.client_id || grant.resource !== seen.resource)
           return json(res, 400, { error: "invalid_grant" });
@@ -257,6 +263,9 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
     items: () => [...items],
     setExpiresIn: (seconds) => {
       expiresIn = seconds;
+    },
+    delayRefreshes: (ms) => {
+      refreshDelayMs = ms;
     },
     refuseToolCalls: (on) => {
       refuseCalls = on;
