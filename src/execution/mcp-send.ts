@@ -58,7 +58,7 @@ export async function openMcpCall(
   if (opened.kind === "failed") {
     contacts(target.server, { kind: "failed" });
     if (server.oauth !== undefined && isAuthRefusal(opened.httpStatus)) {
-      await authorization.refused(target.server, server);
+      await authorization.refused(target.server, server, authorized.accessToken);
       return { kind: "unreachable", message: opened.message, reason: "authorization_required" };
     }
     return { kind: "unreachable", message: opened.message };
@@ -76,7 +76,7 @@ export async function openMcpCall(
         contacts(target.server, { kind: "failed" });
         if (server.oauth !== undefined && answer.kind === "failed" && isAuthRefusal(answer.httpStatus)) {
           // The revision forbids a server to process a request with a token it refuses: nothing ran, nothing is re-sent.
-          await authorization.refused(target.server, server);
+          await authorization.refused(target.server, server, authorized.accessToken);
           return { kind: "failed", code: outcome.code, message: outcome.message, sent: false, unsent: "authorization_required" };
         }
         return { kind: "failed", code: outcome.code, message: outcome.message, sent: outcome.sent };

@@ -59,10 +59,12 @@ export class ToolCatalog {
     let list = this.#lists.get(name);
     if (!list) {
       // An OAuth server is listed with its token (contract section 21); without one its tools stay unknown.
+      let accessToken: string | undefined;
       list = this.#authorization
         .access(name, server)
         .then((access) => {
           if (access.kind === "authorization_required") throw new Error(access.message);
+          accessToken = access.server.accessToken;
           return listMcpTools(access.server, transportCaps(this.#config));
         })
         .then(
@@ -72,7 +74,8 @@ export class ToolCatalog {
           },
           async (error: unknown) => {
             this.#contacts(name, { kind: "failed" });
-            if (error instanceof McpTransportError && isAuthRefusal(error.httpStatus)) await this.#authorization.refused(name, server);
+            if (error instanceof McpTransportError && isAuthRefusal(error.httpStatus))
+              await this.#authorization.refused(name, server, accessToken);
             return undefined;
           },
         );

@@ -167,16 +167,12 @@ export class OAuthStore {
     };
   }
 
-  /** The server refused the token: no call uses it until an admin connects again. */
-  async markLapsed(server: string): Promise<void> {
-    await this.db.prepare(`UPDATE mcp_oauth_tokens SET lapsed = 1, refresh_lease_until = NULL WHERE server = ?1`).bind(server).run();
-  }
-
   /**
-   * The authorization server refused the refresh token of generation `generation`: the grant lapses
-   * only if the row still holds it. False when another run replaced the set meantime (use that one).
+   * A token of generation `generation` was refused (the refresh token by the authorization server, or
+   * the access token by the MCP server): the grant lapses only if the row still holds that generation.
+   * False when another run replaced the set meanwhile (use that one).
    */
-  async markRefreshRefused(server: string, generation: number): Promise<boolean> {
+  async lapseGeneration(server: string, generation: number): Promise<boolean> {
     const { meta } = await this.db
       .prepare(`UPDATE mcp_oauth_tokens SET lapsed = 1, refresh_lease_until = NULL WHERE server = ?1 AND generation = ?2`)
       .bind(server, generation)

@@ -4,7 +4,8 @@
 // runs: usable-token.ts) before anything is sent, or
 // `authorization_required` with nothing sent; a server that refuses a token
 // (401/403) lapses the grant, so later calls stop before sending until an
-// admin connects again. Servers without `oauth` pass through unchanged.
+// admin connects again, unless another run has stored a new token since
+// (that one stays). Servers without `oauth` pass through unchanged.
 import type { HostConfig } from "../config/config";
 import type { McpServerConfig } from "../execution/mcp-transport";
 import { OAuthStore } from "./oauth-store";
@@ -17,8 +18,11 @@ type ServerAccess = { kind: "ready"; server: McpServerConfig } | { kind: "author
 export interface McpAuthorization {
   /** The server's config with its credential, or why it has none. Never throws. */
   access(name: string, settings: ServerSettings): Promise<ServerAccess>;
-  /** The server answered 401/403 to a request carrying its token: the grant lapses (never refreshed after a failed call). */
-  refused(name: string, settings: ServerSettings): Promise<void>;
+  /**
+   * The server answered 401/403 to a request carrying `accessToken`: the grant lapses (never refreshed
+   * after a failed call), unless the stored token is no longer the one refused.
+   */
+  refused(name: string, settings: ServerSettings, accessToken: string | undefined): Promise<void>;
 }
 
 /** For hosts without OAuth and for tests: every server as configured. */
@@ -40,9 +44,16 @@ export function oauthAuthorization(db: D1Database, config: HostConfig): McpAutho
       if (verdict.kind === "authorization_required") return verdict;
       return { kind: "ready", server: { ...settings, accessToken: verdict.accessToken } };
     },
-    async refused(name, settings) {
+    async refused(name, settings, accessToken) {
       if (settings.oauth === undefined || store === null) return;
-      await store.markLapsed(name).catch(() => undefined);
+      try {
+        // A refresh by another run may have replaced the token since (a server may revoke the old one when it rotates).
+        const stored = await store.readTokens(name);
+        if (stored === null || (stored.tokens !== null && stored.tokens.accessToken !== accessToken)) return;
+        await store.lapseGeneration(name, stored.generation);
+      } catch {
+        // Unreadable: the next call's access() answers authorization_required from the same store, or finds it well.
+      }
     },
   };
 }

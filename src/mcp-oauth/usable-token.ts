@@ -89,7 +89,7 @@ export async function usableToken(
             await store.releaseRefreshLease(server, generation);
             return live(tokens) ? use(tokens) : required("its refresh did not complete; try again");
           }
-          if (await store.markRefreshRefused(server, generation)) return required("its refresh was refused");
+          if (await store.lapseGeneration(server, generation)) return required("its refresh was refused");
           continue; // another run replaced the token set meanwhile: read it and use it
         }
         // A server that does not rotate answers no refresh token: the one it took stays valid (RFC 6749 section 6).

@@ -9,6 +9,8 @@
 import { OAuthError, OAuthErrorCode } from "@modelcontextprotocol/client";
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { type HostConfig, parseConfig } from "../../src/config/config";
+import { oauthAuthorization } from "../../src/mcp-oauth/server-access";
 import { usableToken } from "../../src/mcp-oauth/usable-token";
 import { type GrantContext, OAuthStore, readGrantSummaries } from "../../src/mcp-oauth/oauth-store";
 import { isTokenKey, open, seal } from "../../src/mcp-oauth/token-crypto";
@@ -128,7 +130,14 @@ describe("the token set", () => {
     });
     expect(await usableToken(store, server)).toEqual({ kind: "token", accessToken: tokens.accessToken });
 
-    await store.markLapsed(server);
+    // A 401 to a token another run has since replaced keeps the grant; a 401 to the stored token lapses it.
+    const parsed = parseConfig({ API_TOKEN: "t".repeat(32), MCP_TOKEN_KEY: KEY });
+    if (parsed.state !== "ready") throw new Error(parsed.message);
+    const authorization = oauthAuthorization(env.DB, parsed.config);
+    const settings = { url: "https://mcp.example/mcp", oauth: {} } as HostConfig["MCP_SERVERS"][string];
+    await authorization.refused(server, settings, "an-access-token-replaced-since");
+    expect(await usableToken(store, server)).toEqual({ kind: "token", accessToken: tokens.accessToken });
+    await authorization.refused(server, settings, tokens.accessToken);
     expect(await usableToken(store, server)).toMatchObject({ kind: "authorization_required" });
     expect((await readGrantSummaries(env.DB)).get(server)).toMatchObject({ lapsed: true });
   });
@@ -199,7 +208,7 @@ describe("the refresh, one at a time across runs (migration 0022)", () => {
     // The write cleared the lease; the old generation can neither be leased nor written nor lapsed any more.
     expect(await store.takeRefreshLease(server, generation, t0 + 20_000, t0 + 5_000)).toBe(false);
     expect(await store.replaceTokens(server, expiring("rt-stale"), generation)).toBe(false);
-    expect(await store.markRefreshRefused(server, generation)).toBe(false);
+    expect(await store.lapseGeneration(server, generation)).toBe(false);
     expect(await store.readTokens(server)).toMatchObject({ lapsed: false, tokens: { accessToken: "at-1" } });
     expect(await store.takeRefreshLease(server, after.generation, t0 + 20_000, t0 + 5_000)).toBe(true);
   });
