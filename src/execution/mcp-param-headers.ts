@@ -11,8 +11,9 @@
  *
  * The declarations come from the tools/list the engine already does for its catalog, kept per
  * isolate by server URL and tool name (as mcp-era-cache.ts keeps eras), so a stateless call
- * still costs exactly one request. A call with no listing in this isolate goes without them, as
- * the revision advises; a server that then refuses it answers an error, which is never re-sent.
+ * still costs exactly one request. A call from an isolate with no listing of its server (one
+ * started after the run's approval was asked, say) lists the tools first, on the call's session
+ * and before its checkpoint (mcp-tool-list.ts `listBeforeCall`).
  */
 
 /** Bound on the tools remembered per isolate (a host configures a handful of servers). */
@@ -31,11 +32,14 @@ interface Declaration {
 }
 
 const declarations = new Map<string, Declaration[]>();
+/** The servers (by URL) whose tools this isolate has listed: a handful, as the host configures them. */
+const listedServers = new Set<string>();
 
 const keyOf = (serverUrl: string, tool: string) => `${serverUrl}\n${tool}`;
 
 /** Remembers which arguments of each listed tool ride as headers; a tool with an invalid declaration gets none. */
 export function rememberParamHeaders(serverUrl: string, tools: readonly { name: string; inputSchema: unknown }[]): void {
+  listedServers.add(serverUrl);
   for (const tool of tools) {
     const found = scan(tool.inputSchema);
     const key = keyOf(serverUrl, tool.name);
@@ -45,6 +49,9 @@ export function rememberParamHeaders(serverUrl: string, tools: readonly { name: 
     declarations.set(key, found);
   }
 }
+
+/** Whether this isolate has listed the server's tools, so `paramHeaders` knows its declarations. */
+export const hasParamListing = (serverUrl: string): boolean => listedServers.has(serverUrl);
 
 /** The `Mcp-Param-*` headers of one call, `{}` when the tool declares none (or was not listed here). */
 export function paramHeaders(serverUrl: string, tool: string, args: Record<string, unknown>): Record<string, string> {

@@ -6,12 +6,15 @@
 // `send` for the one tools/call, so the dispatch pipeline can write its
 // checkpoint in between; a call whose session could not be opened provably
 // reached nothing. The same `send` makes the follow-ups after an
-// input_required answer (contract section 21).
+// input_required answer (contract section 21). A 2026-07-28 server not yet
+// listed in this isolate is listed on that session first, before the
+// checkpoint, so the call carries its `Mcp-Param-*` headers.
 import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
 import type { McpContactSink } from "./mcp-contacts";
 import type { CallSession } from "./dispatch-pipeline";
 import { shapeAnswer } from "./mcp-result";
+import { listBeforeCall } from "./mcp-tool-list";
 import { openMcpSession, type TransportCaps } from "./mcp-transport";
 import { HEADERS_ONLY, isAuthRefusal, type McpAuthorization } from "../mcp-oauth/server-access";
 import type { Dispatched } from "./tool-calls";
@@ -54,7 +57,8 @@ export async function openMcpCall(
   const authorized = access.server;
   const traced = traceparent === undefined ? authorized : { ...authorized, headers: { ...authorized.headers, traceparent } };
   const caps = transportCaps(config);
-  const opened = await openMcpSession(traced, caps);
+  // A 2026-07-28 call from an isolate with no listing of its server lists first, so it carries its Mcp-Param-* headers.
+  const opened = await openMcpSession(traced, caps, (session) => listBeforeCall(session, traced.url, caps.callTimeoutMs));
   if (opened.kind === "failed") {
     contacts(target.server, { kind: "failed" });
     if (server.oauth !== undefined && isAuthRefusal(opened.httpStatus)) {

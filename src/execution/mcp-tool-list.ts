@@ -3,7 +3,8 @@
  * session, within one call timeout, as the catalog and GET /api/health read it. Each tool keeps
  * the five annotation fields the contract names, of their declared types: claims, not facts
  * (tool-policy.ts decides what they are worth). The listing also feeds the `Mcp-Param-*`
- * headers of later calls to the same server (mcp-param-headers.ts).
+ * headers of later calls to the same server (mcp-param-headers.ts); a 2026-07-28 call from an
+ * isolate that has no listing of its server lists first, on its own session (`listBeforeCall`).
  *
  * Not responsible for: connecting, caps or failure classification (mcp-transport.ts,
  * mcp-errors.ts), nor caching the catalog (tool-catalog.ts).
@@ -11,8 +12,8 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { forgetEra } from "./mcp-era-cache";
 import { McpTransportError, toTransportError } from "./mcp-errors";
-import { rememberParamHeaders } from "./mcp-param-headers";
-import { connectMcp, type McpServerConfig, type TransportCaps } from "./mcp-transport";
+import { hasParamListing, rememberParamHeaders } from "./mcp-param-headers";
+import { connectMcp, type McpListingSession, type McpServerConfig, type TransportCaps } from "./mcp-transport";
 
 export interface McpToolInfo {
   name: string;
@@ -41,32 +42,48 @@ const MAX_TOOL_LIST_PAGES = 100;
 
 /** Lists a server's tools (all pages, one call timeout for them all). Throws McpTransportError on failure. */
 export async function listMcpTools(server: McpServerConfig, caps: TransportCaps): Promise<McpToolListing> {
-  let session: Awaited<ReturnType<typeof connectMcp>> | undefined;
+  let session: McpListingSession | undefined;
   try {
     session = await connectMcp(server, caps);
-    const deadline = Date.now() + caps.callTimeoutMs;
-    const tools: McpToolInfo[] = [];
-    const seenCursors = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 1; ; page += 1) {
-      const result = await session.listTools(cursor, Math.max(1, deadline - Date.now()));
-      tools.push(...result.tools.map(toToolInfo));
-      cursor = result.nextCursor;
-      if (cursor === undefined) {
-        rememberParamHeaders(server.url, tools);
-        return { tools, protocolVersion: session.protocolVersion };
-      }
-      if (page === MAX_TOOL_LIST_PAGES)
-        throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
-      if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
-      seenCursors.add(cursor);
-    }
+    return { tools: await listPages(session, server.url, caps.callTimeoutMs), protocolVersion: session.protocolVersion };
   } catch (error) {
     // The next contact probes the era again: a server that stopped answering may have changed it.
     forgetEra(server.url);
     throw toTransportError(error);
   } finally {
     await session?.close();
+  }
+}
+
+/**
+ * Before a 2026-07-28 tools/call from an isolate that has not listed its server: the listing, on
+ * the call's own session and before its checkpoint, so the call carries its `Mcp-Param-*`
+ * headers. Nothing for the earlier revisions (no such headers) or a server already listed.
+ * Throws McpTransportError: then nothing of the call has been sent.
+ */
+export async function listBeforeCall(session: McpListingSession, serverUrl: string, timeoutMs: number): Promise<void> {
+  if (!session.stateless || hasParamListing(serverUrl)) return;
+  await listPages(session, serverUrl, timeoutMs);
+}
+
+/** Every page of tools/list on `session` within `timeoutMs`, remembered for the `Mcp-Param-*` headers. */
+async function listPages(session: McpListingSession, serverUrl: string, timeoutMs: number): Promise<McpToolInfo[]> {
+  const deadline = Date.now() + timeoutMs;
+  const tools: McpToolInfo[] = [];
+  const seenCursors = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 1; ; page += 1) {
+    const result = await session.listTools(cursor, Math.max(1, deadline - Date.now()));
+    tools.push(...result.tools.map(toToolInfo));
+    cursor = result.nextCursor;
+    if (cursor === undefined) {
+      rememberParamHeaders(serverUrl, tools);
+      return tools;
+    }
+    if (page === MAX_TOOL_LIST_PAGES)
+      throw new McpTransportError("transport_error", `tools/list returned more than ${MAX_TOOL_LIST_PAGES} pages`);
+    if (seenCursors.has(cursor)) throw new McpTransportError("transport_error", "tools/list repeated a pagination cursor");
+    seenCursors.add(cursor);
   }
 }
 

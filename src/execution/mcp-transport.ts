@@ -84,9 +84,12 @@ export interface McpFollowUp {
   requestState?: string;
 }
 
+/** What a tool listing uses of a connected session. */
+export type McpListingSession = Pick<McpSession, "protocolVersion" | "stateless" | "listTools" | "close">;
+
 /** The session, or why it could not be opened: then the server provably received no tools/call. */
 export type McpOpenResult =
-  | { kind: "open"; session: Pick<McpSession, "protocolVersion" | "call" | "close"> }
+  | { kind: "open"; session: McpListingSession & Pick<McpSession, "call"> }
   | { kind: "failed"; code: McpFailureCode; message: string; httpStatus?: number };
 
 /** Bound on the DELETE that frees the server's session: cleanup must never hold up the run. */
@@ -98,14 +101,23 @@ const SUPPORTED_PROTOCOL_VERSIONS = ["2026-07-28", "2025-11-25", "2025-06-18"];
 /**
  * Opens a session for one tools/call (connect before checkpoint, contract section 7): the era is
  * known and, for the earlier revisions, the handshake done; nothing has been called yet. The
- * caller writes its checkpoint, then calls `call`, and closes the session on every path. Never
- * throws: a server that cannot be reached, refuses, answers unusably or fails the handshake (or a
- * URL that does not parse) answers `failed`, with the session already closed.
+ * caller writes its checkpoint, then calls `call`, and closes the session on every path.
+ * `prepare` runs on the connected session first (the call's tool listing, when its headers need
+ * one). Never throws: a server that cannot be reached, refuses, answers unusably or fails the
+ * handshake or `prepare` (or a URL that does not parse) answers `failed`, the session closed.
  */
-export async function openMcpSession(server: McpServerConfig, caps: TransportCaps): Promise<McpOpenResult> {
+export async function openMcpSession(
+  server: McpServerConfig,
+  caps: TransportCaps,
+  prepare: (session: McpListingSession) => Promise<void> = async () => {},
+): Promise<McpOpenResult> {
+  let session: McpSession | undefined;
   try {
-    return { kind: "open", session: await connectMcp(server, caps) };
+    session = await connectMcp(server, caps);
+    await prepare(session);
+    return { kind: "open", session };
   } catch (error) {
+    await session?.close();
     forgetEra(server.url);
     const failure = toTransportError(error);
     return { kind: "failed", code: failure.code, message: failure.message, ...withStatus(failure) };
@@ -225,10 +237,15 @@ class McpSession {
     return this.client.getNegotiatedProtocolVersion() ?? "unknown";
   }
 
+  /** Whether the session speaks the 2026-07-28 revision (no initialize, no session; Mcp-Param-* headers). */
+  get stateless(): boolean {
+    return this.client.getProtocolEra() === "modern";
+  }
+
   /** What to cache of this connected session's era. */
   learnedEra(): PriorDiscovery {
     const discover = this.client.getDiscoverResult();
-    return this.client.getProtocolEra() === "modern" && discover !== undefined ? { kind: "modern", discover } : { kind: "legacy" };
+    return this.stateless && discover !== undefined ? { kind: "modern", discover } : { kind: "legacy" };
   }
 
   /** One page of the server's tools, within `timeoutMs`. Throws McpTransportError. */
@@ -271,7 +288,7 @@ class McpSession {
     this.transport.toolCall = trace;
     try {
       // The revision's Mcp-Param-* headers (the SDK adds Mcp-Method and Mcp-Name); none for the earlier revisions.
-      const headers = this.client.getProtocolEra() === "modern" ? paramHeaders(this.server.url, toolName, args) : {};
+      const headers = this.stateless ? paramHeaders(this.server.url, toolName, args) : {};
       const options = { ...requestOptions(this.caps.callTimeoutMs), allowInputRequired: true as const, headers };
       const result = await Promise.race([this.client.request({ method: "tools/call", params }, options), this.failure]);
       if (!isInputRequiredResult(result)) return { kind: "result", result: result as CallToolResult };

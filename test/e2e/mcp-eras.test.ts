@@ -526,6 +526,34 @@ describe("MCP 2026-07-28 headers: Mcp-Param-* from the tool's x-mcp-header decla
       ["list_notes", undefined],
     ]);
   });
+  it("a Worker that has not listed the tool since it started lists it before the checkpoint, so the call still carries its Mcp-Param header", async () => {
+    const text = `cold ${Date.now()}`;
+    const { run_id: runId } = await engine.trigger({
+      message: "m",
+      channel_id: `C-cold-${Date.now()}`,
+      script: [{ tool_calls: [{ tool_name: CREATE_NOTE, tool_call_id: "cold", arguments: { text } }] }, { text: "done" }],
+    });
+    let approvalId = "";
+    for await (const event of engine.events(runId)) {
+      if (event.type !== "approval_requested") continue;
+      approvalId = event.approval_id;
+      break;
+    }
+    // A new isolate: the tool listing the run was started with is gone; the approval waits in the run's storage.
+    server = await server.crashAndRestart();
+    engine = new EngineClient({ baseUrl: server.url, token: server.token });
+    stateless.reset();
+    await engine.decideApproval(runId, approvalId, { decision: "approve" });
+    const events: EngineEvent[] = [];
+    for await (const event of engine.events(runId)) events.push(event);
+    // The server (the v2 SDK) refuses a call without its Mcp-Param-Text: executed and not an error means it was there.
+    expect(executionOf(events, "cold")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(callsTo("create_note").map((r) => r.headers["mcp-param-text"])).toEqual([text]);
+    const methods = stateless.seen().map((r) => r.method);
+    expect(methods.indexOf("tools/list")).toBeGreaterThanOrEqual(0);
+    expect(methods.indexOf("tools/list")).toBeLessThan(methods.indexOf("tools/call"));
+    expect(stateless.notes()).toContain(text);
+  });
 });
 
 describe("crash invariants on a stateless server: SIGKILL mid-call", () => {
