@@ -125,7 +125,7 @@ describe("an MCP server's question mid-call in Chromium", () => {
     await form.locator('[data-field="label"] input').fill("ops");
     await form.getByRole("button", { name: "Accept" }).click();
     await expect
-      .poll(() => form.locator('[data-field="tags"] .field-error').innerText(), { timeout: UI_TIMEOUT_MS })
+      .poll(async () => (await form.locator('[data-field="tags"] .field-error').textContent()) ?? "", { timeout: UI_TIMEOUT_MS })
       .toContain("Choose at most 1.");
     expect(lastResponses()).toBeUndefined();
     await form.getByRole("checkbox", { name: "Urgent" }).uncheck();

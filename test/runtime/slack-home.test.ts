@@ -137,7 +137,7 @@ describe("the Home tab's republishing", () => {
       TOOL_POLICY: { mcp__demo__create_dashboard: { approvals_required: 2 } },
       SLACK_APPROVERS: ["U0HOMEAPP", "U0HOMEBOB"],
     };
-    const approvalId = await pendingApproval("C0HOME04", now);
+    const approvalId = await pendingApproval("C0HOME05", now);
     // The run's index wrote the first vote (run-index.ts's vote mark).
     await env.DB.prepare(`UPDATE approvals SET required = 2, approvals_json = ? WHERE approval_id = ?`)
       .bind(JSON.stringify([{ by: "slack:T0HOME:U0HOMEAPP", at: new Date(now).toISOString() }]), approvalId)
