@@ -108,6 +108,8 @@ interface Report {
   dashboard_id: string;
   frequency: "daily" | "weekly";
   recipient: string;
+  /** The multi-select of the question: the files attached to each report (absent: a link only). */
+  formats?: ("pdf" | "csv")[] | undefined;
   created_at: string;
 }
 interface Alert {
@@ -205,6 +207,12 @@ const unknownDashboard = (id: string): CallToolResult => toolError(`Unknown dash
 const ReportAnswer = z.object({
   frequency: z.enum(["daily", "weekly"]).describe("How often the report goes out"),
   recipient: z.string().min(1).describe("Who receives it (an address or a channel)"),
+  // A multi-select enum (MCP's UntitledMultiSelectEnumSchema): optional, so answers without it still fit.
+  formats: z
+    .array(z.enum(["pdf", "csv"]))
+    .max(2)
+    .optional()
+    .describe("Attach it as (none: a link only)"),
 });
 /** schedule_report's key in inputRequests / inputResponses. */
 const REPORT_QUESTION_KEY = "schedule";

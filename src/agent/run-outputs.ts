@@ -39,6 +39,7 @@ const INDEX_FLUSH_DELAY_MS = 50;
 /** Events that change what someone may decide (the Home tab's list, contract section 19). */
 const HOME_EVENT_TYPES = new Set([
   "approval_requested",
+  "approval_vote",
   "approval_resolved",
   "human_input_requested",
   "human_input_received",

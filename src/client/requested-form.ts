@@ -1,5 +1,6 @@
 // The form of an MCP question's `requested_schema` (contract section 21: a
-// form elicitation's flat object of primitive properties): the fields a
+// form elicitation's flat object of primitive properties, and multi-select
+// enums: an array of strings from a list, revision 2025-11-25 on): the fields a
 // surface shows (Slack's modal, the console's form, the CLI's prompts), and
 // the typed `content` of an "accept" read back from what a person entered,
 // or the per-field errors that name the fix. Pure and platform neutral.
@@ -26,14 +27,25 @@ interface FieldBase {
 export type FormField =
   | (FieldBase & { kind: "text"; format?: TextFormat; min_length?: number; max_length?: number; default?: string })
   | (FieldBase & { kind: "choice"; options: { value: string; label: string }[]; default?: string })
+  /** A multi-select enum: any number of its options (within min_items..max_items), sent as a list of their values. */
+  | (FieldBase & {
+      kind: "choices";
+      options: { value: string; label: string }[];
+      min_items?: number;
+      max_items?: number;
+      default?: string[];
+    })
   | (FieldBase & { kind: "number"; integer: boolean; minimum?: number; maximum?: number; default?: number })
   | (FieldBase & { kind: "boolean"; default?: boolean });
 
-/** What a person entered for one field: text as typed (numbers and dates too), a choice's value, a yes/no; absent when left empty. */
-export type EnteredValue = string | boolean | undefined;
+/**
+ * What a person entered for one field: text as typed (numbers and dates too), a choice's value, a yes/no,
+ * the values ticked of a multi-select; absent when left empty.
+ */
+export type EnteredValue = string | boolean | readonly string[] | undefined;
 
-/** An accept's `content`: property name → typed value. */
-export type FormContent = Record<string, string | number | boolean>;
+/** An accept's `content`: property name → typed value (a multi-select's: the chosen values). */
+export type FormContent = Record<string, string | number | boolean | string[]>;
 
 export type FormReading = { kind: "ok"; content: FormContent } | { kind: "invalid"; errors: Record<string, string> };
 
@@ -61,6 +73,42 @@ function optionsOf(property: Record<string, unknown>): { value: string; label: s
     return options.length === property.enum.length && options.length > 0 ? options : undefined;
   }
   return undefined;
+}
+
+/**
+ * A multi-select enum (MCP's UntitledMultiSelectEnumSchema, `items: {type: "string", enum}`, or
+ * TitledMultiSelectEnumSchema, `items: {anyOf: [{const, title}]}`) as a field, or null when it is neither.
+ */
+function choicesOf(base: FieldBase, property: Record<string, unknown>): FormField | null {
+  const items = property.items;
+  if (!isObject(items)) return null;
+  let options: { value: string; label: string }[] | undefined;
+  if (Array.isArray(items.anyOf)) {
+    const titled = items.anyOf.flatMap((o) =>
+      isObject(o) && typeof o.const === "string" ? [{ value: o.const, label: stringOf(o.title) ?? o.const }] : [],
+    );
+    options = titled.length === items.anyOf.length && titled.length > 0 ? titled : undefined;
+  } else if (items.type === "string" && Array.isArray(items.enum)) {
+    const plain = items.enum.flatMap((v) => (typeof v === "string" ? [{ value: v, label: v }] : []));
+    options = plain.length === items.enum.length && plain.length > 0 ? plain : undefined;
+  }
+  if (!options) return null;
+  const minItems = countOf(property.minItems);
+  const maxItems = countOf(property.maxItems);
+  // Bounds no selection can meet are no form to show.
+  if (minItems !== undefined && (minItems > options.length || (maxItems !== undefined && minItems > maxItems))) return null;
+  const known = new Set(options.map((o) => o.value));
+  const fallback = Array.isArray(property.default)
+    ? property.default.filter((v): v is string => typeof v === "string" && known.has(v))
+    : [];
+  return {
+    ...base,
+    kind: "choices",
+    options,
+    ...(minItems !== undefined ? { min_items: minItems } : {}),
+    ...(maxItems !== undefined ? { max_items: maxItems } : {}),
+    ...(fallback.length > 0 ? { default: [...new Set(fallback)] } : {}),
+  };
 }
 
 /** One property as a field, or null when it is no primitive MCP's form mode defines. */
@@ -114,6 +162,8 @@ function fieldOf(key: string, property: unknown, required: boolean): FormField |
     }
     case "boolean":
       return { ...base, kind: "boolean", ...(typeof property.default === "boolean" ? { default: property.default } : {}) };
+    case "array":
+      return choicesOf(base, property);
     default:
       return null;
   }
@@ -122,7 +172,7 @@ function fieldOf(key: string, property: unknown, required: boolean): FormField |
 /**
  * The fields of a `requested_schema`, in its properties' order; null when it
  * is not a form this module can show (not an object schema, a property that
- * is no flat primitive, more than FORM_FIELDS_MAX properties): a surface
+ * is no flat primitive or multi-select enum, more than FORM_FIELDS_MAX properties): a surface
  * then offers decline and cancel only.
  */
 export function formFields(schema: unknown): FormField[] | null {
@@ -175,10 +225,26 @@ function formatError(format: TextFormat, text: string): string | null {
   }
 }
 
+/** A multi-select's chosen values: each an option's, each once, as many as its bounds allow. */
+function readChoices(field: Extract<FormField, { kind: "choices" }>, entered: EnteredValue): { value: string[] } | { error: string } {
+  const chosen = typeof entered === "string" ? [entered] : Array.isArray(entered) ? [...entered] : undefined;
+  const known = new Set(field.options.map((o) => o.value));
+  if (chosen === undefined || !chosen.every((v) => typeof v === "string" && known.has(v))) {
+    return { error: `Choose only from: ${field.options.map((o) => o.label).join(", ")}.` };
+  }
+  const value = [...new Set(chosen)];
+  if (field.min_items !== undefined && value.length < field.min_items) return { error: `Choose at least ${field.min_items}.` };
+  if (field.max_items !== undefined && value.length > field.max_items) return { error: `Choose at most ${field.max_items}.` };
+  return { value };
+}
+
 /** One field's typed value from what was entered: the value, nothing (left empty), or why it does not fit. */
-function readField(field: FormField, entered: EnteredValue): { value?: string | number | boolean } | { error: string } {
-  const empty = entered === undefined || entered === "";
-  if (empty) return field.required ? { error: "Required: fill this in." } : {};
+function readField(field: FormField, entered: EnteredValue): { value?: FormContent[string] } | { error: string } {
+  const empty = entered === undefined || entered === "" || (Array.isArray(entered) && entered.length === 0);
+  if (empty)
+    return field.required ? { error: field.kind === "choices" ? "Required: choose at least one." : "Required: fill this in." } : {};
+  if (field.kind === "choices") return readChoices(field, entered);
+  if (typeof entered === "object") return { error: "Enter one value." };
   switch (field.kind) {
     case "boolean": {
       const value = entered === true || entered === "true" ? true : entered === false || entered === "false" ? false : undefined;

@@ -75,7 +75,8 @@ export function inputIdOf(toolCallId: string, round: number, key: string): strin
 const contentValueSchema = z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]);
 
 /**
- * Whether `content` answers the form: the revision's value types, then the server's
+ * Whether `content` answers the form: the revision's value types (a multi-select's list without
+ * repeats), then the server's
  * `requested_schema` (the SDK's own Workers-safe JSON Schema validator; the default one
  * compiles with `new Function`, which workerd forbids). Null when it fits, else the issues.
  */
@@ -83,6 +84,8 @@ export function answerIssues(schema: Record<string, unknown>, content: Record<st
   const issues: string[] = [];
   for (const [name, value] of Object.entries(content)) {
     if (!contentValueSchema.safeParse(value).success) issues.push(`${name}: must be a string, number, boolean or list of strings`);
+    // A list answers a multi-select enum (the revision's only array property): each option is chosen once or not at all.
+    else if (Array.isArray(value) && new Set(value).size !== value.length) issues.push(`${name}: must choose each option at most once`);
   }
   if (issues.length > 0) return issues;
   let verdict: { valid: boolean; errorMessage?: string };

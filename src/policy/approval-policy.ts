@@ -163,6 +163,23 @@ export function refusalOf(
   return null;
 }
 
+/** A vote as a listing keeps it: the principal that voted, and the person it counted for when known. */
+interface CountedVote {
+  by: string;
+  person?: string | undefined;
+}
+
+/**
+ * Whether this decider's approve would be a duplicate_vote: their person (or, for a principal that is no
+ * person, the principal itself) already counted, or their principal already voted. The one rule
+ * decide() and every surface that offers an Approve (the Slack Home tab) share.
+ */
+export function hasVoted(decider: Pick<Decider, "principal_id" | "person">, votes: readonly CountedVote[]): boolean {
+  const person = decider.person ?? decider.principal_id;
+  const principal = normalisePrincipalId(decider.principal_id);
+  return votes.some((v) => v.person === person || normalisePrincipalId(v.by) === principal);
+}
+
 /** The one verdict of section 19 for one decision on one approval. */
 export function decide(input: DecisionInput): Verdict {
   const { policy, decider, votes } = input;
@@ -172,7 +189,7 @@ export function decide(input: DecisionInput): Verdict {
   const required = policy.approvals_required;
   // A single-approval call may be decided by a principal that is no person: it is keyed by its principal id.
   const person = decider.person ?? decider.principal_id;
-  if (votes.some((v) => v.person === person)) return { kind: "duplicate_vote", votes: votes.length, required };
+  if (hasVoted(decider, votes)) return { kind: "duplicate_vote", votes: votes.length, required };
   const vote: Vote = { by: decider.principal_id, person, at: input.at };
   if (votes.length + 1 >= required) return { kind: "approved", approvals: [...votes, vote], decided_by: decider.principal_id };
   return { kind: "vote_recorded", vote, votes: votes.length + 1, required };

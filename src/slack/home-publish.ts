@@ -54,6 +54,8 @@ interface ApprovalRow extends Record<string, unknown> {
   requested_by: string | null;
   requester_person: string | null;
   on_behalf_of: string | null;
+  /** The votes so far as the listing keeps them (migration 0015): JSON `[{"by","at"}]`, NULL before any. */
+  approvals_json: string | null;
 }
 interface QuestionRow extends Record<string, unknown> {
   run_id: string;
@@ -100,14 +102,25 @@ function questionItem(r: QuestionRow): HomeQuestion | HomeFormQuestion | null {
   };
 }
 
+/** Who voted on an approval, from its listing row's JSON (none when it cannot be read). */
+function votersOf(approvalsJson: string | null): string[] {
+  if (approvalsJson === null) return [];
+  try {
+    const votes: unknown = JSON.parse(approvalsJson);
+    return Array.isArray(votes) ? votes.flatMap((v) => (typeof v?.by === "string" ? [v.by as string] : [])) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** The pending, unexpired approvals and questions of Slack-started runs, oldest first. */
 async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
   const at = new Date(now).toISOString();
   const [approvals, questions] = await db.batch<Record<string, unknown>>([
     db
       .prepare(
-        `SELECT a.run_id, a.approval_id, a.channel_id, a.tool_name, a.level, a.arguments_json, a.expires_at, r.user_id, r.requested_by,
-                r.requester_person, r.on_behalf_of
+        `SELECT a.run_id, a.approval_id, a.channel_id, a.tool_name, a.level, a.arguments_json, a.expires_at, a.approvals_json,
+                r.user_id, r.requested_by, r.requester_person, r.on_behalf_of
          FROM approvals a JOIN runs r ON r.run_id = a.run_id
          WHERE a.status = 'pending' AND r.source = 'slack' AND a.expires_at > ? ORDER BY a.requested_at, a.approval_id LIMIT ?`,
       )
@@ -134,6 +147,7 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
     on_behalf_of: r.on_behalf_of ?? undefined,
     arguments_json: r.arguments_json,
     expires_at: r.expires_at,
+    voted_by: votersOf(r.approvals_json),
   }));
   const q = ((questions?.results ?? []) as QuestionRow[]).flatMap((r) => questionItem(r) ?? []);
   return [...a, ...q];

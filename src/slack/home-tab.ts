@@ -10,8 +10,8 @@
 // approve: an approval whose arguments the tab cannot show whole offers Deny
 // and the console, no Approve. Pure: no I/O, so every rule is unit-tested.
 import type { AnyHomeTabBlock, Button, HomeTabView } from "slack-web-api-client";
-import { type ApprovalPolicyFields, type Decider, effectivePolicy, refusalOf, runRequester } from "../policy/approval-policy";
-import type { Person } from "../policy/persons";
+import { type ApprovalPolicyFields, type Decider, effectivePolicy, hasVoted, refusalOf, runRequester } from "../policy/approval-policy";
+import { type Person, personOf } from "../policy/persons";
 import { ACTION_APPROVE, ACTION_DENY, ACTION_INPUT_ANSWER, type ApprovalButtonValue, type InputButtonValue } from "./blocks";
 import { ACTION_INPUT_DECLINE } from "./question-form";
 import { approverPrincipals, slackPrincipal } from "./slack-principal";
@@ -36,6 +36,8 @@ export interface HomeApproval {
   /** The arguments as the engine redacted them (compact JSON). */
   arguments_json: string;
   expires_at: string;
+  /** Contract section 19: the principals whose approve counted so far (the listing's `approvals`), in order. */
+  voted_by?: readonly string[] | undefined;
 }
 
 /** A pending `human__ask` question of a Slack-started run. */
@@ -98,8 +100,11 @@ export interface HomeViewer {
   person: Person;
 }
 
-/** An approval the viewer may decide; `may_approve` false when only their deny would be taken (self_approval: false). */
-type DecidableApproval = HomeApproval & { may_approve: boolean };
+/**
+ * An approval the viewer may decide; `may_approve` false when only their deny would be taken, and
+ * `approve_refused` why: self_approval: false, or their approve already counted (a two-person approval).
+ */
+type DecidableApproval = HomeApproval & { may_approve: boolean; approve_refused?: "self_approval_forbidden" | "already_voted" };
 export type DecidableItem = DecidableApproval | HomeQuestion | HomeFormQuestion;
 
 /**
@@ -131,7 +136,12 @@ export function decidableBy(viewer: HomeViewer, items: readonly HomeItem[], rule
     // A deny is refused only when they are no approver at all; an approve also by self_approval: false.
     if (refusalOf({ ...asked, decision: "deny" }) !== null) return [];
     if (item.kind === "form_question") return [item];
-    return [{ ...item, may_approve: refusalOf({ ...asked, decision: "approve" }) === null }];
+    const refused = refusalOf({ ...asked, decision: "approve" });
+    if (refused === "self_approval_forbidden") return [{ ...item, may_approve: false, approve_refused: refused }];
+    // The click's own duplicate_vote rule: a person whose approve counted is offered no second one.
+    const votes = (item.voted_by ?? []).map((by) => ({ by, person: personOf(by) ?? undefined }));
+    if (hasVoted(decider, votes)) return [{ ...item, may_approve: false, approve_refused: "already_voted" }];
+    return [{ ...item, may_approve: true }];
   });
 }
 
@@ -140,7 +150,7 @@ export function homeDigest(items: readonly DecidableItem[]): string {
   return JSON.stringify(
     items.map((i) =>
       i.kind === "approval"
-        ? ["a", i.run_id, i.approval_id, i.may_approve]
+        ? ["a", i.run_id, i.approval_id, i.may_approve, i.approve_refused ?? null]
         : i.kind === "form_question"
           ? ["f", i.run_id, i.input_id, i.answerable]
           : ["q", i.run_id, i.tool_call_id],
@@ -193,19 +203,11 @@ function approvalBlocks(item: DecidableApproval, consoleOrigin: string | undefin
   const shown = whole
     ? mrkdwn`\`\`\`${untrusted(args, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``
     : mrkdwn`:scissors: Its arguments (${args.length} characters) are too long to show here: see them whole in the console or the thread before you approve; from here you can only deny.`;
-  const notYours: AnyHomeTabBlock[] = item.may_approve
-    ? []
-    : [
-        {
-          type: "context",
-          elements: [
-            {
-              type: "mrkdwn",
-              text: mrkdwn`:no_entry: This tool forbids self-approval: another person must approve this call (it was asked for by you, or Slack did not confirm who you are). You may deny it.`,
-            },
-          ],
-        },
-      ];
+  const why =
+    item.approve_refused === "already_voted"
+      ? mrkdwn`:ballot_box_with_check: Your approval is counted: another person must approve this call. You may still deny it.`
+      : mrkdwn`:no_entry: This tool forbids self-approval: another person must approve this call (it was asked for by you, or Slack did not confirm who you are). You may deny it.`;
+  const notYours: AnyHomeTabBlock[] = item.may_approve ? [] : [{ type: "context", elements: [{ type: "mrkdwn", text: why }] }];
   return [
     {
       type: "section",

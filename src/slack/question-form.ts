@@ -1,6 +1,7 @@
 // An MCP server's question mid-call in Slack (contract sections 14 and 21):
 // the thread message with Answer and Decline, the modal whose inputs are
-// built from the question's `requested_schema` (src/client/requested-form.ts),
+// built from the question's `requested_schema` (src/client/requested-form.ts;
+// a multi-select enum as a multi_static_select),
 // the values read back from a submission's view.state.values, and the
 // per-block errors a bad submission answers. Pure, like blocks.ts.
 import type { AnyMessageBlock, ModalView, PlainTextOption } from "slack-web-api-client";
@@ -117,7 +118,7 @@ function option(value: string, label: string): PlainTextOption {
 }
 
 /** A select holds at most 100 options of values up to 150 characters; a larger enum is typed instead (and checked on submission). */
-const selectable = (field: Extract<FormField, { kind: "choice" }>) =>
+const selectable = (field: Extract<FormField, { kind: "choice" | "choices" }>) =>
   field.options.length <= SELECT_OPTIONS_MAX && field.options.every((o) => o.value.length <= OPTION_VALUE_MAX_CHARS);
 
 /** The hint under a field: its description, and what a typed value must look like. */
@@ -125,6 +126,11 @@ function hintOf(field: FormField): string | undefined {
   const rules: string[] = [];
   if (field.kind === "text" && field.format === "date-time") rules.push("As 2026-12-31T17:00:00Z.");
   if (field.kind === "choice" && !selectable(field)) rules.push(`One of: ${field.options.map((o) => o.value).join(", ")}.`);
+  if (field.kind === "choices") {
+    if (!selectable(field)) rules.push(`One per line, from: ${field.options.map((o) => o.value).join(", ")}.`);
+    if (field.min_items !== undefined && field.min_items > 0) rules.push(`Choose at least ${field.min_items}.`);
+    if (field.max_items !== undefined) rules.push(`Choose at most ${field.max_items}.`);
+  }
   if (field.kind === "text" && field.min_length !== undefined) rules.push(`At least ${field.min_length} characters.`);
   const text = [field.description ?? "", ...rules].filter((t) => t !== "").join(" ");
   return text === "" ? undefined : text;
@@ -147,6 +153,23 @@ function elementOf(field: FormField) {
       const options = field.options.map((o) => option(o.value, o.label));
       const initial = options.find((o) => o.value === field.default);
       return { type: "static_select" as const, action_id, options, ...(initial ? { initial_option: initial } : {}) };
+    }
+    case "choices": {
+      // A multi-select Slack cannot offer (too many options, or too long) is typed one value per line (enteredValues splits it).
+      if (!selectable(field)) {
+        const typed = field.default?.join("\n");
+        return { type: "plain_text_input" as const, action_id, multiline: true, ...(typed ? { initial_value: typed } : {}) };
+      }
+      const options = field.options.map((o) => option(o.value, o.label));
+      const initial = options.filter((_, i) => field.default?.includes(field.options[i]?.value ?? "") === true);
+      return {
+        type: "multi_static_select" as const,
+        action_id,
+        options,
+        ...(initial.length > 0 ? { initial_options: initial } : {}),
+        // Slack's own cap on what can be picked; the least is checked on submission (readForm).
+        ...(field.max_items !== undefined && field.max_items > 0 ? { max_selected_items: field.max_items } : {}),
+      };
     }
     case "number":
       return {
@@ -209,7 +232,21 @@ interface ElementState {
   type?: string;
   value?: string | null;
   selected_option?: { value?: string } | null;
+  selected_options?: { value?: string }[] | null;
   selected_date?: string | null;
+}
+
+/** A multi-select's state: the options picked, or a typed list (one value per line); nothing picked is left empty. */
+function enteredChoices(state: ElementState | undefined): string[] | undefined {
+  const picked = Array.isArray(state?.selected_options)
+    ? state.selected_options.flatMap((o) => (typeof o?.value === "string" ? [o.value] : []))
+    : typeof state?.value === "string"
+      ? state.value
+          .split("\n")
+          .map((line) => line.trim())
+          .filter((line) => line !== "")
+      : [];
+  return picked.length > 0 ? picked : undefined;
 }
 
 /** What was entered per field key, from a submission's view.state.values (a field Slack did not send is left empty). */
@@ -220,6 +257,10 @@ export function enteredValues(
   const entered: Record<string, EnteredValue> = {};
   fields.forEach((field, index) => {
     const state = values[fieldBlockId(index)]?.[FIELD_ACTION_ID];
+    if (field.kind === "choices") {
+      entered[field.key] = enteredChoices(state);
+      return;
+    }
     const raw = state?.selected_option?.value ?? state?.selected_date ?? state?.value ?? undefined;
     entered[field.key] = raw === null ? undefined : raw;
   });

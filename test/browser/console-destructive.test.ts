@@ -119,11 +119,20 @@ describe("an MCP server's question mid-call in Chromium", () => {
     expect(await form.locator('[data-field="label"] input').getAttribute("aria-invalid")).toBe("true");
     expect(lastResponses()).toBeUndefined();
 
+    // The multi-select is checkboxes: two ticked is more than its maxItems, refused in the page.
+    await form.getByRole("checkbox", { name: "Urgent" }).check();
+    await form.getByRole("checkbox", { name: "Later" }).check();
     await form.locator('[data-field="label"] input').fill("ops");
+    await form.getByRole("button", { name: "Accept" }).click();
+    await expect
+      .poll(async () => (await form.locator('[data-field="tags"] .field-error').textContent()) ?? "", { timeout: UI_TIMEOUT_MS })
+      .toContain("Choose at most 1.");
+    expect(lastResponses()).toBeUndefined();
+    await form.getByRole("checkbox", { name: "Urgent" }).uncheck();
     await form.getByRole("button", { name: "Accept" }).click();
     const card = page.locator('li.card[data-tool-call-id="note-1"]');
     await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
-    expect(lastResponses()).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops" } } });
+    expect(lastResponses()).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops", tags: ["later"] } } });
     await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("answered by token:root");
     expect(pageErrors).toEqual([]);
   });

@@ -298,7 +298,12 @@ describe("demo MCP server as a separate process (2026-07-28, stateless)", () => 
           message: "How often should the report of dash-1 go out, and to whom?",
           requestedSchema: {
             type: "object",
-            properties: { frequency: { type: "string", enum: ["daily", "weekly"] }, recipient: { type: "string" } },
+            properties: {
+              frequency: { type: "string", enum: ["daily", "weekly"] },
+              recipient: { type: "string" },
+              // An optional multi-select enum (MCP's UntitledMultiSelectEnumSchema).
+              formats: { type: "array", maxItems: 2, items: { type: "string", enum: ["pdf", "csv"] } },
+            },
             required: ["frequency", "recipient"],
           },
         },
@@ -312,12 +317,12 @@ describe("demo MCP server as a separate process (2026-07-28, stateless)", () => 
       const done = await rawCall(client, {
         name: QUESTION_TOOL,
         arguments: { dashboard_id: "dash-1" },
-        inputResponses: { schedule: { action: "accept", content: { frequency: "weekly", recipient: "#ops" } } },
+        inputResponses: { schedule: { action: "accept", content: { frequency: "weekly", recipient: "#ops", formats: ["csv", "pdf"] } } },
         requestState: first.requestState,
       });
       expect(resultJson(done as CallToolResult)).toMatchObject({
         scheduled: true,
-        report: { id: "report-1", dashboard_id: "dash-1", frequency: "weekly", recipient: "#ops" },
+        report: { id: "report-1", dashboard_id: "dash-1", frequency: "weekly", recipient: "#ops", formats: ["csv", "pdf"] },
       });
       expect((await getState(mcpUrl)).reports).toHaveLength(1);
       // Each round is its own tools/call, as the engine's `sends` counts them.

@@ -422,14 +422,25 @@ describe("MCP questions mid-call (input_required, contract section 21)", () => {
           status: 400,
           code: "invalid_answer",
         });
+        // A multi-select's list: a value it does not offer, more than its maxItems, a value twice.
+        for (const tags of [["someday"], ["urgent", "later"], ["later", "later"]]) {
+          await expect(engine.answerInput(runId, id, { action: "accept", content: { confirm: true, tags } })).rejects.toMatchObject({
+            status: 400,
+            code: "invalid_answer",
+            details: [expect.stringContaining("tags")],
+          });
+        }
         // Nothing changed: the question still waits, and the server got nothing more.
         expect((await engine.summary(runId)).pending_inputs.map((p) => p.input_id)).toEqual([id]);
         expect(callsTo("confirm_note")).toHaveLength(1);
-        await engine.answerInput(runId, id, { action: "accept", content: { confirm: true } });
+        await engine.answerInput(runId, id, { action: "accept", content: { confirm: true, tags: ["later"] } });
       },
     );
     expect(executionOf(events, "guarded")).toMatchObject({ result: { summary: "created note 1: g" } });
     expect(events.filter((e) => e.type === "human_input_received")).toHaveLength(1);
+    expect(callsTo("confirm_note").at(-1)?.inputResponses).toEqual({
+      confirm: { action: "accept", content: { confirm: true, tags: ["later"] } },
+    });
   });
 
   it("more rounds than MCP_MAX_INPUT_ROUNDS, or a URL-mode request, end the call input_unsupported with nothing more sent", async () => {

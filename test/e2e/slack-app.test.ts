@@ -442,15 +442,20 @@ describe("decisions from Slack", () => {
     expect(view.blocks.filter((b) => b.type === "input").map((b) => [b.block_id, b.optional, b.element?.type])).toEqual([
       ["field:0", false, "radio_buttons"],
       ["field:1", true, "plain_text_input"],
+      ["field:2", true, "multi_static_select"],
     ]);
-    const yes = (label: string) => ({
+    const yes = (label: string, tags: string[] = ["urgent"]) => ({
       "field:0": { value: { type: "radio_buttons", selected_option: { value: "true" } } },
       "field:1": { value: { type: "plain_text_input", value: label } },
+      "field:2": { value: { type: "multi_static_select", selected_options: tags.map((value) => ({ value })) } },
     });
 
     // Too long for the schema's maxLength: errors under the label's block, inside the acknowledgement; nothing sent.
     const bad = await submitValues(view.callback_id, APPROVER, view.private_metadata, yes("x".repeat(21)));
     expect(await bad.json()).toEqual({ response_action: "errors", errors: { "field:1": "Enter at most 20 characters." } });
+    // More tags than the multi-select's maxItems (Slack's max_selected_items aside): errors under its block.
+    const many = await submitValues(view.callback_id, APPROVER, view.private_metadata, yes("ops", ["urgent", "later"]));
+    expect(await many.json()).toEqual({ response_action: "errors", errors: { "field:2": "Choose at most 1." } });
     // Someone who may not approve the call: refused ephemerally, the question still waits.
     const strangers = await submitValues(view.callback_id, STRANGER, view.private_metadata, yes("nope"));
     expect(await strangers.text()).toBe("");
@@ -469,7 +474,7 @@ describe("decisions from Slack", () => {
       .seen()
       .filter((r) => r.tool === "confirm_note")
       .at(-1);
-    expect(followUp?.inputResponses).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops" } } });
+    expect(followUp?.inputResponses).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops", tags: ["urgent"] } } });
     // The question's message is updated to say who answered, with no buttons left.
     const update = await slack.waitFor((c) =>
       c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Answered by")),

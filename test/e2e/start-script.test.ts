@@ -146,7 +146,14 @@ async function questionMidCall(engineUrl: string, token: string, demoUrl: string
       if (event.type === "human_input_requested") {
         expect(event).toMatchObject({ input_id: "report-1:1:schedule", tool_call_id: "report-1" });
         expect(event.requested_schema).toMatchObject({ type: "object", required: ["frequency", "recipient"] });
-        await engine.answerInput(runId, event.input_id ?? "", { action: "accept", content: { frequency: "weekly", recipient: "#ops" } });
+        // The optional multi-select too (formats: an array of the enum's values).
+        expect(event.requested_schema).toMatchObject({
+          properties: { formats: { type: "array", maxItems: 2, items: { type: "string", enum: ["pdf", "csv"] } } },
+        });
+        await engine.answerInput(runId, event.input_id ?? "", {
+          action: "accept",
+          content: { frequency: "weekly", recipient: "#ops", formats: ["pdf"] },
+        });
       }
     }
     return events;
@@ -179,7 +186,9 @@ async function questionMidCall(engineUrl: string, token: string, demoUrl: string
   ]);
   expect(events.find((e) => e.type === "tool_execution")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
   const state = (await (await fetch(`${demoUrl}/control/state`)).json()) as { reports?: unknown[] };
-  expect(state.reports).toEqual([expect.objectContaining({ id: "report-1", dashboard_id: "dash-1", frequency: "weekly" })]);
+  expect(state.reports).toEqual([
+    expect.objectContaining({ id: "report-1", dashboard_id: "dash-1", frequency: "weekly", formats: ["pdf"] }),
+  ]);
   const calls = (await (await fetch(`${demoUrl}/control/calls`)).json()) as { by_tool?: Record<string, number> };
   expect(calls.by_tool?.schedule_report).toBe(2);
 }

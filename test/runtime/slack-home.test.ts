@@ -130,6 +130,30 @@ describe("the Home tab's republishing", () => {
     expect(actions(bob!)).toEqual(["approval_approve", "approval_deny", "home_open_console"]);
   });
 
+  it("offers no Approve on a two-person approval to the opener whose vote the listing holds; another approver keeps it", async () => {
+    const now = Date.now();
+    const quorum = {
+      ...settings,
+      TOOL_POLICY: { mcp__demo__create_dashboard: { approvals_required: 2 } },
+      SLACK_APPROVERS: ["U0HOMEAPP", "U0HOMEBOB"],
+    };
+    const approvalId = await pendingApproval("C0HOME05", now);
+    // The run's index wrote the first vote (run-index.ts's vote mark).
+    await env.DB.prepare(`UPDATE approvals SET required = 2, approvals_json = ? WHERE approval_id = ?`)
+      .bind(JSON.stringify([{ by: "slack:T0HOME:U0HOMEAPP", at: new Date(now).toISOString() }]), approvalId)
+      .run();
+    await recordHomeOpened(env.DB, viewer("U0HOMEAPP"), now);
+    await recordHomeOpened(env.DB, viewer("U0HOMEBOB"), now);
+    expect(await refreshHomes(env.DB, client, quorum, now)).toBeNull();
+    const actions = (view: string) => [...view.matchAll(/"action_id":"([a-z_]+)"/g)].map((m) => m[1]);
+    const [voter] = await published("U0HOMEAPP");
+    expect(voter).toContain(approvalId);
+    expect(actions(voter!)).toEqual(["approval_deny", "home_open_console"]);
+    expect(voter).toContain("Your approval is counted");
+    const [bob] = await published("U0HOMEBOB");
+    expect(actions(bob!)).toEqual(["approval_approve", "approval_deny", "home_open_console"]);
+  });
+
   it("lists an MCP question mid-call to those eligible to approve its call, with Answer… and Decline carrying its input_id", async () => {
     const now = Date.now();
     const runId = `run_home${now}q`;

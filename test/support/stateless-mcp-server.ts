@@ -62,10 +62,23 @@ export interface StatelessMcpServer {
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** The form `confirm_note` asks: whether to create the note, and an optional label. */
+/** The form `confirm_note` asks: whether to create the note, an optional label, and at most one tag (a titled multi-select). */
 export const CONFIRM_SCHEMA = {
   type: "object" as const,
-  properties: { confirm: { type: "boolean" as const, description: "Create it?" }, label: { type: "string" as const, maxLength: 20 } },
+  properties: {
+    confirm: { type: "boolean" as const, description: "Create it?" },
+    label: { type: "string" as const, maxLength: 20 },
+    tags: {
+      type: "array" as const,
+      items: {
+        anyOf: [
+          { const: "urgent", title: "Urgent" },
+          { const: "later", title: "Later" },
+        ],
+      },
+      maxItems: 1,
+    },
+  },
   required: ["confirm"],
 };
 /** The requestState `confirm_note` mints: opaque to the client, echoed byte for byte (non-ASCII on purpose). */

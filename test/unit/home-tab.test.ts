@@ -2,7 +2,7 @@
 // decide (by the same eligibility module as every path, persons included) and
 // the view listing it, whose buttons carry the thread's action_ids and values.
 import { describe, expect, it } from "vitest";
-import { type Decider, refusalOf, runRequester, effectivePolicy } from "../../src/policy/approval-policy";
+import { type Decider, decide, refusalOf, runRequester, effectivePolicy } from "../../src/policy/approval-policy";
 import {
   type DecidableItem,
   type HomeFormQuestion,
@@ -70,6 +70,10 @@ const viewer = (user: string, team = "T1", person?: string | null) => ({
   team: "T1",
   person: person === undefined ? `slack:${team}:${user}` : person,
 });
+const buttons = (view: ReturnType<typeof homeView>) =>
+  (view.blocks as { type: string; elements?: { action_id?: string; value?: string; url?: string }[] }[]).flatMap((b) =>
+    b.type === "actions" ? (b.elements ?? []) : [],
+  );
 const offered = (list: DecidableItem[]) =>
   list.map((i) => (i.kind === "approval" ? [i.approval_id, i.may_approve ? "approve" : "deny only"] : [i.tool_call_id, "answer"]));
 
@@ -153,6 +157,53 @@ describe("decidableBy", () => {
   });
 });
 
+describe("decidableBy: a two-person approval someone already voted on", () => {
+  const voted = (by: string[]): HomeItem => ({ ...approval("4", "quorum", "U0REQ"), voted_by: by }) as HomeItem;
+
+  it("offers no Approve to the person whose approve counted (Deny stays), and Approve to everyone else", () => {
+    const list = [voted(["slack:T1:U0REQ"])];
+    expect(offered(decidableBy(viewer("U0REQ"), list, rules))).toEqual([["ap_4", "deny only"]]);
+    expect(offered(decidableBy(viewer("U0LISTED"), list, rules))).toEqual([["ap_4", "approve"]]);
+    // The same person voted from the console (an Access login): their Slack account with that verified email is offered Deny only.
+    const fromConsole = [voted(["access:ann@acme.com"])];
+    expect(offered(decidableBy(viewer("U0LISTED", "T1", "access:ann@acme.com"), fromConsole, rules))).toEqual([["ap_4", "deny only"]]);
+    expect(offered(decidableBy(viewer("U0LISTED", "T1", "access:bob@acme.com"), fromConsole, rules))).toEqual([["ap_4", "approve"]]);
+  });
+
+  it("says why, and the digest changes when their vote counts (so the tab is published again)", () => {
+    const [item] = decidableBy(viewer("U0REQ"), [voted(["slack:T1:U0REQ"])], rules);
+    const view = homeView([item!]);
+    expect(buttons(view).map((b) => b.action_id)).toEqual(["approval_deny"]);
+    expect(JSON.stringify(view)).toContain("Your approval is counted");
+    expect(JSON.stringify(view)).not.toContain("forbids self-approval");
+    expect(homeDigest([item!])).not.toBe(homeDigest(decidableBy(viewer("U0REQ"), [voted([])], rules)));
+  });
+
+  it("offers Approve exactly where the click's decide() would count a vote rather than answer duplicate_vote", () => {
+    const votes = ["slack:T1:U0REQ", "access:ann@acme.com"];
+    const viewers = [viewer("U0REQ"), viewer("U0LISTED", "T1", "access:ann@acme.com"), viewer("U0LISTED"), viewer("U0LISTED", "T1", null)];
+    for (const v of viewers) {
+      for (const by of votes) {
+        const item = voted([by]);
+        const entry = decidableBy(v, [item], rules)[0];
+        const decider: Decider = { via: "slack", principal_id: v.principal, person: v.person, listed_in_slack_approvers: true };
+        const verdict = decide({
+          policy: effectivePolicy(rules.TOOL_POLICY, "quorum"),
+          groups: {},
+          decider,
+          requester: runRequester({ user_id: "U0REQ", requested_by: "slack:T1:U0REQ", source: "slack" }),
+          decision: "approve",
+          // As the engine keeps it: the person each vote counted for (here what the listing's principal reads as).
+          votes: [{ by, person: by, at: "2026-12-01T09:00:00.000Z" }],
+          at: "2026-12-01T09:30:00.000Z",
+        });
+        const approvable = entry?.kind === "approval" && entry.may_approve;
+        expect([v.user, v.person, by, approvable]).toEqual([v.user, v.person, by, verdict.kind === "approved"]);
+      }
+    }
+  });
+});
+
 describe("decidableBy: MCP questions mid-call", () => {
   it("lists an MCP question to exactly those eligible to approve its call, by the tool's policy (not the default rule of human__ask)", () => {
     const list = [formQuestion("1", "plain", "U0REQ"), formQuestion("2", "guarded", "U0REQ"), formQuestion("3", "own", "U0REQ")];
@@ -193,11 +244,6 @@ describe("decidableBy: MCP questions mid-call", () => {
 });
 
 describe("homeView", () => {
-  const buttons = (view: ReturnType<typeof homeView>) =>
-    (view.blocks as { type: string; elements?: { action_id?: string; value?: string; url?: string }[] }[]).flatMap((b) =>
-      b.type === "actions" ? (b.elements ?? []) : [],
-    );
-
   const mayApprove = (item: HomeItem, may_approve = true): DecidableItem => (item.kind === "approval" ? { ...item, may_approve } : item);
 
   it("lists each item with the thread's buttons, their values naming the run's channel; escapes what a model wrote", () => {

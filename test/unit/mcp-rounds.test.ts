@@ -79,6 +79,40 @@ describe("which input requests are questions", () => {
     expect(answerIssues(SCHEMA, { confirm: { nested: true } })).toEqual([expect.stringContaining("confirm")]);
   });
 
+  it("checks a multi-select's list (both MCP shapes): allowed values only, each once, within minItems..maxItems", () => {
+    const multi = {
+      type: "object",
+      properties: {
+        days: { type: "array", items: { type: "string", enum: ["mon", "tue", "wed"] }, minItems: 1, maxItems: 2 },
+        teams: {
+          type: "array",
+          items: {
+            anyOf: [
+              { const: "sre", title: "SRE" },
+              { const: "web", title: "Web" },
+            ],
+          },
+        },
+      },
+      required: ["days"],
+    };
+    expect(answerIssues(multi, { days: ["mon"] })).toBeNull();
+    expect(answerIssues(multi, { days: ["mon", "wed"], teams: ["web", "sre"] })).toBeNull();
+    expect(answerIssues(multi, { days: ["mon"], teams: [] })).toBeNull();
+    const refused = (content: Record<string, unknown>, names: string) => {
+      const issues = answerIssues(multi, content);
+      expect([JSON.stringify(content), issues?.join(" ")]).toEqual([JSON.stringify(content), expect.stringContaining(names)]);
+    };
+    refused({ days: [] }, '"days"');
+    refused({ days: ["mon", "tue", "wed"] }, '"days"');
+    refused({ days: ["fri"] }, '"days"');
+    refused({ days: ["mon"], teams: ["ops"] }, '"teams"');
+    refused({ days: "mon" }, '"days"');
+    refused({ teams: ["sre"] }, "days");
+    refused({ days: [1] }, "days: must be a string, number, boolean or list of strings");
+    refused({ days: ["mon", "mon"] }, "days: must choose each option at most once");
+  });
+
   it("sends every question's answer under its key, and cancel for one left unanswered", () => {
     expect(inputResponsesOf([{ key: "a", answer: { action: "decline" } }, { key: "b" }])).toEqual({
       a: { action: "decline" },

@@ -160,3 +160,99 @@ describe("readForm", () => {
     expect(errorsOf({ seats: "3", name: "😀😀" })).toEqual({});
   });
 });
+
+describe("multi-select enums (MCP's UntitledMultiSelectEnumSchema and TitledMultiSelectEnumSchema)", () => {
+  const multi = {
+    type: "object",
+    properties: {
+      days: {
+        type: "array",
+        title: "Days",
+        items: { type: "string", enum: ["mon", "tue", "wed"] },
+        minItems: 1,
+        maxItems: 2,
+        default: ["tue", "sun", "tue"],
+      },
+      teams: {
+        type: "array",
+        items: {
+          anyOf: [
+            { const: "sre", title: "SRE" },
+            { const: "web", title: "Web" },
+          ],
+        },
+      },
+    },
+    required: ["days"],
+  };
+  const fields = formFields(multi) ?? [];
+
+  it("reads both shapes' options, titles and bounds; keeps only a default's known values, once", () => {
+    expect(fields).toEqual([
+      {
+        key: "days",
+        label: "Days",
+        required: true,
+        kind: "choices",
+        options: [
+          { value: "mon", label: "mon" },
+          { value: "tue", label: "tue" },
+          { value: "wed", label: "wed" },
+        ],
+        min_items: 1,
+        max_items: 2,
+        default: ["tue"],
+      },
+      {
+        key: "teams",
+        label: "teams",
+        required: false,
+        kind: "choices",
+        options: [
+          { value: "sre", label: "SRE" },
+          { value: "web", label: "Web" },
+        ],
+      },
+    ]);
+  });
+
+  it("refuses arrays that are no multi-select, and bounds no choice can meet", () => {
+    const one = (property: unknown) => formFields({ type: "object", properties: { a: property } });
+    expect(one({ type: "array", items: { type: "string" } })).toBeNull();
+    expect(one({ type: "array", items: { type: "number", enum: [1, 2] } })).toBeNull();
+    expect(one({ type: "array", items: { type: "string", enum: ["x", 2] } })).toBeNull();
+    expect(one({ type: "array", items: { anyOf: [{ const: "x", title: "X" }, { type: "string" }] } })).toBeNull();
+    expect(one({ type: "array", items: { anyOf: [] } })).toBeNull();
+    expect(one({ type: "array" })).toBeNull();
+    expect(one({ type: "array", items: { type: "string", enum: ["x", "y"] }, minItems: 3 })).toBeNull();
+    expect(one({ type: "array", items: { type: "string", enum: ["x", "y"] }, minItems: 2, maxItems: 1 })).toBeNull();
+  });
+
+  it("sends the chosen values as a list, each once; leaves an optional one with nothing chosen out", () => {
+    expect(readForm(fields, { days: ["wed", "mon"], teams: [] })).toEqual({ kind: "ok", content: { days: ["wed", "mon"] } });
+    expect(readForm(fields, { days: ["mon", "mon"], teams: ["web"] })).toEqual({ kind: "ok", content: { days: ["mon"], teams: ["web"] } });
+  });
+
+  it("names what does not fit: nothing chosen where required, too few or too many, a value not offered", () => {
+    const errorsOf = (entered: Record<string, readonly string[] | string | boolean | undefined>) => {
+      const reading = readForm(fields, entered);
+      return reading.kind === "invalid" ? reading.errors : {};
+    };
+    expect(errorsOf({ days: [] })).toEqual({ days: "Required: choose at least one." });
+    expect(errorsOf({})).toEqual({ days: "Required: choose at least one." });
+    expect(errorsOf({ days: ["mon", "tue", "wed"] })).toEqual({ days: "Choose at most 2." });
+    expect(errorsOf({ days: ["sun"] })).toEqual({ days: "Choose only from: mon, tue, wed." });
+    expect(errorsOf({ days: ["mon"], teams: ["ops"] })).toEqual({ teams: "Choose only from: SRE, Web." });
+    expect(errorsOf({ days: true })).toEqual({ days: "Choose only from: mon, tue, wed." });
+    const atLeastTwo = formFields({
+      type: "object",
+      properties: { d: { type: "array", items: { type: "string", enum: ["a", "b", "c"] }, minItems: 2 } },
+    });
+    expect(readForm(atLeastTwo ?? [], { d: ["a"] })).toEqual({ kind: "invalid", errors: { d: "Choose at least 2." } });
+    // A list where one value is asked for is no answer.
+    expect(readForm(formFields(schema) ?? [], { name: ["Ada"], seats: "1", agree: true })).toEqual({
+      kind: "invalid",
+      errors: { name: "Enter one value." },
+    });
+  });
+});

@@ -120,6 +120,77 @@ describe("the question's modal", () => {
     expect(bad.kind === "invalid" ? modalErrors(fields, bad.errors) : null).toEqual({ "field:5": "Enter at most 9." });
   });
 
+  it("offers a multi-select enum (both MCP shapes) as a multi_static_select with its titles, defaults and upper bound", () => {
+    const multi = formFields({
+      type: "object",
+      properties: {
+        days: { type: "array", title: "Days", items: { type: "string", enum: ["mon", "tue", "wed"] }, maxItems: 2, default: ["tue"] },
+        teams: {
+          type: "array",
+          items: {
+            anyOf: [
+              { const: "sre", title: "SRE" },
+              { const: "web", title: "Web <team>" },
+            ],
+          },
+          minItems: 1,
+        },
+      },
+      required: ["teams"],
+    });
+    const inputs = questionFormModal("q", multi ?? [], "{}").blocks.filter((b) => b.type === "input") as unknown as Input[];
+    expect(inputs.map((b) => [b.optional, b.element.type])).toEqual([
+      [true, "multi_static_select"],
+      [false, "multi_static_select"],
+    ]);
+    expect(inputs[0]?.element).toMatchObject({
+      action_id: "value",
+      options: [{ value: "mon" }, { value: "tue" }, { value: "wed" }],
+      initial_options: [{ text: { type: "plain_text", text: "tue" }, value: "tue" }],
+      max_selected_items: 2,
+    });
+    expect(inputs[0]?.hint?.text).toBe("Choose at most 2.");
+    expect(inputs[1]?.element).toMatchObject({ options: [{ text: { text: "SRE" }, value: "sre" }, { text: { text: "Web <team>" } }] });
+    expect(inputs[1]?.element).not.toHaveProperty("max_selected_items");
+    expect(inputs[1]?.element).not.toHaveProperty("initial_options");
+    expect(inputs[1]?.hint?.text).toBe("Choose at least 1.");
+  });
+
+  it("reads a multi-select's selected_options back as the content's list, and refuses too few picked", () => {
+    const multi =
+      formFields({
+        type: "object",
+        properties: {
+          days: { type: "array", items: { type: "string", enum: ["mon", "tue", "wed"] }, minItems: 2 },
+          extra: { type: "array", items: { type: "string", enum: ["x"] } },
+        },
+      }) ?? [];
+    const picked = (...values: string[]) => ({
+      "field:0": { value: { type: "multi_static_select", selected_options: values.map((value) => ({ value })) } },
+      "field:1": { value: { type: "multi_static_select", selected_options: [] } },
+    });
+    const entered = enteredValues(multi, picked("wed", "mon"));
+    expect(entered).toEqual({ days: ["wed", "mon"], extra: undefined });
+    expect(readForm(multi, entered)).toEqual({ kind: "ok", content: { days: ["wed", "mon"] } });
+    const few = readForm(multi, enteredValues(multi, picked("tue")));
+    expect(few.kind === "invalid" ? modalErrors(multi, few.errors) : null).toEqual({ "field:0": "Choose at least 2." });
+  });
+
+  it("types a multi-select too large for a select one value per line, and reads the lines back", () => {
+    const big =
+      formFields({
+        type: "object",
+        properties: { tags: { type: "array", items: { type: "string", enum: Array.from({ length: 101 }, (_, i) => `t${i}`) } } },
+      }) ?? [];
+    const [input] = questionFormModal("q", big, "{}").blocks.filter((b) => b.type === "input") as unknown as Input[];
+    expect(input?.element).toMatchObject({ type: "plain_text_input", multiline: true });
+    expect(input?.hint?.text).toContain("One per line, from: t0, t1");
+    const entered = enteredValues(big, { "field:0": { value: { type: "plain_text_input", value: " t3 \n\nt7\n" } } });
+    expect(readForm(big, entered)).toEqual({ kind: "ok", content: { tags: ["t3", "t7"] } });
+    const unknown = readForm(big, enteredValues(big, { "field:0": { value: { type: "plain_text_input", value: "t3\nnope" } } }));
+    expect(unknown.kind).toBe("invalid");
+  });
+
   it("puts the engine's issues under the field they name, else the first field", () => {
     expect(
       formVerdictErrors({ kind: "invalid_answer", issues: ['Property "count" does not match schema.', "something else"] }, fields),

@@ -1,6 +1,6 @@
 // The form of one MCP server's question mid-call (contract sections 16 and
 // 21): one input per property of its `requested_schema` (text, email, address,
-// date, number, a choice, yes/no), checked in the page before it is sent
+// date, number, a choice, yes/no, checkboxes for a multi-select), checked in the page before it is sent
 // (src/client/requested-form.ts), then Accept with the typed content, Decline
 // or Cancel. The engine checks the content again and who may answer.
 import { useState } from "preact/hooks";
@@ -23,6 +23,72 @@ function initialOf(field: FormField): EnteredValue {
   return typeof field.default === "number" ? String(field.default) : field.default;
 }
 
+/** A multi-select: one checkbox per option in a fieldset, its legend the field's label. */
+function ChoicesInput({
+  field,
+  id,
+  value,
+  error,
+  onChange,
+}: {
+  field: Extract<FormField, { kind: "choices" }>;
+  id: string;
+  value: EnteredValue;
+  error?: string;
+  onChange: (value: EnteredValue) => void;
+}) {
+  const chosen: readonly string[] = Array.isArray(value) ? value : [];
+  const described = [field.description ? `${id}-about` : "", error ? `${id}-error` : ""].filter((d) => d !== "").join(" ") || undefined;
+  const bounds = [
+    field.min_items !== undefined && field.min_items > 0 ? `at least ${field.min_items}` : "",
+    field.max_items !== undefined ? `at most ${field.max_items}` : "",
+  ].filter((b) => b !== "");
+  return (
+    <fieldset
+      class="field choices"
+      data-field={field.key}
+      data-kind={field.kind}
+      aria-invalid={error ? "true" : undefined}
+      aria-describedby={described}
+    >
+      <legend>
+        {field.label}
+        {field.required ? <span class="required"> (required)</span> : null}
+        {bounds.length > 0 ? <span class="meta"> (choose {bounds.join(", ")})</span> : null}
+      </legend>
+      {field.options.map((o, i) => (
+        <label key={o.value} for={`${id}-${i}`}>
+          <input
+            id={`${id}-${i}`}
+            type="checkbox"
+            name={field.key}
+            value={o.value}
+            checked={chosen.includes(o.value)}
+            onChange={(e) => {
+              const on = e.currentTarget.checked;
+              // Kept in the options' order, whatever order they were ticked in.
+              onChange(field.options.map((x) => x.value).filter((v) => (v === o.value ? on : chosen.includes(v))));
+            }}
+          />{" "}
+          {o.label}
+        </label>
+      ))}
+      {field.description ? (
+        <span id={`${id}-about`} class="meta">
+          {" "}
+          {field.description}
+        </span>
+      ) : null}
+      {error ? (
+        <span id={`${id}-error`} class="field-error">
+          {" "}
+          {error}
+        </span>
+      ) : null}
+    </fieldset>
+  );
+}
+
 function FieldInput({
   field,
   id,
@@ -36,6 +102,7 @@ function FieldInput({
   error?: string;
   onChange: (value: EnteredValue) => void;
 }) {
+  if (field.kind === "choices") return <ChoicesInput field={field} id={id} value={value} error={error} onChange={onChange} />;
   const described = [field.description ? `${id}-about` : "", error ? `${id}-error` : ""].filter((d) => d !== "").join(" ") || undefined;
   const common = { id, name: field.key, "aria-invalid": error ? ("true" as const) : undefined, "aria-describedby": described };
   const text = typeof value === "string" ? value : "";
