@@ -73,10 +73,19 @@ function ChoicesInput({
           {o.label}
         </label>
       ))}
-      {field.description ? (
+      <FieldNotes id={id} description={field.description} error={error} />
+    </fieldset>
+  );
+}
+
+/** A field's description and its error, each with the id its input's aria-describedby names. */
+function FieldNotes({ id, description, error }: { id: string; description?: string | undefined; error?: string | undefined }) {
+  return (
+    <>
+      {description ? (
         <span id={`${id}-about`} class="meta">
           {" "}
-          {field.description}
+          {description}
         </span>
       ) : null}
       {error ? (
@@ -85,7 +94,7 @@ function ChoicesInput({
           {error}
         </span>
       ) : null}
-    </fieldset>
+    </>
   );
 }
 
@@ -166,18 +175,7 @@ function FieldInput({
         {field.required ? <span class="required"> (required)</span> : null}
       </label>{" "}
       {input}
-      {field.description ? (
-        <span id={`${id}-about`} class="meta">
-          {" "}
-          {field.description}
-        </span>
-      ) : null}
-      {error ? (
-        <span id={`${id}-error`} class="field-error">
-          {" "}
-          {error}
-        </span>
-      ) : null}
+      <FieldNotes id={id} description={field.description} error={error} />
     </p>
   );
 }
