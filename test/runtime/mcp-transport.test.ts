@@ -180,6 +180,22 @@ describe.each([
     expect((await demo().calls()).calls.map((c) => c.arguments)).toEqual([{ title: "Opened first" }]);
   });
 
+  it("a `prepare` that fails (the call's tool listing) answers failed with the session closed, and nothing is called", async () => {
+    let prepared = false;
+    const before = (await demo().sessions()).open;
+    const opened = await openMcpSession(server(), CAPS, async (session) => {
+      prepared = true;
+      expect(session.protocolVersion).not.toBe("unknown");
+      throw new McpTransportError("transport_error", "tools/list failed: the server answered 500");
+    });
+    expect(prepared).toBe(true);
+    expect(opened).toEqual({ kind: "failed", code: "transport_error", message: "tools/list failed: the server answered 500" });
+    // The session it opened (initialize, for this older-revision server) was freed again.
+    expect((await demo().sessions()).open).toBe(before);
+    await sleep(RETRY_WINDOW_MS);
+    expect((await demo().calls()).total).toBe(0);
+  });
+
   it("calls create_dashboard exactly once and reports the result's facts", async () => {
     const outcome = expectResult(await callMcpTool(server(), "create_dashboard", { title: "Latency", panels: ["p99"] }, CAPS));
     expect(outcome.isError).toBe(false);
