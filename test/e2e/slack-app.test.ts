@@ -4,22 +4,12 @@
 // and the real demo MCP server executing what a Slack click approves.
 // What the run posts (the outbox) is wired into the RunObject separately.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  signedPost,
-  slackUserName,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
-import { slackIds, useSlackE2e } from "../support/slack-e2e-setup";
+import { scriptMessage, signedPost, slackUserName, TEST_TEAM_ID } from "../support/slack-signing";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { untilCompleted } from "../support/run-waits";
 import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 
 const SECRET = "test-signing-secret-e2e";
-const BOT_TOKEN = "xoxb-test-bot-token";
 const BOT = "UBOT0001";
 const REQUESTER = "UREQUESTER1";
 const APPROVER = "UAPPROVER1";
@@ -34,7 +24,6 @@ const demoBase = inject("demoMcpBaseUrl");
 let stateless: StatelessMcpServer;
 const STATELESS_KEY = "stateless-key-slack-e2e";
 const CONFIRM_NOTE = "mcp__stateless__confirm_note";
-const { eventId, ts, triggerId } = slackIds("Ev");
 
 beforeAll(async () => {
   stateless = await startStatelessMcpServer(STATELESS_KEY);
@@ -46,7 +35,9 @@ afterAll(async () => {
 
 const e2e = useSlackE2e({
   secret: SECRET,
-  botToken: BOT_TOKEN,
+  botToken: "xoxb-test-bot-token",
+  bot: BOT,
+  eventIdPrefix: "Ev",
   vars: (base) => ({
     MCP_SERVERS: JSON.stringify({
       ...JSON.parse(base.MCP_SERVERS!),
@@ -58,6 +49,7 @@ const e2e = useSlackE2e({
     SLACK_ALLOW_EXTERNAL_USERS: "true",
   }),
 });
+const { eventId, ts, triggerId } = e2e;
 
 const eventsUrl = () => `${e2e.server.url}/slack/events`;
 const interactivityUrl = () => `${e2e.server.url}/slack/interactivity`;
@@ -88,7 +80,7 @@ async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
 
 async function startBySlack(text: string): Promise<string> {
   const id = eventId();
-  const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention(text), id, BOT));
+  const res = await e2e.postEvent(e2e.envelope(mention(text), id));
   expect(res.status).toBe(200);
   const { json } = await receipt(id);
   expect(json).not.toBeNull();
@@ -101,47 +93,48 @@ async function pendingApproval(runId: string) {
 }
 
 function click(actionId: string, user: string, value: unknown, userTeamId?: string) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId,
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: triggerId(),
-    botUserId: BOT,
     ...(userTeamId !== undefined ? { userTeamId } : {}),
   });
-  return postSlackInteraction(interactivityUrl(), SECRET, payload);
 }
 
-function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
-  return postSlackInteraction(interactivityUrl(), SECRET, {
+/** A view_submission of a modal by `user` of the test team. */
+function submitView(user: string, view: Record<string, unknown>) {
+  return e2e.postInteraction({
     type: "view_submission",
     team: { id: TEST_TEAM_ID, domain: "test" },
     user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
     api_app_id: "A0001",
     token: "legacy",
     trigger_id: triggerId(),
-    view: {
-      id: "V1",
-      type: "modal",
-      callback_id: callbackId,
-      private_metadata: privateMetadata,
-      state: { values: { answer: { text: { type: "plain_text_input", value: text } } } },
-      hash: "h",
-    },
+    view,
+  });
+}
+
+function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
+  return submitView(user, {
+    id: "V1",
+    type: "modal",
+    callback_id: callbackId,
+    private_metadata: privateMetadata,
+    state: { values: { answer: { text: { type: "plain_text_input", value: text } } } },
+    hash: "h",
   });
 }
 
 /** A modal submission whose view.state.values are given whole (the form question's inputs). */
 function submitValues(callbackId: string, user: string, privateMetadata: string, values: Record<string, unknown>) {
-  return postSlackInteraction(interactivityUrl(), SECRET, {
-    type: "view_submission",
-    team: { id: TEST_TEAM_ID, domain: "test" },
-    user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
-    api_app_id: "A0001",
-    token: "legacy",
-    trigger_id: triggerId(),
-    view: { id: "V2", type: "modal", callback_id: callbackId, private_metadata: privateMetadata, state: { values }, hash: "h" },
+  return submitView(user, {
+    id: "V2",
+    type: "modal",
+    callback_id: callbackId,
+    private_metadata: privateMetadata,
+    state: { values },
+    hash: "h",
   });
 }
 
@@ -167,7 +160,7 @@ const writeScript = (tool: string) => [
 
 describe("requests from Slack", () => {
   it("answers url_verification with its challenge", async () => {
-    const res = await postSlackEvent(eventsUrl(), SECRET, { type: "url_verification", token: "t", challenge: "chal-123" });
+    const res = await e2e.postEvent({ type: "url_verification", token: "t", challenge: "chal-123" });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("chal-123");
   });
@@ -179,7 +172,7 @@ describe("requests from Slack", () => {
     const cases = [{ secretOverride: "wrong-secret" }, { timestamp: now - 360 }, { timestamp: now + 360 }];
     for (const options of cases) {
       const id = eventId();
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention("hello"), id, BOT), options);
+      const res = await e2e.postEvent(e2e.envelope(mention("hello"), id), options);
       expect(res.status).toBe(401);
       expect(res.headers.get("content-type")).toContain("application/json");
       expect(await res.json()).toMatchObject({ error: "unauthorized" });
@@ -197,12 +190,12 @@ describe("requests from Slack", () => {
 
   it("a mention starts one run, in the Slack channel, for the Slack user, with the app's mention removed; Slack's retry starts no second", async () => {
     const id = eventId();
-    const envelope = eventEnvelope(mention("hello there"), id, BOT);
-    const first = await postSlackEvent(eventsUrl(), SECRET, envelope);
+    const envelope = e2e.envelope(mention("hello there"), id);
+    const first = await e2e.postEvent(envelope);
     expect(first.status).toBe(200);
     const { json } = await receipt(id);
     expect(json?.channel_id).toBe(CHANNEL);
-    const retry = await postSlackEvent(eventsUrl(), SECRET, envelope, { retryNum: 1 });
+    const retry = await e2e.postEvent(envelope, { retryNum: 1 });
     expect(retry.status).toBe(200);
     expect((await receipt(id)).json?.run_id).toBe(json!.run_id);
 
@@ -219,10 +212,8 @@ describe("requests from Slack", () => {
   it("a direct message starts a run; the app_mention of a DM, the app's own messages, edits and bot messages start nothing", async () => {
     const dm = eventId();
     const dmTs = ts();
-    await postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope({ type: "message", channel_type: "im", channel: "D0DM0001", user: REQUESTER, text: "hi in a DM", ts: dmTs }, dm, BOT),
+    await e2e.postEvent(
+      e2e.envelope({ type: "message", channel_type: "im", channel: "D0DM0001", user: REQUESTER, text: "hi in a DM", ts: dmTs }, dm),
     );
     expect((await receipt(dm)).json?.channel_id).toBe("D0DM0001");
 
@@ -236,7 +227,7 @@ describe("requests from Slack", () => {
     ];
     for (const event of ignored) {
       const id = eventId();
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, id, BOT));
+      const res = await e2e.postEvent(e2e.envelope(event, id));
       expect(res.status).toBe(200);
       expect((await receipt(id)).status).toBe(404);
     }
@@ -248,7 +239,7 @@ describe("requests from Slack", () => {
       { type: "member_joined_channel", user: REQUESTER, channel: CHANNEL },
       { type: "app_home_opened", user: REQUESTER, channel: "D0DM0001", tab: "home" },
     ]) {
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, eventId(), BOT));
+      const res = await e2e.postEvent(e2e.envelope(event, eventId()));
       expect(res.status).toBe(200);
     }
   });
@@ -256,11 +247,7 @@ describe("requests from Slack", () => {
   it("acknowledges a mention at once even when the run's model stalls", async () => {
     const id = eventId();
     const started = Date.now();
-    const res = await postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope(mention(scriptMessage([{ text: "slow", delay_ms: 20_000 }])), id, BOT),
-    );
+    const res = await e2e.postEvent(e2e.envelope(mention(scriptMessage([{ text: "slow", delay_ms: 20_000 }])), id));
     expect(res.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(3_000);
     const { json } = await receipt(id);
@@ -487,7 +474,7 @@ describe("decisions from Slack", () => {
   it("SLACK_ALLOW_EXTERNAL_USERS=true: another organisation's user starts a run as slack:<their team>:<user>; one listed as <team>:<user> decides, the same id of the installation's team does not", async () => {
     const id = eventId();
     const external = { ...mention("from a partner"), user: PARTNER, user_team: PARTNER_TEAM };
-    expect((await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(external, id, BOT))).status).toBe(200);
+    expect((await e2e.postEvent(e2e.envelope(external, id))).status).toBe(200);
     const started = (await receipt(id)).json!.run_id;
     await untilCompleted(summary, started);
     expect(await summary(started)).toMatchObject({ user_id: PARTNER, requested_by: `slack:${PARTNER_TEAM}:${PARTNER}` });

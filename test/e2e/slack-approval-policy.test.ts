@@ -7,22 +7,13 @@
 // and one person across every credential (API token, Access assertion
 // verified against the JWKS stand-in, signed Slack click) under one rule.
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { beforeAll, beforeEach, describe, expect, inject, it, afterAll } from "vitest";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
-import { slackIds, useSlackE2e } from "../support/slack-e2e-setup";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { type JwksServer, startJwksServer } from "../support/jwks-server";
 import { eventTypes, RawSseClient } from "../support/sse-client";
 
-const SECRET = "test-signing-secret-policy";
-const BOT_TOKEN = "xoxb-test-bot-token-policy";
 const BOT = "UBOT0002";
 const REQUESTER = "UREQUESTER2";
 const ALICE = "UALICE0001";
@@ -36,7 +27,6 @@ const AUD = "aud-slack-policy";
 
 let jwks: JwksServer;
 let signingKey: CryptoKey;
-const { eventId, ts, triggerId } = slackIds("EvP");
 
 beforeAll(async () => {
   jwks = await startJwksServer();
@@ -51,8 +41,10 @@ afterAll(async () => {
 });
 
 const e2e = useSlackE2e({
-  secret: SECRET,
-  botToken: BOT_TOKEN,
+  secret: "test-signing-secret-policy",
+  botToken: "xoxb-test-bot-token-policy",
+  bot: BOT,
+  eventIdPrefix: "EvP",
   vars: () => ({
     ACCESS_TEAM_DOMAIN: jwks.url,
     ACCESS_AUD: AUD,
@@ -64,6 +56,7 @@ const e2e = useSlackE2e({
     APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${TEST_TEAM_ID}:${ALICE}`, `slack:${TEST_TEAM_ID}:${BOB}`, "token:alice-*"] }),
   }),
 });
+const { eventId, ts } = e2e;
 
 beforeEach(() => {
   e2e.slack.setUserEmail(ALICE, "Alice@Example.com");
@@ -91,7 +84,7 @@ async function startBySlack(tool: string, args: Record<string, unknown>): Promis
     channel: CHANNEL,
     event_ts: ts(),
   };
-  expect((await postSlackEvent(`${e2e.server.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT))).status).toBe(200);
+  expect((await e2e.postEvent(e2e.envelope(event, id))).status).toBe(200);
   // The ack may come before the start finished (its budget is 2 s): the receipt is polled for.
   const found: { receipt?: { run_id: string } } = {};
   await expect
@@ -111,15 +104,12 @@ async function startBySlack(tool: string, args: Record<string, unknown>): Promis
 }
 
 function click(decision: "approve" | "deny", user: string, runId: string, approvalId: string) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId: decision === "approve" ? "approval_approve" : "approval_deny",
     user,
     channel: CHANNEL,
     value: JSON.stringify({ run_id: runId, approval_id: approvalId, level: "approve" }),
-    triggerId: triggerId(),
-    botUserId: BOT,
   });
-  return postSlackInteraction(`${e2e.server.url}/slack/interactivity`, SECRET, payload);
 }
 
 /** A decision as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */

@@ -6,21 +6,12 @@
 // through config, so no test waits for a production default.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
+import { blockActionsPayload, scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
-import { slackIds, useSlackE2e } from "../support/slack-e2e-setup";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { untilCompleted, untilPostsDelivered } from "../support/run-waits";
 
-const SECRET = "test-signing-secret-posts";
-const BOT_TOKEN = "xoxb-test-bot-token-posts";
 const BOT = "UBOT0002";
 const REQUESTER = "UREQUESTER2";
 const APPROVER = "UAPPROVER2";
@@ -28,11 +19,11 @@ const CHANNEL = "C0POSTS001";
 const DELIVERY_MAX_MS = 6_000;
 const demoBase = inject("demoMcpBaseUrl");
 
-const { eventId, ts, triggerId } = slackIds("EvP");
-
 const e2e = useSlackE2e({
-  secret: SECRET,
-  botToken: BOT_TOKEN,
+  secret: "test-signing-secret-posts",
+  botToken: "xoxb-test-bot-token-posts",
+  bot: BOT,
+  eventIdPrefix: "EvP",
   startTimeoutMs: 120_000,
   vars: () => ({
     SLACK_APPROVERS: JSON.stringify([APPROVER]),
@@ -47,11 +38,12 @@ const e2e = useSlackE2e({
     SLACK_HOME_REPUBLISH_MS: "200",
   }),
 });
+const { eventId, ts, triggerId } = e2e;
 
 async function startBySlack(target: WorkerServer, text: string, channel = CHANNEL, extra: Record<string, unknown> = {}): Promise<string> {
   const id = eventId();
   const event = { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel, ...extra };
-  const res = await postSlackEvent(`${target.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT));
+  const res = await e2e.postEvent(e2e.envelope(event, id), {}, target);
   expect(res.status).toBe(200);
   const receipt = await target.api(`/api/deliveries/${encodeURIComponent(id)}`);
   expect(receipt.status).toBe(200);
@@ -67,15 +59,12 @@ const delivered = (calls: RecordedCall[]) => calls.filter((c) => c.answered === 
 const texts = (calls: RecordedCall[]) => delivered(calls).map((c) => `${c.method}:${String(c.params.text ?? c.params.name ?? "")}`);
 
 function click(actionId: string, user: string, value: unknown) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId,
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: triggerId(),
-    botUserId: BOT,
   });
-  return postSlackInteraction(`${e2e.server.url}/slack/interactivity`, SECRET, payload);
 }
 
 const CREATE = "mcp__demo__create_dashboard";
@@ -300,12 +289,8 @@ describe("what a Slack-started run posts", () => {
     const published = (user: string) => delivered(e2e.slack.calls("views.publish")).filter((c) => c.params.user_id === user);
     const viewOf = (call: RecordedCall) =>
       (typeof call.params.view === "string" ? JSON.parse(call.params.view) : call.params.view) as Record<string, unknown>;
-    const opened = eventEnvelope(
-      { type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() },
-      eventId(),
-      BOT,
-    );
-    expect((await postSlackEvent(`${e2e.server.url}/slack/events`, SECRET, opened)).status).toBe(200);
+    const opened = e2e.envelope({ type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() }, eventId());
+    expect((await e2e.postEvent(opened)).status).toBe(200);
     await e2e.slack.waitFor(() => published(APPROVER).length === 1);
     expect(viewOf(published(APPROVER)[0]!).type).toBe("home");
 
@@ -332,7 +317,7 @@ describe("what a Slack-started run posts", () => {
     });
     const { channel: _channel, message: _message, container: _container, ...fromHome } = payload;
     const homeClick = { ...fromHome, container: { type: "view", view_id: "V0HOME" }, view: { id: "V0HOME", type: "home" } };
-    expect((await postSlackInteraction(`${e2e.server.url}/slack/interactivity`, SECRET, homeClick)).status).toBe(200);
+    expect((await e2e.postInteraction(homeClick)).status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
     const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(demoCalls.by_tool.create_dashboard).toBe(1);

@@ -6,19 +6,10 @@
 // The uninstall tests come last: a real app_uninstalled stops this server's
 // posts for good.
 import { describe, expect, it } from "vitest";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
+import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
-import { slackIds, useSlackE2e } from "../support/slack-e2e-setup";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 
-const SECRET = "test-signing-secret-scope";
-const BOT_TOKEN = "xoxb-test-bot-token-scope";
 const BOT = "UBOT0003";
 const REQUESTER = "UREQUESTER3";
 const APPROVER = "UAPPROVER3";
@@ -27,11 +18,11 @@ const FOREIGN_TEAM = "T0FOREIGN";
 const EXTERNAL_TEAM = "T0EXTERNAL";
 const TRIGGERS_PER_MINUTE = 2;
 
-const { eventId, ts, triggerId } = slackIds("EvS");
-
 const e2e = useSlackE2e({
-  secret: SECRET,
-  botToken: BOT_TOKEN,
+  secret: "test-signing-secret-scope",
+  botToken: "xoxb-test-bot-token-scope",
+  bot: BOT,
+  eventIdPrefix: "EvS",
   standInTeamId: TEST_TEAM_ID,
   startTimeoutMs: 120_000,
   vars: () => ({
@@ -41,8 +32,7 @@ const e2e = useSlackE2e({
     TRIGGER_RATE_PER_MINUTE: String(TRIGGERS_PER_MINUTE),
   }),
 });
-
-const eventsUrl = () => `${e2e.server.url}/slack/events`;
+const { eventId, ts } = e2e;
 
 /** Posts a signed mention; answers its event id. */
 async function mention(
@@ -58,7 +48,7 @@ async function mention(
     channel: options.channel ?? CHANNEL,
     ...options.event,
   };
-  const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, id, BOT, options.team));
+  const res = await e2e.postEvent(e2e.envelope(event, id, options.team));
   expect(res.status).toBe(200);
   return id;
 }
@@ -83,16 +73,13 @@ async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
 }
 
 function click(user: string, value: unknown, teams: { teamId?: string; userTeamId?: string } = {}) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId: "approval_approve",
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: triggerId(),
-    botUserId: BOT,
     ...teams,
   });
-  return postSlackInteraction(`${e2e.server.url}/slack/interactivity`, SECRET, payload);
 }
 
 const CREATE = "mcp__demo__create_dashboard";
@@ -179,8 +166,8 @@ describe("the trigger limit in Slack (contract section 18)", () => {
   it("a mention past TRIGGER_RATE_PER_MINUTE starts nothing and is answered ephemerally; Slack's retry of an earlier one is not counted", async () => {
     const user = "URATELIMIT1";
     const firstId = eventId();
-    const first = eventEnvelope({ type: "app_mention", user, text: `<@${BOT}> one`, ts: ts(), channel: CHANNEL }, firstId, BOT);
-    expect((await postSlackEvent(eventsUrl(), SECRET, first)).status).toBe(200);
+    const first = e2e.envelope({ type: "app_mention", user, text: `<@${BOT}> one`, ts: ts(), channel: CHANNEL }, firstId);
+    expect((await e2e.postEvent(first)).status).toBe(200);
     await mention("two", { user });
     const over = await mention("three", { user });
     expect(await receiptStatus(over)).toBe(404);
@@ -190,7 +177,7 @@ describe("the trigger limit in Slack (contract section 18)", () => {
     expect(String(answer?.params.text)).toMatch(new RegExp(`more than ${TRIGGERS_PER_MINUTE} runs within a minute.*Try again in \\d+ s`));
     // Slack's retry of the first mention finds its run and is neither counted nor refused.
     const runId = await runOf(firstId);
-    expect((await postSlackEvent(eventsUrl(), SECRET, first, { retryNum: 1 })).status).toBe(200);
+    expect((await e2e.postEvent(first, { retryNum: 1 })).status).toBe(200);
     expect(await runOf(firstId)).toBe(runId);
     expect(e2e.slack.calls("chat.postEphemeral")).toHaveLength(1);
     // Another person is not held back by this one's limit.
@@ -224,14 +211,9 @@ describe("a cancelled Slack run", () => {
 
 // Last: the installation team's app_uninstalled stops this server's posts for good.
 describe("app_uninstalled and tokens_revoked", () => {
-  const uninstalled = (team: string) =>
-    postSlackEvent(eventsUrl(), SECRET, eventEnvelope({ type: "app_uninstalled", event_ts: ts() }, eventId(), BOT, team));
+  const uninstalled = (team: string) => e2e.postEvent(e2e.envelope({ type: "app_uninstalled", event_ts: ts() }, eventId(), team));
   const revoked = (team: string) =>
-    postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope({ type: "tokens_revoked", tokens: { oauth: [], bot: [BOT] }, event_ts: ts() }, eventId(), BOT, team),
-    );
+    e2e.postEvent(e2e.envelope({ type: "tokens_revoked", tokens: { oauth: [], bot: [BOT] }, event_ts: ts() }, eventId(), team));
 
   it("from another team, stop nothing: the next run's posts arrive", async () => {
     expect((await uninstalled(FOREIGN_TEAM)).status).toBe(200);
