@@ -157,11 +157,6 @@ export async function openConsole(options: ConsoleOptions): Promise<SignedInCons
   }
 }
 
-/** Starts the stack and a browser signed in on it; the page's uncaught errors are pushed to `pageErrors`. Stops what it started if a step fails. */
-export function openSignedInConsole(pageErrors: Error[], vars: StackVars = {}): Promise<SignedInConsole> {
-  return openConsole({ pageErrors, vars });
-}
-
 /** Closes the browser, then stops the stack; either may be missing (a set-up that failed half-way). */
 export async function closeSignedInConsole(browser: ConsoleBrowser | undefined, stack: ConsoleStack | undefined): Promise<void> {
   await browser?.close();
