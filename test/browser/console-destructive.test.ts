@@ -5,18 +5,11 @@
 // delete_dashboard beside its create_dashboard. A question a stateless
 // server asks mid-call is answered with the form built from its
 // requested_schema, on the run's card and in the inbox.
-import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineClient } from "../../src/client";
 import { e2eVars } from "../e2e/global-setup";
 import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
-import {
-  type ConsoleBrowser,
-  type ConsoleStack,
-  closeSignedInConsole,
-  openSignedInConsole,
-  waitForSummary,
-} from "../support/console-browser";
+import { useConsoleSuite } from "../support/browser-session";
+import { waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const DELETE = "mcp__demo__delete_dashboard";
@@ -25,16 +18,21 @@ const STATELESS_KEY = "stateless-key-console";
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
-let stack: ConsoleStack;
-let browser: ConsoleBrowser;
-let page: Page;
-let engine: EngineClient;
 let stateless: StatelessMcpServer;
 const pageErrors: Error[] = [];
 
+// Registered before the console's hooks: the stateless server starts before the Worker names it, and stops after it.
 beforeAll(async () => {
   stateless = await startStatelessMcpServer(STATELESS_KEY);
-  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors, (demoUrl) => {
+});
+
+afterAll(async () => {
+  await stateless?.stop();
+});
+
+const ui = useConsoleSuite({
+  pageErrors,
+  vars: (demoUrl) => {
     const vars = e2eVars(demoUrl);
     return {
       MCP_SERVERS: JSON.stringify({
@@ -43,25 +41,20 @@ beforeAll(async () => {
       }),
       MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(vars.MUTATION_BUDGET!), [CONFIRM_NOTE]: 2 }),
     };
-  }));
-}, 120_000);
-
-afterAll(async () => {
-  await closeSignedInConsole(browser, stack);
-  await stateless?.stop();
+  },
 });
 
 /** A run calling confirm_note, approved through the API; resolves once the server's question waits. */
 async function questionAsked(text: string): Promise<{ runId: string; inputId: string }> {
-  const { run_id: runId } = await engine.trigger({
+  const { run_id: runId } = await ui.engine.trigger({
     message: "a note",
     channel_id: "C-questions",
     script: [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "note-1", arguments: { text } }] }, { text: "done" }],
   });
-  const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
-  await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
+  const approval = await waitForSummary(ui.engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+  await ui.engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
   const inputId = await waitForSummary(
-    engine,
+    ui.engine,
     runId,
     (s) => (s.pending_inputs as { input_id?: string }[]).find((q) => q.input_id !== undefined)?.input_id,
     UI_TIMEOUT_MS,
@@ -77,7 +70,7 @@ const lastResponses = () =>
 
 describe("the approval form in Chromium", () => {
   it("marks the destructive tool's approval \"Destructive\" and not the other's", async () => {
-    const { run_id: runId } = await engine.trigger({
+    const { run_id: runId } = await ui.engine.trigger({
       message: "tidy the dashboards",
       channel_id: "C-destructive",
       script: [
@@ -89,16 +82,16 @@ describe("the approval form in Chromium", () => {
         },
       ],
     });
-    await waitForSummary(engine, runId, (s) => (s.pending_approvals.length === 2 ? true : undefined), UI_TIMEOUT_MS);
-    await page.goto(`${stack.server.url}/console#/runs/${runId}`);
-    const form = (tool: string) => page.getByRole("form", { name: `Decide ${tool}` });
+    await waitForSummary(ui.engine, runId, (s) => (s.pending_approvals.length === 2 ? true : undefined), UI_TIMEOUT_MS);
+    await ui.page.goto(`${ui.stack.server.url}/console#/runs/${runId}`);
+    const form = (tool: string) => ui.page.getByRole("form", { name: `Decide ${tool}` });
     await form(DELETE).waitFor({ timeout: UI_TIMEOUT_MS });
     await form(CREATE).waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await form(DELETE).locator(".destructive").innerText()).toMatch(/^Destructive: its server says/);
     expect(await form(DELETE).getByText("to confirm").count()).toBe(1);
     expect(await form(CREATE).locator(".destructive").count()).toBe(0);
     expect(await form(CREATE).innerText()).not.toContain("Destructive");
-    await engine.cancel(runId);
+    await ui.engine.cancel(runId);
     expect(pageErrors).toEqual([]);
   });
 });
@@ -106,8 +99,8 @@ describe("the approval form in Chromium", () => {
 describe("an MCP server's question mid-call in Chromium", () => {
   it("answers it on the run's card with the form from requested_schema: a bad value is shown and not sent, a good one goes to the server typed", async () => {
     const { runId, inputId } = await questionAsked("from chromium");
-    await page.goto(`${stack.server.url}/console#/runs/${runId}`);
-    const form = page.locator(`form.question-form[data-input-id="${inputId}"]`);
+    await ui.page.goto(`${ui.stack.server.url}/console#/runs/${runId}`);
+    const form = ui.page.locator(`form.question-form[data-input-id="${inputId}"]`);
     await form.waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await form.innerText()).toContain('Create the note "from chromium"?');
     await form.locator('[data-field="confirm"] select').selectOption("true");
@@ -130,8 +123,8 @@ describe("an MCP server's question mid-call in Chromium", () => {
     expect(lastResponses()).toBeUndefined();
     await form.getByRole("checkbox", { name: "Urgent" }).uncheck();
     await form.getByRole("button", { name: "Accept" }).click();
-    const card = page.locator('li.card[data-tool-call-id="note-1"]');
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    const card = ui.page.locator('li.card[data-tool-call-id="note-1"]');
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
     expect(lastResponses()).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops", tags: ["later"] } } });
     await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("answered by token:root");
     expect(pageErrors).toEqual([]);
@@ -141,17 +134,17 @@ describe("an MCP server's question mid-call in Chromium", () => {
     const { runId, inputId } = await questionAsked("declined in chromium");
     // The inbox reads the inputs listing (contract section 15), where the question is its own item with its form.
     const listedAs = async (status: "pending" | "answered") =>
-      (await engine.listInputs({ status, limit: 200 })).inputs.find((q) => q.run_id === runId && q.input_id === inputId);
+      (await ui.engine.listInputs({ status, limit: 200 })).inputs.find((q) => q.run_id === runId && q.input_id === inputId);
     await expect
       .poll(() => listedAs("pending"), { timeout: UI_TIMEOUT_MS })
       .toMatchObject({ run_id: runId, tool_call_id: "note-1", status: "pending", requested_schema: { type: "object" } });
-    await page.goto(`${stack.server.url}/console#/questions`);
+    await ui.page.goto(`${ui.stack.server.url}/console#/questions`);
     // Input ids are per run (`<tool_call_id>:<round>:<key>`): the earlier case's run had the same one.
-    const item = page.locator(`li.card[data-input-id="${inputId}"]`).filter({ hasText: runId });
+    const item = ui.page.locator(`li.card[data-input-id="${inputId}"]`).filter({ hasText: runId });
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     await item.getByRole("button", { name: "Decline" }).click();
     await expect.poll(() => item.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("Declined.");
-    await waitForSummary(engine, runId, (s) => (s.status === "completed" ? true : undefined), UI_TIMEOUT_MS);
+    await waitForSummary(ui.engine, runId, (s) => (s.status === "completed" ? true : undefined), UI_TIMEOUT_MS);
     expect(lastResponses()).toEqual({ confirm: { action: "decline" } });
     await expect.poll(() => listedAs("answered"), { timeout: UI_TIMEOUT_MS }).toMatchObject({ status: "answered" });
     expect(pageErrors).toEqual([]);

@@ -2,17 +2,11 @@
 // sections 15 and 16): the runs listing, the approvals inbox and the questions
 // page, which read GET /api/runs, /api/approvals and /api/inputs. They need
 // the run index filled by each run's object (src/listings/run-index.ts).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Page, Response as PageResponse } from "playwright-core";
-import { EngineClient, type ScriptTurn } from "../../src/client";
-import {
-  type ConsoleBrowser,
-  type ConsoleStack,
-  launchConsoleBrowser,
-  signIn,
-  startConsoleStack,
-  waitForSummary,
-} from "../support/console-browser";
+import { describe, expect, it } from "vitest";
+import type { Response as PageResponse } from "playwright-core";
+import type { ScriptTurn } from "../../src/client";
+import { useConsoleSuite } from "../support/browser-session";
+import { waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 /** The session's principal: the API token's (contract section 18). */
@@ -21,19 +15,16 @@ const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
 /** The index may lag a moment behind the run (an alarm flushes it); the page polls every 2 s. */
 const UI_TIMEOUT_MS = 15_000;
 
-let stack: ConsoleStack;
-let browser: ConsoleBrowser;
-let page: Page;
-let engine: EngineClient;
+const ui = useConsoleSuite();
 
-const consoleUrl = (hash = "") => `${stack.server.url}/console${hash}`;
+const consoleUrl = (hash = "") => `${ui.stack.server.url}/console${hash}`;
 
 async function trigger(script: ScriptTurn[]): Promise<string> {
-  return (await engine.trigger({ message: "from the listings browser test", channel_id: "C-inbox", script })).run_id;
+  return (await ui.engine.trigger({ message: "from the listings browser test", channel_id: "C-inbox", script })).run_id;
 }
 
 async function dashboards(): Promise<string[]> {
-  const state = (await (await fetch(`${stack.demo.baseUrl}/control/state`)).json()) as { dashboards: { title: string }[] };
+  const state = (await (await fetch(`${ui.stack.demo.baseUrl}/control/state`)).json()) as { dashboards: { title: string }[] };
   return state.dashboards.map((d) => d.title);
 }
 
@@ -41,30 +32,17 @@ async function dashboards(): Promise<string[]> {
 const listing = (res: PageResponse) => res.url().includes("/api/approvals?");
 
 async function approvalIdOf(runId: string): Promise<string> {
-  return (await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS)).approval_id;
+  return (await waitForSummary(ui.engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS)).approval_id;
 }
-
-beforeAll(async () => {
-  stack = await startConsoleStack();
-  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
-  browser = await launchConsoleBrowser();
-  page = browser.page;
-  await signIn(page, stack.server.url, stack.server.token);
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
 
 describe.sequential("the console's listings in Chromium (need the run index)", () => {
   it("lists a new run on the runs page, and its link opens the run's timeline", async () => {
     const runId = await trigger([{ text: "listed" }]);
-    await page.goto(consoleUrl("#/runs"));
-    const row = page.locator(`tr[data-run-id="${runId}"]`);
+    await ui.page.goto(consoleUrl("#/runs"));
+    const row = ui.page.locator(`tr[data-run-id="${runId}"]`);
     await row.waitFor({ timeout: UI_TIMEOUT_MS });
     await row.getByRole("link", { name: runId }).click();
-    await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
   });
 
   it("approves a mutation from the inbox; its card reaches executed and the demo server's state changes", async () => {
@@ -74,10 +52,10 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
       { text: "done" },
     ]);
     const approvalId = await approvalIdOf(runId);
-    await page.goto(consoleUrl("#/approvals"));
-    const item = page.locator(`li[data-approval-id="${approvalId}"]`);
+    await ui.page.goto(consoleUrl("#/approvals"));
+    const item = ui.page.locator(`li[data-approval-id="${approvalId}"]`);
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
-    expect(await page.locator("body").innerText()).not.toContain(CANARY);
+    expect(await ui.page.locator("body").innerText()).not.toContain(CANARY);
     expect(await item.innerText()).toMatch(/\[redacted\]/i);
     // The listing names what the engine withheld, as the run page does (contract section 19).
     const withheld = await item.locator("[data-hidden-path]").evaluateAll((items) => items.map((li) => li.textContent));
@@ -85,7 +63,7 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     await item.getByRole("button", { name: "Approve" }).click();
     await item.getByText("Decision sent: approved").waitFor({ timeout: UI_TIMEOUT_MS });
     await item.getByRole("link", { name: runId }).click();
-    const card = page.locator('li.card[data-tool-call-id="inbox-1"]');
+    const card = ui.page.locator('li.card[data-tool-call-id="inbox-1"]');
     await expect.poll(() => card.getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toBe("executed");
     await expect.poll(() => card.innerText(), { timeout: UI_TIMEOUT_MS }).toContain(PRINCIPAL);
     expect(await dashboards()).toContain(title);
@@ -97,11 +75,11 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
       { text: "ok" },
     ]);
     const approvalId = await approvalIdOf(runId);
-    await page.goto(consoleUrl("#/approvals"));
-    const item = page.locator(`li[data-approval-id="${approvalId}"]`);
+    await ui.page.goto(consoleUrl("#/approvals"));
+    const item = ui.page.locator(`li[data-approval-id="${approvalId}"]`);
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     // A listing poll of this page that no longer lists the approval (the index caught up with the decision).
-    const dropped = page.waitForResponse(async (res) => listing(res) && !(await res.text()).includes(approvalId), {
+    const dropped = ui.page.waitForResponse(async (res) => listing(res) && !(await res.text()).includes(approvalId), {
       timeout: UI_TIMEOUT_MS,
     });
     await item.getByRole("button", { name: "Deny" }).click();
@@ -109,16 +87,16 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
     // The decided item stays in this view with its confirmation after the listing dropped it...
     await dropped;
     // The page's next poll (every 2 s): the listing that dropped it has been rendered by then.
-    await page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
+    await ui.page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
     expect(await item.getByText("Decision sent: denied").isVisible()).toBe(true);
     // ...and a fresh view of the inbox does not show it.
-    await page.goto(consoleUrl("#/runs"));
-    const fresh = page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
-    await page.goto(consoleUrl("#/approvals"));
+    await ui.page.goto(consoleUrl("#/runs"));
+    const fresh = ui.page.waitForResponse(listing, { timeout: UI_TIMEOUT_MS });
+    await ui.page.goto(consoleUrl("#/approvals"));
     expect(await (await fresh).text()).not.toContain(approvalId);
-    await page.getByRole("heading", { name: "Approvals waiting" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.getByRole("heading", { name: "Approvals waiting" }).waitFor({ timeout: UI_TIMEOUT_MS });
     await expect.poll(() => item.count(), { timeout: UI_TIMEOUT_MS }).toBe(0);
-    expect((await engine.summary(runId)).pending_approvals).toEqual([]);
+    expect((await ui.engine.summary(runId)).pending_approvals).toEqual([]);
     expect(await dashboards()).not.toContain("inbox-denied");
   });
 
@@ -127,14 +105,14 @@ describe.sequential("the console's listings in Chromium (need the run index)", (
       { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-inbox", arguments: { question: "Which region?" } }] },
       { text: "ok" },
     ]);
-    await page.goto(consoleUrl("#/questions"));
-    const item = page.locator('li[data-tool-call-id="ask-inbox"]');
+    await ui.page.goto(consoleUrl("#/questions"));
+    const item = ui.page.locator('li[data-tool-call-id="ask-inbox"]');
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     await item.getByLabel("Which region?").fill("eu-west");
     await item.getByRole("button", { name: "Send answer" }).click();
-    for await (const event of engine.events(runId)) {
+    for await (const event of ui.engine.events(runId)) {
       if (event.type === "human_input_received") expect(event.answered_by).toBe(PRINCIPAL);
     }
-    expect((await engine.summary(runId)).status).toBe("completed");
+    expect((await ui.engine.summary(runId)).status).toBe("completed");
   });
 });

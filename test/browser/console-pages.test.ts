@@ -3,18 +3,10 @@
 // a run's page is one timeline in event order with outcome states in their
 // own words and colours, an unknown run is "not found", and the runs list and
 // the navigation show what waits on a person.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Page } from "playwright-core";
-import type { EngineClient, ScriptTurn } from "../../src/client";
-import {
-  type ConsoleBrowser,
-  type ConsoleStack,
-  closeSignedInConsole,
-  launchConsoleBrowser,
-  openSignedInConsole,
-  signIn,
-  waitForSummary,
-} from "../support/console-browser";
+import { describe, expect, it } from "vitest";
+import type { ScriptTurn } from "../../src/client";
+import { useConsoleSuite } from "../support/browser-session";
+import { launchConsoleBrowser, signIn, waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const LIST = "mcp__demo__list_dashboards";
@@ -25,43 +17,40 @@ const MESSAGE_SECRET = `sk-live-${Math.random().toString(36).slice(2)}${Math.ran
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
-let stack: ConsoleStack;
-let browser: ConsoleBrowser;
-let page: Page;
-let engine: EngineClient;
 /** Uncaught exceptions of the page (the console must never throw one). */
 const pageErrors: Error[] = [];
+const ui = useConsoleSuite({ pageErrors });
 
-const consoleUrl = (hash = "") => `${stack.server.url}/console${hash}`;
+const consoleUrl = (hash = "") => `${ui.stack.server.url}/console${hash}`;
 
 async function trigger(message: string, script: ScriptTurn[], channel = "C-pages"): Promise<string> {
-  return (await engine.trigger({ message, channel_id: channel, script })).run_id;
+  return (await ui.engine.trigger({ message, channel_id: channel, script })).run_id;
 }
 
 async function approve(runId: string, toolCallId: string): Promise<void> {
   const approval = await waitForSummary(
-    engine,
+    ui.engine,
     runId,
     (s) => s.pending_approvals.find((a) => a.tool_call_id === toolCallId),
     UI_TIMEOUT_MS,
   );
-  await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
+  await ui.engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
 }
 
 async function toEnd(runId: string): Promise<void> {
-  for await (const _ of engine.events(runId)) {
+  for await (const _ of ui.engine.events(runId)) {
     // to the terminal event
   }
 }
 
 async function openRun(runId: string) {
-  await page.goto(consoleUrl(`#/runs/${runId}`));
-  await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
+  await ui.page.goto(consoleUrl(`#/runs/${runId}`));
+  await ui.page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
 }
 
 /** The kinds of the timeline's entries, top to bottom, with the sequences they stand at. */
 async function timeline(): Promise<{ kind: string; sequence: number; id?: string }[]> {
-  return page.locator("ol.timeline > li").evaluateAll((items) =>
+  return ui.page.locator("ol.timeline > li").evaluateAll((items) =>
     items.map((li) => ({
       kind: li.getAttribute("data-kind") ?? "",
       sequence: Number(li.getAttribute("data-sequence")),
@@ -72,7 +61,7 @@ async function timeline(): Promise<{ kind: string; sequence: number; id?: string
 
 /** The card's left border colour and the page's colour for a tone, as the browser computed them. */
 async function colours(selector: string, variable: string): Promise<{ border: string; expected: string }> {
-  return page.evaluate(
+  return ui.page.evaluate(
     ([sel, v]) => {
       const probe = document.createElement("span");
       probe.style.color = `var(${v})`;
@@ -86,30 +75,24 @@ async function colours(selector: string, variable: string): Promise<{ border: st
   );
 }
 
-beforeAll(async () => {
-  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors));
-}, 120_000);
-
-afterAll(() => closeSignedInConsole(browser, stack));
-
 describe.sequential("the console's pages in Chromium", () => {
   it("renders for any fragment: a malformed escape, an unknown page, and then a real page, with no uncaught error", async () => {
-    await page.goto(consoleUrl("#/runs/%E0%A4%A"));
-    await page.getByRole("heading", { name: /Run %E0%A4%A/ }).waitFor({ timeout: UI_TIMEOUT_MS });
-    await page.goto(consoleUrl("#/%E0%A4%A/%"));
-    await page.getByRole("heading", { name: "No such page" }).waitFor({ timeout: UI_TIMEOUT_MS });
-    expect(await page.locator("main").innerText()).toContain("#%E0%A4%A/%");
-    await page.goto(consoleUrl("#/runs"));
-    await page.getByRole("heading", { name: "Runs" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.goto(consoleUrl("#/runs/%E0%A4%A"));
+    await ui.page.getByRole("heading", { name: /Run %E0%A4%A/ }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.goto(consoleUrl("#/%E0%A4%A/%"));
+    await ui.page.getByRole("heading", { name: "No such page" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await ui.page.locator("main").innerText()).toContain("#%E0%A4%A/%");
+    await ui.page.goto(consoleUrl("#/runs"));
+    await ui.page.getByRole("heading", { name: "Runs" }).waitFor({ timeout: UI_TIMEOUT_MS });
     expect(pageErrors).toEqual([]);
   });
 
   it("shows a run id the engine does not know as not found: no running status, no Cancel button", async () => {
-    await page.goto(consoleUrl("#/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV"));
-    await page.getByRole("heading", { name: /not found/ }).waitFor({ timeout: UI_TIMEOUT_MS });
-    const main = await page.locator("main").innerText();
+    await ui.page.goto(consoleUrl("#/runs/run_01ARZ3NDEKTSV4RRFFQ69G5FAV"));
+    await ui.page.getByRole("heading", { name: /not found/ }).waitFor({ timeout: UI_TIMEOUT_MS });
+    const main = await ui.page.locator("main").innerText();
     expect(main).not.toMatch(/running/i);
-    expect(await page.getByRole("button", { name: "Cancel run" }).count()).toBe(0);
+    expect(await ui.page.getByRole("button", { name: "Cancel run" }).count()).toBe(0);
     expect(pageErrors).toEqual([]);
   });
 
@@ -124,28 +107,28 @@ describe.sequential("the console's pages in Chromium", () => {
     await approve(runId, "make-1");
     await toEnd(runId);
     await openRun(runId);
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
     const entries = await timeline();
     expect(entries.map((e) => e.id ?? e.kind)).toEqual(["request", "message", "look-1", "message", "make-1", "final"]);
     const sequences = entries.slice(1).map((e) => e.sequence);
     expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
-    const text = await page.locator("main").innerText();
+    const text = await ui.page.locator("main").innerText();
     expect(text).toContain("from the pages test: look, then create");
     expect(text).toContain("token:root asked");
     expect(text).not.toContain(MESSAGE_SECRET);
     expect(text.split("All done: one dashboard.").length - 1).toBe(1);
-    expect(await page.locator('li[data-kind="final"]').innerText()).toContain("Final answer");
+    expect(await ui.page.locator('li[data-kind="final"]').innerText()).toContain("Final answer");
     // Success in green: a read that returned, and a mutation whose durable outcome is completed.
     await expect
-      .poll(() => page.locator('li.card[data-tool-call-id="make-1"]').getAttribute("data-tone"), { timeout: UI_TIMEOUT_MS })
+      .poll(() => ui.page.locator('li.card[data-tool-call-id="make-1"]').getAttribute("data-tone"), { timeout: UI_TIMEOUT_MS })
       .toBe("ok");
-    expect(await page.locator('li.card[data-tool-call-id="look-1"]').getAttribute("data-tone")).toBe("ok");
+    expect(await ui.page.locator('li.card[data-tool-call-id="look-1"]').getAttribute("data-tone")).toBe("ok");
     const ok = await colours('li.card[data-tool-call-id="make-1"]', "--ok");
     expect(ok.border).toBe(ok.expected);
   });
 
   it("shows an outcome_unknown call as a warning in its own words and colour, never a green executed; then who reconciled it and the evidence", async () => {
-    const armed = await fetch(`${stack.demo.baseUrl}/control/faults`, {
+    const armed = await fetch(`${ui.stack.demo.baseUrl}/control/faults`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
@@ -157,11 +140,11 @@ describe.sequential("the console's pages in Chromium", () => {
     ]);
     await approve(runId, "lost-1");
     await toEnd(runId);
-    const [row] = (await engine.runMutations(runId)).mutations;
+    const [row] = (await ui.engine.runMutations(runId)).mutations;
     expect(row?.state).toBe("outcome_unknown");
 
     await openRun(runId);
-    const card = page.locator('li.card[data-tool-call-id="lost-1"]');
+    const card = ui.page.locator('li.card[data-tool-call-id="lost-1"]');
     await expect.poll(() => card.locator("h3 .stage").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("outcome unknown");
     expect(await card.getAttribute("data-tone")).toBe("warn");
     expect(await card.getAttribute("data-stage")).toBe("executed"); // the event says it left; the card says nobody knows
@@ -171,28 +154,28 @@ describe.sequential("the console's pages in Chromium", () => {
     const green = await colours('li.card[data-tool-call-id="lost-1"]', "--ok");
     expect(warn.border).not.toBe(green.expected);
     // The run ended, but not as a plain green "completed".
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
-    expect(await page.locator("h2 .status").getAttribute("class")).toContain("tone-warn");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
+    expect(await ui.page.locator("h2 .status").getAttribute("class")).toContain("tone-warn");
 
     // The runs list says the same: not a green "completed".
-    await page.goto(consoleUrl("#/runs?channel_id=C-pages"));
-    const listed = page.locator(`tr[data-run-id="${runId}"] td[data-label=Status] .status`);
+    await ui.page.goto(consoleUrl("#/runs?channel_id=C-pages"));
+    const listed = ui.page.locator(`tr[data-run-id="${runId}"] td[data-label=Status] .status`);
     await expect.poll(() => listed.innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
     expect(await listed.getAttribute("class")).toContain("tone-warn");
-    expect(await page.locator(`tr[data-run-id="${runId}"] td[data-label=Mutations]`).innerText()).toBe("1 unknown");
+    expect(await ui.page.locator(`tr[data-run-id="${runId}"] td[data-label=Mutations]`).innerText()).toBe("1 unknown");
     await openRun(runId);
     await expect.poll(() => card.locator("h3 .stage").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("outcome unknown");
 
     const evidence = "the demo server lists the dashboard";
-    await engine.reconcile(row!.mutation_id, { outcome: "completed", evidence });
+    await ui.engine.reconcile(row!.mutation_id, { outcome: "completed", evidence });
     const reconciled = card.locator(".reconciliation");
     await reconciled.waitFor({ timeout: UI_TIMEOUT_MS });
-    const settled = await engine.mutation(row!.mutation_id);
+    const settled = await ui.engine.mutation(row!.mutation_id);
     expect(await reconciled.innerText()).toContain(`Reconciled by ${settled.reconciliation!.reconciled_by}`);
     expect(await reconciled.innerText()).toContain(evidence);
     await expect.poll(() => card.getAttribute("data-tone"), { timeout: UI_TIMEOUT_MS }).toBe("ok");
     expect(await card.locator("h3 .stage").innerText()).toContain("completed (reconciled by");
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
   });
 
   it("leads the runs list with what waits on a person: its own status, the request's first words, who asked, outcomes, filters", async () => {
@@ -220,13 +203,13 @@ describe.sequential("the console's pages in Chromium", () => {
     );
     await approve(approved, "fine-1");
     await toEnd(approved);
-    await waitForSummary(engine, cancelled, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
-    await engine.cancel(cancelled);
+    await waitForSummary(ui.engine, cancelled, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+    await ui.engine.cancel(cancelled);
     await toEnd(cancelled);
     await toEnd(done);
 
-    await page.goto(consoleUrl(`#/runs?channel_id=${channel}`));
-    const row = (runId: string) => page.locator(`tr[data-run-id="${runId}"]`);
+    await ui.page.goto(consoleUrl(`#/runs?channel_id=${channel}`));
+    const row = (runId: string) => ui.page.locator(`tr[data-run-id="${runId}"]`);
     const status = (runId: string) => row(runId).locator("td[data-label=Status] .status");
     await expect.poll(() => status(waitingApproval).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("waiting for approval");
     await expect.poll(() => status(waitingAnswer).innerText(), { timeout: UI_TIMEOUT_MS }).toBe("waiting for an answer");
@@ -241,40 +224,40 @@ describe.sequential("the console's pages in Chromium", () => {
     expect(await row(done).locator("td[data-label=Duration]").innerText()).toMatch(/^\d+(\.\d)? s$/);
 
     // The status filter: only what waits on a person.
-    await page.getByLabel("Status").selectOption("waiting");
-    await expect.poll(() => page.evaluate(() => location.hash)).toContain("status=waiting");
+    await ui.page.getByLabel("Status").selectOption("waiting");
+    await expect.poll(() => ui.page.evaluate(() => location.hash)).toContain("status=waiting");
     await expect
-      .poll(() => page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id")).sort()), {
+      .poll(() => ui.page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id")).sort()), {
         timeout: UI_TIMEOUT_MS,
       })
       .toEqual([waitingApproval, waitingAnswer].sort());
-    await page.getByLabel("Status").selectOption("cancelled");
+    await ui.page.getByLabel("Status").selectOption("cancelled");
     await expect
-      .poll(() => page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))), {
+      .poll(() => ui.page.locator("tr[data-run-id]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run-id"))), {
         timeout: UI_TIMEOUT_MS,
       })
       .toEqual([cancelled]);
     // The requester filter (the listing's user_id), from the form.
-    await page.getByLabel("Status").selectOption("");
-    await page.getByLabel("Requester").fill("somebody-else");
-    await page.getByRole("button", { name: "Filter" }).click();
-    await page.getByText("No run matches these filters.").waitFor({ timeout: UI_TIMEOUT_MS });
-    expect(await page.locator("tr[data-run-id]").count()).toBe(0);
+    await ui.page.getByLabel("Status").selectOption("");
+    await ui.page.getByLabel("Requester").fill("somebody-else");
+    await ui.page.getByRole("button", { name: "Filter" }).click();
+    await ui.page.getByText("No run matches these filters.").waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await ui.page.locator("tr[data-run-id]").count()).toBe(0);
   });
 
   it("counts what waits in the navigation, and the landing page lists it for the person signed in", async () => {
-    const navCount = (pageName: string) => page.locator(`nav a[data-page="${pageName}"] .count`).getAttribute("data-count");
-    const pendingApprovals = async () => (await engine.listApprovals({ status: "pending", limit: 200 })).approvals.length;
-    const pendingInputs = async () => (await engine.listInputs({ status: "pending", limit: 200 })).inputs.length;
+    const navCount = (pageName: string) => ui.page.locator(`nav a[data-page="${pageName}"] .count`).getAttribute("data-count");
+    const pendingApprovals = async () => (await ui.engine.listApprovals({ status: "pending", limit: 200 })).approvals.length;
+    const pendingInputs = async () => (await ui.engine.listInputs({ status: "pending", limit: 200 })).inputs.length;
     const runId = await trigger("one more dashboard to approve", [
       { tool_calls: [{ tool_name: CREATE, tool_call_id: "count-1", arguments: { title: "counted" } }] },
       { text: "ok" },
     ]);
-    await page.goto(consoleUrl("#/"));
-    await page.getByRole("heading", { name: `Waiting for ${NAME}` }).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.goto(consoleUrl("#/"));
+    await ui.page.getByRole("heading", { name: `Waiting for ${NAME}` }).waitFor({ timeout: UI_TIMEOUT_MS });
     // The count is the listing's: once the index has this run's approval, the navigation shows the listing's length.
     await expect
-      .poll(async () => (await engine.listApprovals({ status: "pending", limit: 200 })).approvals.some((a) => a.run_id === runId), {
+      .poll(async () => (await ui.engine.listApprovals({ status: "pending", limit: 200 })).approvals.some((a) => a.run_id === runId), {
         timeout: UI_TIMEOUT_MS,
       })
       .toBe(true);
@@ -284,11 +267,11 @@ describe.sequential("the console's pages in Chromium", () => {
     const before = Number(await navCount("approvals"));
     expect(before).toBeGreaterThanOrEqual(2); // this run's and the runs-list test's, still waiting
     expect(Number(await navCount("questions"))).toBe(await pendingInputs());
-    expect(await page.locator('nav a[data-page="approvals"] .count').getAttribute("class")).toContain("waiting");
+    expect(await ui.page.locator('nav a[data-page="approvals"] .count').getAttribute("class")).toContain("waiting");
     // The landing page lists the same approvals, with their forms.
-    const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
-    await page.locator(`li[data-approval-id="${approval.approval_id}"]`).waitFor({ timeout: UI_TIMEOUT_MS });
-    await page.locator(`li[data-approval-id="${approval.approval_id}"]`).getByRole("button", { name: "Approve" }).click();
+    const approval = await waitForSummary(ui.engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+    await ui.page.locator(`li[data-approval-id="${approval.approval_id}"]`).waitFor({ timeout: UI_TIMEOUT_MS });
+    await ui.page.locator(`li[data-approval-id="${approval.approval_id}"]`).getByRole("button", { name: "Approve" }).click();
     await expect.poll(async () => Number(await navCount("approvals")), { timeout: UI_TIMEOUT_MS }).toBe(before - 1);
     await toEnd(runId);
   });
@@ -296,7 +279,7 @@ describe.sequential("the console's pages in Chromium", () => {
   it("is usable at phone width: long JSON and long ids wrap, nothing scrolls the page sideways", async () => {
     const phone = await launchConsoleBrowser({ width: 390, height: 844 });
     try {
-      await signIn(phone.page, stack.server.url, stack.server.token);
+      await signIn(phone.page, ui.stack.server.url, ui.stack.server.token);
       const long = "x".repeat(600);
       const runId = await trigger(`a very long request ${"y".repeat(400)}`, [
         { tool_calls: [{ tool_name: "mcp__demo__echo", tool_call_id: "echo-1", arguments: { blob: long } }] },
@@ -316,7 +299,7 @@ describe.sequential("the console's pages in Chromium", () => {
       await phone.page.goto(consoleUrl("#/approvals"));
       await phone.page.locator("li[data-approval-id]").first().waitFor({ timeout: UI_TIMEOUT_MS });
       expect(await overflow()).toBe(0);
-      await engine.cancel(runId);
+      await ui.engine.cancel(runId);
     } finally {
       await phone.close();
     }

@@ -3,39 +3,22 @@
 // persons approved of how many required, names each voter and who may still
 // decide, and a credential that is no person (the root token the page signed
 // in with) is refused with the policy's reason, changing nothing.
-import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/client";
-import {
-  type ConsoleBrowser,
-  type ConsoleStack,
-  closeSignedInConsole,
-  openSignedInConsole,
-  waitForSummary,
-} from "../support/console-browser";
+import { useConsoleSuite } from "../support/browser-session";
+import { waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
-let stack: ConsoleStack;
-let browser: ConsoleBrowser;
-let page: Page;
-let engine: EngineClient;
 const pageErrors: Error[] = [];
-
-beforeAll(async () => {
-  ({ stack, browser, page, engine } = await openSignedInConsole(pageErrors, {
-    TOOL_POLICY: JSON.stringify({ [CREATE]: { approvals_required: 2 } }),
-  }));
-}, 120_000);
-
-afterAll(() => closeSignedInConsole(browser, stack));
+const ui = useConsoleSuite({ pageErrors, vars: { TOOL_POLICY: JSON.stringify({ [CREATE]: { approvals_required: 2 } }) } });
 
 /** A client acting as a new approver token owned by `owner` (one person per owner). */
 async function approverAs(name: string, owner: string): Promise<{ client: EngineClient; principal: string }> {
-  const made = await engine.createToken({ name, roles: ["approver"], owner });
-  return { client: new EngineClient({ baseUrl: stack.server.url, token: made.token }), principal: `token:${name}` };
+  const made = await ui.engine.createToken({ name, roles: ["approver"], owner });
+  return { client: new EngineClient({ baseUrl: ui.stack.server.url, token: made.token }), principal: `token:${name}` };
 }
 
 describe("votes in the approval form, in Chromium", () => {
@@ -43,12 +26,12 @@ describe("votes in the approval form, in Chromium", () => {
     const suffix = Date.now().toString(36);
     const ann = await approverAs(`ann-${suffix}`, "access:ann@votes.example");
     const bo = await approverAs(`bo-${suffix}`, "access:bo@votes.example");
-    const { run_id: runId } = await engine.trigger({
+    const { run_id: runId } = await ui.engine.trigger({
       message: "two persons",
       script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "two-1", arguments: { title: `votes ${suffix}` } }] }, { text: "done" }],
     });
     const [approval] = await waitForSummary(
-      engine,
+      ui.engine,
       runId,
       (s) => (s.pending_approvals.length === 1 ? s.pending_approvals : undefined),
       UI_TIMEOUT_MS,
@@ -59,8 +42,8 @@ describe("votes in the approval form, in Chromium", () => {
       required: 2,
     });
 
-    await page.goto(`${stack.server.url}/console#/runs/${encodeURIComponent(runId)}`);
-    const votes = page.locator('[data-tool-call-id="two-1"] p.votes');
+    await ui.page.goto(`${ui.stack.server.url}/console#/runs/${encodeURIComponent(runId)}`);
+    const votes = ui.page.locator('[data-tool-call-id="two-1"] p.votes');
     await expect.poll(() => votes.getAttribute("data-votes"), { timeout: UI_TIMEOUT_MS }).toBe("1");
     expect(await votes.getAttribute("data-required")).toBe("2");
     const text = (await votes.textContent()) ?? "";
@@ -69,17 +52,17 @@ describe("votes in the approval form, in Chromium", () => {
     expect(text).toContain("anyone with the approver role");
 
     // The page's own credential is the root token: no person, so it never counts towards two.
-    await page.locator('[data-tool-call-id="two-1"] button[type="submit"]').click();
-    const error = page.locator('[data-tool-call-id="two-1"] p.error');
+    await ui.page.locator('[data-tool-call-id="two-1"] button[type="submit"]').click();
+    const error = ui.page.locator('[data-tool-call-id="two-1"] p.error');
     await error.waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await error.textContent()).toContain("approval policy does not let you decide");
-    expect((await engine.summary(runId)).pending_approvals).toHaveLength(1);
+    expect((await ui.engine.summary(runId)).pending_approvals).toHaveLength(1);
 
     expect(await bo.client.decideApproval(runId, approval!.approval_id, { decision: "approve" })).toMatchObject({
       status: "resolved",
       decision: "approved",
     });
-    const ended = await waitForSummary(engine, runId, (s) => (s.status === "completed" ? s : undefined), UI_TIMEOUT_MS);
+    const ended = await waitForSummary(ui.engine, runId, (s) => (s.status === "completed" ? s : undefined), UI_TIMEOUT_MS);
     expect(ended.status).toBe("completed");
     expect(pageErrors).toEqual([]);
   });

@@ -4,17 +4,10 @@
 // outcome_unknown row, cancel, sign out. And the safety properties: a
 // cross-origin POST with the cookie is 403, no URL or page storage ever holds
 // the token, and a secret planted in tool arguments never reaches a page.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Page } from "playwright-core";
-import { EngineClient, type ScriptTurn } from "../../src/client";
-import {
-  type ConsoleBrowser,
-  type ConsoleStack,
-  launchConsoleBrowser,
-  signIn,
-  startConsoleStack,
-  waitForSummary,
-} from "../support/console-browser";
+import { describe, expect, it } from "vitest";
+import type { ScriptTurn } from "../../src/client";
+import { useConsoleSuite } from "../support/browser-session";
+import { signIn, waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
@@ -25,80 +18,65 @@ const CANARY = `canary-${Math.random().toString(36).slice(2)}-secret`;
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
-let stack: ConsoleStack;
-let browser: ConsoleBrowser;
-let page: Page;
-let engine: EngineClient;
 /** Every URL the pages loaded or fetched. */
 const urls: string[] = [];
+/** Not signed in: the first test signs in through the page. */
+const ui = useConsoleSuite({ signedIn: false, watch: (page) => page.on("request", (r) => urls.push(r.url())) });
 
-const consoleUrl = (hash = "") => `${stack.server.url}/console${hash}`;
+const consoleUrl = (hash = "") => `${ui.stack.server.url}/console${hash}`;
 
 async function demoState(): Promise<{ dashboards: { id: string; title: string }[]; alerts: { chart: string }[] }> {
-  return (await fetch(`${stack.demo.baseUrl}/control/state`)).json() as never;
+  return (await fetch(`${ui.stack.demo.baseUrl}/control/state`)).json() as never;
 }
 
 async function trigger(script: ScriptTurn[]): Promise<string> {
-  return (await engine.trigger({ message: "from the browser test", channel_id: "C-console", script })).run_id;
+  return (await ui.engine.trigger({ message: "from the browser test", channel_id: "C-console", script })).run_id;
 }
 
-const card = (toolCallId: string) => page.locator(`li.card[data-tool-call-id="${toolCallId}"]`);
+const card = (toolCallId: string) => ui.page.locator(`li.card[data-tool-call-id="${toolCallId}"]`);
 
 async function expectStage(toolCallId: string, stage: string) {
   await expect.poll(() => card(toolCallId).getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toBe(stage);
 }
 
 async function openRun(runId: string) {
-  await page.goto(consoleUrl(`#/runs/${runId}`));
-  await page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
+  await ui.page.goto(consoleUrl(`#/runs/${runId}`));
+  await ui.page.getByRole("heading", { name: new RegExp(`Run ${runId}`) }).waitFor({ timeout: UI_TIMEOUT_MS });
 }
 
 /** The page's visible text and its whole DOM must not hold the canary or the token. */
 async function expectNoSecrets() {
-  const text = await page.locator("body").innerText();
-  const html = await page.content();
-  for (const secret of [CANARY, stack.server.token]) {
+  const text = await ui.page.locator("body").innerText();
+  const html = await ui.page.content();
+  for (const secret of [CANARY, ui.stack.server.token]) {
     expect(text).not.toContain(secret);
     expect(html).not.toContain(secret);
   }
 }
 
-beforeAll(async () => {
-  stack = await startConsoleStack();
-  engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
-  browser = await launchConsoleBrowser();
-  page = browser.page;
-  page.on("request", (r) => urls.push(r.url()));
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await stack?.stop();
-});
-
 describe.sequential("the console in Chromium", () => {
   it("signs in with the token: an HttpOnly session cookie, and the token nowhere in a URL or page storage", async () => {
-    await page.goto(consoleUrl());
-    const wrong = page.getByRole("alert");
-    await page.getByLabel(/API token/).fill("not-the-token");
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await ui.page.goto(consoleUrl());
+    const wrong = ui.page.getByRole("alert");
+    await ui.page.getByLabel(/API token/).fill("not-the-token");
+    await ui.page.getByRole("button", { name: "Sign in" }).click();
     await expect.poll(() => wrong.innerText(), { timeout: UI_TIMEOUT_MS }).toContain("neither the API token");
-    expect((await browser.context.cookies()).filter((c) => c.name === "console_session")).toEqual([]);
+    expect((await ui.browser.context.cookies()).filter((c) => c.name === "console_session")).toEqual([]);
 
-    await signIn(page, stack.server.url, stack.server.token);
-    await page.getByText(`signed in as ${PRINCIPAL}`).waitFor({ timeout: UI_TIMEOUT_MS });
-    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
+    await signIn(ui.page, ui.stack.server.url, ui.stack.server.token);
+    await ui.page.getByText(`signed in as ${PRINCIPAL}`).waitFor({ timeout: UI_TIMEOUT_MS });
+    const [cookie] = (await ui.browser.context.cookies()).filter((c) => c.name === "console_session");
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
-    expect(cookie!.value).not.toContain(stack.server.token);
+    expect(cookie!.value).not.toContain(ui.stack.server.token);
 
-    const storage = await page.evaluate(async () => ({
+    const storage = await ui.page.evaluate(async () => ({
       local: JSON.stringify({ ...localStorage }),
       session: JSON.stringify({ ...sessionStorage }),
       cookie: document.cookie,
       databases: JSON.stringify(await indexedDB.databases()),
       url: location.href,
     }));
-    for (const held of Object.values(storage)) expect(held).not.toContain(stack.server.token);
+    for (const held of Object.values(storage)) expect(held).not.toContain(ui.stack.server.token);
     expect(storage.cookie).toBe(""); // HttpOnly: no script reads the session cookie
   });
 
@@ -121,7 +99,7 @@ describe.sequential("the console in Chromium", () => {
     await expectStage("create-1", "executed");
     await expect.poll(() => card("create-1").locator(".outcome").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("completed");
     await expect.poll(() => card("create-1").innerText()).toContain(PRINCIPAL);
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
     expect((await demoState()).dashboards.map((d) => d.title)).toContain(title);
     // One stream for the page (no reconnection was needed here).
     expect(urls.filter((u) => u.includes("/events")).length - eventRequestsBefore).toBe(1);
@@ -160,7 +138,7 @@ describe.sequential("the console in Chromium", () => {
     await confirm.fill("mcp__demo__create_alert");
     await card("alert-1").getByRole("button", { name: "Approve" }).click();
     await expect.poll(() => card("alert-1").getByRole("alert").innerText(), { timeout: UI_TIMEOUT_MS }).toContain("does not match");
-    expect(await engine.summary(runId)).toMatchObject({ pending_approvals: [{ tool_call_id: "alert-1" }] });
+    expect(await ui.engine.summary(runId)).toMatchObject({ pending_approvals: [{ tool_call_id: "alert-1" }] });
     await confirm.fill(ALERT);
     await confirm.press("Enter"); // the keyboard submits the form
     await expectStage("alert-1", "executed");
@@ -178,7 +156,7 @@ describe.sequential("the console in Chromium", () => {
     await card("ask-1").getByRole("button", { name: "Send answer" }).click();
     await expect.poll(() => card("ask-1").getAttribute("data-stage"), { timeout: UI_TIMEOUT_MS }).toMatch(/^(answered|executed)$/);
     await expect.poll(() => card("ask-1").innerText(), { timeout: UI_TIMEOUT_MS }).toContain(`answered by ${PRINCIPAL}`);
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
   });
 
   it("shows a question's secrets redacted, on its run's card and on the questions page (contract section 20)", async () => {
@@ -191,12 +169,12 @@ describe.sequential("the console in Chromium", () => {
     await expectStage("ask-secret", "waiting_for_answer");
     await expect.poll(() => card("ask-secret").textContent(), { timeout: UI_TIMEOUT_MS }).toContain("[redacted]");
     await expectNoSecrets();
-    await page.goto(consoleUrl("#/questions"));
+    await ui.page.goto(consoleUrl("#/questions"));
     await expect
-      .poll(() => page.locator(`li.card[data-tool-call-id="ask-secret"]`).textContent(), { timeout: UI_TIMEOUT_MS })
+      .poll(() => ui.page.locator(`li.card[data-tool-call-id="ask-secret"]`).textContent(), { timeout: UI_TIMEOUT_MS })
       .toContain("[redacted]");
     await expectNoSecrets();
-    await engine.cancel(runId);
+    await ui.engine.cancel(runId);
   });
 
   it("cancels a run from its page", async () => {
@@ -206,16 +184,16 @@ describe.sequential("the console in Chromium", () => {
     ]);
     await openRun(runId);
     await expectStage("cancel-1", "waiting_for_approval");
-    await page.getByRole("button", { name: "Cancel run" }).click();
+    await ui.page.getByRole("button", { name: "Cancel run" }).click();
     await expectStage("cancel-1", "not_executed");
     // A cancelled run is its own grey "cancelled", not a red "failed".
-    await expect.poll(() => page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("cancelled");
-    expect(await page.locator("h2 .status").getAttribute("class")).toContain("tone-stopped");
+    await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("cancelled");
+    expect(await ui.page.locator("h2 .status").getAttribute("class")).toContain("tone-stopped");
     await expect.poll(() => card("cancel-1").innerText()).toContain("cancelled");
   });
 
   it("reconciles an outcome_unknown row from the outcomes page, recorded as the session's principal", async () => {
-    const armed = await fetch(`${stack.demo.baseUrl}/control/faults`, {
+    const armed = await fetch(`${ui.stack.demo.baseUrl}/control/faults`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
@@ -225,63 +203,63 @@ describe.sequential("the console in Chromium", () => {
       { tool_calls: [{ tool_name: CREATE, tool_call_id: "lost-1", arguments: { title: "lost", token: CANARY } }] },
       { text: "ok" },
     ]);
-    const approval = await waitForSummary(engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
-    await engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
-    for await (const _ of engine.events(runId)) {
+    const approval = await waitForSummary(ui.engine, runId, (s) => s.pending_approvals[0], UI_TIMEOUT_MS);
+    await ui.engine.decideApproval(runId, approval.approval_id, { decision: "approve" });
+    for await (const _ of ui.engine.events(runId)) {
       // to the terminal event
     }
-    const [row] = (await engine.runMutations(runId)).mutations;
+    const [row] = (await ui.engine.runMutations(runId)).mutations;
     expect(row?.state).toBe("outcome_unknown");
 
-    await page.goto(consoleUrl("#/outcomes"));
-    const item = page.locator(`li[data-mutation-id="${row!.mutation_id}"]`);
+    await ui.page.goto(consoleUrl("#/outcomes"));
+    const item = ui.page.locator(`li[data-mutation-id="${row!.mutation_id}"]`);
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     await expectNoSecrets();
     await item.getByLabel("It completed").check();
     await item.getByLabel(/Evidence/).fill("dashboard 'lost' exists in the demo server");
     await item.getByRole("button", { name: "Reconcile" }).click();
     await item.waitFor({ state: "detached", timeout: UI_TIMEOUT_MS });
-    const settled = await engine.mutation(row!.mutation_id);
+    const settled = await ui.engine.mutation(row!.mutation_id);
     expect(settled).toMatchObject({ state: "completed", reconciliation: { outcome: "completed", reconciled_by: PRINCIPAL } });
   });
 
   it("renders for any URL fragment, malformed escapes included, with no uncaught exception (contract section 20)", async () => {
     const errors: string[] = [];
     const onError = (err: Error) => errors.push(err.message);
-    page.on("pageerror", onError);
+    ui.page.on("pageerror", onError);
     try {
       for (const fragment of ["#/runs/%E0%A4%A", "#/%", "#/runs/%", "#/approvals/%ZZ", "#%E0", "#/runs/run_%00/x%"]) {
-        await page.goto(consoleUrl(fragment));
-        await page.getByRole("navigation", { name: "Console pages" }).waitFor({ timeout: UI_TIMEOUT_MS });
-        await page.locator("main h2").first().waitFor({ timeout: UI_TIMEOUT_MS });
+        await ui.page.goto(consoleUrl(fragment));
+        await ui.page.getByRole("navigation", { name: "Console pages" }).waitFor({ timeout: UI_TIMEOUT_MS });
+        await ui.page.locator("main h2").first().waitFor({ timeout: UI_TIMEOUT_MS });
       }
     } finally {
-      page.off("pageerror", onError);
+      ui.page.off("pageerror", onError);
     }
     expect(errors).toEqual([]);
   });
 
   it("shows the storage pool's slots and line", async () => {
-    await page.goto(consoleUrl("#/pool"));
-    await page
+    await ui.page.goto(consoleUrl("#/pool"));
+    await ui.page
       .getByText(/of 16 slots in use/)
       .first()
       .waitFor({ timeout: UI_TIMEOUT_MS });
-    expect(await page.locator(".slots li").count()).toBe(16);
+    expect(await ui.page.locator(".slots li").count()).toBe(16);
     // The headline metrics of section 22, read from /api/metrics: the pool's refusals among them.
-    const refused = page.locator('[data-metric="pool refusals (total)"] dd');
+    const refused = ui.page.locator('[data-metric="pool refusals (total)"] dd');
     await refused.waitFor({ timeout: UI_TIMEOUT_MS });
-    const pool = await engine.storagePool();
+    const pool = await ui.engine.storagePool();
     expect(Number(await refused.textContent())).toBe(pool.rejected_total);
     for (const label of ["approvals pending", "outcomes unknown", "Slack posts failed (total)"])
-      expect(await page.locator(`[data-metric="${label}"] dd`).count(), label).toBe(1);
+      expect(await ui.page.locator(`[data-metric="${label}"] dd`).count(), label).toBe(1);
   });
 
   it("refuses a cross-origin POST that carries the cookie (403), and one without Origin", async () => {
-    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
+    const [cookie] = (await ui.browser.context.cookies()).filter((c) => c.name === "console_session");
     const runId = await trigger([{ text: "hello" }]);
     for (const origin of ["http://evil.example", undefined]) {
-      const res = await fetch(`${stack.server.url}/api/runs/${runId}/cancel`, {
+      const res = await fetch(`${ui.stack.server.url}/api/runs/${runId}/cancel`, {
         method: "POST",
         headers: { cookie: `console_session=${cookie!.value}`, ...(origin ? { origin } : {}) },
       });
@@ -291,16 +269,16 @@ describe.sequential("the console in Chromium", () => {
   });
 
   it("signs out: back to the sign-in page, and the old cookie is refused", async () => {
-    const [cookie] = (await browser.context.cookies()).filter((c) => c.name === "console_session");
-    await page.goto(consoleUrl("#/runs"));
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: UI_TIMEOUT_MS });
+    const [cookie] = (await ui.browser.context.cookies()).filter((c) => c.name === "console_session");
+    await ui.page.goto(consoleUrl("#/runs"));
+    await ui.page.getByRole("button", { name: "Sign out" }).click();
+    await ui.page.getByRole("button", { name: "Sign in" }).waitFor({ timeout: UI_TIMEOUT_MS });
     for (const path of ["/api/storage-pool", "/console/assets/console.js", "/console/session"]) {
-      const res = await fetch(`${stack.server.url}${path}`, { headers: { cookie: `console_session=${cookie!.value}` } });
+      const res = await fetch(`${ui.stack.server.url}${path}`, { headers: { cookie: `console_session=${cookie!.value}` } });
       expect(res.status).toBe(401);
     }
     // No URL any page loaded or fetched ever held the token.
     expect(urls.length).toBeGreaterThan(10);
-    for (const u of urls) expect(u).not.toContain(stack.server.token);
+    for (const u of urls) expect(u).not.toContain(ui.stack.server.token);
   });
 });

@@ -3,25 +3,13 @@
 // them, a local Slack Web API stand-in receiving every call the app makes,
 // and the real demo MCP server executing what a Slack click approves.
 // What the run posts (the outbox) is wired into the RunObject separately.
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { e2eVars } from "./global-setup";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  signedPost,
-  slackUserName,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
-import { startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
-import { startWorkerServer, type WorkerServer } from "../support/worker-server";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { scriptMessage, signedPost, slackUserName, TEST_TEAM_ID } from "../support/slack-signing";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { untilCompleted } from "../support/run-waits";
 import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 
 const SECRET = "test-signing-secret-e2e";
-const BOT_TOKEN = "xoxb-test-bot-token";
 const BOT = "UBOT0001";
 const REQUESTER = "UREQUESTER1";
 const APPROVER = "UAPPROVER1";
@@ -32,63 +20,51 @@ const PARTNER = "UPARTNER01";
 const CHANNEL = "C0TEST0001";
 const demoBase = inject("demoMcpBaseUrl");
 
-let slack: SlackStandIn;
-let server: WorkerServer;
 /** The stateless MCP server whose confirm_note asks a question mid-call (contract section 21). */
 let stateless: StatelessMcpServer;
 const STATELESS_KEY = "stateless-key-slack-e2e";
 const CONFIRM_NOTE = "mcp__stateless__confirm_note";
-let counter = 0;
-const eventId = () => `Ev${Date.now()}${++counter}`;
-const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
 
 beforeAll(async () => {
-  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
   stateless = await startStatelessMcpServer(STATELESS_KEY);
-  const vars = e2eVars(`${demoBase}/mcp`);
-  server = await startWorkerServer({
-    ...vars,
-    MCP_SERVERS: JSON.stringify({
-      ...JSON.parse(vars.MCP_SERVERS!),
-      stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: STATELESS_KEY } },
-    }),
-    MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(vars.MUTATION_BUDGET!), [CONFIRM_NOTE]: 2 }),
-    APPROVAL_TIMEOUT_MS: "60000",
-    ADMISSION_TIMEOUT_MS: "60000",
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    SLACK_API_BASE_URL: slack.apiBaseUrl,
-    SLACK_APPROVERS: JSON.stringify([APPROVER, `${PARTNER_TEAM}:${PARTNER}`]),
-    // Users of other organisations may act here (test/e2e/slack-scope.test.ts covers the default, false).
-    SLACK_ALLOW_EXTERNAL_USERS: "true",
-  });
 });
 
 afterAll(async () => {
-  await server?.stop();
-  await slack?.stop();
   await stateless?.stop();
 });
 
-beforeEach(async () => {
-  slack.reset();
-  await fetch(`${demoBase}/control/reset`, { method: "POST" });
+const e2e = useSlackE2e({
+  secret: SECRET,
+  botToken: "xoxb-test-bot-token",
+  bot: BOT,
+  eventIdPrefix: "Ev",
+  vars: (base) => ({
+    MCP_SERVERS: JSON.stringify({
+      ...JSON.parse(base.MCP_SERVERS!),
+      stateless: { url: stateless.url, headers: { [STATELESS_API_KEY_HEADER]: STATELESS_KEY } },
+    }),
+    MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(base.MUTATION_BUDGET!), [CONFIRM_NOTE]: 2 }),
+    SLACK_APPROVERS: JSON.stringify([APPROVER, `${PARTNER_TEAM}:${PARTNER}`]),
+    // Users of other organisations may act here (test/e2e/slack-scope.test.ts covers the default, false).
+    SLACK_ALLOW_EXTERNAL_USERS: "true",
+  }),
 });
+const { eventId, ts, triggerId } = e2e;
 
-const eventsUrl = () => `${server.url}/slack/events`;
-const interactivityUrl = () => `${server.url}/slack/interactivity`;
+const eventsUrl = () => `${e2e.server.url}/slack/events`;
+const interactivityUrl = () => `${e2e.server.url}/slack/interactivity`;
 
 function mention(text: string, extra: Record<string, unknown> = {}) {
   return { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel: CHANNEL, event_ts: ts(), ...extra };
 }
 
 async function receipt(deliveryId: string) {
-  const res = await server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
+  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
   return { status: res.status, json: res.status === 200 ? ((await res.json()) as { run_id: string; channel_id: string }) : null };
 }
 
 async function summary(runId: string) {
-  return (await (await server.api(`/api/runs/${runId}`)).json()) as {
+  return (await (await e2e.server.api(`/api/runs/${runId}`)).json()) as {
     status: string;
     channel_id: string;
     pending_approvals: { approval_id: string; tool_name: string }[];
@@ -98,13 +74,13 @@ async function summary(runId: string) {
 
 /** The run's retained events (the run must have ended, so the replay ends). */
 async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
-  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  const text = await (await e2e.server.api(`/api/runs/${runId}/events`)).text();
   return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
 }
 
 async function startBySlack(text: string): Promise<string> {
   const id = eventId();
-  const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention(text), id, BOT));
+  const res = await e2e.postEvent(e2e.envelope(mention(text), id));
   expect(res.status).toBe(200);
   const { json } = await receipt(id);
   expect(json).not.toBeNull();
@@ -117,47 +93,48 @@ async function pendingApproval(runId: string) {
 }
 
 function click(actionId: string, user: string, value: unknown, userTeamId?: string) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId,
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: `trigger-${++counter}`,
-    botUserId: BOT,
     ...(userTeamId !== undefined ? { userTeamId } : {}),
   });
-  return postSlackInteraction(interactivityUrl(), SECRET, payload);
 }
 
-function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
-  return postSlackInteraction(interactivityUrl(), SECRET, {
+/** A view_submission of a modal by `user` of the test team. */
+function submitView(user: string, view: Record<string, unknown>) {
+  return e2e.postInteraction({
     type: "view_submission",
     team: { id: TEST_TEAM_ID, domain: "test" },
     user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
     api_app_id: "A0001",
     token: "legacy",
-    trigger_id: `trigger-${++counter}`,
-    view: {
-      id: "V1",
-      type: "modal",
-      callback_id: callbackId,
-      private_metadata: privateMetadata,
-      state: { values: { answer: { text: { type: "plain_text_input", value: text } } } },
-      hash: "h",
-    },
+    trigger_id: triggerId(),
+    view,
+  });
+}
+
+function submit(callbackId: string, user: string, privateMetadata: string, text: string) {
+  return submitView(user, {
+    id: "V1",
+    type: "modal",
+    callback_id: callbackId,
+    private_metadata: privateMetadata,
+    state: { values: { answer: { text: { type: "plain_text_input", value: text } } } },
+    hash: "h",
   });
 }
 
 /** A modal submission whose view.state.values are given whole (the form question's inputs). */
 function submitValues(callbackId: string, user: string, privateMetadata: string, values: Record<string, unknown>) {
-  return postSlackInteraction(interactivityUrl(), SECRET, {
-    type: "view_submission",
-    team: { id: TEST_TEAM_ID, domain: "test" },
-    user: { id: user, username: slackUserName(user), name: slackUserName(user), team_id: TEST_TEAM_ID },
-    api_app_id: "A0001",
-    token: "legacy",
-    trigger_id: `trigger-${++counter}`,
-    view: { id: "V2", type: "modal", callback_id: callbackId, private_metadata: privateMetadata, state: { values }, hash: "h" },
+  return submitView(user, {
+    id: "V2",
+    type: "modal",
+    callback_id: callbackId,
+    private_metadata: privateMetadata,
+    state: { values },
+    hash: "h",
   });
 }
 
@@ -183,7 +160,7 @@ const writeScript = (tool: string) => [
 
 describe("requests from Slack", () => {
   it("answers url_verification with its challenge", async () => {
-    const res = await postSlackEvent(eventsUrl(), SECRET, { type: "url_verification", token: "t", challenge: "chal-123" });
+    const res = await e2e.postEvent({ type: "url_verification", token: "t", challenge: "chal-123" });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("chal-123");
   });
@@ -195,7 +172,7 @@ describe("requests from Slack", () => {
     const cases = [{ secretOverride: "wrong-secret" }, { timestamp: now - 360 }, { timestamp: now + 360 }];
     for (const options of cases) {
       const id = eventId();
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(mention("hello"), id, BOT), options);
+      const res = await e2e.postEvent(e2e.envelope(mention("hello"), id), options);
       expect(res.status).toBe(401);
       expect(res.headers.get("content-type")).toContain("application/json");
       expect(await res.json()).toMatchObject({ error: "unauthorized" });
@@ -213,12 +190,12 @@ describe("requests from Slack", () => {
 
   it("a mention starts one run, in the Slack channel, for the Slack user, with the app's mention removed; Slack's retry starts no second", async () => {
     const id = eventId();
-    const envelope = eventEnvelope(mention("hello there"), id, BOT);
-    const first = await postSlackEvent(eventsUrl(), SECRET, envelope);
+    const envelope = e2e.envelope(mention("hello there"), id);
+    const first = await e2e.postEvent(envelope);
     expect(first.status).toBe(200);
     const { json } = await receipt(id);
     expect(json?.channel_id).toBe(CHANNEL);
-    const retry = await postSlackEvent(eventsUrl(), SECRET, envelope, { retryNum: 1 });
+    const retry = await e2e.postEvent(envelope, { retryNum: 1 });
     expect(retry.status).toBe(200);
     expect((await receipt(id)).json?.run_id).toBe(json!.run_id);
 
@@ -235,10 +212,8 @@ describe("requests from Slack", () => {
   it("a direct message starts a run; the app_mention of a DM, the app's own messages, edits and bot messages start nothing", async () => {
     const dm = eventId();
     const dmTs = ts();
-    await postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope({ type: "message", channel_type: "im", channel: "D0DM0001", user: REQUESTER, text: "hi in a DM", ts: dmTs }, dm, BOT),
+    await e2e.postEvent(
+      e2e.envelope({ type: "message", channel_type: "im", channel: "D0DM0001", user: REQUESTER, text: "hi in a DM", ts: dmTs }, dm),
     );
     expect((await receipt(dm)).json?.channel_id).toBe("D0DM0001");
 
@@ -252,7 +227,7 @@ describe("requests from Slack", () => {
     ];
     for (const event of ignored) {
       const id = eventId();
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, id, BOT));
+      const res = await e2e.postEvent(e2e.envelope(event, id));
       expect(res.status).toBe(200);
       expect((await receipt(id)).status).toBe(404);
     }
@@ -264,7 +239,7 @@ describe("requests from Slack", () => {
       { type: "member_joined_channel", user: REQUESTER, channel: CHANNEL },
       { type: "app_home_opened", user: REQUESTER, channel: "D0DM0001", tab: "home" },
     ]) {
-      const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, eventId(), BOT));
+      const res = await e2e.postEvent(e2e.envelope(event, eventId()));
       expect(res.status).toBe(200);
     }
   });
@@ -272,16 +247,12 @@ describe("requests from Slack", () => {
   it("acknowledges a mention at once even when the run's model stalls", async () => {
     const id = eventId();
     const started = Date.now();
-    const res = await postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope(mention(scriptMessage([{ text: "slow", delay_ms: 20_000 }])), id, BOT),
-    );
+    const res = await e2e.postEvent(e2e.envelope(mention(scriptMessage([{ text: "slow", delay_ms: 20_000 }])), id));
     expect(res.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(3_000);
     const { json } = await receipt(id);
     expect((await summary(json!.run_id)).status).toBe("running");
-    await server.api(`/api/runs/${json!.run_id}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${json!.run_id}/cancel`, { method: "POST" });
   });
 });
 
@@ -301,7 +272,7 @@ describe("decisions from Slack", () => {
     await expect
       .poll(
         async () => {
-          const res = await server.api(`/api/audit?action=approval.decide&principal=${approverPrincipal}`);
+          const res = await e2e.server.api(`/api/audit?action=approval.decide&principal=${approverPrincipal}`);
           const { entries } = (await res.json()) as { entries: { target: string }[] };
           return entries.some((e) => e.target === `${runId}/approvals/${approval.approval_id}`);
         },
@@ -311,7 +282,9 @@ describe("decisions from Slack", () => {
     await expect
       .poll(
         async () => {
-          const { runs } = (await (await server.api("/api/runs?limit=50")).json()) as { runs: { run_id: string; requested_by?: string }[] };
+          const { runs } = (await (await e2e.server.api("/api/runs?limit=50")).json()) as {
+            runs: { run_id: string; requested_by?: string }[];
+          };
           return runs.find((r) => r.run_id === runId)?.requested_by;
         },
         { timeout: 10_000 },
@@ -319,9 +292,9 @@ describe("decisions from Slack", () => {
       .toBe(`slack:${TEST_TEAM_ID}:${REQUESTER}`);
 
     expect((await click("approval_approve", APPROVER, value)).status).toBe(200);
-    const [stale] = await slack
+    const [stale] = await e2e.slack
       .waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"))
-      .then(() => slack.calls("chat.postEphemeral"));
+      .then(() => e2e.slack.calls("chat.postEphemeral"));
     expect(stale?.params).toMatchObject({ channel: CHANNEL, user: APPROVER });
     expect(String(stale?.params.text)).toMatch(/already decided, expired or cancelled/);
   });
@@ -345,23 +318,23 @@ describe("decisions from Slack", () => {
     expect((await click("approval_approve", STRANGER, { run_id: runId, approval_id: approval.approval_id, level: "approve" })).status).toBe(
       200,
     );
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
-    const [refusal] = slack.calls("chat.postEphemeral");
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    const [refusal] = e2e.slack.calls("chat.postEphemeral");
     expect(refusal?.params).toMatchObject({ channel: CHANNEL, user: STRANGER });
     // Contract section 19: the Slack users by exact id (requester, SLACK_APPROVERS), then the approver role elsewhere.
     expect(String(refusal?.params.text)).toContain(
       `Who may: <@${REQUESTER}>, <@${APPROVER}>, <@${PARTNER}> or an approver in the console.`,
     );
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
-    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 
   it("confirm: approve opens a modal; the wrong text answers errors inside the ack and decides nothing; the right text approves", async () => {
     const runId = await startBySlack(scriptMessage(writeScript(ALERT)));
     const approval = await pendingApproval(runId);
     await click("approval_approve", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "confirm" });
-    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
-    const open = slack.calls("views.open")[0]!;
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const open = e2e.slack.calls("views.open")[0]!;
     const view = open.params.view as { callback_id: string; private_metadata: string; blocks: { type: string; block_id?: string }[] };
     expect(open.params.trigger_id).toMatch(/^trigger-/);
     expect(view.blocks.filter((b) => b.type === "input")).toHaveLength(1);
@@ -374,8 +347,8 @@ describe("decisions from Slack", () => {
     // A stranger submitting the same modal (its metadata copied), with the right text, decides nothing and is told who may.
     const stranger = await submit(view.callback_id, STRANGER, view.private_metadata, ALERT);
     expect([stranger.status, await stranger.text()]).toEqual([200, ""]);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
-    expect(String(slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    expect(String(e2e.slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
       "You may not decide this approval",
     );
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
@@ -399,13 +372,13 @@ describe("decisions from Slack", () => {
     );
     await expect.poll(async () => (await summary(runId)).pending_inputs.length, { timeout: 10_000 }).toBe(1);
     await click("input_answer", APPROVER, { run_id: runId, tool_call_id: "ask-1" });
-    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
-    const view = slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const view = e2e.slack.calls("views.open")[0]!.params.view as { callback_id: string; private_metadata: string };
     // A stranger's submission of the same modal answers nothing and is told who may.
     const stranger = await submit(view.callback_id, STRANGER, view.private_metadata, "the stranger's answer");
     expect(stranger.status).toBe(200);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
-    expect(String(slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    expect(String(e2e.slack.calls("chat.postEphemeral").find((x) => x.params.user === STRANGER)?.params.text)).toContain(
       `You may not answer this question. Who may: <@${REQUESTER}>, <@${APPROVER}>, <@${PARTNER}> or an approver in the console.`,
     );
     expect((await summary(runId)).pending_inputs).toHaveLength(1);
@@ -421,7 +394,7 @@ describe("decisions from Slack", () => {
   it("an MCP question mid-call: posted with Answer and Decline; its modal is built from requested_schema; bad values answer errors; a stranger is refused; the approver's answer goes back to the server typed", async () => {
     const { runId, inputId } = await questionAsked("from slack");
     // The outbox posts the question with the two buttons, their value naming the question.
-    const posted = await slack.waitFor((c) =>
+    const posted = await e2e.slack.waitFor((c) =>
       c.some((x) => x.method === "chat.postMessage" && JSON.stringify(x.params).includes("input_decline")),
     );
     const message = posted.find((x) => x.method === "chat.postMessage" && JSON.stringify(x.params).includes("input_decline"))!;
@@ -433,8 +406,8 @@ describe("decisions from Slack", () => {
     expect(JSON.parse(buttons[0]!.value)).toMatchObject({ run_id: runId, input_id: inputId });
 
     await click("input_answer", APPROVER, JSON.parse(buttons[0]!.value));
-    await slack.waitFor((c) => c.some((x) => x.method === "views.open"));
-    const view = slack.calls("views.open")[0]!.params.view as {
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "views.open"));
+    const view = e2e.slack.calls("views.open")[0]!.params.view as {
       callback_id: string;
       private_metadata: string;
       blocks: { type: string; block_id?: string; optional?: boolean; element?: { type: string } }[];
@@ -459,7 +432,7 @@ describe("decisions from Slack", () => {
     // Someone who may not approve the call: refused ephemerally, the question still waits.
     const strangers = await submitValues(view.callback_id, STRANGER, view.private_metadata, yes("nope"));
     expect(await strangers.text()).toBe("");
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === STRANGER));
     expect(((await summary(runId)).pending_inputs as { input_id?: string }[]).map((q) => q.input_id)).toEqual([inputId]);
 
     const good = await submitValues(view.callback_id, APPROVER, view.private_metadata, yes("ops"));
@@ -476,7 +449,7 @@ describe("decisions from Slack", () => {
       .at(-1);
     expect(followUp?.inputResponses).toEqual({ confirm: { action: "accept", content: { confirm: true, label: "ops", tags: ["urgent"] } } });
     // The question's message is updated to say who answered, with no buttons left.
-    const update = await slack.waitFor((c) =>
+    const update = await e2e.slack.waitFor((c) =>
       c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Answered by")),
     );
     const answered = update.find((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Answered by"))!;
@@ -495,13 +468,13 @@ describe("decisions from Slack", () => {
         .filter((r) => r.tool === "confirm_note")
         .at(-1)?.inputResponses,
     ).toEqual({ confirm: { action: "decline" } });
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Declined by")));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update" && JSON.stringify(x.params).includes("Declined by")));
   });
 
   it("SLACK_ALLOW_EXTERNAL_USERS=true: another organisation's user starts a run as slack:<their team>:<user>; one listed as <team>:<user> decides, the same id of the installation's team does not", async () => {
     const id = eventId();
     const external = { ...mention("from a partner"), user: PARTNER, user_team: PARTNER_TEAM };
-    expect((await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(external, id, BOT))).status).toBe(200);
+    expect((await e2e.postEvent(e2e.envelope(external, id))).status).toBe(200);
     const started = (await receipt(id)).json!.run_id;
     await untilCompleted(summary, started);
     expect(await summary(started)).toMatchObject({ user_id: PARTNER, requested_by: `slack:${PARTNER_TEAM}:${PARTNER}` });
@@ -511,7 +484,7 @@ describe("decisions from Slack", () => {
     const value = { run_id: runId, approval_id: approval.approval_id, level: "approve" };
     // The same user id in the installation's team is someone else: not listed.
     await click("approval_approve", PARTNER, value);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     await click("approval_approve", PARTNER, value, PARTNER_TEAM);
     await untilCompleted(summary, runId);

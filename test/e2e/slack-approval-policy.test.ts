@@ -8,22 +8,12 @@
 // verified against the JWKS stand-in, signed Slack click) under one rule.
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import { e2eVars } from "./global-setup";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
-import { type RecordedCall, startSlackStandIn, type SlackStandIn } from "../support/slack-stand-in";
+import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
+import type { RecordedCall } from "../support/slack-stand-in";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { type JwksServer, startJwksServer } from "../support/jwks-server";
 import { eventTypes, RawSseClient } from "../support/sse-client";
-import { startWorkerServer, type WorkerServer } from "../support/worker-server";
 
-const SECRET = "test-signing-secret-policy";
-const BOT_TOKEN = "xoxb-test-bot-token-policy";
 const BOT = "UBOT0002";
 const REQUESTER = "UREQUESTER2";
 const ALICE = "UALICE0001";
@@ -35,60 +25,52 @@ const ALERT = "mcp__demo__create_alert_from_chart";
 const demoBase = inject("demoMcpBaseUrl");
 const AUD = "aud-slack-policy";
 
-let slack: SlackStandIn;
-let server: WorkerServer;
 let jwks: JwksServer;
 let signingKey: CryptoKey;
-let counter = 0;
-const eventId = () => `EvP${Date.now()}${++counter}`;
-const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
 
 beforeAll(async () => {
-  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
   jwks = await startJwksServer();
   const pair = await generateKeyPair("RS256", { extractable: true });
   signingKey = pair.privateKey;
   const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-policy", alg: "RS256", use: "sig" };
   await fetch(`${jwks.url}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
-  server = await startWorkerServer({
+});
+
+afterAll(async () => {
+  await jwks?.stop();
+});
+
+const e2e = useSlackE2e({
+  secret: "test-signing-secret-policy",
+  botToken: "xoxb-test-bot-token-policy",
+  bot: BOT,
+  eventIdPrefix: "EvP",
+  vars: () => ({
     ACCESS_TEAM_DOMAIN: jwks.url,
     ACCESS_AUD: AUD,
     ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["approver"] }),
-    ...e2eVars(`${demoBase}/mcp`),
-    APPROVAL_TIMEOUT_MS: "60000",
-    ADMISSION_TIMEOUT_MS: "60000",
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    SLACK_API_BASE_URL: slack.apiBaseUrl,
     TOOL_POLICY: JSON.stringify({
       [CREATE]: { approvers: ["group:reviewers", `slack:${TEST_TEAM_ID}:${REQUESTER}`], approvals_required: 2, self_approval: false },
       [ALERT]: { level: "approve", approvers: ["token:ops-*"] },
     }),
     APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${TEST_TEAM_ID}:${ALICE}`, `slack:${TEST_TEAM_ID}:${BOB}`, "token:alice-*"] }),
-  });
+  }),
 });
+const { eventId, ts } = e2e;
 
-afterAll(async () => {
-  await server?.stop();
-  await slack?.stop();
-  await jwks?.stop();
-});
-
-beforeEach(async () => {
-  slack.reset();
-  slack.setUserEmail(ALICE, "Alice@Example.com");
-  await fetch(`${demoBase}/control/reset`, { method: "POST" });
+beforeEach(() => {
+  e2e.slack.setUserEmail(ALICE, "Alice@Example.com");
 });
 
 async function summary(runId: string) {
-  return (await (await server.api(`/api/runs/${runId}`)).json()) as {
+  return (await (await e2e.server.api(`/api/runs/${runId}`)).json()) as {
     status: string;
     pending_approvals: { approval_id: string; tool_name: string }[];
   };
 }
 
 async function runEvents(runId: string): Promise<Record<string, any>[]> {
-  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  const text = await (await e2e.server.api(`/api/runs/${runId}/events`)).text();
   return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, any>);
 }
 
@@ -102,13 +84,13 @@ async function startBySlack(tool: string, args: Record<string, unknown>): Promis
     channel: CHANNEL,
     event_ts: ts(),
   };
-  expect((await postSlackEvent(`${server.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT))).status).toBe(200);
+  expect((await e2e.postEvent(e2e.envelope(event, id))).status).toBe(200);
   // The ack may come before the start finished (its budget is 2 s): the receipt is polled for.
   const found: { receipt?: { run_id: string } } = {};
   await expect
     .poll(
       async () => {
-        const res = await server.api(`/api/deliveries/${encodeURIComponent(id)}`);
+        const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(id)}`);
         if (res.status === 200) found.receipt = (await res.json()) as { run_id: string };
         return found.receipt !== undefined;
       },
@@ -122,15 +104,12 @@ async function startBySlack(tool: string, args: Record<string, unknown>): Promis
 }
 
 function click(decision: "approve" | "deny", user: string, runId: string, approvalId: string) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId: decision === "approve" ? "approval_approve" : "approval_deny",
     user,
     channel: CHANNEL,
     value: JSON.stringify({ run_id: runId, approval_id: approvalId, level: "approve" }),
-    triggerId: `trigger-${++counter}`,
-    botUserId: BOT,
   });
-  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
 }
 
 /** A decision as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */
@@ -143,21 +122,21 @@ async function decideAsAccess(email: string, runId: string, approvalId: string, 
     .setIssuedAt(now - 5)
     .setExpirationTime(now + 300)
     .sign(signingKey);
-  return fetch(`${server.url}/api/runs/${runId}/approvals/${approvalId}`, {
+  return fetch(`${e2e.server.url}/api/runs/${runId}/approvals/${approvalId}`, {
     method: "POST",
-    headers: { "cf-access-jwt-assertion": jwt, origin: server.url, "content-type": "application/json" },
+    headers: { "cf-access-jwt-assertion": jwt, origin: e2e.server.url, "content-type": "application/json" },
     body: JSON.stringify({ decision }),
   });
 }
 
-const ephemeralsTo = (user: string) => slack.calls("chat.postEphemeral").filter((c) => c.params.user === user);
+const ephemeralsTo = (user: string) => e2e.slack.calls("chat.postEphemeral").filter((c) => c.params.user === user);
 const blocksText = (call: RecordedCall) => JSON.stringify(call.params.blocks ?? []);
 
 describe("Slack decisions under the approval policy", () => {
   it("two persons: the first vote updates the message (1 of 2) and keeps its buttons; a second click by the same user counts nothing", async () => {
     const { runId, approvalId } = await startBySlack(CREATE, { title: "two-person" });
     expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
-    const [update] = (await slack.waitFor((c) => c.some((x) => x.method === "chat.update" && blocksText(x).includes("1 of 2")))).filter(
+    const [update] = (await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update" && blocksText(x).includes("1 of 2")))).filter(
       (x) => x.method === "chat.update" && blocksText(x).includes("1 of 2"),
     );
     expect(blocksText(update!)).toContain(`<@${ALICE}>`);
@@ -188,7 +167,7 @@ describe("Slack decisions under the approval policy", () => {
   it("the requester's approve is refused, naming the others who may decide, audited; nothing changes", async () => {
     const { runId, approvalId } = await startBySlack(CREATE, { title: "self" });
     expect((await click("approve", REQUESTER, runId, approvalId)).status).toBe(200);
-    await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
+    await e2e.slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
     const text = String(ephemeralsTo(REQUESTER)[0]!.params.text);
     expect(text).toMatch(/forbids approving your own request/);
     // Named as every refusal names them: the exact Slack ids (not the requester, who may not approve), then token:alice-* elsewhere.
@@ -199,7 +178,7 @@ describe("Slack decisions under the approval policy", () => {
       .poll(
         async () => {
           const body = (await (
-            await server.api(`/api/audit?action=access.refused&principal=slack:${TEST_TEAM_ID}:${REQUESTER}`)
+            await e2e.server.api(`/api/audit?action=access.refused&principal=slack:${TEST_TEAM_ID}:${REQUESTER}`)
           ).json()) as {
             entries: { target: string; details?: { error?: string } }[];
           };
@@ -208,11 +187,11 @@ describe("Slack decisions under the approval policy", () => {
         { timeout: 10_000 },
       )
       .toBe("self_approval_forbidden");
-    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 
   it("a Slack user with a confirmed email and the token they own are one person: one vote", async () => {
-    const created = await server.api("/api/tokens", {
+    const created = await e2e.server.api("/api/tokens", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ name: `alice-${Date.now()}`, roles: ["approver"], owner: "access:alice@example.com" }),
@@ -220,7 +199,7 @@ describe("Slack decisions under the approval policy", () => {
     expect(created.status).toBe(201);
     const { token } = (await created.json()) as { token: string };
     const { runId, approvalId } = await startBySlack(CREATE, { title: "one person" });
-    const viaToken = await fetch(`${server.url}/api/runs/${runId}/approvals/${approvalId}`, {
+    const viaToken = await fetch(`${e2e.server.url}/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ decision: "approve" }),
@@ -228,9 +207,9 @@ describe("Slack decisions under the approval policy", () => {
     expect(await viaToken.json()).toMatchObject({ status: "pending", votes: 1, required: 2 });
     expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
     // Alice's click counted nothing: still pending, one vote on the stream so far.
-    await expect.poll(async () => slack.calls("users.info").some((c) => c.params.user === ALICE), { timeout: 10_000 }).toBe(true);
+    await expect.poll(async () => e2e.slack.calls("users.info").some((c) => c.params.user === ALICE), { timeout: 10_000 }).toBe(true);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
-    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("failed");
     expect((await runEvents(runId)).filter((e) => e.type === "approval_vote")).toHaveLength(1);
   });
@@ -238,18 +217,18 @@ describe("Slack decisions under the approval policy", () => {
   it("approvers that name nobody in Slack: a stranger is told to find an approver in the console", async () => {
     const { runId, approvalId } = await startBySlack(ALERT, { dashboard_id: "dash-1", chart: "latency", threshold: 1 });
     expect((await click("approve", STRANGER, runId, approvalId)).status).toBe(200);
-    await slack.waitFor(() => ephemeralsTo(STRANGER).length > 0);
+    await e2e.slack.waitFor(() => ephemeralsTo(STRANGER).length > 0);
     expect(String(ephemeralsTo(STRANGER)[0]!.params.text)).toMatch(/may not decide this approval\. Who may: an approver in the console/);
     // Even the requester (the default rule's decider) may not: approvers decide alone.
     expect((await click("deny", REQUESTER, runId, approvalId)).status).toBe(200);
-    await slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
+    await e2e.slack.waitFor(() => ephemeralsTo(REQUESTER).length > 0);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
-    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 
   it("one person under every credential: Alice's own run is refused her approve by token and by Slack click, her Access login is no approver, her deny ends it", async () => {
     const name = `alice-${Date.now().toString(36)}`;
-    const created = await server.api("/api/tokens", {
+    const created = await e2e.server.api("/api/tokens", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ name, roles: ["requester", "approver"], owner: "access:alice@example.com" }),
@@ -257,7 +236,7 @@ describe("Slack decisions under the approval policy", () => {
     expect(created.status).toBe(201);
     const { token } = (await created.json()) as { token: string };
     const asAlice = (path: string, body: unknown) =>
-      fetch(`${server.url}${path}`, {
+      fetch(`${e2e.server.url}${path}`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify(body),
@@ -273,7 +252,7 @@ describe("Slack decisions under the approval policy", () => {
     const approvalId = (await summary(runId)).pending_approvals[0]!.approval_id;
     const path = `/api/runs/${runId}/approvals/${approvalId}`;
     // The run's stream, read live: its events show which decisions counted before the run ends.
-    const stream = await RawSseClient.open(`${server.url}/api/runs/${runId}/events`, { authorization: `Bearer ${server.token}` });
+    const stream = await RawSseClient.open(`${e2e.server.url}/api/runs/${runId}/events`, { authorization: `Bearer ${e2e.server.token}` });
     const votes = () => eventTypes(stream.events).filter((t) => t === "approval_vote").length;
 
     // Her token matches token:alice-*, but she asked: self-approval is forbidden.
@@ -283,7 +262,7 @@ describe("Slack decisions under the approval policy", () => {
     const byAccess = await decideAsAccess("alice@example.com", runId, approvalId, "approve");
     expect([byAccess.status, ((await byAccess.json()) as { error: string }).error]).toEqual([403, "not_an_approver"]);
     // token:root matches nothing either.
-    const byRoot = await server.api(path, {
+    const byRoot = await e2e.server.api(path, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ decision: "approve" }),
@@ -291,7 +270,7 @@ describe("Slack decisions under the approval policy", () => {
     expect([byRoot.status, ((await byRoot.json()) as { error: string }).error]).toEqual([403, "not_an_approver"]);
     // Her Slack account (confirmed email alice@example.com) is the same person: refused too, told so, audited.
     expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
-    await slack.waitFor(() => ephemeralsTo(ALICE).length > 0);
+    await e2e.slack.waitFor(() => ephemeralsTo(ALICE).length > 0);
     expect(String(ephemeralsTo(ALICE)[0]!.params.text)).toMatch(/forbids approving your own request/);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
     expect(votes()).toBe(0);

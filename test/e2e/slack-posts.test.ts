@@ -4,23 +4,14 @@
 // server executing what a click approves, and (for thread follow-ups) the
 // Anthropic model stand-in. Retry intervals and the delivery bound are short
 // through config, so no test waits for a production default.
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { anthropicMessage, type ModelStandIn, startAnthropicStandIn } from "../support/model-stand-ins";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
-import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
+import { blockActionsPayload, scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
+import type { RecordedCall } from "../support/slack-stand-in";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
-import { e2eVars } from "./global-setup";
 import { untilCompleted, untilPostsDelivered } from "../support/run-waits";
 
-const SECRET = "test-signing-secret-posts";
-const BOT_TOKEN = "xoxb-test-bot-token-posts";
 const BOT = "UBOT0002";
 const REQUESTER = "UREQUESTER2";
 const APPROVER = "UAPPROVER2";
@@ -28,57 +19,38 @@ const CHANNEL = "C0POSTS001";
 const DELIVERY_MAX_MS = 6_000;
 const demoBase = inject("demoMcpBaseUrl");
 
-let slack: SlackStandIn;
-let server: WorkerServer;
-let counter = 0;
-const eventId = () => `EvP${Date.now()}${++counter}`;
-const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
-
-const slackVars = () => ({
-  ...e2eVars(`${demoBase}/mcp`),
-  APPROVAL_TIMEOUT_MS: "60000",
-  ADMISSION_TIMEOUT_MS: "60000",
-  SLACK_SIGNING_SECRET: SECRET,
-  SLACK_BOT_TOKEN: BOT_TOKEN,
-  SLACK_API_BASE_URL: slack.apiBaseUrl,
-  SLACK_APPROVERS: JSON.stringify([APPROVER]),
-  // The team is set (so auth.test is never asked here; test/e2e/slack-app.test.ts asks it), and these posts
-  // are not about external channels (test/runtime/slack-outbox.test.ts and test/e2e/slack-scope.test.ts are).
-  SLACK_TEAM_ID: TEST_TEAM_ID,
-  SLACK_ALLOW_EXTERNAL_CHANNELS: "true",
-  SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
-  SLACK_RETRY_BASE_MS: "100",
-  SLACK_RETRY_MAX_INTERVAL_MS: "300",
-  // The Home tab's republish bound, short (the contract's is 5 seconds).
-  SLACK_HOME_REPUBLISH_MS: "200",
+const e2e = useSlackE2e({
+  secret: "test-signing-secret-posts",
+  botToken: "xoxb-test-bot-token-posts",
+  bot: BOT,
+  eventIdPrefix: "EvP",
+  startTimeoutMs: 120_000,
+  vars: () => ({
+    SLACK_APPROVERS: JSON.stringify([APPROVER]),
+    // The team is set (so auth.test is never asked here; test/e2e/slack-app.test.ts asks it), and these posts
+    // are not about external channels (test/runtime/slack-outbox.test.ts and test/e2e/slack-scope.test.ts are).
+    SLACK_TEAM_ID: TEST_TEAM_ID,
+    SLACK_ALLOW_EXTERNAL_CHANNELS: "true",
+    SLACK_DELIVERY_MAX_MS: String(DELIVERY_MAX_MS),
+    SLACK_RETRY_BASE_MS: "100",
+    SLACK_RETRY_MAX_INTERVAL_MS: "300",
+    // The Home tab's republish bound, short (the contract's is 5 seconds).
+    SLACK_HOME_REPUBLISH_MS: "200",
+  }),
 });
-
-beforeAll(async () => {
-  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true });
-  server = await startWorkerServer(slackVars());
-}, 120_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await slack?.stop();
-});
-
-beforeEach(async () => {
-  slack.reset();
-  await fetch(`${demoBase}/control/reset`, { method: "POST" });
-});
+const { eventId, ts, triggerId } = e2e;
 
 async function startBySlack(target: WorkerServer, text: string, channel = CHANNEL, extra: Record<string, unknown> = {}): Promise<string> {
   const id = eventId();
   const event = { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel, ...extra };
-  const res = await postSlackEvent(`${target.url}/slack/events`, SECRET, eventEnvelope(event, id, BOT));
+  const res = await e2e.postEvent(e2e.envelope(event, id), {}, target);
   expect(res.status).toBe(200);
   const receipt = await target.api(`/api/deliveries/${encodeURIComponent(id)}`);
   expect(receipt.status).toBe(200);
   return ((await receipt.json()) as { run_id: string }).run_id;
 }
 
-async function summary(runId: string, target = server): Promise<Record<string, any>> {
+async function summary(runId: string, target = e2e.server): Promise<Record<string, any>> {
   return (await (await target.api(`/api/runs/${runId}`)).json()) as Record<string, any>;
 }
 
@@ -87,15 +59,12 @@ const delivered = (calls: RecordedCall[]) => calls.filter((c) => c.answered === 
 const texts = (calls: RecordedCall[]) => delivered(calls).map((c) => `${c.method}:${String(c.params.text ?? c.params.name ?? "")}`);
 
 function click(actionId: string, user: string, value: unknown) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId,
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: `trigger-${++counter}`,
-    botUserId: BOT,
   });
-  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
 }
 
 const CREATE = "mcp__demo__create_dashboard";
@@ -124,9 +93,9 @@ const buttonsOf = (call: RecordedCall | undefined) =>
 
 describe("what a Slack-started run posts", () => {
   it("posts in event order (working indicator, assistant text, approval with buttons); the requester's approve click runs the call once and the approval loses its buttons", async () => {
-    const runId = await startBySlack(server, scriptMessage(writeScript("posts-order")));
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
-    const before = delivered(slack.calls());
+    const runId = await startBySlack(e2e.server, scriptMessage(writeScript("posts-order")));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const before = delivered(e2e.slack.calls());
     expect(before[0]).toMatchObject({ method: "reactions.add", params: { channel: CHANNEL } });
     const posts = before.filter((c) => c.method === "chat.postMessage");
     expect(String(posts[0]?.params.text)).toContain("I will create the dashboard.");
@@ -135,11 +104,11 @@ describe("what a Slack-started run posts", () => {
     // Shown whole: Approve, Deny, and the approval in the console (the request's origin: PUBLIC_URL is unset).
     expect(buttonsOf(approvalPost).map((b) => b.action_id)).toEqual(["approval_approve", "approval_deny", "approval_open_console"]);
     const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
-    expect(buttonsOf(approvalPost)[2]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(buttonsOf(approvalPost)[2]?.url).toBe(`${e2e.server.url}/console#/runs/${runId}/approvals/${approvalId}`);
     expect(mrkdwnTexts(approvalPost.params.blocks).join("\n")).toContain("`/api_token` (14 characters)");
     expect(JSON.stringify(approvalPost.params.blocks)).not.toContain("not shown");
     // The redacted arguments only: the secret stays out of Slack.
-    expect(JSON.stringify(slack.calls())).not.toContain("s3cret-token");
+    expect(JSON.stringify(e2e.slack.calls())).not.toContain("s3cret-token");
 
     // The requester (not in SLACK_APPROVERS) may decide.
     const value = JSON.parse(buttonsOf(approvalPost)[0]!.value!) as Record<string, unknown>;
@@ -147,8 +116,8 @@ describe("what a Slack-started run posts", () => {
     await untilCompleted(summary, runId, 15_000);
     const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(demoCalls.by_tool.create_dashboard).toBe(1);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some((x) => String(x.params.text).includes("done")));
-    const update = slack.calls("chat.update")[0]!;
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some((x) => String(x.params.text).includes("done")));
+    const update = e2e.slack.calls("chat.update")[0]!;
     // The update names a posted message's ts (the stand-in's format) and leaves no buttons.
     expect(String(update.params.ts)).toMatch(/^\d+\.\d{6}$/);
     expect(buttonsOf(update)).toEqual([]);
@@ -158,19 +127,19 @@ describe("what a Slack-started run posts", () => {
   });
 
   it("a deny with a reason: the approval's update says who denied it and why, redacted", async () => {
-    const runId = await startBySlack(server, scriptMessage(writeScript("posts-deny")));
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const runId = await startBySlack(e2e.server, scriptMessage(writeScript("posts-deny")));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
     const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
-    const denied = await server.api(`/api/runs/${runId}/approvals/${approvalId}`, {
+    const denied = await e2e.server.api(`/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
       body: JSON.stringify({ decision: "deny", reason: "not this quarter; password=hunter2-secret" }),
     });
     expect(denied.status).toBe(200);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
-    const update = JSON.stringify(slack.calls("chat.update")[0]!.params.blocks);
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
+    const update = JSON.stringify(e2e.slack.calls("chat.update")[0]!.params.blocks);
     expect(update).toContain("Denied by");
     expect(update).toContain("not this quarter; password=[redacted]");
-    expect(JSON.stringify(slack.calls())).not.toContain("hunter2-secret");
+    expect(JSON.stringify(e2e.slack.calls())).not.toContain("hunter2-secret");
   });
 
   it("says an approved mutation's outcome is unknown, with its mutation_id", async () => {
@@ -179,27 +148,27 @@ describe("what a Slack-started run posts", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ tool: "create_dashboard", mode: "commit_then_drop" }),
     });
-    const runId = await startBySlack(server, scriptMessage(writeScript("unknown-outcome")));
-    await slack.waitFor((c) => c.some((x) => buttonsOf(x).length > 0));
-    const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    const runId = await startBySlack(e2e.server, scriptMessage(writeScript("unknown-outcome")));
+    await e2e.slack.waitFor((c) => c.some((x) => buttonsOf(x).length > 0));
+    const approvalPost = e2e.slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
     await click("approval_approve", APPROVER, JSON.parse(buttonsOf(approvalPost)[0]!.value!));
     await untilCompleted(summary, runId, 15_000);
     const events = await runEvents(runId);
     const execution = events.find((e) => e.type === "tool_execution") as { mutation_id?: string } | undefined;
     expect(execution?.mutation_id).toMatch(/^mut_/);
-    await slack.waitFor((c) => c.some((x) => String(x.params.text).includes(execution!.mutation_id!)));
-    const notice = slack.calls("chat.postMessage").find((x) => String(x.params.text).includes(execution!.mutation_id!))!;
+    await e2e.slack.waitFor((c) => c.some((x) => String(x.params.text).includes(execution!.mutation_id!)));
+    const notice = e2e.slack.calls("chat.postMessage").find((x) => String(x.params.text).includes(execution!.mutation_id!))!;
     expect(JSON.stringify(notice.params.blocks)).toMatch(/may or may not/i);
   });
 
   it("the stand-in answering 429 to the first 20 calls: every post arrives, in order, none lost", async () => {
-    slack.failNext(20, { kind: "429", retry_after_s: 0 });
+    e2e.slack.failNext(20, { kind: "429", retry_after_s: 0 });
     const script = [{ text: "one" }, { text: "two" }, { text: "three" }];
-    const runId = await startBySlack(server, scriptMessage(script));
+    const runId = await startBySlack(e2e.server, scriptMessage(script));
     await untilCompleted(summary, runId);
-    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("three")), 20_000);
-    expect(slack.calls().filter((c) => c.answered === "429")).toHaveLength(20);
-    const postTexts = delivered(slack.calls("chat.postMessage")).map((c) => String(c.params.text));
+    await e2e.slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("three")), 20_000);
+    expect(e2e.slack.calls().filter((c) => c.answered === "429")).toHaveLength(20);
+    const postTexts = delivered(e2e.slack.calls("chat.postMessage")).map((c) => String(c.params.text));
     const order = ["one", "two", "three"].map((t) => postTexts.findIndex((p) => p.includes(t)));
     expect(order.every((i) => i >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
@@ -210,26 +179,26 @@ describe("what a Slack-started run posts", () => {
   });
 
   it("Slack down (500) for a whole run: the run completes, the summary counts the waiting posts, and they arrive once Slack is back", async () => {
-    slack.failNext(10_000, { kind: "500" });
-    const runId = await startBySlack(server, scriptMessage([{ text: "while slack is down" }]));
+    e2e.slack.failNext(10_000, { kind: "500" });
+    const runId = await startBySlack(e2e.server, scriptMessage([{ text: "while slack is down" }]));
     await untilCompleted(summary, runId);
     const waiting = await summary(runId);
     expect(waiting.slack_posts_pending).toBeGreaterThan(0);
-    expect(delivered(slack.calls())).toEqual([]);
-    slack.reset(); // Slack is back
-    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("while slack is down")), 15_000);
+    expect(delivered(e2e.slack.calls())).toEqual([]);
+    e2e.slack.reset(); // Slack is back
+    await e2e.slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("while slack is down")), 15_000);
     await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(0);
-    expect(texts(slack.calls())[0]).toMatch(/^reactions\.add/);
+    expect(texts(e2e.slack.calls())[0]).toMatch(/^reactions\.add/);
   });
 
   it("a refused post (channel_not_found) is given up and counted; it does not hold back the posts behind it", async () => {
     // Only the first call is refused for good (the working indicator); everything behind it goes on.
-    slack.failNext(1, { kind: "error", error: "channel_not_found" });
-    const runId = await startBySlack(server, scriptMessage([{ text: "after the refusal" }]));
+    e2e.slack.failNext(1, { kind: "error", error: "channel_not_found" });
+    const runId = await startBySlack(e2e.server, scriptMessage([{ text: "after the refusal" }]));
     await untilCompleted(summary, runId);
-    await slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("after the refusal")));
-    expect(slack.calls()[0]?.answered).toBe("channel_not_found");
+    await e2e.slack.waitFor((c) => delivered(c).some((x) => String(x.params.text).includes("after the refusal")));
+    expect(e2e.slack.calls()[0]?.answered).toBe("channel_not_found");
     await untilPostsDelivered(summary, runId);
     expect((await summary(runId)).slack_posts_failed).toBe(1);
   });
@@ -238,7 +207,7 @@ describe("what a Slack-started run posts", () => {
     const hostile = "<!channel> <!here> <@U0CEO0001> <https://evil.example/login|Click to re-authenticate>";
     const raw = ["<!channel>", "<!here>", "<@U0CEO0001>", "<https://evil.example"];
     const runId = await startBySlack(
-      server,
+      e2e.server,
       scriptMessage([
         {
           text: `assistant ${hostile}`,
@@ -248,11 +217,11 @@ describe("what a Slack-started run posts", () => {
         { text: `final ${hostile}` },
       ]),
     );
-    await slack.waitFor((c) => c.some((x) => buttonsOf(x).some((b) => b.action_id === "approval_approve")));
-    const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    await e2e.slack.waitFor((c) => c.some((x) => buttonsOf(x).some((b) => b.action_id === "approval_approve")));
+    const approvalPost = e2e.slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
     expect((await click("approval_approve", REQUESTER, JSON.parse(buttonsOf(approvalPost)[0]!.value!))).status).toBe(200);
     await expect.poll(async () => (await summary(runId)).pending_inputs.length, { timeout: 15_000 }).toBe(1);
-    const answered = await server.api(`/api/runs/${runId}/inputs/ask-hostile`, {
+    const answered = await e2e.server.api(`/api/runs/${runId}/inputs/ask-hostile`, {
       method: "POST",
       body: JSON.stringify({ answer: "ok" }),
     });
@@ -260,7 +229,7 @@ describe("what a Slack-started run posts", () => {
     await untilCompleted(summary, runId, 15_000);
     await untilPostsDelivered(summary, runId);
 
-    const calls = delivered(slack.calls()).filter((c) => c.method === "chat.postMessage" || c.method === "chat.update");
+    const calls = delivered(e2e.slack.calls()).filter((c) => c.method === "chat.postMessage" || c.method === "chat.update");
     // Each kind arrived: assistant text, the approval and its update, the question and its update, the outcome, the final text.
     const all = JSON.stringify(calls.map((c) => c.params));
     for (const kind of ["assistant ", "args ", "question ", "final "])
@@ -281,9 +250,9 @@ describe("what a Slack-started run posts", () => {
     const panels = Array.from({ length: 120 }, (_, i) => `panel number ${i} of the quarterly review`);
     const args = { title: "posts-cut", panels, session: "DROP TABLE customers; --" };
     const script = [{ text: "A long one.", tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: args }] }, { text: "done" }];
-    const runId = await startBySlack(server, scriptMessage(script));
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
-    const post = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    const runId = await startBySlack(e2e.server, scriptMessage(script));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    const post = e2e.slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
     const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
 
     // The post: the first 2,500 characters, how many it leaves out, the withheld path, no Approve.
@@ -293,7 +262,7 @@ describe("what a Slack-started run posts", () => {
     expect(text).toContain("`/session` (26 characters)");
     expect(text).not.toContain("panel number 119");
     expect(buttonsOf(post).map((b) => b.action_id)).toEqual(["approval_deny", "approval_open_console"]);
-    expect(buttonsOf(post)[1]?.url).toBe(`${server.url}/console#/runs/${runId}/approvals/${approvalId}`);
+    expect(buttonsOf(post)[1]?.url).toBe(`${e2e.server.url}/console#/runs/${runId}/approvals/${approvalId}`);
     expect(JSON.stringify(post.params)).not.toContain("DROP TABLE");
 
     // Deny works from the post as from a full one.
@@ -302,8 +271,8 @@ describe("what a Slack-started run posts", () => {
     await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
     const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(demoCalls.by_tool.create_dashboard ?? 0).toBe(0);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
-    const update = slack.calls("chat.update")[0]!;
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update"));
+    const update = e2e.slack.calls("chat.update")[0]!;
     expect(buttonsOf(update)).toEqual([]);
     expect(JSON.stringify(update.params.blocks)).toContain("Denied by");
 
@@ -312,26 +281,22 @@ describe("what a Slack-started run posts", () => {
     expect(requested.arguments).toEqual({ ...args, session: "[redacted]" });
     expect(requested.hidden).toEqual([{ path: "/session", reason: "secret", chars: JSON.stringify(args.session).length }]);
     // Everything the run posts is out before the next test resets the stand-in.
-    await slack.waitFor((c) => c.some((x) => x.method === "reactions.add" && x.params.name === "white_check_mark"));
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "reactions.add" && x.params.name === "white_check_mark"));
     await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
   });
 
   it("the Home tab: published on app_home_opened, published again when an approval appears and when it is decided from the tab; never to a user who did not open it", async () => {
-    const published = (user: string) => delivered(slack.calls("views.publish")).filter((c) => c.params.user_id === user);
+    const published = (user: string) => delivered(e2e.slack.calls("views.publish")).filter((c) => c.params.user_id === user);
     const viewOf = (call: RecordedCall) =>
       (typeof call.params.view === "string" ? JSON.parse(call.params.view) : call.params.view) as Record<string, unknown>;
-    const opened = eventEnvelope(
-      { type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() },
-      eventId(),
-      BOT,
-    );
-    expect((await postSlackEvent(`${server.url}/slack/events`, SECRET, opened)).status).toBe(200);
-    await slack.waitFor(() => published(APPROVER).length === 1);
+    const opened = e2e.envelope({ type: "app_home_opened", user: APPROVER, channel: "D0HOME01", tab: "home", event_ts: ts() }, eventId());
+    expect((await e2e.postEvent(opened)).status).toBe(200);
+    await e2e.slack.waitFor(() => published(APPROVER).length === 1);
     expect(viewOf(published(APPROVER)[0]!).type).toBe("home");
 
     // A Slack run asks for an approval: the approver's tab is published again with it, the requester (never opened it) gets nothing.
-    const runId = await startBySlack(server, scriptMessage(writeScript("home-tab")));
-    await slack.waitFor(() => published(APPROVER).some((c) => JSON.stringify(viewOf(c)).includes(runId)));
+    const runId = await startBySlack(e2e.server, scriptMessage(writeScript("home-tab")));
+    await e2e.slack.waitFor(() => published(APPROVER).some((c) => JSON.stringify(viewOf(c)).includes(runId)));
     const withApproval = viewOf(published(APPROVER).find((c) => JSON.stringify(viewOf(c)).includes(runId))!);
     const approvalId = (await summary(runId)).pending_approvals[0].approval_id as string;
     const buttons = (withApproval.blocks as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
@@ -347,16 +312,16 @@ describe("what a Slack-started run posts", () => {
       user: APPROVER,
       channel: CHANNEL,
       value: approve.value!,
-      triggerId: `trigger-${++counter}`,
+      triggerId: triggerId(),
       botUserId: BOT,
     });
     const { channel: _channel, message: _message, container: _container, ...fromHome } = payload;
     const homeClick = { ...fromHome, container: { type: "view", view_id: "V0HOME" }, view: { id: "V0HOME", type: "home" } };
-    expect((await postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, homeClick)).status).toBe(200);
+    expect((await e2e.postInteraction(homeClick)).status).toBe(200);
     await expect.poll(async () => (await summary(runId)).status, { timeout: 15_000 }).toBe("completed");
     const demoCalls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(demoCalls.by_tool.create_dashboard).toBe(1);
-    await slack.waitFor(() => {
+    await e2e.slack.waitFor(() => {
       const last = published(APPROVER).at(-1);
       return last !== undefined && !JSON.stringify(viewOf(last)).includes(approvalId);
     });
@@ -365,16 +330,16 @@ describe("what a Slack-started run posts", () => {
   });
 
   it("an API-started run posts nothing to Slack, and its summary still counts (zero) while Slack is on", async () => {
-    const res = await server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "from the api" }) });
+    const res = await e2e.server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "from the api" }) });
     const { run_id } = (await res.json()) as { run_id: string };
     await untilCompleted(summary, run_id);
     expect(await summary(run_id)).toMatchObject({ user_id: "token:root", slack_posts_pending: 0, slack_posts_failed: 0 });
-    expect(slack.calls()).toEqual([]);
+    expect(e2e.slack.calls()).toEqual([]);
   });
 });
 
 async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
-  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  const text = await (await e2e.server.api(`/api/runs/${runId}/events`)).text();
   return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
 }
 
@@ -385,7 +350,7 @@ describe("thread follow-ups (model stand-in)", () => {
   beforeAll(async () => {
     model = await startAnthropicStandIn({ apiKey: "model-key" });
     modelServer = await startWorkerServer({
-      ...slackVars(),
+      ...e2e.vars,
       MODEL_PROVIDER: "anthropic",
       MODEL_BASE_URL: model.baseUrl,
       MODEL_API_KEY: "model-key",

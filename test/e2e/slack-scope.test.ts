@@ -5,21 +5,11 @@
 // TRIGGER_RATE_PER_MINUTE. Requests are signed exactly as Slack signs them.
 // The uninstall tests come last: a real app_uninstalled stops this server's
 // posts for good.
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
-import {
-  blockActionsPayload,
-  eventEnvelope,
-  postSlackEvent,
-  postSlackInteraction,
-  scriptMessage,
-  TEST_TEAM_ID,
-} from "../support/slack-signing";
-import { type RecordedCall, type SlackStandIn, startSlackStandIn } from "../support/slack-stand-in";
-import { startWorkerServer, type WorkerServer } from "../support/worker-server";
-import { e2eVars } from "./global-setup";
+import { describe, expect, it } from "vitest";
+import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
+import type { RecordedCall } from "../support/slack-stand-in";
+import { useSlackE2e } from "../support/slack-e2e-setup";
 
-const SECRET = "test-signing-secret-scope";
-const BOT_TOKEN = "xoxb-test-bot-token-scope";
 const BOT = "UBOT0003";
 const REQUESTER = "UREQUESTER3";
 const APPROVER = "UAPPROVER3";
@@ -27,41 +17,22 @@ const CHANNEL = "C0SCOPE001";
 const FOREIGN_TEAM = "T0FOREIGN";
 const EXTERNAL_TEAM = "T0EXTERNAL";
 const TRIGGERS_PER_MINUTE = 2;
-const demoBase = inject("demoMcpBaseUrl");
 
-let slack: SlackStandIn;
-let server: WorkerServer;
-let counter = 0;
-const eventId = () => `EvS${Date.now()}${++counter}`;
-const ts = () => `${Math.floor(Date.now() / 1000)}.${String(++counter).padStart(6, "0")}`;
-
-beforeAll(async () => {
-  slack = await startSlackStandIn({ botToken: BOT_TOKEN, quiet: true, teamId: TEST_TEAM_ID });
-  server = await startWorkerServer({
-    ...e2eVars(`${demoBase}/mcp`),
-    APPROVAL_TIMEOUT_MS: "60000",
-    ADMISSION_TIMEOUT_MS: "60000",
-    SLACK_SIGNING_SECRET: SECRET,
-    SLACK_BOT_TOKEN: BOT_TOKEN,
-    SLACK_API_BASE_URL: slack.apiBaseUrl,
+const e2e = useSlackE2e({
+  secret: "test-signing-secret-scope",
+  botToken: "xoxb-test-bot-token-scope",
+  bot: BOT,
+  eventIdPrefix: "EvS",
+  standInTeamId: TEST_TEAM_ID,
+  startTimeoutMs: 120_000,
+  vars: () => ({
     SLACK_APPROVERS: JSON.stringify([APPROVER]),
     SLACK_RETRY_BASE_MS: "100",
     SLACK_RETRY_MAX_INTERVAL_MS: "300",
     TRIGGER_RATE_PER_MINUTE: String(TRIGGERS_PER_MINUTE),
-  });
-}, 120_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await slack?.stop();
+  }),
 });
-
-beforeEach(async () => {
-  slack.reset();
-  await fetch(`${demoBase}/control/reset`, { method: "POST" });
-});
-
-const eventsUrl = () => `${server.url}/slack/events`;
+const { eventId, ts } = e2e;
 
 /** Posts a signed mention; answers its event id. */
 async function mention(
@@ -77,41 +48,38 @@ async function mention(
     channel: options.channel ?? CHANNEL,
     ...options.event,
   };
-  const res = await postSlackEvent(eventsUrl(), SECRET, eventEnvelope(event, id, BOT, options.team));
+  const res = await e2e.postEvent(e2e.envelope(event, id, options.team));
   expect(res.status).toBe(200);
   return id;
 }
 
 async function receiptStatus(deliveryId: string): Promise<number> {
-  return (await server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`)).status;
+  return (await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`)).status;
 }
 
 async function runOf(deliveryId: string): Promise<string> {
-  const res = await server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
+  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
   expect(res.status).toBe(200);
   return ((await res.json()) as { run_id: string }).run_id;
 }
 
 async function summary(runId: string): Promise<Record<string, any>> {
-  return (await (await server.api(`/api/runs/${runId}`)).json()) as Record<string, any>;
+  return (await (await e2e.server.api(`/api/runs/${runId}`)).json()) as Record<string, any>;
 }
 
 async function runEvents(runId: string): Promise<Record<string, unknown>[]> {
-  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  const text = await (await e2e.server.api(`/api/runs/${runId}/events`)).text();
   return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
 }
 
 function click(user: string, value: unknown, teams: { teamId?: string; userTeamId?: string } = {}) {
-  const payload = blockActionsPayload({
+  return e2e.click({
     actionId: "approval_approve",
     user,
     channel: CHANNEL,
     value: JSON.stringify(value),
-    triggerId: `trigger-${++counter}`,
-    botUserId: BOT,
     ...teams,
   });
-  return postSlackInteraction(`${server.url}/slack/interactivity`, SECRET, payload);
 }
 
 const CREATE = "mcp__demo__create_dashboard";
@@ -155,7 +123,7 @@ describe("the installation's team (SLACK_TEAM_ID unset: auth.test's)", () => {
       decided_by: `slack:${TEST_TEAM_ID}:${APPROVER}`,
     });
     // The foreign click got no ephemeral either.
-    expect(slack.calls("chat.postEphemeral")).toEqual([]);
+    expect(e2e.slack.calls("chat.postEphemeral")).toEqual([]);
   });
 });
 
@@ -169,27 +137,27 @@ describe("users from another organisation (SLACK_ALLOW_EXTERNAL_USERS unset: fal
   it("an external user's click decides nothing and is told so, even with a listed user id", async () => {
     const { runId, value } = await pendingApprovalRun("external-click", "UREQEXTERN");
     expect((await click(APPROVER, value, { userTeamId: EXTERNAL_TEAM })).status).toBe(200);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
-    const [refusal] = slack.calls("chat.postEphemeral");
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    const [refusal] = e2e.slack.calls("chat.postEphemeral");
     expect(refusal?.params).toMatchObject({ channel: CHANNEL, user: APPROVER });
     expect(String(refusal?.params.text)).toMatch(/outside this organisation/);
     expect((await summary(runId)).pending_approvals).toHaveLength(1);
-    await server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 });
 
 describe("external channels (SLACK_ALLOW_EXTERNAL_CHANNELS unset: false)", () => {
   it("a channel conversations.info reports shared with another organisation gets no posts; an internal one does", async () => {
     const shared = "C0SHARED01";
-    slack.markExternal(shared, { is_ext_shared: true });
+    e2e.slack.markExternal(shared, { is_ext_shared: true });
     const sharedRun = await runOf(await mention("in a shared channel", { user: "UCHANNEL01", channel: shared }));
     const internalRun = await runOf(await mention("in an internal channel", { user: "UCHANNEL02" }));
     for (const run of [sharedRun, internalRun])
       await expect.poll(async () => (await summary(run)).status, { timeout: 10_000 }).toBe("completed");
     await expect.poll(async () => (await summary(sharedRun)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
-    await slack.waitFor((c) => posted(c).some((x) => String(x.params.text).includes("in an internal channel")));
-    expect(posted(slack.calls()).filter((c) => c.params.channel === shared)).toEqual([]);
-    expect(slack.calls("conversations.info").map((c) => c.params.channel)).toContain(shared);
+    await e2e.slack.waitFor((c) => posted(c).some((x) => String(x.params.text).includes("in an internal channel")));
+    expect(posted(e2e.slack.calls()).filter((c) => c.params.channel === shared)).toEqual([]);
+    expect(e2e.slack.calls("conversations.info").map((c) => c.params.channel)).toContain(shared);
     expect((await summary(sharedRun)).slack_posts_failed).toBeGreaterThan(0);
   });
 });
@@ -198,20 +166,20 @@ describe("the trigger limit in Slack (contract section 18)", () => {
   it("a mention past TRIGGER_RATE_PER_MINUTE starts nothing and is answered ephemerally; Slack's retry of an earlier one is not counted", async () => {
     const user = "URATELIMIT1";
     const firstId = eventId();
-    const first = eventEnvelope({ type: "app_mention", user, text: `<@${BOT}> one`, ts: ts(), channel: CHANNEL }, firstId, BOT);
-    expect((await postSlackEvent(eventsUrl(), SECRET, first)).status).toBe(200);
+    const first = e2e.envelope({ type: "app_mention", user, text: `<@${BOT}> one`, ts: ts(), channel: CHANNEL }, firstId);
+    expect((await e2e.postEvent(first)).status).toBe(200);
     await mention("two", { user });
     const over = await mention("three", { user });
     expect(await receiptStatus(over)).toBe(404);
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
-    const [answer] = slack.calls("chat.postEphemeral");
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral"));
+    const [answer] = e2e.slack.calls("chat.postEphemeral");
     expect(answer?.params).toMatchObject({ channel: CHANNEL, user });
     expect(String(answer?.params.text)).toMatch(new RegExp(`more than ${TRIGGERS_PER_MINUTE} runs within a minute.*Try again in \\d+ s`));
     // Slack's retry of the first mention finds its run and is neither counted nor refused.
     const runId = await runOf(firstId);
-    expect((await postSlackEvent(eventsUrl(), SECRET, first, { retryNum: 1 })).status).toBe(200);
+    expect((await e2e.postEvent(first, { retryNum: 1 })).status).toBe(200);
     expect(await runOf(firstId)).toBe(runId);
-    expect(slack.calls("chat.postEphemeral")).toHaveLength(1);
+    expect(e2e.slack.calls("chat.postEphemeral")).toHaveLength(1);
     // Another person is not held back by this one's limit.
     expect(await receiptStatus(await mention("someone else", { user: "URATELIMIT2" }))).toBe(200);
   });
@@ -220,20 +188,20 @@ describe("the trigger limit in Slack (contract section 18)", () => {
 describe("a cancelled Slack run", () => {
   it("its approval message loses its buttons and says it was cancelled, and the thread is told", async () => {
     const { runId } = await pendingApprovalRun("to-cancel", "UCANCEL001");
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
-    expect((await server.api(`/api/runs/${runId}/cancel`, { method: "POST" })).status).toBe(202);
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postMessage" && buttonsOf(x).length > 0));
+    expect((await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" })).status).toBe(202);
     // A cancelled run ends as run_failed with the code `cancelled` (contract section 6).
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("failed");
     expect((await runEvents(runId)).find((e) => e.type === "run_failed")).toMatchObject({ error: { code: "cancelled" } });
     const runCancelledPost = (x: RecordedCall) =>
       x.method === "chat.postMessage" && JSON.stringify(x.params.blocks ?? []).includes("The run was cancelled.");
-    await slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some(runCancelledPost));
-    const update = slack.calls("chat.update")[0]!;
+    await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.update") && c.some(runCancelledPost));
+    const update = e2e.slack.calls("chat.update")[0]!;
     expect(buttonsOf(update)).toEqual([]);
     expect(JSON.stringify(update.params.blocks)).toContain("Cancelled with the run");
     // In the run's thread, after the approval's update.
-    const cancelled = slack.calls().find(runCancelledPost)!;
-    const approvalPost = slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
+    const cancelled = e2e.slack.calls().find(runCancelledPost)!;
+    const approvalPost = e2e.slack.calls("chat.postMessage").find((x) => buttonsOf(x).length > 0)!;
     expect(cancelled.params).toMatchObject({ channel: CHANNEL, thread_ts: approvalPost.params.thread_ts });
     expect(cancelled.seq).toBeGreaterThan(update.seq);
     await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
@@ -243,31 +211,26 @@ describe("a cancelled Slack run", () => {
 
 // Last: the installation team's app_uninstalled stops this server's posts for good.
 describe("app_uninstalled and tokens_revoked", () => {
-  const uninstalled = (team: string) =>
-    postSlackEvent(eventsUrl(), SECRET, eventEnvelope({ type: "app_uninstalled", event_ts: ts() }, eventId(), BOT, team));
+  const uninstalled = (team: string) => e2e.postEvent(e2e.envelope({ type: "app_uninstalled", event_ts: ts() }, eventId(), team));
   const revoked = (team: string) =>
-    postSlackEvent(
-      eventsUrl(),
-      SECRET,
-      eventEnvelope({ type: "tokens_revoked", tokens: { oauth: [], bot: [BOT] }, event_ts: ts() }, eventId(), BOT, team),
-    );
+    e2e.postEvent(e2e.envelope({ type: "tokens_revoked", tokens: { oauth: [], bot: [BOT] }, event_ts: ts() }, eventId(), team));
 
   it("from another team, stop nothing: the next run's posts arrive", async () => {
     expect((await uninstalled(FOREIGN_TEAM)).status).toBe(200);
     expect((await revoked(FOREIGN_TEAM)).status).toBe(200);
     const runId = await runOf(await mention("still posting", { user: "UUNINST001" }));
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
-    await slack.waitFor((c) => posted(c).some((x) => String(x.params.text).includes("still posting")));
+    await e2e.slack.waitFor((c) => posted(c).some((x) => String(x.params.text).includes("still posting")));
     expect((await summary(runId)).slack_posts_failed).toBe(0);
   });
 
   it("from the installation's team, stop the next run's posts", async () => {
     expect((await uninstalled(TEST_TEAM_ID)).status).toBe(200);
-    slack.reset();
+    e2e.slack.reset();
     const runId = await runOf(await mention("after the uninstall", { user: "UUNINST002" }));
     await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
     await expect.poll(async () => (await summary(runId)).slack_posts_pending, { timeout: 10_000 }).toBe(0);
     expect((await summary(runId)).slack_posts_failed).toBeGreaterThan(0);
-    expect(posted(slack.calls())).toEqual([]);
+    expect(posted(e2e.slack.calls())).toEqual([]);
   });
 });

@@ -118,7 +118,7 @@ export async function waitForSummary<T>(
   }
 }
 
-/** What most console tests start from: the stack, a browser signed in with the API token, and a client for the same server. */
+/** What most console tests start from: the stack, a browser (signed in with the API token, unless told not to), and a client for the same server. */
 export interface SignedInConsole {
   stack: ConsoleStack;
   browser: ConsoleBrowser;
@@ -126,16 +126,30 @@ export interface SignedInConsole {
   engine: EngineClient;
 }
 
-/** Starts the stack and a browser signed in on it; the page's uncaught errors are pushed to `pageErrors`. Stops what it started if a step fails. */
-export async function openSignedInConsole(pageErrors: Error[], vars: StackVars = {}): Promise<SignedInConsole> {
-  const stack = await startConsoleStack(vars);
+/** How a console suite's stack and browser start; each file keeps its own. */
+export interface ConsoleOptions {
+  /** Settings over the console stack's (see startConsoleStack). */
+  vars?: StackVars;
+  /** The page's uncaught errors are pushed here. */
+  pageErrors?: Error[];
+  /** Attaches the suite's own listeners to the page, before sign-in. */
+  watch?: (page: Page) => void;
+  /** Sign in with the stack's token (default true; a suite that tests sign-in itself says false). */
+  signedIn?: boolean;
+}
+
+/** Starts the stack and a browser on it (signed in unless `signedIn: false`). Stops what it started if a step fails. */
+export async function openConsole(options: ConsoleOptions): Promise<SignedInConsole> {
+  const stack = await startConsoleStack(options.vars);
   let browser: ConsoleBrowser | undefined;
   try {
     const engine = new EngineClient({ baseUrl: stack.server.url, token: stack.server.token });
     browser = await launchConsoleBrowser();
     const page = browser.page;
-    page.on("pageerror", (err) => pageErrors.push(err));
-    await signIn(page, stack.server.url, stack.server.token);
+    const { pageErrors } = options;
+    if (pageErrors !== undefined) page.on("pageerror", (err) => pageErrors.push(err));
+    options.watch?.(page);
+    if (options.signedIn ?? true) await signIn(page, stack.server.url, stack.server.token);
     return { stack, browser, page, engine };
   } catch (err) {
     await closeSignedInConsole(browser, stack);
