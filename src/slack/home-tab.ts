@@ -189,17 +189,7 @@ function approvalBlocks(item: DecidableApproval, consoleOrigin: string | undefin
     text: { type: "plain_text", text: "Deny" },
     value: buttonValue(value),
   };
-  const link: Button[] =
-    consoleOrigin === undefined
-      ? []
-      : [
-          {
-            type: "button",
-            action_id: "home_open_console",
-            text: { type: "plain_text", text: "Open in the console" },
-            url: `${consoleOrigin}/console#/runs/${encodeURIComponent(item.run_id)}/approvals/${encodeURIComponent(item.approval_id)}`,
-          },
-        ];
+  const link = consoleLink(consoleOrigin, `runs/${encodeURIComponent(item.run_id)}/approvals/${encodeURIComponent(item.approval_id)}`);
   const shown = whole
     ? mrkdwn`\`\`\`${untrusted(args, SECTION_TEXT_MAX_CHARS - 6)}\`\`\``
     : mrkdwn`:scissors: Its arguments (${args.length} characters) are too long to show here: see them whole in the console or the thread before you approve; from here you can only deny.`;
@@ -263,17 +253,7 @@ function formQuestionBlocks(item: HomeFormQuestion, consoleOrigin: string | unde
     value,
   };
   const decline: Button = { type: "button", action_id: ACTION_INPUT_DECLINE, text: { type: "plain_text", text: "Decline" }, value };
-  const link: Button[] =
-    consoleOrigin === undefined
-      ? []
-      : [
-          {
-            type: "button",
-            action_id: "home_open_console",
-            text: { type: "plain_text", text: "Open in the console" },
-            url: `${consoleOrigin}/console#/runs/${encodeURIComponent(item.run_id)}`,
-          },
-        ];
+  const link = consoleLink(consoleOrigin, `runs/${encodeURIComponent(item.run_id)}`);
   const notShown: AnyHomeTabBlock[] = item.answerable
     ? []
     : [
@@ -328,4 +308,17 @@ export function homeView(items: readonly DecidableItem[], consoleOrigin?: string
   for (const item of listedItems) blocks.push(...itemBlocks(item, consoleOrigin));
   if (more > 0) blocks.push({ type: "context", elements: [{ type: "mrkdwn", text: mrkdwn`And ${more} more: see the console.` }] });
   return { type: "home", blocks };
+}
+
+/** The "Open in the console" button to `#/<route>`, or none when the console is off. */
+function consoleLink(consoleOrigin: string | undefined, route: string): Button[] {
+  if (consoleOrigin === undefined) return [];
+  return [
+    {
+      type: "button",
+      action_id: "home_open_console",
+      text: { type: "plain_text", text: "Open in the console" },
+      url: `${consoleOrigin}/console#/${route}`,
+    },
+  ];
 }
