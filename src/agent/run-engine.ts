@@ -44,14 +44,16 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool } from "../execution/tool-policy";
-import type { AskedQuestion, QuestionAnswer } from "../execution/mcp-questions";
+import type { QuestionAnswer } from "../execution/mcp-questions";
 import {
   answerQuestion,
   askRound,
   cancelQuestions,
   expireQuestions,
   findQuestion,
+  keepConversation,
   openQuestions,
+  roundOpen,
   roundResponses,
 } from "../execution/mcp-rounds";
 import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester, runRequester } from "../policy/approval-policy";
@@ -114,8 +116,6 @@ export class RunEngine {
   );
   /** Aborts the model call in flight when the run is cancelled. */
   #modelCall: AbortController | undefined;
-  /** Dispatched calls waiting for a round of answers (contract section 21), by tool_call_id: resolves with the inputResponses. */
-  readonly #rounds = new Map<string, (responses: Record<string, QuestionAnswer>) => void>();
 
   constructor(deps: EngineDeps, run: RunRecord, calls: ToolCall[]) {
     this.#deps = deps;
@@ -128,7 +128,13 @@ export class RunEngine {
         const { run_id, channel_id, delivery_id } = this.#run;
         return { run_id, channel_id, delivery_id, cancel_requested: cancelRequested(this.#run) };
       },
-      ask: (call, round, questions) => this.#ask(call, round, questions),
+      // A call's conversation with its server (contract section 21) is on disk before the follow-up it announces leaves.
+      writeAhead: (call, conversation) => {
+        const current = this.#current(call);
+        if (current?.state !== "dispatched") return;
+        keepConversation(this.#calls, current, conversation);
+        this.#save();
+      },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
     });
   }
@@ -281,8 +287,7 @@ export class RunEngine {
       decision: "deny",
     });
     if (refusal !== null) return { kind: "refused", error: refusal };
-    // No round waiting in this instance: the call was lost to a restart while a person decided (recovery settles it).
-    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now(), this.#rounds.has(call.tool_call_id));
+    const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");
     if (result.effects.length > 0 || result.closed) {
@@ -292,39 +297,47 @@ export class RunEngine {
     return result.verdict;
   }
 
-  /** The pipeline's `ask`: the round's questions go on the stream; resolves when the round closes. */
-  #ask(call: Dispatched, round: number, questions: AskedQuestion[]): Promise<Record<string, QuestionAnswer>> {
-    return new Promise((resolve) => {
-      const current = this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
-      if (current?.state !== "dispatched") {
-        resolve(Object.fromEntries(questions.map((q) => [q.key, { action: "cancel" as const }])));
-        return;
-      }
-      this.#rounds.set(call.tool_call_id, resolve);
-      // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
-      const now = Date.now();
-      this.#apply(askRound(this.#calls, current, round, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
-      this.#armDeadlineOfPhase();
-      this.#save();
-    });
+  /**
+   * The server asked a round of questions (contract section 21): they go on the stream and the
+   * round is kept with the call in storage; nothing is in flight until the round closes. A run
+   * cancelled meanwhile asks nobody: the questions go back as cancel at once.
+   */
+  #ask(call: Dispatched, decision: Extract<PipelineDecision, { kind: "ask" }>): void {
+    const { conversation, questions } = decision;
+    if (cancelRequested(this.#run)) {
+      const next = keepConversation(this.#calls, call, conversation);
+      this.#followUp(next, Object.fromEntries(questions.map((q) => [q.key, { action: "cancel" as const }])));
+      return;
+    }
+    // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
+    const now = Date.now();
+    this.#apply(askRound(this.#calls, call, conversation, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
+    this.#armDeadlineOfPhase();
+    this.#save();
   }
 
   /**
-   * The round of this call closed: its answers go back to the pipeline, which sends the follow-up.
-   * The round's questions closed unanswered (by expiry, or a cancel: `unanswered`) are told to the observer.
+   * The round of this call closed: its answers go to the server in the follow-up. The round's
+   * questions closed unanswered (by expiry, or a cancel: `unanswered`) are told to the observer.
    */
   #closeRound(toolCallId: string, unanswered: "expired" | "cancelled"): void {
-    const resolve = this.#rounds.get(toolCallId);
     const call = this.#calls.find((c) => c.tool_call_id === toolCallId && c.state === "dispatched");
-    if (call?.state === "dispatched") {
-      const questions = call.questions ?? [];
-      const latest = questions.reduce((max, q) => Math.max(max, q.round), 0);
-      const ended = questions.filter((q) => q.round === latest && q.expired === true && q.answer === undefined);
-      this.#questionsEnded(toolCallId, ended, unanswered);
-    }
-    if (resolve === undefined || call?.state !== "dispatched") return;
-    this.#rounds.delete(toolCallId);
-    resolve(roundResponses(call));
+    if (call?.state !== "dispatched") return;
+    const questions = call.questions ?? [];
+    const latest = questions.reduce((max, q) => Math.max(max, q.round), 0);
+    const ended = questions.filter((q) => q.round === latest && q.expired === true && q.answer === undefined);
+    this.#questionsEnded(toolCallId, ended, unanswered);
+    if (call.conversation?.phase === "waiting") this.#followUp(call, roundResponses(call));
+  }
+
+  /** Sends a closed round's answers (the pipeline writes the follow-up ahead first). */
+  #followUp(call: Dispatched, inputResponses: Record<string, QuestionAnswer>): void {
+    this.#pipeline.followUp(call, inputResponses, (decision) => this.#decided(call, decision));
+  }
+
+  /** The run's record of `call` as it is now (the pure transitions replace records). */
+  #current(call: Dispatched): ToolCall | undefined {
+    return this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
   }
 
   #questionsEnded(toolCallId: string, questions: readonly McpQuestion[], status: "expired" | "cancelled", now = Date.now()): void {
@@ -553,15 +566,19 @@ export class RunEngine {
 
   /** Applies the pipeline's decision, once, only if the call is still in flight. */
   #decided(call: Dispatched, decision: PipelineDecision): void {
-    const current = this.#calls.find((c) => c.turn === call.turn && c.tool_call_id === call.tool_call_id);
+    const current = this.#current(call);
     if (current?.state !== "dispatched") return;
+    if (decision.kind === "ask") {
+      this.#ask(current, decision);
+      return;
+    }
     this.#applyDecision(current, decision);
     this.#save();
     if (cancelRequested(this.#run) && !hasDispatched(this.#calls, call.turn)) this.#endCancelled();
     else this.#driver.kick();
   }
 
-  #applyDecision(call: Dispatched, decision: PipelineDecision): void {
+  #applyDecision(call: Dispatched, decision: Extract<PipelineDecision, { kind: "settle" | "refuse" }>): void {
     const now = Date.now();
     // Questions still open when the call ends (it was lost to a restart while a person decided) can never be answered now.
     this.#questionsEnded(call.tool_call_id, (call.questions ?? []).filter(isOpen), "cancelled", now);
@@ -577,9 +594,16 @@ export class RunEngine {
     for (const call of turnCalls(this.#calls, turn)) {
       if (call.state !== "dispatched" || this.#pipeline.isInFlight(call.tool_call_id)) continue;
       const decision = await this.#pipeline.recover(call);
-      const current = this.#calls.find((c) => c.turn === turn && c.tool_call_id === call.tool_call_id);
+      const current = this.#current(call);
       if (current?.state !== "dispatched" || this.#pipeline.isInFlight(call.tool_call_id)) continue; // handled while we read
       switch (decision.kind) {
+        case "wait":
+          // Its round waits for people in storage (contract section 21); one that closed while nothing ran is sent now.
+          if (!roundOpen(current)) this.#followUp(current, roundResponses(current));
+          break;
+        case "ask":
+          this.#ask(current, decision);
+          break;
         case "retry_later":
           // Try again after one storage bound; until then the call stays in flight.
           this.#deps.schedule.set("calls", Date.now() + this.#deps.config.STORAGE_WAIT_MS);

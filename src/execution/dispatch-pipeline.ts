@@ -20,17 +20,23 @@
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
 //
 // Questions mid-call (contract section 21): a tools/call answered
-// input_required is not settled; its form elicitations go to people through
-// `ask`, and the follow-up tools/call (same session, same arguments, the
-// answers and the server's requestState) is sent when the round closes,
-// until the server's final answer. More than `maxInputRounds` rounds, or a
+// input_required is not settled, and it ends the HTTP request: the pipeline
+// hands the round back (`ask`) and the caller keeps it in the run's storage
+// with the call (McpConversation: the round, requestState byte for byte, the
+// sends so far), so nothing is in flight while a person decides and an
+// unload or a restart changes nothing. When the round closes, `followUp`
+// sends it from whichever instance holds the call: written ahead first
+// (`writeAhead`: phase "sending", like the checkpoint), then a new session
+// (same arguments, the answers and the requestState), until the server's
+// final answer. Only a call whose first send or a follow-up may have been in
+// flight at a restart is lost. More than `maxInputRounds` rounds, or a
 // request the engine never declared, ends it input_unsupported with nothing
 // more sent. The row counts its `sends`.
 import type { MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
-import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched } from "./tool-calls";
+import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched, type McpConversation } from "./tool-calls";
 
 export type PipelineLedger = Pick<
   MutationLedger,
@@ -76,11 +82,19 @@ export interface RowRef {
   approved_at: number;
 }
 
+/**
+ * What became of a call the pipeline ran: settled, refused before anything left, or, for a
+ * server that answered `input_required` with questions, a round to ask of people (`ask`: nothing
+ * is in flight; the caller keeps `conversation`, phase "waiting", with the call and calls
+ * `followUp` once the round closes).
+ */
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
-  | { kind: "refuse"; reason: DispatchRefusal };
+  | { kind: "refuse"; reason: DispatchRefusal }
+  | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
-export type RecoveryDecision = PipelineDecision | { kind: "resume" } | { kind: "retry_later" };
+/** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
+export type RecoveryDecision = PipelineDecision | { kind: "resume" } | { kind: "retry_later" } | { kind: "wait" };
 
 export interface PipelineDeps {
   ledger: PipelineLedger;
@@ -88,10 +102,10 @@ export interface PipelineDeps {
   open: (call: Dispatched) => Promise<CallSession>;
   run: () => PipelineRun;
   /**
-   * Asks a round's questions of people (contract section 21) and resolves with the answers
-   * (`inputResponses`, every question's under its key) when the round closes.
+   * Keeps the call's conversation (contract section 21) in the run's storage, synchronously,
+   * before the request it announces leaves: phase "sending" is the follow-up's write-ahead mark.
    */
-  ask?: (call: Dispatched, round: number, questions: AskedQuestion[]) => Promise<Record<string, QuestionAnswer>>;
+  writeAhead: (call: Dispatched, conversation: McpConversation) => void;
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;
@@ -101,6 +115,9 @@ export interface PipelineDeps {
 const DEFAULT_MAX_INPUT_ROUNDS = 3;
 
 const LOST_MESSAGE = "The engine restarted while this call was in flight; its outcome is unknown and it was not sent again.";
+
+/** What the exchange with the server came to: its final answer, or a round of questions for people. */
+type Conversed = { kind: "final"; outcome: DispatchOutcome; sends: number } | Extract<PipelineDecision, { kind: "ask" }>;
 
 export class DispatchPipeline {
   readonly #deps: PipelineDeps;
@@ -144,9 +161,26 @@ export class DispatchPipeline {
    * not abandoned). An unexpected error is an ambiguous transport failure.
    */
   start(call: Dispatched, decided: (decision: PipelineDecision) => void): void {
+    this.#run(call, () => this.execute(call), decided);
+  }
+
+  /**
+   * The follow-up after a round of questions closed (contract section 21), from whichever
+   * instance holds the call: `call.conversation` (phase "waiting") is marked "sending" in storage
+   * first, then the answers go out with the same arguments and the requestState on a new
+   * session. Its decision reaches `decided` like `start`'s; another round is an `ask` again.
+   */
+  followUp(call: Dispatched, inputResponses: Record<string, QuestionAnswer>, decided: (decision: PipelineDecision) => void): void {
+    const { conversation } = call;
+    if (conversation === undefined) throw new Error(`call ${call.tool_call_id} has no round to follow up`);
+    this.#deps.writeAhead(call, { ...conversation, phase: "sending" });
+    this.#run(call, () => this.#resume(call, conversation, inputResponses), decided);
+  }
+
+  #run(call: Dispatched, work: () => Promise<PipelineDecision>, decided: (decision: PipelineDecision) => void): void {
     this.#inFlight.add(call.tool_call_id);
     void afterThisTurn()
-      .then(() => this.execute(call))
+      .then(work)
       .catch(
         (err: unknown): PipelineDecision => ({
           kind: "settle",
@@ -188,14 +222,43 @@ export class DispatchPipeline {
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
       // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
-      const { outcome, sends } = await this.#converse(call, session);
-      // The tools/call provably never left (the checkpoint is on disk, but the row settles not_executed: allowed).
-      if (outcome.kind === "failed" && !outcome.sent) return this.#refuse(row, outcome.unsent ?? "transport_unavailable");
-      const settled = await ledger.settleDispatched(row.mutation_id, { ...this.#durableSettlement(outcome), sends });
-      return { kind: "settle", outcome, settlementLate: settled === "late" };
+      return await this.#finish(call, await this.#converse(call, session));
     } finally {
       void closeQuietly(session);
     }
+  }
+
+  /** A follow-up on a new session; a server that cannot be reached now is still ambiguous: the first send reached it. */
+  async #resume(
+    call: Dispatched,
+    conversation: McpConversation,
+    inputResponses: Record<string, QuestionAnswer>,
+  ): Promise<PipelineDecision> {
+    const session = await this.#open(call);
+    if (session.kind === "unreachable") {
+      const outcome: DispatchOutcome = { kind: "failed", code: "transport_error", message: session.message, sent: true };
+      return this.#finish(call, { kind: "final", outcome, sends: conversation.sends });
+    }
+    try {
+      return await this.#finish(call, await this.#converse(call, session, { conversation, inputResponses }));
+    } finally {
+      void closeQuietly(session);
+    }
+  }
+
+  /** The decision for what the exchange came to; a mutation's row settles with its count of sends. */
+  async #finish(call: Dispatched, conversed: Conversed): Promise<PipelineDecision> {
+    if (conversed.kind === "ask") return conversed;
+    const { outcome, sends } = conversed;
+    const row = rowOf(call);
+    // The tools/call provably never left (for a mutation the checkpoint is on disk, but the row settles not_executed: allowed).
+    if (outcome.kind === "failed" && !outcome.sent) {
+      const reason = outcome.unsent ?? "transport_unavailable";
+      return row === null ? { kind: "refuse", reason } : this.#refuse(row, reason);
+    }
+    if (row === null) return { kind: "settle", outcome, settlementLate: false };
+    const settled = await this.#deps.ledger.settleDispatched(row.mutation_id, { ...this.#durableSettlement(outcome), sends });
+    return { kind: "settle", outcome, settlementLate: settled === "late" };
   }
 
   /** A read-only call: no row, simply sent; transport_unavailable when nothing was sent. */
@@ -204,25 +267,37 @@ export class DispatchPipeline {
     const session = await this.#open(call);
     if (session.kind === "unreachable") return { kind: "refuse", reason: session.reason ?? "transport_unavailable" };
     try {
-      const { outcome } = await this.#converse(call, session);
-      if (outcome.kind === "failed" && !outcome.sent) return { kind: "refuse", reason: outcome.unsent ?? "transport_unavailable" };
-      return { kind: "settle", outcome, settlementLate: false };
+      return await this.#finish(call, await this.#converse(call, session));
     } finally {
       void closeQuietly(session);
     }
   }
 
   /**
-   * The tools/call and, while the server answers input_required, its follow-ups (contract
-   * section 21): the final outcome and how many requests carried the call. A follow-up that
-   * provably did not leave is still ambiguous: the first send reached the server.
+   * The tools/call (or, `from` a kept round, its follow-up) and, while the server answers
+   * input_required with no question, the follow-ups sent at once, each written ahead (contract
+   * section 21): the final outcome and how many requests carried the call, or a round of
+   * questions for people. A follow-up that provably did not leave is still ambiguous: the first
+   * send reached the server.
    */
-  async #converse(call: Dispatched, session: Extract<CallSession, { kind: "open" }>): Promise<{ outcome: DispatchOutcome; sends: number }> {
+  async #converse(
+    call: Dispatched,
+    session: Extract<CallSession, { kind: "open" }>,
+    from?: { conversation: McpConversation; inputResponses: Record<string, QuestionAnswer> },
+  ): Promise<Conversed> {
     const maxRounds = this.#deps.maxInputRounds ?? DEFAULT_MAX_INPUT_ROUNDS;
-    let answer = await session.send();
-    let sends = 1;
-    for (let round = 1; answer.kind === "input_required"; round += 1) {
-      const unsupported = (message: string): { outcome: DispatchOutcome; sends: number } => ({
+    let sends = from?.conversation.sends ?? 0;
+    let round = from?.conversation.round ?? 0;
+    let followUp: McpFollowUp | undefined =
+      from === undefined ? undefined : followUpOf(from.inputResponses, from.conversation.request_state);
+    for (;;) {
+      let answer = await session.send(followUp);
+      sends += 1;
+      if (followUp !== undefined && answer.kind === "failed" && !answer.sent) answer = { ...answer, sent: true };
+      if (answer.kind !== "input_required") return { kind: "final", outcome: answer, sends };
+      round += 1;
+      const unsupported = (message: string): Conversed => ({
+        kind: "final",
         outcome: { kind: "failed", code: "input_unsupported", message, sent: true },
         sends,
       });
@@ -230,16 +305,17 @@ export class DispatchPipeline {
         return unsupported(`the server asked for input more than ${maxRounds} times (MCP_MAX_INPUT_ROUNDS); nothing more was sent`);
       const parsed = parseInputRequests(answer.inputRequests);
       if (parsed.kind === "unsupported") return unsupported(`${parsed.message}; nothing more was sent`);
-      const { ask } = this.#deps;
-      if (parsed.questions.length > 0 && ask === undefined)
-        return unsupported("this engine cannot ask questions here; nothing more was sent");
-      const inputResponses = parsed.questions.length > 0 && ask !== undefined ? await ask(call, round, parsed.questions) : {};
-      const followUp: McpFollowUp = { inputResponses, ...(answer.requestState !== undefined ? { requestState: answer.requestState } : {}) };
-      answer = await session.send(followUp);
-      sends += 1;
-      if (answer.kind === "failed" && !answer.sent) answer = { ...answer, sent: true };
+      const conversation: McpConversation = {
+        phase: "waiting",
+        round,
+        sends,
+        ...(answer.requestState !== undefined ? { request_state: answer.requestState } : {}),
+      };
+      if (parsed.questions.length > 0) return { kind: "ask", conversation, questions: parsed.questions };
+      // Nothing to ask: sent again at once, written ahead like every follow-up.
+      this.#deps.writeAhead(call, { ...conversation, phase: "sending" });
+      followUp = followUpOf({}, answer.requestState);
     }
-    return { outcome: answer, sends };
   }
 
   /** Opens the session; an opener that throws is an unreachable server (nothing was sent). */
@@ -259,6 +335,8 @@ export class DispatchPipeline {
    * is reported as an ambiguous failure.
    */
   async recover(call: Dispatched): Promise<RecoveryDecision> {
+    // A round of questions kept in storage: nothing was in flight, so nothing was lost (contract section 21).
+    if (call.conversation?.phase === "waiting") return { kind: "wait" };
     const lost: PipelineDecision = {
       kind: "settle",
       outcome: { kind: "failed", code: "transport_error", message: LOST_MESSAGE, sent: true },
@@ -273,6 +351,8 @@ export class DispatchPipeline {
         state: "outcome_unknown",
         error: { code: "transport_error", message: LOST_MESSAGE },
         settledAt: this.#iso(),
+        // The request that may have been in flight counts: the checkpointed first send, or the follow-up written ahead.
+        sends: (call.conversation?.sends ?? 0) + 1,
       });
     }
     return lost;
@@ -330,6 +410,11 @@ function rowOf(call: Dispatched): RowRef | null {
     approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
     approved_at: call.approved_at,
   };
+}
+
+/** A follow-up's answers and the server's requestState, verbatim. */
+function followUpOf(inputResponses: Record<string, QuestionAnswer>, requestState: string | undefined): McpFollowUp {
+  return { inputResponses, ...(requestState !== undefined ? { requestState } : {}) };
 }
 
 /** Closes an open session off the critical path; close never throws, but a fake or a bug must not reject unhandled. */

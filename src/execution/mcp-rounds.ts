@@ -5,23 +5,37 @@
 // human_input_received), and the round closes when every question is
 // answered or one expires; the caller then sends the follow-up with
 // `roundResponses`. The call stays `dispatched` throughout (its row keeps
-// dispatched: true), so a restart while a person decides is outcome_unknown.
+// dispatched: true); its `conversation` (the round, the requestState, the
+// sends) is kept with it in the run's storage, so while a person decides
+// nothing is in flight and a restart changes nothing.
 import { answerIssues, inputIdOf, inputResponsesOf, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
-import { isOpen, type DecisionResult, type Dispatched, type Effect, type McpQuestion, type ToolCall } from "./tool-calls";
+import {
+  isOpen,
+  type DecisionResult,
+  type Dispatched,
+  type Effect,
+  type McpConversation,
+  type McpQuestion,
+  type ToolCall,
+} from "./tool-calls";
 import type { EventFields } from "../wire/event-schemas";
 
 const emitRequested = (fields: EventFields<"human_input_requested">): Effect => ({ kind: "emit", type: "human_input_requested", fields });
 const emitReceived = (fields: EventFields<"human_input_received">): Effect => ({ kind: "emit", type: "human_input_received", fields });
 
-/** Round `round` of `call`'s questions: each one asked, expiring `timeoutMs` from now (APPROVAL_TIMEOUT_MS). */
+/**
+ * Round `conversation.round` of `call`'s questions: each one asked, expiring `timeoutMs` from now
+ * (APPROVAL_TIMEOUT_MS), and the conversation kept with the call (phase "waiting").
+ */
 export function askRound(
   calls: ToolCall[],
   call: Dispatched,
-  round: number,
+  conversation: McpConversation,
   asked: readonly AskedQuestion[],
   now: number,
   timeoutMs: number,
 ): Effect[] {
+  const { round } = conversation;
   const expiresAt = now + timeoutMs;
   const fresh: McpQuestion[] = asked.map((q) => ({
     input_id: inputIdOf(call.tool_call_id, round, q.key),
@@ -31,7 +45,7 @@ export function askRound(
     requested_schema: q.requested_schema,
     expires_at: expiresAt,
   }));
-  replace(calls, call, { ...call, questions: [...(call.questions ?? []), ...fresh] });
+  replace(calls, call, { ...call, questions: [...(call.questions ?? []), ...fresh], conversation });
   return fresh.map((q) =>
     emitRequested({
       tool_call_id: call.tool_call_id,
@@ -62,18 +76,11 @@ export interface AnswerResult extends DecisionResult {
  * A person's answer to one MCP question (eligibility is the caller's to check first). The same
  * answer again gets the same verdict and no event; a different one is already_resolved; past
  * `expires_at` it is expired (and the round closes by expiry, if the alarm has not closed it yet).
- * `waiting` says whether this instance still waits on the call's round: after a restart nothing
- * does (the call was lost while a person decided and settles outcome_unknown, contract section 8),
- * so an open question is expired there too, with nothing recorded: no answer would ever be sent.
+ * An open question is answered only while its call's conversation is "waiting" (contract
+ * section 21); once a follow-up may be in flight (it was lost to a restart and settles
+ * outcome_unknown, section 8) it is expired, with nothing recorded: no answer would ever be sent.
  */
-export function answerQuestion(
-  calls: ToolCall[],
-  inputId: string,
-  answer: QuestionAnswer,
-  answeredBy: string,
-  now: number,
-  waiting = true,
-): AnswerResult {
+export function answerQuestion(calls: ToolCall[], inputId: string, answer: QuestionAnswer, answeredBy: string, now: number): AnswerResult {
   const found = findQuestion(calls, inputId);
   if (!found) return { verdict: { kind: "not_found", what: "question", id: inputId }, effects: [] };
   const { call, question } = found;
@@ -82,7 +89,7 @@ export function answerQuestion(
     const same = JSON.stringify(question.answer) === JSON.stringify(answer);
     return { verdict: same ? answered : { kind: "already_resolved", decision: question.answer.action, what: "question" }, effects: [] };
   }
-  if (question.expired === true || call.state !== "dispatched" || !waiting)
+  if (question.expired === true || call.state !== "dispatched" || call.conversation?.phase !== "waiting")
     return { verdict: { kind: "expired", what: "question" }, effects: [] };
   if (now >= question.expires_at) {
     const closed = closeByExpiry(calls, call, now);
@@ -127,6 +134,18 @@ export function cancelQuestions(calls: ToolCall[], turn: number): Dispatched[] {
     closed.push(next);
   }
   return closed;
+}
+
+/** The call's conversation as it now stands (a follow-up written ahead: phase "sending"). */
+export function keepConversation(calls: ToolCall[], call: Dispatched, conversation: McpConversation): Dispatched {
+  const next: Dispatched = { ...call, conversation };
+  replace(calls, call, next);
+  return next;
+}
+
+/** Whether the call's latest round still has a question open for a person. */
+export function roundOpen(call: Dispatched): boolean {
+  return (call.questions ?? []).some(isOpen);
 }
 
 /** The follow-up's `inputResponses` for the call's latest round. */

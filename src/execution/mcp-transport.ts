@@ -14,7 +14,8 @@
  *  - Never a second send: SSE resumption off, the GET stream never opened, no input_required
  *    auto-fulfilment, no 401 retry (a bare token provider), and `request`, not `callTool` (whose
  *    header-mismatch path sends the call again). An `input_required` answer is returned as it
- *    came; only the caller sends the follow-up (answers and `requestState`) on the same session.
+ *    came; only the caller sends the follow-up (answers and `requestState`), on the same session
+ *    or, for a round kept in the run's storage, on a new one.
  *  - `sent` from the typed `Transport.send` seam: true once the tools/call was handed to it. A
  *    definitive failure seen below the SDK (a body over the cap, the call's stream ending before
  *    its answer, the connect deadline) settles whatever waits and explains what the SDK made of it.
@@ -174,7 +175,7 @@ class ToolCallTransport extends StreamableHTTPClientTransport {
 class McpSession {
   private readonly client: Client;
   private readonly transport: ToolCallTransport;
-  /** "none": nothing called yet; "input_required": the last answer asked for input, so one follow-up may go; "done": no more. */
+  /** "none": nothing called yet; "input_required": the last answer asked for input, so only a follow-up may go; "done": no more. */
   private stage: "none" | "input_required" | "done" = "none";
   private failed: McpTransportError | undefined;
   private signalFailure!: (error: McpTransportError) => void;
@@ -256,7 +257,9 @@ class McpSession {
 
   /**
    * Calls one tool exactly once; never throws, never retries. A second call is refused unsent,
-   * except a follow-up after an `input_required` answer, which must carry `followUp`. `meta`:
+   * except a follow-up after an `input_required` answer, which must carry `followUp`; a new
+   * session's first call may be a follow-up too (a round kept in the run's storage, contract
+   * section 21: the 2026-07-28 revision keeps no state between requests). `meta`:
    * the request's `params._meta`. Sent with `request`, not `callTool`, whose output-schema check
    * could also turn the tool's actual answer into an error.
    */
@@ -266,7 +269,7 @@ class McpSession {
     meta?: Record<string, string>,
     followUp?: McpFollowUp,
   ): Promise<McpCallAnswer> {
-    if (this.stage === "done" || (this.stage === "none") !== (followUp === undefined))
+    if (this.stage === "done" || (this.stage === "input_required" && followUp === undefined))
       return { kind: "failed", code: "transport_error", message: "this session already made its one tools/call", sent: false };
     const answer = await this.send(toolName, args, {
       name: toolName,

@@ -140,6 +140,19 @@ export interface McpQuestion {
   answered_by?: string;
   expired?: true;
 }
+/**
+ * Where a dispatched call's exchange with its server stands once the server first answered
+ * `input_required` (contract section 21), kept in the run's storage with the call. `waiting`:
+ * nothing is in flight, a person decides (an unload or a restart changes nothing); `sending`: a
+ * follow-up was written ahead and may be in flight (a restart now leaves it outcome_unknown).
+ * `request_state` is the server's, byte for byte; `sends` counts the tools/call requests so far.
+ */
+export interface McpConversation {
+  phase: "waiting" | "sending";
+  round: number;
+  sends: number;
+  request_state?: string;
+}
 export type Dispatched = CallBase & {
   state: "dispatched";
   grant: Grant;
@@ -147,6 +160,8 @@ export type Dispatched = CallBase & {
   mutation_id: string | null;
   /** The questions the tool asked while in flight (contract section 21); absent when it asked none. */
   questions?: McpQuestion[];
+  /** Absent until the server's first answer asked for input. */
+  conversation?: McpConversation;
 };
 export type Done = CallBase & {
   state: "done";

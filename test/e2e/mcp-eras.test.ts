@@ -14,13 +14,17 @@
 // engine and answered (accept, decline, expiry as cancel) in the follow-up
 // tools/call, which carries the requestState byte for byte; a question that
 // cannot be asked, or a fourth round, ends the call input_unsupported.
-// Crashes: a SIGKILL of the Worker mid-call, or while a person decides a
-// question, leaves the call outcome_unknown, sent once and never followed up;
-// answers to MCP questions, refused or counted, are in the audit log.
+// Crashes: a SIGKILL of the Worker mid-call, or while a follow-up is in
+// flight, leaves the call outcome_unknown and never sent again; a SIGKILL while
+// a person decides a question changes nothing (the round is kept in the run's
+// storage: the answer after the restart, or the expiry, is sent once, against
+// the stateless server and the demo server's schedule_report alike); answers
+// to MCP questions, refused or counted, are in the audit log.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { ApiError, EngineClient, type EngineEvent, type InputAnswer, type ScriptTurn } from "../../src/client";
 import { demoCalls, demoReset } from "../support/e2e-client";
 import { startEverythingMcpProcess, type EverythingMcpProcess } from "../support/everything-mcp-process";
+import { startDemoMcpProcess, type DemoMcpProcess } from "../support/demo-mcp-process";
 import {
   CONFIRM_SCHEMA,
   confirmState,
@@ -42,16 +46,24 @@ const CONFIRM_NOTE = "mcp__stateless__confirm_note";
 const TWO_STEP_NOTE = "mcp__stateless__two_step_note";
 const ASK_FOREVER = "mcp__stateless__ask_forever";
 const ASK_URL = "mcp__stateless__ask_url";
+/** The demo server as `npm start` runs it (2026-07-28), whose schedule_report asks mid-call (the README's example). */
+const MODERN_DEMO_DASHBOARD = "mcp__report__create_dashboard";
+const MODERN_DEMO_REPORT = "mcp__report__schedule_report";
 /** Short, so the expiry case waits seconds (the run's alarm expires the question, as it does approvals). */
 const APPROVAL_TIMEOUT_MS = 4_000;
 
 let stateless: StatelessMcpServer;
 let everything: EverythingMcpProcess;
+let modernDemoProcess: DemoMcpProcess;
 let server: WorkerServer;
 let engine: EngineClient;
 
 beforeAll(async () => {
-  [stateless, everything] = await Promise.all([startStatelessMcpServer(API_KEY), startEverythingMcpProcess()]);
+  [stateless, everything, modernDemoProcess] = await Promise.all([
+    startStatelessMcpServer(API_KEY),
+    startEverythingMcpProcess(),
+    startDemoMcpProcess({ DEMO_MCP_ERA: MODERN }),
+  ]);
   server = await startWorkerServer({
     ...e2eVars(`${demo}/mcp`),
     APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS),
@@ -60,6 +72,7 @@ beforeAll(async () => {
       demo: { url: `${demo}/mcp` },
       // Its readOnlyHint tools run without approval only because it is marked trusted.
       everything: { url: everything.url, trust_annotations: true },
+      report: { url: modernDemoProcess.url },
     }),
     MUTATION_BUDGET: JSON.stringify({
       [CREATE_NOTE]: 3,
@@ -68,6 +81,8 @@ beforeAll(async () => {
       [TWO_STEP_NOTE]: 1,
       [ASK_FOREVER]: 1,
       [ASK_URL]: 1,
+      [MODERN_DEMO_DASHBOARD]: 1,
+      [MODERN_DEMO_REPORT]: 1,
     }),
     // Only the root token may approve confirm_note and answer its questions (contract sections 19 and 21).
     TOOL_POLICY: JSON.stringify({ [CONFIRM_NOTE]: { approvers: ["token:root"] } }),
@@ -79,6 +94,7 @@ afterAll(async () => {
   await server?.stop();
   await stateless?.stop();
   await everything?.stop();
+  await modernDemoProcess?.stop();
 });
 
 beforeEach(async () => {
@@ -102,6 +118,44 @@ async function runApproving(
     if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
     if (event.type === "human_input_requested") await onQuestion(runId, event);
   }
+  return events;
+}
+
+/** The 2026-07-28 demo server's control API: its state and the calls it took. */
+const modernDemo = {
+  reset: async () => expect((await fetch(`${modernDemoProcess.baseUrl}/control/reset`, { method: "POST" })).status).toBe(200),
+  state: async () => (await (await fetch(`${modernDemoProcess.baseUrl}/control/state`)).json()) as { reports?: unknown[] },
+  calls: async () => (await (await fetch(`${modernDemoProcess.baseUrl}/control/calls`)).json()) as { by_tool?: Record<string, number> },
+};
+
+/** Starts a run of one `tool` call, approves it and returns once its server's first question waits for a person. */
+async function waitingQuestion(
+  tool: string,
+  toolCallId: string,
+  args: Record<string, unknown>,
+): Promise<{ runId: string; question: QuestionEvent }> {
+  const { run_id: runId } = await engine.trigger({
+    message: "m",
+    channel_id: `C-crash-ask-${Date.now()}-${Math.random()}`,
+    script: [{ tool_calls: [{ tool_name: tool, tool_call_id: toolCallId, arguments: args }] }, { text: "done" }],
+  });
+  for await (const event of engine.events(runId)) {
+    if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+    if (event.type === "human_input_requested") return { runId, question: event };
+  }
+  throw new Error(`run ${runId} ended without asking`);
+}
+
+/** SIGKILLs wrangler and workerd and serves the same state again (every object unloaded, nothing in memory kept). */
+async function crash(): Promise<void> {
+  server = await server.crashAndRestart();
+  engine = new EngineClient({ baseUrl: server.url, token: server.token });
+}
+
+/** The run's whole log from the start, once it has ended. */
+async function eventsToEnd(runId: string): Promise<EngineEvent[]> {
+  const events: EngineEvent[] = [];
+  for await (const event of engine.events(runId)) events.push(event);
   return events;
 }
 
@@ -181,6 +235,16 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
           tools: null,
           last_contact_at: null,
         },
+        {
+          server: "report",
+          url: modernDemoProcess.url,
+          protocol_version: null,
+          auth: "none",
+          trust_annotations: false,
+          connected: null,
+          tools: null,
+          last_contact_at: null,
+        },
       ],
     });
   });
@@ -251,7 +315,8 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
     const byName = Object.fromEntries(listed.map((s) => [s.server, s]));
     expect(byName.stateless).toMatchObject({ protocol_version: MODERN, connected: true, tools: 6, auth: "headers" });
     expect(byName.demo).toMatchObject({ protocol_version: "2025-11-25", connected: true, tools: 8, auth: "none" });
-    for (const s of listed) expect(Date.parse(s.last_contact_at ?? "")).not.toBeNaN();
+    // Every server contacted so far (the crash cases' "report" server is contacted later in the file).
+    for (const s of listed.filter((l) => l.server !== "report")) expect(Date.parse(s.last_contact_at ?? "")).not.toBeNaN();
 
     const printed = await cli(["mcp", "list"]);
     expect(printed).toMatchObject({ code: 0, stderr: "" });
@@ -268,6 +333,8 @@ describe("MCP eras: a stateless 2026-07-28 server and an older one", () => {
           `^everything ${everything.url} protocol=2025-11-25 auth=none tools=\\d+ connected=yes last_contact=\\S+ trust_annotations$`,
         ),
       ),
+      // The 2026-07-28 demo server of the crash cases below, listed as last seen (its protocol then is whatever a contact found).
+      expect.stringMatching(new RegExp(`^report ${modernDemoProcess.url} `)),
     ]);
     expect(printed.stdout).not.toContain(API_KEY);
   });
@@ -700,12 +767,89 @@ describe("MCP questions across a crash, and who answered them in the audit log (
     expect((await engine.audit({ principal: `token:${name}`, action: "input.answer" })).entries).toEqual([]);
   });
 
-  it("the Worker killed while a person decides: after the restart the call is executed(transport_error), its row outcome_unknown and dispatched, no follow-up is ever sent, and the old question answers 410", async () => {
+  it("the Worker killed while a person decides: the round was kept in storage, so the answer after the restart is taken and the call executes once, with exactly two tools/call", async () => {
     stateless.reset();
+    const { runId, question } = await waitingQuestion(CONFIRM_NOTE, "asked", { text: "crash ask" });
+    expect(question).toMatchObject({ input_id: "asked:1:confirm", tool_call_id: "asked" });
+    // The server has answered input_required once; the question waits for a person: kill wrangler and workerd now.
+    expect(callsTo("confirm_note")).toHaveLength(1);
+    await crash();
+    // The answer is the first request the restarted Worker gets: the cold object reads its round from storage and takes it.
+    await engine.answerInput(runId, question.input_id ?? "", { action: "accept", content: { confirm: true } });
+    const events = await eventsToEnd(runId);
+    expect(callTypes(events, "asked")).toEqual([
+      "tool_started",
+      "approval_requested",
+      "approval_resolved",
+      "tool_execution_started",
+      "human_input_requested",
+      "human_input_received",
+      "tool_execution",
+      "tool_completed",
+    ]);
+    expect(executionOf(events, "asked")).toMatchObject({ execution_status: "executed", result: { summary: "created note 1: crash ask" } });
+    expect(events.at(-1)?.type).toBe("run_completed");
+    expect(await rowOf(events, "asked")).toMatchObject({ state: "completed", dispatched: true, sends: 2 });
+    // Exactly two tools/call at the server: the first, and the follow-up with the answer and the requestState byte for byte.
+    expect(callsTo("confirm_note").map((c) => [c.inputResponses, c.requestState])).toEqual([
+      [undefined, undefined],
+      [{ confirm: { action: "accept", content: { confirm: true } } }, confirmState("crash ask")],
+    ]);
+    expect(stateless.notes()).toEqual(["crash ask"]);
+    // The question is answered: the same answer again gets the same verdict, another one 409, and nothing more is sent.
+    await expect(engine.answerInput(runId, question.input_id ?? "", { action: "decline" })).rejects.toMatchObject({ status: 409 });
+    expect(callsTo("confirm_note")).toHaveLength(2);
+  });
+
+  it("the Worker killed while the question waits, and the question's time runs out while it is down: the restarted run sends cancel once", async () => {
+    stateless.reset();
+    const { runId, question } = await waitingQuestion(CONFIRM_NOTE, "lapsed", { text: "lapsed ask" });
+    await crash();
+    // Nobody answers: the run's alarm (in storage, like the round) closes the round as cancel and sends the follow-up.
+    const events = await eventsToEnd(runId);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(question.expires_at));
+    expect(executionOf(events, "lapsed")).toMatchObject({ execution_status: "executed", result: { summary: "not created (cancel)" } });
+    expect(callsTo("confirm_note").map((c) => c.inputResponses)).toEqual([undefined, { confirm: { action: "cancel" } }]);
+    expect(await rowOf(events, "lapsed")).toMatchObject({ state: "completed", sends: 2 });
+    await expect(engine.answerInput(runId, question.input_id ?? "", { action: "decline" })).rejects.toMatchObject({
+      status: 410,
+      code: "expired",
+    });
+  });
+
+  it("the Worker killed while the follow-up is in flight: the call ends outcome_unknown (its follow-up was written ahead), and no third tools/call is ever sent", async () => {
+    stateless.reset();
+    const HOLD_MS = 1_500;
+    const { runId, question } = await waitingQuestion(CONFIRM_NOTE, "inflight", { text: "in flight" });
+    stateless.holdNextFollowUp(HOLD_MS);
+    await engine.answerInput(runId, question.input_id ?? "", { action: "accept", content: { confirm: true } });
+    // The follow-up reached the server (counted on arrival), which holds it: kill wrangler and workerd now.
+    await expect.poll(() => stateless.followUpArrivals(), { timeout: 10_000, interval: 20 }).toEqual(["in flight"]);
+    const arrivedAt = Date.now();
+    await crash();
+    const events = await eventsToEnd(runId);
+    expect(executionOf(events, "inflight")).toMatchObject({
+      execution_status: "executed",
+      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+    });
+    // Both requests may have carried it; the restart settled it, counting the one written ahead.
+    expect(await rowOf(events, "inflight")).toMatchObject({ state: "outcome_unknown", dispatched: true, sends: 2 });
+    // Past the server's hold: still the two tools/call requests, never a third, and the follow-up arrived once.
+    await expect.poll(() => Date.now() >= arrivedAt + HOLD_MS + 500, { timeout: 10_000, interval: 100 }).toBe(true);
+    expect(callsTo("confirm_note")).toHaveLength(2);
+    expect(stateless.followUpArrivals()).toEqual(["in flight"]);
+  });
+
+  it("the demo server's schedule_report (the README's example) answered after a SIGKILL: scheduled once, schedule_report called twice", async () => {
+    await modernDemo.reset();
     const { run_id: runId } = await engine.trigger({
-      message: "m",
-      channel_id: `C-crash-ask-${Date.now()}`,
-      script: [{ tool_calls: [{ tool_name: CONFIRM_NOTE, tool_call_id: "asked", arguments: { text: "crash ask" } }] }, { text: "done" }],
+      message: "send me the latency report",
+      channel_id: `C-crash-report-${Date.now()}`,
+      script: [
+        { tool_calls: [{ tool_name: MODERN_DEMO_DASHBOARD, tool_call_id: "dash", arguments: { title: "Latency" } }] },
+        { tool_calls: [{ tool_name: MODERN_DEMO_REPORT, tool_call_id: "report", arguments: { dashboard_id: "dash-1" } }] },
+        { text: "Scheduled." },
+      ],
     });
     let question: QuestionEvent | undefined;
     for await (const event of engine.events(runId)) {
@@ -715,37 +859,18 @@ describe("MCP questions across a crash, and who answered them in the audit log (
         break;
       }
     }
-    expect(question).toMatchObject({ input_id: "asked:1:confirm", tool_call_id: "asked" });
-    // The server has answered input_required once; the question waits for a person: kill wrangler and workerd now.
-    expect(callsTo("confirm_note")).toHaveLength(1);
-    server = await server.crashAndRestart();
-    engine = new EngineClient({ baseUrl: server.url, token: server.token });
-    // The answer is the first request the restarted Worker gets: no instance is waiting to send it, so it is refused (410),
-    // even before the restarted object has settled the lost call.
-    await expect(
-      engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
-    ).rejects.toMatchObject({ status: 410, code: "expired" });
-
-    const events: EngineEvent[] = [];
-    for await (const event of engine.events(runId)) events.push(event);
-    expect(executionOf(events, "asked")).toMatchObject({
-      execution_status: "executed",
-      error: { code: "transport_error", message: expect.stringContaining("restarted") },
+    expect(question).toMatchObject({ tool_call_id: "report" });
+    await crash();
+    await engine.answerInput(runId, question?.input_id ?? "", {
+      action: "accept",
+      content: { frequency: "weekly", recipient: "#sre", formats: ["pdf"] },
     });
-    expect(callTypes(events, "asked")).not.toContain("human_input_received");
-    expect(events.at(-1)?.type).toBe("run_completed");
-    const row = await rowOf(events, "asked");
-    expect(row).toMatchObject({ state: "outcome_unknown", dispatched: true, error: { code: "transport_error" } });
-    // Settled by the restart, not by a send's answer: the row claims no count of sends (the schema's rule).
-    expect(row).not.toHaveProperty("sends");
-    // Nor once the call has ended: 410, and nothing is sent for it.
-    await expect(
-      engine.answerInput(runId, question?.input_id ?? "", { action: "accept", content: { confirm: true } }),
-    ).rejects.toMatchObject({ status: 410, code: "expired" });
-    expect((await engine.summary(runId)).pending_inputs).toEqual([]);
-    // Past the question's expiry (when a live engine would send cancel back): still the one tools/call, never a follow-up.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(question?.expires_at ?? "") + 500 - Date.now())));
-    expect(callsTo("confirm_note").map((c) => [c.inputResponses, c.requestState])).toEqual([[undefined, undefined]]);
-    expect(stateless.notes()).toEqual([]);
+    const events = await eventsToEnd(runId);
+    expect(executionOf(events, "report")).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+    expect(await rowOf(events, "report")).toMatchObject({ state: "completed", sends: 2 });
+    expect((await modernDemo.state()).reports).toEqual([
+      expect.objectContaining({ dashboard_id: "dash-1", frequency: "weekly", recipient: "#sre" }),
+    ]);
+    expect((await modernDemo.calls()).by_tool?.schedule_report).toBe(2);
   });
 });

@@ -56,6 +56,10 @@ export interface StatelessMcpServer {
   arrivals(): string[];
   /** The next create_note waits this long before it creates its note (a call in flight, for the crash test). */
   holdNextCreate(ms: number): void;
+  /** The next confirm_note follow-up waits this long before it answers (a follow-up in flight, for the crash test). */
+  holdNextFollowUp(ms: number): void;
+  /** The texts of the confirm_note follow-ups that reached the server, counted on arrival (before any answer). */
+  followUpArrivals(): string[];
   reset(): void;
   stop(): Promise<void>;
 }
@@ -89,6 +93,8 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
   const notes: string[] = [];
   const arrivals: string[] = [];
   let holdMs = 0;
+  let followUpHoldMs = 0;
+  const followUpArrivals: string[] = [];
   const factory = () => {
     const server = new McpServer({ name: "stateless-test-server", version: "1.0.0" });
     // `text` rides as the revision's Mcp-Param-Text header too (x-mcp-header); the SDK refuses a call whose header disagrees.
@@ -113,6 +119,10 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
             requestState: confirmState(text),
           });
         }
+        followUpArrivals.push(text);
+        const hold = followUpHoldMs;
+        followUpHoldMs = 0;
+        if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
         const answer = acceptedContent(responses, "confirm");
         if (answer?.confirm !== true) {
           const action = (responses.confirm as { action?: string } | undefined)?.action ?? "none";
@@ -232,11 +242,17 @@ export async function startStatelessMcpServer(apiKey: string): Promise<Stateless
     holdNextCreate: (ms) => {
       holdMs = ms;
     },
+    holdNextFollowUp: (ms) => {
+      followUpHoldMs = ms;
+    },
+    followUpArrivals: () => [...followUpArrivals],
     reset: () => {
       seen.length = 0;
       notes.length = 0;
       arrivals.length = 0;
       holdMs = 0;
+      followUpHoldMs = 0;
+      followUpArrivals.length = 0;
     },
     stop: () =>
       new Promise<void>((resolve) => {

@@ -6,17 +6,18 @@ import { describe, expect, it } from "vitest";
 import {
   DispatchPipeline,
   type CallSession,
+  type PipelineDecision,
   type PipelineLedger,
   type PipelineRun,
   type RowRef,
   type SendOutcome,
 } from "../../src/execution/dispatch-pipeline";
 import type { McpFollowUp } from "../../src/execution/mcp-transport";
-import type { AskedQuestion, QuestionAnswer } from "../../src/execution/mcp-questions";
-import type { DispatchOutcome, Dispatched } from "../../src/execution/tool-calls";
+import type { QuestionAnswer } from "../../src/execution/mcp-questions";
+import type { DispatchOutcome, Dispatched, McpConversation } from "../../src/execution/tool-calls";
 import type { IntentInput, MutationOutcomeRow, Settlement } from "../../src/outcomes/mutation-outcomes";
 
-type Step = "open" | "intent" | "checkpoint" | "send" | "close" | "settle" | "settle_background" | "unsent" | "read";
+type Step = "open" | "intent" | "checkpoint" | "send" | "close" | "settle" | "settle_background" | "unsent" | "read" | "write_ahead";
 
 interface FakeOptions {
   intent?: "recorded" | "replay_blocked" | "unavailable";
@@ -28,8 +29,6 @@ interface FakeOptions {
   outcome?: DispatchOutcome;
   /** The answers of successive sends (contract section 21: input_required, then the follow-ups'); overrides `outcome`. */
   answers?: SendOutcome[];
-  /** Answers each round's questions (the engine's `ask`). */
-  ask?: (round: number, questions: AskedQuestion[]) => Promise<Record<string, QuestionAnswer>>;
   maxInputRounds?: number;
   /** Runs during the checkpoint, before it answers (e.g. a cancel arriving meanwhile). */
   duringCheckpoint?: () => void;
@@ -61,7 +60,8 @@ function fakes(options: FakeOptions = {}) {
   const sent: Dispatched[] = [];
   /** Each send's follow-up (undefined for the first tools/call). */
   const followUps: (McpFollowUp | undefined)[] = [];
-  const asked: { round: number; questions: AskedQuestion[] }[] = [];
+  /** Each conversation written ahead (the engine keeps it with the call in the run's storage). */
+  const writtenAhead: McpConversation[] = [];
   const ledger: PipelineLedger = {
     intent: async (input, intentOptions) => {
       steps.push("intent");
@@ -121,22 +121,20 @@ function fakes(options: FakeOptions = {}) {
       },
     };
   };
-  const { ask } = options;
   const pipeline = new DispatchPipeline({
     ledger,
     run: () => run,
     open,
-    ...(ask !== undefined
-      ? {
-          ask: (_call: Dispatched, round: number, questions: AskedQuestion[]) => {
-            asked.push({ round, questions });
-            return ask(round, questions);
-          },
-        }
-      : {}),
+    writeAhead: (_call, conversation) => {
+      steps.push("write_ahead");
+      writtenAhead.push(conversation);
+    },
     ...(options.maxInputRounds !== undefined ? { maxInputRounds: options.maxInputRounds } : {}),
   });
-  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run, followUps, asked };
+  /** The follow-up of a kept round, as the engine sends it once the round closed; resolves with its decision. */
+  const followUp = (call: Dispatched, inputResponses: Record<string, QuestionAnswer>) =>
+    new Promise<PipelineDecision>((resolve) => pipeline.followUp(call, inputResponses, resolve));
+  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run, followUps, writtenAhead, followUp };
 }
 
 /** Lets the closes fired off the critical path run. */
@@ -362,7 +360,8 @@ describe("restart recovery", () => {
     const decision = await f.pipeline.recover(mutation());
     expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "transport_error" } });
     expect(f.steps).toEqual(["read", "settle_background"]);
-    expect(f.settled[0]).toMatchObject({ mutationId: "mut-1", settlement: { state: "outcome_unknown" } });
+    // The checkpointed request may have carried it (contract section 21's `sends`).
+    expect(f.settled[0]).toMatchObject({ mutationId: "mut-1", settlement: { state: "outcome_unknown", sends: 1 } });
     expect(f.sent).toEqual([]);
   });
 
@@ -398,16 +397,26 @@ describe("questions mid-call (contract section 21)", () => {
     params: { message, requestedSchema: { type: "object", properties: { ok: { type: "boolean" } } } },
   });
 
-  it("asks the round's questions, then sends the follow-up with the answers and the requestState verbatim; the row counts 2 sends", async () => {
+  it("hands the round back with nothing in flight, then sends the follow-up on a new session with the answers and the requestState verbatim; the row counts 2 sends", async () => {
     const f = fakes({
       answers: [{ kind: "input_required", inputRequests: { confirm: form("Sure?") }, requestState: "state-é" }, OK],
-      ask: async () => ({ confirm: { action: "accept", content: { ok: true } } }),
     });
-    const decision = await f.pipeline.execute(mutation());
-    expect(f.steps.filter((s) => s !== "close")).toEqual(["open", "intent", "checkpoint", "send", "send", "settle"]);
-    expect(f.asked).toEqual([
-      { round: 1, questions: [{ key: "confirm", question: "Sure?", requested_schema: form("").params.requestedSchema }] },
-    ]);
+    const asked = await f.pipeline.execute(mutation());
+    expect(asked).toEqual({
+      kind: "ask",
+      conversation: { phase: "waiting", round: 1, sends: 1, request_state: "state-é" },
+      questions: [{ key: "confirm", question: "Sure?", requested_schema: form("").params.requestedSchema }],
+    });
+    // The first exchange is over: its session closed, the row untouched, nothing written ahead yet.
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "checkpoint", "send", "close"]);
+    expect(f.pipeline.isInFlight("call-1")).toBe(false);
+    const kept = mutation({ conversation: asked.kind === "ask" ? asked.conversation : undefined });
+    const decision = await f.followUp(kept, { confirm: { action: "accept", content: { ok: true } } });
+    await settleBackground();
+    // Written ahead before its session opens and the request leaves (contract section 21, like the checkpoint).
+    expect(f.steps.slice(5)).toEqual(["write_ahead", "open", "send", "settle", "close"]);
+    expect(f.writtenAhead).toEqual([{ phase: "sending", round: 1, sends: 1, request_state: "state-é" }]);
     expect(f.followUps).toEqual([
       undefined,
       { inputResponses: { confirm: { action: "accept", content: { ok: true } } }, requestState: "state-é" },
@@ -416,10 +425,32 @@ describe("questions mid-call (contract section 21)", () => {
     expect(f.settled[0]?.settlement).toMatchObject({ state: "completed", sends: 2 });
   });
 
-  it("an input_required without inputRequests is sent again at once, asking nobody", async () => {
-    const f = fakes({ answers: [{ kind: "input_required", inputRequests: {}, requestState: "again" }, OK], ask: async () => ({}) });
-    await f.pipeline.execute(mutation());
-    expect(f.asked).toEqual([]);
+  it("a follow-up answered with another round hands that round back, counting both sends", async () => {
+    const f = fakes({
+      answers: [
+        { kind: "input_required", inputRequests: { a: form("First?") }, requestState: "s1" },
+        { kind: "input_required", inputRequests: { b: form("Second?") }, requestState: "s2" },
+        OK,
+      ],
+    });
+    const first = await f.pipeline.execute(mutation());
+    if (first.kind !== "ask") throw new Error("expected a round");
+    const second = await f.followUp(mutation({ conversation: first.conversation }), { a: { action: "decline" } });
+    expect(second).toMatchObject({ kind: "ask", conversation: { phase: "waiting", round: 2, sends: 2, request_state: "s2" } });
+    if (second.kind !== "ask") throw new Error("expected a round");
+    expect(await f.followUp(mutation({ conversation: second.conversation }), { b: { action: "cancel" } })).toMatchObject({
+      kind: "settle",
+    });
+    expect(f.followUps.map((u) => u?.requestState)).toEqual([undefined, "s1", "s2"]);
+    expect(f.settled[0]?.settlement).toMatchObject({ state: "completed", sends: 3 });
+  });
+
+  it("an input_required without inputRequests is sent again at once, written ahead, asking nobody", async () => {
+    const f = fakes({ answers: [{ kind: "input_required", inputRequests: {}, requestState: "again" }, OK] });
+    const decision = await f.pipeline.execute(mutation());
+    expect(decision).toMatchObject({ kind: "settle" });
+    expect(f.steps.filter((s) => s !== "close")).toEqual(["open", "intent", "checkpoint", "send", "write_ahead", "send", "settle"]);
+    expect(f.writtenAhead).toEqual([{ phase: "sending", round: 1, sends: 1, request_state: "again" }]);
     expect(f.followUps).toEqual([undefined, { inputResponses: {}, requestState: "again" }]);
     expect(f.settled[0]?.settlement).toMatchObject({ state: "completed", sends: 2 });
   });
@@ -439,27 +470,47 @@ describe("questions mid-call (contract section 21)", () => {
       { method: "elicitation/create", params: { mode: "url", message: "go", url: "https://example.com" } },
       { method: "roots/list" },
     ]) {
-      const f = fakes({ answers: [{ kind: "input_required", inputRequests: { x: request } }], ask: async () => ({}) });
+      const f = fakes({ answers: [{ kind: "input_required", inputRequests: { x: request } }] });
       const decision = await f.pipeline.execute(mutation());
-      expect(f.asked).toEqual([]);
       expect(f.followUps).toEqual([undefined]);
       expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "input_unsupported" } });
       expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 1 });
     }
   });
 
-  it("a follow-up that could not leave is still ambiguous: the first send reached the server", async () => {
-    const f = fakes({
-      answers: [
-        { kind: "input_required", inputRequests: { q: form("?") } },
-        { kind: "failed", code: "transport_error", message: "connection refused", sent: false },
-      ],
-      ask: async () => ({ q: { action: "decline" } }),
-    });
-    const decision = await f.pipeline.execute(mutation());
+  it("a follow-up that could not leave, or whose server cannot be reached now, is still ambiguous: the first send reached the server", async () => {
+    const conversation: McpConversation = { phase: "waiting", round: 1, sends: 1 };
+    const cut = fakes({ answers: [{ kind: "failed", code: "transport_error", message: "connection refused", sent: false }] });
+    const decision = await cut.followUp(mutation({ conversation }), { q: { action: "decline" } });
     expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "transport_error", sent: true } });
-    expect(f.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 2 });
-    expect(f.unsent).toEqual([]);
+    expect(cut.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 2 });
+    expect(cut.unsent).toEqual([]);
+    const gone = fakes({ session: "unreachable" });
+    expect(await gone.followUp(mutation({ conversation }), { q: { action: "decline" } })).toMatchObject({
+      kind: "settle",
+      outcome: { kind: "failed", code: "transport_error", sent: true },
+    });
+    expect(gone.sent).toEqual([]);
+    expect(gone.settled[0]?.settlement).toMatchObject({ state: "outcome_unknown", sends: 1 });
+    expect(gone.unsent).toEqual([]);
+  });
+});
+
+describe("restart recovery of a call that asked (contract sections 8 and 21)", () => {
+  it("a round kept waiting is not lost: the call goes on waiting, with no read and nothing settled", async () => {
+    const f = fakes({ read: { dispatched: 1, state: "unresolved" } });
+    expect(await f.pipeline.recover(mutation({ conversation: { phase: "waiting", round: 1, sends: 1, request_state: "s" } }))).toEqual({
+      kind: "wait",
+    });
+    expect(f.steps).toEqual([]);
+  });
+
+  it("a follow-up written ahead may have been in flight: outcome_unknown counting it, never sent again", async () => {
+    const f = fakes({ read: { dispatched: 1, state: "unresolved" } });
+    const decision = await f.pipeline.recover(mutation({ conversation: { phase: "sending", round: 2, sends: 2 } }));
+    expect(decision).toMatchObject({ kind: "settle", outcome: { kind: "failed", code: "transport_error", sent: true } });
+    expect(f.settled[0]).toMatchObject({ mutationId: "mut-1", settlement: { state: "outcome_unknown", sends: 3 } });
+    expect(f.sent).toEqual([]);
   });
 });
 

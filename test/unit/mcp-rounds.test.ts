@@ -6,8 +6,17 @@
 // inputResponses the follow-up carries.
 import { describe, expect, it } from "vitest";
 import { answerIssues, inputResponsesOf, parseInputRequests } from "../../src/execution/mcp-questions";
-import { answerQuestion, askRound, cancelQuestions, expireQuestions, openQuestions, roundResponses } from "../../src/execution/mcp-rounds";
-import { nextDeadline, type Dispatched, type ToolCall } from "../../src/execution/tool-calls";
+import {
+  answerQuestion,
+  askRound,
+  cancelQuestions,
+  expireQuestions,
+  keepConversation,
+  openQuestions,
+  roundOpen,
+  roundResponses,
+} from "../../src/execution/mcp-rounds";
+import { nextDeadline, type Dispatched, type McpConversation, type ToolCall } from "../../src/execution/tool-calls";
 
 const SCHEMA = {
   type: "object",
@@ -40,11 +49,14 @@ function dispatched(): Dispatched {
   };
 }
 
+/** Round 1 kept waiting: the server's first answer asked for input (one send). */
+const WAITING: McpConversation = { phase: "waiting", round: 1, sends: 1, request_state: "s" };
+
 function asked(keys: string[], now = 0): ToolCall[] {
   const calls: ToolCall[] = [dispatched()];
   const parsed = parseInputRequests(Object.fromEntries(keys.map((k) => [k, form(`${k}?`)])));
   if (parsed.kind !== "questions") throw new Error("expected questions");
-  askRound(calls, calls[0] as Dispatched, 1, parsed.questions, now, TIMEOUT_MS);
+  askRound(calls, calls[0] as Dispatched, WAITING, parsed.questions, now, TIMEOUT_MS);
   return calls;
 }
 
@@ -126,7 +138,7 @@ describe("the rounds on a dispatched call", () => {
     const calls: ToolCall[] = [dispatched()];
     const parsed = parseInputRequests({ confirm: form("Sure?") });
     if (parsed.kind !== "questions") throw new Error("expected questions");
-    const effects = askRound(calls, calls[0] as Dispatched, 1, parsed.questions, 100, TIMEOUT_MS);
+    const effects = askRound(calls, calls[0] as Dispatched, WAITING, parsed.questions, 100, TIMEOUT_MS);
     expect(effects).toEqual([
       {
         kind: "emit",
@@ -207,19 +219,26 @@ describe("the rounds on a dispatched call", () => {
     expect(roundResponses(result.closed as Dispatched)).toEqual({ c: { action: "cancel" } });
   });
 
-  it("a question of a call no instance waits on (lost to a restart while a person decided) is expired, and nothing is recorded", () => {
+  it("a question whose follow-up may be in flight (written ahead: lost if the engine restarted) is expired, and nothing is recorded", () => {
     const calls = asked(["a"]);
+    keepConversation(calls, calls[0] as Dispatched, { ...WAITING, phase: "sending" });
     const before = calls[0];
-    const result = answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, false);
+    const result = answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10);
     expect(result).toEqual({ verdict: { kind: "expired", what: "question" }, effects: [] });
     expect(calls[0]).toBe(before);
-    expect(openQuestions(calls).map((q) => q.question.input_id)).toEqual(["call-1:1:a"]);
-    // The same question, answered while its round is waited on, is taken.
-    expect(
-      answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10, true).verdict,
-    ).toMatchObject({
+    // The same question, answered while its round waits in storage (whichever instance reads it), is taken.
+    keepConversation(calls, calls[0] as Dispatched, WAITING);
+    expect(answerQuestion(calls, "call-1:1:a", { action: "accept", content: { confirm: true } }, "token:root", 10).verdict).toMatchObject({
       kind: "input_answered",
     });
+  });
+
+  it("the round is kept with the call as it was handed over: round, sends and requestState", () => {
+    const calls = asked(["a"]);
+    expect((calls[0] as Dispatched).conversation).toEqual(WAITING);
+    expect(roundOpen(calls[0] as Dispatched)).toBe(true);
+    answerQuestion(calls, "call-1:1:a", { action: "decline" }, "token:root", 10);
+    expect(roundOpen(calls[0] as Dispatched)).toBe(false);
   });
 
   it("cancellation closes every open round at once, unanswered questions as cancel", () => {
