@@ -27,6 +27,7 @@ import type { Decider } from "../src/policy/approval-policy";
 import type { QuestionAnswer } from "../src/execution/mcp-questions";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
+import { RowOutbox } from "../src/outcomes/row-outbox";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
 import { observeSends, observeTurns } from "../src/operate/run-hooks";
 import { traceparentOf } from "../src/operate/trace-ids";
@@ -43,6 +44,8 @@ import { logger } from "../src/operate/logger";
 interface RunParts {
   engine: RunEngine;
   outputs: RunOutputs;
+  /** The run's D1 row writes; what it could not write yet is kept in storage and retried from the alarm. */
+  ledger: MutationLedger;
   /** Set for a run on a real model: the conversation it sends. */
   conversation: Conversation | undefined;
 }
@@ -80,6 +83,8 @@ export class RunObject extends DurableObject<Env> {
       this.#parts = this.#build(found.store, run, script, calls, await ctx.storage.getAlarm(), "");
       this.#engine = this.#parts.engine;
       this.#engine.resume();
+      // Row writes an earlier instance could not finish (it was unloaded, or D1 had no room) go now.
+      ctx.waitUntil(this.#parts.ledger.drain());
     });
   }
 
@@ -198,9 +203,10 @@ export class RunObject extends DurableObject<Env> {
       if (this.#purged) await this.#flushLeftovers(now);
       return;
     }
-    const { engine, outputs } = parts;
-    // The engine's step first (heartbeats never wait for D1 or Slack), then the index flush and the outbox.
+    const { engine, outputs, ledger } = parts;
+    // The engine's step first (heartbeats never wait for D1 or Slack), then the index flush and the outboxes.
     const { purge } = engine.alarm(now);
+    this.ctx.waitUntil(ledger.drain());
     if (!purge || !outputs.mayPurge(now)) {
       outputs.afterAlarm(now);
       return;
@@ -264,7 +270,10 @@ export class RunObject extends DurableObject<Env> {
       ended: (index, ok) => outputs.turnEnded(index, ok, Date.now()),
     });
     const authorization = oauthAuthorization(this.env.DB, config);
-    const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS);
+    const ledger = new MutationLedger(() => this.outcomeDb(), globalStoragePool(this.env.STORAGE_POOL), config.STORAGE_WAIT_MS, {
+      outbox: new RowOutbox(sql),
+      wake: (at) => schedule.set("rows", at),
+    });
     engine = new RunEngine(
       {
         config,
@@ -294,6 +303,6 @@ export class RunObject extends DurableObject<Env> {
       run,
       calls,
     );
-    return { engine, outputs, conversation };
+    return { engine, outputs, ledger, conversation };
   }
 }

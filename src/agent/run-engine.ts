@@ -400,7 +400,8 @@ export class RunEngine {
           break;
         case "index":
         case "slack":
-          // The object's own work (index flush, outbox drain), done by the object after this step.
+        case "rows":
+          // The object's own work (index flush, outbox drains, kept row writes), done by the object after this step.
           break;
       }
     }

@@ -11,6 +11,7 @@ import { RUN_INDEX_MARKS_TABLE } from "../listings/run-index";
 import { METRIC_BATCH_TABLE, METRIC_DELTAS_TABLE, METRIC_SLACK_SEEN_TABLE, METRIC_TIMERS_TABLE } from "../operate/run-metrics";
 import { TRACE_SPANS_TABLE } from "../operate/trace-spans";
 import { DEADLINES_TABLE } from "../schedule/deadlines";
+import { ROW_OUTBOX_TABLE } from "../outcomes/row-outbox";
 import { SLACK_OUTBOX_RUN_TABLE, SLACK_OUTBOX_TABLE } from "../slack/outbox";
 import { EVENT_LOG_PURGED_TABLE, EVENTS_TABLE, type SqlLike } from "../stream/event-log";
 import { createTables, type SqlTable } from "../stream/sql-schema";
@@ -34,6 +35,8 @@ const runObjectTables = (): readonly RunTable[] => [
   { table: CALLS_TABLE, atRetention: "drop" },
   { table: CONVERSATION_TABLE, atRetention: "drop" },
   { table: DEADLINES_TABLE, atRetention: "drop" },
+  // Row writes D1 has not taken: retried until retention (days after the run ended), then dropped with the run.
+  { table: ROW_OUTBOX_TABLE, atRetention: "drop" },
   { table: EVENTS_TABLE, atRetention: "empty" },
   { table: EVENT_LOG_PURGED_TABLE, atRetention: "keep" },
   { table: PURGED_RUN_TABLE, atRetention: "keep" },

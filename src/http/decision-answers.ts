@@ -67,7 +67,7 @@ export function verdictResponse(verdict: Verdict): Response {
         error: "expired",
         message:
           verdict.what === "question"
-            ? "This question can no longer be answered: its time passed, its round closed, or its call ended (as it does when the engine restarts while a person decides); this answer was not sent. Nothing was changed."
+            ? "This question can no longer be answered: its time passed, its round closed, or its call ended (as it does when the engine restarts while that call's follow-up may be in flight); this answer was not sent. Nothing was changed."
             : "The time to decide has passed; the call was not executed.",
       });
     case "confirmation_mismatch":

@@ -8,7 +8,12 @@
 //  - a checkpoint that lands after the caller gave up settles the row
 //    `not_executed` (the call was never sent);
 //  - a settlement that lands late keeps the call's real result;
-//  - nothing here appends events: the run already moved on.
+//  - nothing here appends events: the run already moved on;
+//  - background writes (a late settlement, an unsent call's row, a lost
+//    call's outcome_unknown) are kept in the run's storage (row-outbox.ts)
+//    until D1 took them, and retried from the run's alarm once the in-memory
+//    retries run out, so an object unloaded meanwhile never leaves a row
+//    unresolved.
 //
 // Round trips between the approval and the `tools/call` request (section 7,
 // issue 11): at most FOUR sequential remote round trips, two per step, with
@@ -29,6 +34,7 @@ import {
   type OutcomeDb,
   type Settlement,
 } from "./mutation-outcomes";
+import type { RowOutbox, RowWork } from "./row-outbox";
 import { guardedStorage, type SlotPool } from "./storage-guard";
 import { logger } from "../operate/logger";
 import { backoffMs, sleep } from "../schedule/deadline";
@@ -42,16 +48,29 @@ export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
 export type GuardedCheckpointVerdict = "acknowledged" | "prior_outcome_unknown" | "unavailable";
 export type SettleVerdict = "settled" | "late";
 
+/** Where background writes outlive the object: the run's row outbox, and the alarm that retries it (`wake` at epoch ms). */
+export interface DurableBackground {
+  outbox: RowOutbox;
+  wake: (at: number) => void;
+}
+
+/** How long after the in-memory retries ran out the run's alarm tries a kept write again. */
+const OUTBOX_RETRY_MS = 30_000;
+
 export class MutationLedger {
   readonly #db: () => OutcomeDb;
   readonly #pool: SlotPool;
   readonly #waitMs: number;
+  readonly #durable: DurableBackground | undefined;
+  /** Outbox entries this instance is writing now (a drain leaves them alone). */
+  readonly #writing = new Set<number>();
 
-  /** `db` is read at each call so a test can put a seam in front of D1. */
-  constructor(db: () => OutcomeDb, pool: SlotPool, waitMs: number) {
+  /** `db` is read at each call so a test can put a seam in front of D1. Without `durable`, background writes live in memory only. */
+  constructor(db: () => OutcomeDb, pool: SlotPool, waitMs: number, durable?: DurableBackground) {
     this.#db = db;
     this.#pool = pool;
     this.#waitMs = waitMs;
+    this.#durable = durable;
   }
 
   /**
@@ -103,6 +122,7 @@ export class MutationLedger {
     const answer = await this.#guard(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement));
     if (answer.status === "ok") return "settled";
     if (answer.status === "unavailable") this.settleInBackground(mutationId, settlement);
+    else this.#keepUntil(answer.late, { kind: "settle", mutationId, settlement });
     return "late";
   }
 
@@ -113,7 +133,7 @@ export class MutationLedger {
    * reconciled by an operator.
    */
   settleInBackground(mutationId: string, settlement: Settlement): void {
-    void this.#retrying(`settle ${mutationId}`, () => settle(this.#db(), mutationId, settlement));
+    this.#background({ kind: "settle", mutationId, settlement });
   }
 
   /**
@@ -123,13 +143,67 @@ export class MutationLedger {
    * mutation ends with a settled row, and the row never claims a dispatch.
    */
   recordUnsentInBackground(input: IntentInput & { mutationId: string }, settlement: Omit<Settlement, "state">): void {
-    void (async () => {
-      // A late intent is dated when the call was refused, never after its own settlement (created_at <= settled_at).
-      const written = await this.#retrying(`intent ${input.mutationId}`, () =>
-        insertIntent(this.#db(), { createdAt: settlement.settledAt, ...input }),
-      );
-      if (written) this.settleInBackground(input.mutationId, { state: "not_executed", ...settlement });
-    })();
+    this.#background({ kind: "unsent", input, settlement });
+  }
+
+  /**
+   * Writes every kept background write this instance is not already writing (the run's alarm,
+   * or a new instance after an unload). Resolves once each was tried.
+   */
+  async drain(): Promise<void> {
+    const durable = this.#durable;
+    if (durable === undefined) return;
+    await Promise.all(durable.outbox.pending().map(({ id, work }) => (this.#writing.has(id) ? undefined : this.#write(id, work))));
+  }
+
+  /** A write still running past its wait: kept in storage until it lands (an unload meanwhile leaves it to the drain), written again if it fails. */
+  #keepUntil(late: Promise<unknown>, work: RowWork): void {
+    const durable = this.#durable;
+    if (durable === undefined) return;
+    const id = durable.outbox.add(work);
+    this.#writing.add(id);
+    void late.then(
+      () => {
+        this.#writing.delete(id);
+        durable.outbox.done(id);
+      },
+      () => {
+        this.#writing.delete(id);
+        void this.#write(id, work);
+      },
+    );
+  }
+
+  /** Kept in the run's storage first (synchronously), then written with retries. */
+  #background(work: RowWork): void {
+    const id = this.#durable?.outbox.add(work);
+    void this.#write(id, work);
+  }
+
+  async #write(id: number | undefined, work: RowWork): Promise<void> {
+    if (id !== undefined) this.#writing.add(id);
+    try {
+      if (await this.#perform(work)) {
+        if (id !== undefined) this.#durable?.outbox.done(id);
+      } else this.#durable?.wake(Date.now() + OUTBOX_RETRY_MS);
+    } finally {
+      if (id !== undefined) this.#writing.delete(id);
+    }
+  }
+
+  /** One background write, retried while no slot is free; true once D1 took it (or had nothing left to do). */
+  async #perform(work: RowWork): Promise<boolean> {
+    if (work.kind === "settle")
+      return this.#retrying(`settle ${work.mutationId}`, () => settle(this.#db(), work.mutationId, work.settlement));
+    const { input, settlement } = work;
+    // A late intent is dated when the call was refused, never after its own settlement (created_at <= settled_at).
+    const written = await this.#retrying(`intent ${input.mutationId}`, () =>
+      insertIntent(this.#db(), { createdAt: settlement.settledAt, ...input }),
+    );
+    if (!written) return false;
+    return this.#retrying(`settle ${input.mutationId}`, () =>
+      settle(this.#db(), input.mutationId, { state: "not_executed", ...settlement }),
+    );
   }
 
   /** Runs storage work until it gets a slot (or the attempts run out); true once it ran. */
@@ -139,7 +213,7 @@ export class MutationLedger {
       if (answer.status !== "unavailable") return true;
       await sleep(backoffMs({ baseMs: BACKGROUND_FIRST_DELAY_MS, capMs: Number.POSITIVE_INFINITY }, attempt - 1));
     }
-    logger.error("mutation storage: no free slot; the row is left to the restart rule or reconciliation", {
+    logger.error("mutation storage: no free slot; the write is kept in the run's storage and retried from its alarm", {
       holder,
       attempts: BACKGROUND_ATTEMPTS,
     });

@@ -8,7 +8,7 @@ import type { SqlTable } from "../stream/sql-schema";
  * turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events;
  * index: write the run index's pending marks to D1; slack: the Slack outbox's head post is due.
  */
-export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack";
+export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack" | "rows";
 
 export const DEADLINES_TABLE: SqlTable = {
   name: "deadlines",

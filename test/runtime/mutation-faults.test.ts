@@ -392,6 +392,37 @@ describe("the settlement of a dispatched call", () => {
     expect(await demo.count(title)).toBe(1);
   });
 
+  it("held past STORAGE_WAIT_MS, then the object crashes before D1 took it: the settlement was kept in the run's storage, and the restarted object writes it (completed, the real result)", async () => {
+    const { title, channel } = fresh("settlement-across-crash");
+    const runId = await startRun(title, channel);
+    const seam = await installSeam(runId, newSeam().stall("settlement", { when: (v) => v[0] === "completed" }));
+    const approvalId = await pendingApproval(runId);
+    await approve(runId, approvalId);
+    const events = await finishedRun(runId);
+    const exec = execution(events);
+    expect(exec).toMatchObject({ execution_status: "executed", error: { code: "settlement_timeout" } });
+    expect(seam.held("settlement")).toHaveLength(1);
+    // The held statement dies with the instance: only the run's storage still knows the row is to be settled.
+    await crash(runId);
+    seam.discard();
+    expect((await summary(runId)).status).toBe("completed");
+    await expect.poll(async () => (await mutation(exec.mutation_id)).state, { timeout: 5_000, interval: 25 }).toBe("completed");
+    expect(await mutation(exec.mutation_id)).toStrictEqual(
+      settledRow(runId, channel, approvalId, exec.mutation_id, { state: "completed", dispatched: true, sends: 1, result: exec.result }),
+    );
+    // Nothing is left to write.
+    await expect
+      .poll(() => runInDurableObject(runStub(runId), (_i, state) => state.storage.sql.exec("SELECT id FROM row_outbox").toArray().length))
+      .toBe(0);
+    expect(await demo.count(title)).toBe(1);
+    // The held settlement's pool slot lost its holder with the old instance: reclaimed now, so later tests find the pool idle.
+    await runInDurableObject(pool(), (_i, state) => {
+      state.storage.sql.exec(`UPDATE leases SET expires_at = ? WHERE holder = ?`, Date.now() - 1, `settle ${exec.mutation_id}`);
+    });
+    expect(await runDurableObjectAlarm(pool())).toBe(true);
+    await poolIdle();
+  });
+
   it("a run cancelled while its settlement is held still reports the call, ends run_failed(cancelled), and the late settlement emits nothing", async () => {
     const { title, channel } = fresh("cancel-during-settlement");
     const runId = await startRun(title, channel);
@@ -710,6 +741,8 @@ describe("restarts", () => {
         state: "outcome_unknown",
         dispatched: true,
         error: { code: "transport_error", message: exec.error.message },
+        // The checkpointed request that may have carried it (contract section 21's `sends`).
+        sends: 1,
       }),
     ]);
 
