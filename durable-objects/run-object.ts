@@ -11,7 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ProviderSource, ScriptedSource, type ModelSource } from "../src/agent/model-source";
 import { RunEngine } from "../src/agent/run-engine";
-import { type CancelResult, newRunRecord, type RunRecord, type RunSummary, type StartRunInput } from "../src/agent/run-record";
+import { newRunRecord, type RunRecord, type RunSummary, type StartRunInput } from "../src/agent/run-record";
 import { RunStore } from "../src/agent/run-store";
 import { Conversation, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
@@ -22,9 +22,8 @@ import { recordMcpContact, type McpContactSink } from "../src/execution/mcp-cont
 import { openMcpCall } from "../src/execution/mcp-send";
 import { oauthAuthorization } from "../src/mcp-oauth/server-access";
 import { ToolCatalog } from "../src/execution/tool-catalog";
-import type { Decision, ToolCall, Verdict } from "../src/execution/tool-calls";
-import type { Decider } from "../src/policy/approval-policy";
-import type { QuestionAnswer } from "../src/execution/mcp-questions";
+import type { ToolCall } from "../src/execution/tool-calls";
+import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import { RowOutbox } from "../src/outcomes/row-outbox";
@@ -144,43 +143,22 @@ export class RunObject extends DurableObject<Env> {
     return this.#engine?.summary() ?? null;
   }
 
-  /** `by`: the principal that asked (contract section 18); an accepted cancel is audited through the index's marks. */
-  async cancel(by?: string): Promise<CancelResult> {
-    const result = this.#engine?.cancel() ?? { found: false };
-    if (result.found && !result.already_ended && by !== undefined && this.#parts) {
+  /**
+   * A person's action (the run protocol, src/wire/run-protocol.ts), judged by the run and
+   * answered with one verdict; `gone` for a run that never started or was purged. An accepted
+   * cancel is audited through the index's marks (contract section 18).
+   */
+  async act(action: PersonAction): Promise<ActionVerdict> {
+    const parts = this.#parts;
+    if (!parts) return { kind: "gone" };
+    const verdict = parts.engine.act(action);
+    if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
       const now = Date.now();
-      const runId = this.#parts.engine.run.run_id;
-      this.#parts.outputs.recordAudit(
-        {
-          id: `aud_${runId}_cancel_${now}`,
-          at: new Date(now).toISOString(),
-          principal: by,
-          action: "run.cancel",
-          target: runId,
-          result: "ok",
-        },
-        now,
-      );
+      const runId = parts.engine.run.run_id;
+      const audit = { at: new Date(now).toISOString(), principal: action.actor.principal_id, target: runId, result: "ok" as const };
+      parts.outputs.recordAudit({ id: `aud_${runId}_cancel_${now}`, action: "run.cancel", ...audit }, now);
     }
-    return result;
-  }
-
-  async decideApproval(approvalId: string, decision: Decision): Promise<Verdict> {
-    return this.#engine?.decideApproval(approvalId, decision) ?? { kind: "not_found", what: "approval", id: approvalId };
-  }
-
-  /** Contract section 19: may this decider decide this approval? Asked by the Slack app before it opens a modal. */
-  async approvalRefusal(approvalId: string, decider: Decider, decision: "approve" | "deny") {
-    return this.#engine?.approvalRefusal(approvalId, decider, decision) ?? null;
-  }
-
-  async answerInput(toolCallId: string, answer: string, answeredBy: string): Promise<Verdict> {
-    return this.#engine?.answerInput(toolCallId, answer, answeredBy) ?? { kind: "not_found", what: "question", id: toolCallId };
-  }
-
-  /** Contract section 21: an answer to an MCP tool's question mid-call, by someone eligible to approve the call. */
-  async answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): Promise<Verdict> {
-    return this.#engine?.answerMcpInput(inputId, answer, answeredBy, decider) ?? { kind: "not_found", what: "question", id: inputId };
+    return verdict;
   }
 
   /**

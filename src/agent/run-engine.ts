@@ -61,6 +61,7 @@ import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../wire/events";
+import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
 import type { EventFields } from "../wire/event-schemas";
 import type { RunStream } from "../stream/run-stream";
 import type { ModelSource, ProposedCall } from "./model-source";
@@ -203,6 +204,51 @@ export class RunEngine {
     };
   }
 
+  /**
+   * A person's action, entered once (the run protocol, src/wire/run-protocol.ts): judged here
+   * and answered with one verdict a surface renders as it is.
+   */
+  act(action: PersonAction): ActionVerdict {
+    switch (action.kind) {
+      case "approve":
+      case "deny":
+        return this.#decide(action);
+      case "answer":
+        return this.#answerInput(action.tool_call_id, action.answer, action.actor.principal_id);
+      case "answer_form":
+        return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor);
+      case "cancel":
+        return { kind: "cancel", result: this.cancel() };
+    }
+  }
+
+  /** A refusal with the rule in force and the run's requester, so a surface can name who may decide. */
+  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy): ActionVerdict {
+    const { requested_by, user_id } = this.#run;
+    return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
+  }
+
+  #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>): ActionVerdict {
+    const { approval_id: approvalId, actor, prompt } = action;
+    const waiting = this.#calls.some((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
+    const verdict = this.#decideApproval(approvalId, {
+      decision: action.kind,
+      decided_by: actor.principal_id,
+      decider: actor,
+      ...(action.reason !== undefined ? { reason: action.reason } : {}),
+      ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
+    });
+    // Refused only for an approval the run asked: its policy is there.
+    const policy = approvalPolicyOf(this.#calls, approvalId);
+    if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
+    if (verdict.kind === "refused" || prompt !== true) return verdict;
+    // A surface with its own steps: a click on an approval no longer waiting is stale; a confirm step opens when nothing was typed.
+    if (!waiting) return { kind: "stale", approval_id: approvalId };
+    if (verdict.kind === "confirmation_mismatch" && action.kind === "approve" && action.confirmation === undefined)
+      return { kind: "needs_confirmation", approval_id: approvalId, tool_name: verdict.tool_name };
+    return verdict;
+  }
+
   cancel(): CancelResult {
     const { lifecycle } = this.#run;
     if (lifecycle.status !== "running") return { found: true, status: lifecycle.status, already_ended: true };
@@ -221,7 +267,7 @@ export class RunEngine {
     return { found: true, status: "cancelling", already_ended: false };
   }
 
-  decideApproval(approvalId: string, decision: Decision): Verdict {
+  #decideApproval(approvalId: string, decision: Decision): Verdict {
     const { config } = this.#deps;
     const now = Date.now();
     const result = decideApproval(
@@ -239,28 +285,12 @@ export class RunEngine {
     return result.verdict;
   }
 
-  /**
-   * Whether this decider may decide this approval (contract section 19), asked
-   * before a Slack modal opens so a refused user never sees one: the refusal
-   * (null: none) and the policy in force; null for an approval the run never asked.
-   */
-  approvalRefusal(
-    approvalId: string,
-    decider: Decider,
-    decision: "approve" | "deny",
-  ): { refusal: "not_an_approver" | "self_approval_forbidden" | null; policy: ApprovalPolicy } | null {
-    const policy = approvalPolicyOf(this.#calls, approvalId);
-    if (policy === undefined) return null;
-    const refusal = refusalOf({ policy, groups: this.#deps.config.APPROVER_GROUPS, decider, requester: this.#requester(), decision });
-    return { refusal, policy };
-  }
-
   /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */
   #requester(): Requester {
     return runRequester(this.#run);
   }
 
-  answerInput(toolCallId: string, answer: string, answeredBy: string): Verdict {
+  #answerInput(toolCallId: string, answer: string, answeredBy: string): Verdict {
     const result = answerInput(this.#calls, toolCallId, answer, answeredBy, Date.now());
     this.#applyAndAdvance(result.effects);
     return result.verdict;
@@ -271,7 +301,7 @@ export class RunEngine {
    * eligible to approve the call may answer (section 19's rule, checked before anything else is
    * told); when it closes the round, the follow-up tools/call goes out.
    */
-  answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): Verdict {
+  #answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): ActionVerdict {
     const found = findQuestion(this.#calls, inputId);
     if (found === undefined) return { kind: "not_found", what: "question", id: inputId };
     const { call } = found;
@@ -286,7 +316,7 @@ export class RunEngine {
       requester: this.#requester(),
       decision: "deny",
     });
-    if (refusal !== null) return { kind: "refused", error: refusal };
+    if (refusal !== null) return this.#refused(refusal, policy);
     const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");

@@ -4,6 +4,7 @@
 import type { Principal } from "../auth/principal";
 import { grants } from "../auth/roles";
 import type { Verdict } from "../execution/tool-calls";
+import type { ActionVerdict } from "../wire/run-protocol";
 import type { Decider } from "../policy/approval-policy";
 import { personOf } from "../policy/persons";
 import { jsonResponse } from "./api-error";
@@ -18,7 +19,27 @@ export function apiDecider(principal: Principal): Decider {
   };
 }
 
-export function verdictResponse(verdict: Verdict): Response {
+/**
+ * The run's verdict on an action from the API (contract section 6): a run that is gone is the
+ * approval or question not found in it, as before there was one RPC. The API never asks for a
+ * surface's own steps (no `prompt`), so `stale` and `needs_confirmation` only come from Slack.
+ */
+export function actionResponse(verdict: ActionVerdict, what: "approval" | "question", id: string): Response {
+  switch (verdict.kind) {
+    case "gone":
+    case "stale":
+      return verdictResponse({ kind: "not_found", what, id });
+    case "needs_confirmation":
+      return verdictResponse({ kind: "confirmation_mismatch", tool_name: verdict.tool_name });
+    case "cancel":
+      // A cancel is answered by its own route from the run's CancelResult.
+      return jsonResponse(202, { status: verdict.result.found ? verdict.result.status : "cancelling" });
+    default:
+      return verdictResponse(verdict);
+  }
+}
+
+function verdictResponse(verdict: Verdict): Response {
   switch (verdict.kind) {
     case "resolved":
       return jsonResponse(200, { approval_id: verdict.approval_id, decision: verdict.decision, status: "resolved" });

@@ -22,7 +22,8 @@ import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
 import { handleTrigger } from "./handlers/trigger";
 import { approvalDecisionSchema, inputAnswerSchema, mcpInputAnswerSchema } from "./decision-requests";
-import { apiDecider, verdictResponse } from "./decision-answers";
+import { actionResponse, apiDecider } from "./decision-answers";
+import type { PersonAction } from "../wire/run-protocol";
 import { readJsonBody, validate } from "./request-body";
 import { z } from "zod";
 import { isRunId } from "../ids";
@@ -200,28 +201,43 @@ router
   })
   .get("/api/runs/:runId/events", (request, env) => handleEvents(request, runStub(env, request.params.runId)))
   .post("/api/runs/:runId/cancel", async ({ params, principal }, env) => {
-    const result = await runStub(env, params.runId).cancel(principal.id);
-    if (!result.found) throw notFound("run", params.runId);
-    return jsonResponse(result.already_ended ? 200 : 202, { status: result.status });
+    const verdict = await runStub(env, params.runId).act({ kind: "cancel", actor: apiDecider(principal) });
+    if (verdict.kind !== "cancel" || !verdict.result.found) throw notFound("run", params.runId);
+    return jsonResponse(verdict.result.already_ended ? 200 : 202, { status: verdict.result.status });
   })
   .post("/api/runs/:runId/approvals/:approvalId", async (request, env) => {
-    const { decided_by, ...body } = await readJsonBody(request, approvalDecisionSchema);
+    const { decided_by, decision, ...body } = await readJsonBody(request, approvalDecisionSchema);
     const { principal } = request;
-    const decision = { ...body, decided_by: actorOf(principal, "decided_by", decided_by), decider: apiDecider(principal) };
-    return verdictResponse(await runStub(env, request.params.runId).decideApproval(decodePathParam(request.params.approvalId), decision));
+    actorOf(principal, "decided_by", decided_by);
+    const id = decodePathParam(request.params.approvalId);
+    const actor = apiDecider(principal);
+    const reason = body.reason !== undefined ? { reason: body.reason } : {};
+    const action: PersonAction =
+      decision === "approve"
+        ? {
+            kind: "approve",
+            approval_id: id,
+            actor,
+            ...reason,
+            ...(body.confirmation !== undefined ? { confirmation: body.confirmation } : {}),
+          }
+        : { kind: "deny", approval_id: id, actor, ...reason };
+    return actionResponse(await runStub(env, request.params.runId).act(action), "approval", id);
   })
   .post("/api/runs/:runId/inputs/:toolCallId", async (request, env) => {
     // An MCP question's answer names its `action`; anything else is checked as human__ask's, so the issues name its fields.
     const raw = await readJsonBody(request, z.unknown());
     const isAction = typeof raw === "object" && raw !== null && "action" in raw;
     const body = isAction ? validate(mcpInputAnswerSchema, raw) : validate(inputAnswerSchema, raw);
-    const answeredBy = actorOf(request.principal, "answered_by", body.answered_by);
+    actorOf(request.principal, "answered_by", body.answered_by);
     const id = decodePathParam(request.params.toolCallId);
     const stub = runStub(env, request.params.runId);
-    if ("answer" in body) return verdictResponse(await stub.answerInput(id, body.answer, answeredBy));
+    const actor = apiDecider(request.principal);
+    if ("answer" in body)
+      return actionResponse(await stub.act({ kind: "answer", tool_call_id: id, answer: body.answer, actor }), "question", id);
     // An MCP tool's question mid-call (contract section 21): only someone eligible to approve the call answers it.
     const answer = body.action === "accept" ? { action: body.action, content: body.content } : { action: body.action };
-    return verdictResponse(await stub.answerMcpInput(id, answer, answeredBy, apiDecider(request.principal)));
+    return actionResponse(await stub.act({ kind: "answer_form", input_id: id, answer, actor }), "question", id);
   })
   .get("/api/runs/:runId/mutations", (request, env, ctx) => {
     const stub = runStub(env, request.params.runId);

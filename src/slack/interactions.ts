@@ -2,7 +2,7 @@
 // back the opaque button values and the modal's private_metadata, decide who
 // may decide, and word the answers a person gets (refusal, stale click).
 import { z } from "zod";
-import type { Verdict } from "../execution/tool-calls";
+import type { ActionVerdict } from "../wire/run-protocol";
 import type { ApprovalPolicy } from "../policy/approval-policy";
 import { expandApprovers } from "../policy/approver-patterns";
 import { exactSlackUser } from "./approver-mentions";
@@ -131,13 +131,19 @@ const NAME_MAX_CHARS = 200;
  * The ephemeral reply for a decision's verdict (contract section 6), or null
  * when the decision was taken (the message's own update says so).
  */
-export function decisionReplyText(verdict: Verdict): SlackText | null {
+export function decisionReplyText(verdict: ActionVerdict): SlackText | null {
   switch (verdict.kind) {
     case "resolved":
     case "answered":
     case "input_answered":
     case "vote_pending":
+    case "needs_confirmation":
+    case "cancel":
       return null;
+    case "gone":
+      return GONE_TEXT;
+    case "stale":
+      return STALE_TEXT;
     case "invalid_answer":
       return mrkdwn`The answer does not fit the question's form. Nothing was changed.`;
     case "refused":
@@ -158,4 +164,4 @@ export function decisionReplyText(verdict: Verdict): SlackText | null {
 /** An MCP question whose form Slack cannot show (contract section 21). */
 export const FORM_NOT_SHOWN_TEXT = mrkdwn`This question's form cannot be shown in Slack: answer it in the console, or decline it here.`;
 
-export const isConfirmationMismatch = (verdict: Verdict): boolean => verdict.kind === "confirmation_mismatch";
+export const isConfirmationMismatch = (verdict: ActionVerdict): boolean => verdict.kind === "confirmation_mismatch";

@@ -7,7 +7,7 @@ import type { RunSummary } from "../agent/run-record";
 import type { FormField } from "../client/requested-form";
 import type { Env } from "../config/env";
 import type { QuestionAnswer } from "../execution/mcp-questions";
-import type { Verdict } from "../execution/tool-calls";
+import type { ActionVerdict } from "../wire/run-protocol";
 import { runStubFor } from "../http/start-run";
 import type { Decider } from "../policy/approval-policy";
 import { decisionReplyText } from "./interactions";
@@ -32,10 +32,9 @@ export async function answerFormQuestion(
   runId: string,
   inputId: string,
   answer: FormAnswer,
-  answeredBy: string,
-  decider: Decider,
-): Promise<Verdict> {
-  return runStubFor(env, runId).answerMcpInput(inputId, answer, answeredBy, decider);
+  actor: Decider,
+): Promise<ActionVerdict> {
+  return runStubFor(env, runId).act({ kind: "answer_form", input_id: inputId, answer, actor });
 }
 
 /**
@@ -43,7 +42,7 @@ export async function answerFormQuestion(
  * an issue naming a field goes under it, the others under the first field.
  * Null when the verdict is no invalid_answer.
  */
-export function formVerdictErrors(verdict: Verdict, fields: readonly FormField[]): Record<string, string> | null {
+export function formVerdictErrors(verdict: ActionVerdict, fields: readonly FormField[]): Record<string, string> | null {
   if (verdict.kind !== "invalid_answer" || fields.length === 0) return null;
   const errors: Record<string, string[]> = {};
   for (const issue of verdict.issues.length > 0 ? verdict.issues : ["The answer does not fit the question's form."]) {
@@ -54,6 +53,6 @@ export function formVerdictErrors(verdict: Verdict, fields: readonly FormField[]
 }
 
 /** The ephemeral reply to an answer, or null when the message's own update (or the modal's errors) says it. */
-export function formReplyText(verdict: Verdict): SlackText | null {
+export function formReplyText(verdict: ActionVerdict): SlackText | null {
   return verdict.kind === "invalid_answer" ? null : decisionReplyText(verdict);
 }

@@ -57,11 +57,13 @@ import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
 import { countTriggerRetryAfter } from "../auth/rate-limits";
 import { getDelivery } from "../http/deliveries";
 import { logger } from "../operate/logger";
-import type { Verdict } from "../execution/tool-calls";
+import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
 import { formFields, readForm } from "../client/requested-form";
 import { ACTION_INPUT_DECLINE, enteredValues, modalErrors, questionFormModal, VIEW_INPUT_FORM } from "./question-form";
 import { answerFormQuestion, type FormAnswer, formReplyText, formVerdictErrors, pendingFormQuestion } from "./question-answers";
 
+/** An action as a surface builds it before the actor is known. */
+type WithoutActor<T> = T extends unknown ? Omit<T, "actor"> : never;
 /** Slack's own window: a request timestamp further than this from now (past or future) is refused. */
 const SIGNATURE_MAX_AGE_SECONDS = 300;
 /** Slack waits 3 s for an answer; the run's start (a D1 insert and one RPC) is awaited at most this long before acking anyway. */
@@ -308,32 +310,27 @@ function buildApp(
     listed_in_slack_approvers: approvers.includes(actor),
   });
   /**
-   * Section 19 before anything else: a refused user hears who may decide (by
-   * exact Slack id), nothing about the approval's state, and the refusal is
-   * audited. Returns the decider when they may go on, else null.
+   * A Slack user's approve or deny, entered once (the run protocol): section 19 is judged by the
+   * run before anything about the approval's state is told, and a refused user hears who may
+   * decide (by exact Slack id), with the refusal audited. Returns the verdict still to render, or
+   * null once the refusal was told.
    */
-  const approvalDecider = async (
+  const decideAsSlackUser = async (
+    action: WithoutActor<Extract<PersonAction, { kind: "approve" | "deny" }>>,
     runId: string,
-    approvalId: string,
     userId: string,
-    decision: "approve" | "deny",
     reply: (text: SlackText) => unknown,
-  ): Promise<Decider | null> => {
-    const summary = await summaryOf(env, runId);
-    if (!summary) {
-      await reply(GONE_TEXT);
-      return null;
-    }
-    const decider = await slackDecider(userId);
-    const checked = await runStubFor(env, runId).approvalRefusal(approvalId, decider, decision);
-    if (checked?.refusal) {
-      await auditSlackRefusal(env, decider.principal_id, `slack ${decision} ${runId}/approvals/${approvalId}`, checked.refusal);
-      const requester = slackUserOrId(slackRequester(summary, scope.team));
-      const deciders = approvalDeciders(checked.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId));
-      await reply(policyRefusalText(checked.refusal, deciders));
-      return null;
-    }
-    return decider;
+  ): Promise<ActionVerdict | null> => {
+    const actor = await slackDecider(userId);
+    const verdict = await runStubFor(env, runId).act({ ...action, actor });
+    if (verdict.kind !== "refused") return verdict;
+    await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);
+    const requester = slackUserOrId(verdict.requester && slackRequester(verdict.requester, scope.team));
+    const deciders = verdict.policy
+      ? approvalDeciders(verdict.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId))
+      : { users: [], elsewhere: true };
+    await reply(policyRefusalText(verdict.error, deciders));
+    return null;
   };
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
@@ -343,21 +340,19 @@ function buildApp(
       const where = clickPlace(payload, value?.channel_id);
       if (!value || !where) return;
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-      const decider = await approvalDecider(value.run_id, value.approval_id, payload.user.id, decision, reply);
-      if (!decider) return;
-      const summary = await summaryOf(env, value.run_id);
-      const pending = summary?.pending_approvals.find((a) => a.approval_id === value.approval_id);
-      if (!pending) return reply(STALE_TEXT);
-      if (decision === "approve" && value.level === "confirm") {
+      // One action, one verdict: a confirm tool's approve comes back needs_confirmation and the modal opens.
+      const answer = await decideAsSlackUser(
+        { kind: decision, approval_id: value.approval_id, prompt: true },
+        value.run_id,
+        payload.user.id,
+        reply,
+      );
+      if (answer === null) return;
+      if (answer.kind === "needs_confirmation") {
         const metadata = encodeModalMetadata({ kind: "approval", run_id: value.run_id, approval_id: value.approval_id, ...where });
-        await client.views.open({ trigger_id: payload.trigger_id, view: confirmApprovalModal(pending.tool_name, metadata) });
+        await client.views.open({ trigger_id: payload.trigger_id, view: confirmApprovalModal(answer.tool_name, metadata) });
         return;
       }
-      const answer = await runStubFor(env, value.run_id).decideApproval(value.approval_id, {
-        decision,
-        decided_by: decider.principal_id,
-        decider,
-      });
       const text = decisionReplyText(answer);
       if (text) await reply(text);
     });
@@ -389,8 +384,8 @@ function buildApp(
   });
 
   /** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
-  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<Verdict> =>
-    answerFormQuestion(env, runId, inputId, answer, actor, await slackDecider(userId));
+  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<ActionVerdict> =>
+    answerFormQuestion(env, runId, inputId, answer, await slackDecider(userId));
 
   app.action(ACTION_INPUT_DECLINE, clickAck, async (req) => {
     const payload = req.payload;
@@ -399,7 +394,6 @@ function buildApp(
     const where = clickPlace(payload, value?.channel_id);
     if (!value?.input_id || !where) return;
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-    if (!(await summaryOf(env, value.run_id))) return reply(GONE_TEXT);
     const text = formReplyText(await answerForm(value.run_id, value.input_id, { action: "decline" }, payload.user.id));
     if (text) await reply(text);
   });
@@ -414,15 +408,14 @@ function buildApp(
       ctx.waitUntil(ephemeral(client, metadata, user, text));
       return "";
     };
-    const decider = await approvalDecider(metadata.run_id, metadata.approval_id, user, "approve", later);
-    if (!decider) return "";
     const typed = modalText(payload.view.state.values);
-    const answer = await runStubFor(env, metadata.run_id).decideApproval(metadata.approval_id, {
-      decision: "approve",
-      decided_by: decider.principal_id,
-      decider,
-      confirmation: typed,
-    });
+    const answer = await decideAsSlackUser(
+      { kind: "approve", approval_id: metadata.approval_id, confirmation: typed },
+      metadata.run_id,
+      user,
+      later,
+    );
+    if (answer === null) return "";
     if (isConfirmationMismatch(answer))
       return { response_action: "errors", errors: { [MODAL_INPUT_BLOCK_ID]: CONFIRMATION_MISMATCH_TEXT } };
     const text = decisionReplyText(answer);
@@ -464,7 +457,12 @@ function buildApp(
       return "";
     };
     if (!(await deciderSummary(metadata.run_id, later))) return "";
-    const answer = await runStubFor(env, metadata.run_id).answerInput(metadata.tool_call_id, modalText(payload.view.state.values), actor);
+    const answer = await runStubFor(env, metadata.run_id).act({
+      kind: "answer",
+      tool_call_id: metadata.tool_call_id,
+      answer: modalText(payload.view.state.values),
+      actor: await slackDecider(user),
+    });
     const text = decisionReplyText(answer);
     if (text) later(text);
     return "";
