@@ -6,7 +6,6 @@
 // which to recreate empty. Each table's columns stay with the module that
 // owns it (its exported SqlTable).
 import { CONVERSATION_TABLE } from "./conversation-log";
-import { CALLS_TABLE, PURGED_RUN_TABLE, RUN_TABLE } from "./run-store";
 import { RUN_INDEX_MARKS_TABLE } from "../listings/run-index";
 import { METRIC_BATCH_TABLE, METRIC_DELTAS_TABLE, METRIC_SLACK_SEEN_TABLE, METRIC_TIMERS_TABLE } from "../operate/run-metrics";
 import { TRACE_SPANS_TABLE } from "../operate/trace-spans";
@@ -29,7 +28,23 @@ interface RunTable {
   atRetention: AtRetention;
 }
 
-/** A function, not a constant: run-store.ts (which owns three of these tables) imports this module back. */
+/** The run's own tables (its record, its calls, its identity after retention), kept by src/agent/run-store.ts. */
+const RUN_TABLE: SqlTable = {
+  name: "run",
+  ddl: [`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`],
+};
+
+const CALLS_TABLE: SqlTable = {
+  name: "calls",
+  ddl: [`CREATE TABLE IF NOT EXISTS calls (position INTEGER PRIMARY KEY, record TEXT NOT NULL)`],
+};
+
+/** After retention: the run's identity, nothing else. */
+const PURGED_RUN_TABLE: SqlTable = {
+  name: "purged_run",
+  ddl: [`CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`],
+};
+
 const runObjectTables = (): readonly RunTable[] => [
   { table: RUN_TABLE, atRetention: "drop" },
   { table: CALLS_TABLE, atRetention: "drop" },

@@ -6,25 +6,8 @@
 import type { SqlLike } from "../stream/event-log";
 import type { ScriptTurn } from "../http/trigger-request";
 import type { ToolCall } from "../execution/tool-calls";
-import type { SqlTable } from "../stream/sql-schema";
 import { type RunRecord, storedRunRecord } from "./run-record";
 import { createPurgedRunTables, createRunTables, dropAtRetention, keptAtRetention } from "./run-schema";
-
-export const RUN_TABLE: SqlTable = {
-  name: "run",
-  ddl: [`CREATE TABLE IF NOT EXISTS run (id INTEGER PRIMARY KEY CHECK (id = 1), record TEXT NOT NULL, script TEXT NOT NULL)`],
-};
-
-export const CALLS_TABLE: SqlTable = {
-  name: "calls",
-  ddl: [`CREATE TABLE IF NOT EXISTS calls (position INTEGER PRIMARY KEY, record TEXT NOT NULL)`],
-};
-
-/** After retention: the run's identity, nothing else. */
-export const PURGED_RUN_TABLE: SqlTable = {
-  name: "purged_run",
-  ddl: [`CREATE TABLE IF NOT EXISTS purged_run (id INTEGER PRIMARY KEY CHECK (id = 1), run_id TEXT NOT NULL, channel_id TEXT NOT NULL)`],
-};
 
 export interface StoredRun {
   run: RunRecord;

@@ -8,7 +8,7 @@
 // overwritten. Callers run these under a storage-pool slot (storage-guard.ts);
 // nothing here dispatches anything.
 import type { z } from "zod";
-import type { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
+import { MUTATION_OUTCOME_SCHEMA, type mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { ulid } from "ulidx";
 
 // ---- the D1 seam -----------------------------------------------------------
@@ -25,8 +25,6 @@ export interface OutcomeStatement {
 }
 
 // ---- identities and states -------------------------------------------------
-
-export const MUTATION_OUTCOME_SCHEMA = "mutation_outcome/v1";
 
 /**
  * What an automatic approval stores in `approval_id`. Not NULL: SQLite treats

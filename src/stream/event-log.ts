@@ -4,14 +4,9 @@
 // exactly once so replays are byte-for-byte identical, the per-run event cap,
 // and purging by retention. It knows nothing about subscribers or HTTP.
 import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "../wire/events";
-import type { SqlTable } from "./sql-schema";
+import type { SqlLike, SqlTable } from "./sql-schema";
 
-interface SqlCursorLike<T> {
-  toArray(): T[];
-}
-export interface SqlLike {
-  exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlCursorLike<T>;
-}
+export type { SqlLike } from "./sql-schema";
 
 /** Rows read per replay batch: large enough to amortise the query, small enough to keep a slow client's queue short. */
 const REPLAY_BATCH_EVENTS = 256;

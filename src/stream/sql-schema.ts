@@ -4,7 +4,14 @@
 // (src/agent/run-schema.ts for the RunObject, the object's own file for the
 // others) that creates them, in order, in one place. Modules' constructors
 // create nothing.
-import type { SqlLike } from "./event-log";
+
+interface SqlCursorLike<T> {
+  toArray(): T[];
+}
+/** The part of a Durable Object's SQLite storage every table's module uses (anything with `exec` in tests). */
+export interface SqlLike {
+  exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlCursorLike<T>;
+}
 
 export interface SqlTable {
   name: string;

@@ -4,7 +4,9 @@
 // contract does not name is a failure, and optional keys are absent, never null.
 import { z } from "zod";
 import { resultFactsSchema } from "./event-schemas";
-import { MUTATION_OUTCOME_SCHEMA } from "../outcomes/mutation-outcomes";
+
+/** The row projection's `schema` (contract section 8). */
+export const MUTATION_OUTCOME_SCHEMA = "mutation_outcome/v1";
 
 const isoTime = z.iso.datetime();
 
