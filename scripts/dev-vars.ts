@@ -49,6 +49,8 @@ export function newDevVars(token: string, demoPort: number, local: Record<string
       mcp__demo__create_alert_from_chart: 1,
       mcp__demo__delete_dashboard: 1,
       mcp__demo__schedule_report: 1,
+      // The OAuth demo server's one tool, for the README's connect example (once MCP_SERVERS names it `hosted`).
+      mcp__hosted__create_item: 1,
     })}'`,
     "",
   ].join("\n");

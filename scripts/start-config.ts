@@ -8,14 +8,9 @@ import { parseEnv } from "node:util";
 import { parse as parseToml } from "smol-toml";
 import { hostConfigSchema, loadConfig } from "../src/config/config";
 
-/**
- * The vars the Worker will see: wrangler.toml's [vars] (strings kept, tables
- * as wrangler passes them: JSON values), then every line of the env file.
- * Node's own parseEnv reads the env file (the dotenv format wrangler reads).
- */
-export function startVars(wranglerTomlPath: string, envFilePath: string): Record<string, unknown> {
-  return { ...tomlVars(wranglerTomlPath), ...envFileVars(envFilePath) };
-}
+// The vars the Worker will see: wrangler.toml's [vars] (strings kept, tables
+// as wrangler passes them: JSON values), then every line of the env file over
+// them. Node's own parseEnv reads the env file (the dotenv format wrangler reads).
 
 /** wrangler.toml's [vars]. */
 export function tomlVars(wranglerTomlPath: string): Record<string, unknown> {
@@ -78,9 +73,7 @@ export function unknownSettingWarnings(vars: Record<string, unknown>, where: str
       if (edits <= MAX_TYPO_EDITS && edits < known.length / 3 && (best === undefined || edits < best.edits)) best = { known, edits };
     }
     if (best !== undefined)
-      warnings.push(
-        `npm start: ${name} (in ${where}) is not a setting of this engine and is ignored; did you mean ${best.known}?`,
-      );
+      warnings.push(`npm start: ${name} (in ${where}) is not a setting of this engine and is ignored; did you mean ${best.known}?`);
   }
   return warnings;
 }

@@ -8,12 +8,18 @@
 // (one summary line), starts the demo MCP server beside the Worker, and serves
 // the Worker with wrangler dev. The demo server's URL in the settings file
 // follows DEMO_MCP_PORT on every start. STATE_DIR moves the local D1 and
-// Durable Object storage out of .wrangler/state.
+// Durable Object storage, and the demo server's state file, out of
+// .wrangler/state. Beside the demo server it starts the OAuth-protected demo
+// MCP server (DEMO_OAUTH_PORT, default 3002) for the README's `mcp connect`.
+// The first start writes CONSOLE_SESSION_SECRET, MCP_TOKEN_KEY and PUBLIC_URL
+// with the token; a file without them gets them added, said before it starts.
+// A setting whose name is a misspelling of one the Worker reads is named once.
 //
 // Quiet by default: no wrangler banner (nor its npm update check and Node
-// version notice), no telemetry, no cf.json fetch, wrangler's own logs at
-// warn. VERBOSE=1 npm start shows wrangler's full output. Its children
-// (wrangler with workerd and esbuild, the demo server) run in their own
+// version notice), no telemetry, no cf.json fetch, none of wrangler's info
+// lines and none of the Worker's info lines but retention's report.
+// VERBOSE=1 npm start shows wrangler's full output. Its children
+// (wrangler with workerd and esbuild, the demo servers) run in their own
 // process groups and are stopped as groups on Ctrl-C, SIGTERM or exit.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -22,10 +28,12 @@ import { createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { localSettings, newDevVars, withDemoPort, withLocalSettings, withWorkerPort } from "./dev-vars";
-import { configProblem, envFileVars, startVars, tomlVars, unknownSettingWarnings } from "./start-config";
+import { parseEnv, stripVTControlCharacters } from "node:util";
+import { configProblem, envFileVars, tomlVars, unknownSettingWarnings } from "./start-config";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const WRANGLER_CLI = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
+const WRANGLER_TOML = join(ROOT, "wrangler.toml");
 const DEV_VARS = process.env.DEV_VARS_FILE ? resolve(process.env.DEV_VARS_FILE) : join(ROOT, ".dev.vars");
 const DEV_VARS_NAME = relative(process.cwd(), DEV_VARS).startsWith("..") ? DEV_VARS : relative(process.cwd(), DEV_VARS);
 /** Local D1 and Durable Object storage: wrangler's default (.wrangler/state), or STATE_DIR. */
@@ -96,20 +104,37 @@ async function checkPorts(): Promise<void> {
   process.exit(1);
 }
 
+/**
+ * The settings file as this start needs it: created the first time, or with
+ * the local URLs following the ports and the local secrets it lacks added.
+ * Checked before anything is written (a refused file is left exactly as it
+ * was: a short API_TOKEN is the user's to replace), and every change said.
+ */
 function ensureDevVars(): string {
-  if (!existsSync(DEV_VARS)) {
-    const token = `local-${randomBytes(32).toString("base64url")}`;
-    writeFileSync(DEV_VARS, newDevVars(token, DEMO_MCP_PORT, localSettings(WORKER_PORT)));
-    console.log(`Created ${DEV_VARS_NAME} with a new local API token and console session secret.`);
+  const fresh = !existsSync(DEV_VARS);
+  const current = fresh ? "" : readFileSync(DEV_VARS, "utf8");
+  const said: string[] = [];
+  let updated: string;
+  if (fresh) {
+    updated = newDevVars(`local-${randomBytes(32).toString("base64url")}`, DEMO_MCP_PORT, localSettings(WORKER_PORT));
+    said.push(`Created ${DEV_VARS_NAME} with a new local API token and console session secret.`);
+  } else {
+    const ported = withWorkerPort(withDemoPort(current, DEMO_MCP_PORT), WORKER_PORT);
+    if (ported !== current) said.push(`Pointed the local URLs in ${DEV_VARS_NAME} (MCP_SERVERS' demo, PUBLIC_URL) at this start's ports.`);
+    const local = withLocalSettings(ported, localSettings(WORKER_PORT));
+    updated = local.text;
+    if (local.added.length > 0)
+      said.push(
+        `Added ${local.added.join(", ")} to ${DEV_VARS_NAME} (the console and MCP OAuth need them locally; your other lines are as they were).`,
+      );
   }
-  // Every change to the file is said, before anything starts. A short API_TOKEN is not one of them: the config check refuses it.
-  const current = readFileSync(DEV_VARS, "utf8");
-  const ported = withWorkerPort(withDemoPort(current, DEMO_MCP_PORT), WORKER_PORT);
-  if (ported !== current) console.log(`Pointed the local URLs in ${DEV_VARS_NAME} (MCP_SERVERS' demo, PUBLIC_URL) at this start's ports.`);
-  const { text: updated, added } = withLocalSettings(ported, localSettings(WORKER_PORT));
-  if (added.length > 0)
-    console.log(`Added ${added.join(", ")} to ${DEV_VARS_NAME} (the console and MCP OAuth need them locally; your other lines are as they were).`);
+  const problem = configProblem({ ...tomlVars(WRANGLER_TOML), ...parseEnv(updated) }, DEV_VARS_NAME);
+  if (problem !== undefined) {
+    console.error(problem);
+    process.exit(1);
+  }
   if (updated !== current) writeFileSync(DEV_VARS, updated);
+  for (const line of said) console.log(line);
   const token = /^API_TOKEN=(.+)$/m.exec(updated)?.[1]?.trim();
   if (!token) {
     console.error(
@@ -179,15 +204,10 @@ process.once("exit", () => {
 
 await checkPorts();
 const token = ensureDevVars();
-const problem = configProblem(startVars(join(ROOT, "wrangler.toml"), DEV_VARS), DEV_VARS_NAME);
-if (problem !== undefined) {
-  console.error(problem);
-  process.exit(1);
-}
 // Once, at start: a misspelt setting (TOOL_POLCY) would otherwise be ignored without a word.
 for (const warning of [
   ...unknownSettingWarnings(envFileVars(DEV_VARS), DEV_VARS_NAME),
-  ...unknownSettingWarnings(tomlVars(join(ROOT, "wrangler.toml")), "wrangler.toml [vars]"),
+  ...unknownSettingWarnings(tomlVars(WRANGLER_TOML), "wrangler.toml [vars]"),
 ])
   console.error(warning);
 
@@ -240,7 +260,7 @@ children.push(oauthDemo);
 /**
  * Wrangler runs at `info` so the Worker's info lines reach this process (at
  * `warn` wrangler drops them), and this passes on what a person should see:
- * everything but the Worker's own info and debug JSON lines, except
+ * everything but wrangler's info lines and the Worker's info and debug JSON lines, except
  * retention's report (`retention: done` with what it deleted, when
  * /cdn-cgi/local/scheduled fires the cron). VERBOSE passes everything.
  */
@@ -250,7 +270,10 @@ function passOn(stream: NodeJS.ReadableStream, to: NodeJS.WriteStream): void {
     to.write(`${line}\n`);
   });
 }
-function quietWorkerLine(line: string): boolean {
+function quietWorkerLine(raw: string): boolean {
+  const line = stripVTControlCharacters(raw);
+  // Wrangler's own info lines at this level: "Ready on ..." and one per request.
+  if (line.startsWith("[wrangler:info]")) return true;
   const start = line.indexOf("{");
   if (start < 0) return false;
   try {
@@ -273,6 +296,8 @@ const worker = spawn(
     "--env-file",
     DEV_VARS,
     ...PERSIST_ARGS,
+    // Only to drop wrangler's "Scheduled Workers are not automatically triggered" box: the banner below gives the recipe.
+    "--test-scheduled",
     "--show-interactive-dev-session=false",
     "--log-level",
     VERBOSE ? "log" : "info",
