@@ -88,6 +88,34 @@ async function importedPackages(files: string[]): Promise<Set<string>> {
   return names;
 }
 
+describe("an install on a Node older than 22 (issue 29)", () => {
+  it("is refused at once with one EBADENGINE error naming the versions, not a warning per package", async () => {
+    // npm on this Node, told it runs on Node 20 (npm reads process.version for its engine check), in a copy of the
+    // project's install inputs: package.json, the lockfile and .npmrc.
+    const copy = await mkdtemp(join(tmpdir(), "aee-node20-"));
+    try {
+      for (const name of ["package.json", "package-lock.json", ".npmrc"])
+        await writeFile(join(copy, name), await readFile(join(PROJECT_ROOT, name)));
+      await writeFile(join(copy, "node20.cjs"), 'Object.defineProperty(process, "version", { value: "v20.19.0" });\n');
+      const refused = await run("npm", ["ci", "--dry-run", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], {
+        cwd: copy,
+        env: { ...process.env, NODE_OPTIONS: `--require ${join(copy, "node20.cjs")}` },
+      }).then(
+        () => undefined,
+        (err: { code?: number; stdout?: string; stderr?: string }) => err,
+      );
+      expect(refused?.code).toBe(1);
+      const output = `${refused?.stdout ?? ""}${refused?.stderr ?? ""}`;
+      expect(output).toContain("npm error code EBADENGINE");
+      expect(output).toContain('Required: {"node":">=22"}');
+      expect(output).toContain('"node":"v20.19.0"');
+      expect(output).not.toContain("warn EBADENGINE");
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("what a consumer's install pulls in (issue 29: not the Worker's SDKs)", () => {
   it("depends on exactly what the packed client and CLI import; the Worker's packages are dev-only in the lockfile", async () => {
     const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: PROJECT_ROOT });
