@@ -159,7 +159,7 @@ function blockHtml(block: unknown): string {
 }
 
 /** A list of blocks (a message's, a modal's or a Home tab's). */
-export function blocksHtml(blocks: unknown): string {
+function blocksHtml(blocks: unknown): string {
   return Array.isArray(blocks) ? blocks.map(blockHtml).join("") : "";
 }
 
