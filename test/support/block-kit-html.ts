@@ -36,19 +36,38 @@ function angle(inner: string): string {
   return `<a href="${escapeHtml(target)}">${escapeHtml(label ?? target)}</a>`;
 }
 
-/** Inline mrkdwn of text already free of `<...>`: code first (nothing inside it is formatted), then bold, italic, strike. */
+/** The emoji the app's posts use, by Slack's short name; any other `:name:` stays as typed. */
+const EMOJI: Record<string, string> = {
+  question: "❓",
+  x: "❌",
+  white_check_mark: "✅",
+  warning: "⚠️",
+  speech_balloon: "💬",
+  scissors: "✂️",
+  octagonal_sign: "🛑",
+  no_entry: "⛔",
+  heavy_minus_sign: "➖",
+  no_entry_sign: "🚫",
+  lock: "🔒",
+  hourglass: "⌛",
+  bell: "🔔",
+  ballot_box_with_check: "☑️",
+};
+
+/**
+ * Inline mrkdwn of text already free of `<...>`: code spans first (nothing
+ * inside them is formatted; they stand in as placeholders meanwhile, so
+ * `*`code`*` is bold code), then bold, italic, strike and emoji.
+ */
 function inline(text: string): string {
-  return text
-    .split(/(`[^`\n]+`)/)
-    .map((part, i) =>
-      i % 2 === 1
-        ? `<code>${escapeHtml(part.slice(1, -1))}</code>`
-        : escapeHtml(part)
-            .replace(/(^|[\s(])\*([^*\n]+)\*(?=$|[\s).,:;!?])/g, "$1<b>$2</b>")
-            .replace(/(^|[\s(])_([^_\n]+)_(?=$|[\s).,:;!?])/g, "$1<i>$2</i>")
-            .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,:;!?])/g, "$1<s>$2</s>"),
-    )
-    .join("");
+  const codes: string[] = [];
+  const held = text.replace(/`([^`\n]+)`/g, (_m, inner: string) => `\u0000${codes.push(`<code>${escapeHtml(inner)}</code>`) - 1}\u0000`);
+  return escapeHtml(held)
+    .replace(/(^|[\s(])\*([^*\n]+)\*(?=$|[\s).,:;!?])/g, "$1<b>$2</b>")
+    .replace(/(^|[\s(])_([^_\n]+)_(?=$|[\s).,:;!?])/g, "$1<i>$2</i>")
+    .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,:;!?])/g, "$1<s>$2</s>")
+    .replace(/:([a-z0-9_+-]+):/g, (whole, name: string) => EMOJI[name] ?? whole)
+    .replace(/\u0000(\d+)\u0000/g, (_m, i: string) => codes[Number(i)] ?? "");
 }
 
 /** Slack's mrkdwn as HTML: ``` blocks, > quotes, `<...>` constructs, then inline formatting, line breaks kept. */
