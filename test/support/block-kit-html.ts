@@ -56,18 +56,18 @@ const EMOJI: Record<string, string> = {
 
 /**
  * Inline mrkdwn of text already free of `<...>`: code spans first (nothing
- * inside them is formatted; they stand in as placeholders meanwhile, so
+ * inside them is formatted; they stand in as private-use placeholders meanwhile, so
  * `*`code`*` is bold code), then bold, italic, strike and emoji.
  */
 function inline(text: string): string {
   const codes: string[] = [];
-  const held = text.replace(/`([^`\n]+)`/g, (_m, inner: string) => `\u0000${codes.push(`<code>${escapeHtml(inner)}</code>`) - 1}\u0000`);
+  const held = text.replace(/`([^`\n]+)`/g, (_m, inner: string) => `\uE000${codes.push(`<code>${escapeHtml(inner)}</code>`) - 1}\uE000`);
   return escapeHtml(held)
     .replace(/(^|[\s(])\*([^*\n]+)\*(?=$|[\s).,:;!?])/g, "$1<b>$2</b>")
     .replace(/(^|[\s(])_([^_\n]+)_(?=$|[\s).,:;!?])/g, "$1<i>$2</i>")
     .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,:;!?])/g, "$1<s>$2</s>")
     .replace(/:([a-z0-9_+-]+):/g, (whole, name: string) => EMOJI[name] ?? whole)
-    .replace(/\u0000(\d+)\u0000/g, (_m, i: string) => codes[Number(i)] ?? "");
+    .replace(/\uE000(\d+)\uE000/g, (_m, i: string) => codes[Number(i)] ?? "");
 }
 
 /** Slack's mrkdwn as HTML: ``` blocks, > quotes, `<...>` constructs, then inline formatting, line breaks kept. */
