@@ -5,6 +5,7 @@
 // answer to each human__ask. Under --json every event, heartbeats included,
 // is printed as it came, one JSON object per line.
 import { ApiError, type EngineClient, type EngineEvent, type InputAnswer } from "approved-execution-engine/client";
+import { commandName } from "./environment.js";
 import { eventLine } from "./render.js";
 import { type Output, type Prompter, spinner } from "./terminal.js";
 
@@ -15,6 +16,13 @@ export interface LiveViewOptions {
   /** No prompter although prompts were wanted (stdin or stdout not a terminal): print how to decide elsewhere. */
   hintWhenUnasked?: boolean;
   showHeartbeats: boolean;
+  /**
+   * `watch` of a run already under way: its summary's last sequence when the
+   * watch began and what was pending then. A replayed approval or question
+   * (at or before that sequence) that was no longer pending is history: it
+   * is shown, but neither asked nor hinted at again.
+   */
+  replayed?: { through: number; pending: ReadonlySet<string> };
 }
 
 type Terminal = Extract<EngineEvent, { type: "run_completed" | "run_failed" }>;
@@ -37,6 +45,7 @@ export async function liveView(
       if (out.json) out.object(event);
       else if (event.type !== "heartbeat" || options.showHeartbeats) spin.print(eventLine(event));
       if (event.type === "run_completed" || event.type === "run_failed") terminal = event;
+      if (decidedBeforeWatch(event, options.replayed)) continue;
       if (!options.prompter) {
         if (options.hintWhenUnasked) hintElsewhere(out, event);
         continue;
@@ -57,25 +66,34 @@ export async function liveView(
   return terminal;
 }
 
+/** A replayed approval or question that was no longer pending when the watch began. */
+function decidedBeforeWatch(event: EngineEvent, replayed: LiveViewOptions["replayed"]): boolean {
+  if (replayed === undefined || event.sequence > replayed.through) return false;
+  if (event.type === "approval_requested") return !replayed.pending.has(event.approval_id);
+  if (event.type === "human_input_requested") return !replayed.pending.has(event.input_id ?? event.tool_call_id);
+  return false;
+}
+
 /** Not at a terminal: the commands that decide what this run waits for, on stderr (stdout keeps the event lines). */
 function hintElsewhere(out: Output, event: EngineEvent): void {
+  const cli = commandName();
   if (event.type === "approval_requested") {
     out.note(
       `cannot ask here (stdin or stdout is not a terminal): decide from another shell with\n` +
-        `  approved-exec approve ${event.run_id} ${event.approval_id}${event.level === "confirm" ? ` --confirm ${event.tool_name}` : ""}\n` +
-        `  approved-exec deny ${event.run_id} ${event.approval_id} --reason "..."\n` +
+        `  ${cli} approve ${event.run_id} ${event.approval_id}${event.level === "confirm" ? ` --confirm ${event.tool_name}` : ""}\n` +
+        `  ${cli} deny ${event.run_id} ${event.approval_id} --reason "..."\n` +
         `waiting for the decision until ${event.expires_at} (--no-prompt silences this).`,
     );
   } else if (event.type === "human_input_requested" && event.input_id !== undefined) {
     out.note(
       `cannot ask here (stdin or stdout is not a terminal): answer from another shell with\n` +
-        `  approved-exec answer ${event.run_id} ${event.input_id} --accept '<json content>'   (or --decline, --cancel)\n` +
+        `  ${cli} answer ${event.run_id} ${event.input_id} --accept '<json content>'   (or --decline, --cancel)\n` +
         `waiting for the answer until ${event.expires_at} (--no-prompt silences this).`,
     );
   } else if (event.type === "human_input_requested") {
     out.note(
       `cannot ask here (stdin or stdout is not a terminal): answer from another shell with\n` +
-        `  approved-exec answer ${event.run_id} ${event.tool_call_id} "<answer>"\n` +
+        `  ${cli} answer ${event.run_id} ${event.tool_call_id} "<answer>"\n` +
         `waiting for the answer until ${event.expires_at} (--no-prompt silences this).`,
     );
   }

@@ -14,13 +14,14 @@ import {
   type EngineEvent,
   type InputAnswer,
   type Role,
+  type RunSummary,
   type ScriptTurn,
   type TriggerRequest,
 } from "approved-execution-engine/client";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
-import { liveView } from "./live-view.js";
+import { liveView, type LiveViewOptions } from "./live-view.js";
 import { approvalLine, auditLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
@@ -138,7 +139,16 @@ function buildProgram(act: Act): Command {
     .action(
       act(async (runId: string, opts: WatchOptions, command: Command) => {
         const { out, client } = context(command);
-        return watchTo(client, out, runId, client.events(runId, { after: opts.after ?? 0 }), opts);
+        // What already happened is replayed; what was decided by then is shown, not asked or hinted at again.
+        const summary = await client.summary(runId);
+        const replayed = {
+          through: summary.last_sequence,
+          pending: new Set([
+            ...summary.pending_approvals.map((a) => a.approval_id),
+            ...summary.pending_inputs.map((i) => i.input_id ?? i.tool_call_id),
+          ]),
+        };
+        return watchTo(client, out, runId, client.events(runId, { after: opts.after ?? 0 }), opts, replayed);
       }),
     );
 
@@ -151,7 +161,7 @@ function buildProgram(act: Act): Command {
         const { out, client } = context(command);
         if (opts.run !== undefined) {
           const summary = await client.summary(opts.run);
-          const lines = summaryPendingLines(summary);
+          const lines = summaryPendingLines(summary, await requestedApprovals(client, summary));
           if (out.json) out.object({ run_id: summary.run_id, approvals: summary.pending_approvals, inputs: summary.pending_inputs });
           else for (const line of lines.length > 0 ? lines : [`nothing in ${summary.run_id} waits for a person`]) out.line(line);
           return EXIT_OK;
@@ -416,6 +426,7 @@ async function watchTo(
   runId: string,
   events: AsyncIterable<EngineEvent>,
   opts: WatchOptions,
+  replayed?: LiveViewOptions["replayed"],
 ): Promise<ExitCode> {
   const ask: Prompter | undefined = opts.prompt && interactive(out.json) ? prompter() : undefined;
   try {
@@ -425,6 +436,7 @@ async function watchTo(
       // Asked for prompts (no --no-prompt), but nobody can be asked: say so at each wait instead of waiting silently.
       hintWhenUnasked: opts.prompt && !out.json && ask === undefined,
       showHeartbeats: opts.heartbeats === true,
+      ...(replayed === undefined ? {} : { replayed }),
     });
     if (terminal === undefined) {
       // 204: the run had ended before `after`; its status says how.
@@ -492,7 +504,7 @@ function exitCodeFor(err: unknown, json: boolean): ExitCode {
   }
   if (err instanceof ApiError) {
     if (json) process.stderr.write(`${JSON.stringify({ status: err.status, ...err.body })}\n`);
-    else process.stderr.write(`error: ${err.code} (${err.status}): ${err.body.message ?? err.message}\n`);
+    else process.stderr.write(`error: ${err.code} (${err.status}): ${err.body.message ?? err.message}\n${detailLines(err.details)}`);
     return EXIT_REFUSED;
   }
   // fetch's network failure: a TypeError whose cause is the system's error (ECONNREFUSED, ENOTFOUND, ...).
@@ -505,4 +517,38 @@ function exitCodeFor(err: unknown, json: boolean): ExitCode {
     return EXIT_REFUSED;
   }
   throw err;
+}
+
+/** The refusal's details (an answer that does not fit its form: which field, why), one indented line each. */
+function detailLines(details: unknown): string {
+  if (details === undefined || details === null) return "";
+  const items = Array.isArray(details) ? details : [details];
+  return items
+    .map((item) => {
+      if (typeof item === "string") return `  ${item}\n`;
+      const { path, message } = (item ?? {}) as { path?: unknown; message?: unknown };
+      if (typeof message !== "string") return `  ${JSON.stringify(item)}\n`;
+      const where = Array.isArray(path) ? path.join(".") : typeof path === "string" ? path : "";
+      return `  ${where === "" ? "" : `${where}: `}${message}\n`;
+    })
+    .join("");
+}
+
+/**
+ * The approval_requested event of each approval the summary lists as pending
+ * (level, arguments, hidden paths: the summary carries only ids and times),
+ * read from the run's own log, which already holds them; the stream is closed
+ * as soon as all are found. Not the D1 listing, which may lag.
+ */
+type ApprovalRequested = Extract<EngineEvent, { type: "approval_requested" }>;
+
+async function requestedApprovals(client: EngineClient, summary: RunSummary): Promise<Map<string, ApprovalRequested>> {
+  const wanted = new Set(summary.pending_approvals.map((a) => a.approval_id));
+  const found = new Map<string, ApprovalRequested>();
+  if (wanted.size === 0) return found;
+  for await (const event of client.events(summary.run_id, { after: 0 })) {
+    if (event.type === "approval_requested" && wanted.has(event.approval_id)) found.set(event.approval_id, event);
+    if (found.size === wanted.size || event.sequence >= summary.last_sequence) break;
+  }
+  return found;
 }

@@ -133,12 +133,26 @@ export function inputLine(i: InputListItem): string {
   return `question ${i.tool_call_id} run=${i.run_id} ${quote(i.question)} expires=${i.expires_at}`;
 }
 
-/** The pending entries of one run's summary (fewer fields than the listings carry). */
-export function summaryPendingLines(summary: RunSummary): string[] {
+/**
+ * The pending entries of one run's summary, each approval with what its
+ * approval_requested said (`requested`, by approval id): level, arguments and
+ * hidden paths, as `pending` across runs shows them.
+ */
+export function summaryPendingLines(
+  summary: RunSummary,
+  requested: ReadonlyMap<string, Extract<EngineEvent, { type: "approval_requested" }>> = new Map(),
+): string[] {
   return [
-    ...summary.pending_approvals.map(
-      (a) => `approval ${a.approval_id} run=${summary.run_id} ${a.tool_name} call=${a.tool_call_id} expires=${a.expires_at}`,
-    ),
+    ...summary.pending_approvals.map((a) => {
+      const asked = requested.get(a.approval_id);
+      return [
+        `approval ${a.approval_id} run=${summary.run_id} ${a.tool_name} call=${a.tool_call_id}`,
+        ...(asked === undefined ? [] : [`level=${asked.level}`]),
+        `expires=${a.expires_at}`,
+        ...(asked === undefined ? [] : [`args=${compact(asked.arguments)}`, ...hiddenPart(asked.hidden)]),
+        ...(asked?.required === undefined || asked.required === 1 ? [] : [`required=${asked.required}`]),
+      ].join(" ");
+    }),
     ...summary.pending_inputs.map((i) =>
       i.input_id === undefined
         ? `question ${i.tool_call_id} run=${summary.run_id} ${quote(i.question)} expires=${i.expires_at}`

@@ -5,7 +5,9 @@
  *  - Serve seven observability tools (dashboards, KPIs, alerts; `delete_dashboard` the one its
  *    annotations call destructive) and `echo` (answers with its own arguments, so tests can see
  *    what a result echoing secrets does) over MCP Streamable HTTP at
- *    http://127.0.0.1:<port>/mcp, on the official v2 server package, keeping all state in memory.
+ *    http://127.0.0.1:<port>/mcp, on the official v2 server package, keeping its state in memory
+ *    and, with `stateFile` (DEMO_MCP_STATE_FILE; `npm start` puts it under STATE_DIR), in that
+ *    JSON file too, written after every change and read back on start, so a restart keeps dash-1.
  *  - Speak MCP 2026-07-28 by default (contract section 21): stateless, no initialize and no
  *    session, every request its own exchange, with one more tool, `schedule_report`, that asks
  *    its caller a question mid-call (an `input_required` result with one form elicitation and a
@@ -23,10 +25,13 @@
  *
  * Run as a separate process: `npx tsx demo/mcp-server.ts` (port from DEMO_MCP_PORT, default
  * 3001, 0 = any free port; DEMO_MCP_JSON_RESPONSE=1 answers with JSON instead of SSE;
+ * DEMO_MCP_STATE_FILE=path keeps the state in that file across restarts;
  * DEMO_MCP_ERA=2025-11-25 for the older kind). On start it prints exactly one stdout line:
  * `demo-mcp-server listening on http://127.0.0.1:<port>/mcp`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -121,6 +126,15 @@ interface Alert {
   created_at: string;
 }
 
+/** What the state file holds: the snapshot and the next ids. */
+interface SavedState {
+  dashboards: Dashboard[];
+  kpis: Kpi[];
+  alerts: Alert[];
+  reports: Report[];
+  next_id: { dash: number; kpi: number; alert: number; report: number };
+}
+
 class DemoState {
   private dashboards = new Map<string, Dashboard>();
   private kpis: Kpi[] = [];
@@ -128,18 +142,46 @@ class DemoState {
   private reports: Report[] = [];
   private nextId = { dash: 1, kpi: 1, alert: 1, report: 1 };
 
+  /** With `file`, the state it holds (when it exists), and every change written back to it. */
+  constructor(private readonly file?: string) {
+    if (file === undefined) return;
+    let saved: SavedState;
+    try {
+      saved = JSON.parse(readFileSync(file, "utf8")) as SavedState;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw new Error(`the demo state file ${file} cannot be read (${String(error)}); delete it to start empty`);
+    }
+    this.dashboards = new Map(saved.dashboards.map((d) => [d.id, d]));
+    this.kpis = saved.kpis;
+    this.alerts = saved.alerts;
+    this.reports = saved.reports;
+    this.nextId = saved.next_id;
+  }
+
+  /** Writes the state file whole (a temporary file renamed over it, so a crash never leaves half of one). */
+  private save(): void {
+    if (this.file === undefined) return;
+    const saved: SavedState = { ...this.snapshot(), next_id: this.nextId };
+    mkdirSync(dirname(this.file), { recursive: true });
+    writeFileSync(`${this.file}.tmp`, JSON.stringify(saved));
+    renameSync(`${this.file}.tmp`, this.file);
+  }
+
   reset(): void {
     this.dashboards.clear();
     this.kpis = [];
     this.alerts = [];
     this.reports = [];
     this.nextId = { dash: 1, kpi: 1, alert: 1, report: 1 };
+    this.save();
   }
 
   createDashboard(title: string, panels: string[]): Dashboard {
     const now = new Date().toISOString();
     const dashboard = { id: `dash-${this.nextId.dash++}`, title, panels, created_at: now, updated_at: now };
     this.dashboards.set(dashboard.id, dashboard);
+    this.save();
     return dashboard;
   }
 
@@ -148,12 +190,14 @@ class DemoState {
     if (!current) return undefined;
     const updated = { ...current, ...changes, updated_at: new Date().toISOString() };
     this.dashboards.set(id, updated);
+    this.save();
     return updated;
   }
 
   deleteDashboard(id: string): Dashboard | undefined {
     const dashboard = this.dashboards.get(id);
     this.dashboards.delete(id);
+    this.save();
     return dashboard;
   }
 
@@ -168,18 +212,21 @@ class DemoState {
   createKpi(name: string, query: string, target: number | undefined): Kpi {
     const kpi = { id: `kpi-${this.nextId.kpi++}`, name, query, target: target ?? null, created_at: new Date().toISOString() };
     this.kpis.push(kpi);
+    this.save();
     return kpi;
   }
 
   createAlert(input: Omit<Alert, "id" | "created_at">): Alert {
     const alert = { id: `alert-${this.nextId.alert++}`, ...input, created_at: new Date().toISOString() };
     this.alerts.push(alert);
+    this.save();
     return alert;
   }
 
   createReport(input: Omit<Report, "id" | "created_at">): Report {
     const report = { id: `report-${this.nextId.report++}`, ...input, created_at: new Date().toISOString() };
     this.reports.push(report);
+    this.save();
     return report;
   }
 
@@ -633,6 +680,8 @@ export interface DemoMcpServerOptions {
   era?: DemoEra;
   /** Older revision only: sessions with no open request for this long are closed. */
   sessionIdleTtlMs?: number;
+  /** A JSON file the state is kept in (read on start, written on every change); unset: memory only. */
+  stateFile?: string;
 }
 
 export interface DemoMcpServer {
@@ -645,7 +694,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
   const jsonResponse = options.jsonResponse ?? false;
   const era = options.era ?? "2026-07-28";
   const sessionIdleTtlMs = options.sessionIdleTtlMs ?? DEFAULT_SESSION_IDLE_TTL_MS;
-  const state = new DemoState();
+  const state = new DemoState(options.stateFile);
   const calls = new CallLog();
   const requests = new RequestLog();
   const faults = new FaultTable();
@@ -845,7 +894,12 @@ async function main(): Promise<void> {
     .enum(DEMO_ERAS)
     .default("2026-07-28")
     .parse(process.env.DEMO_MCP_ERA || undefined);
-  const server = await startDemoMcpServer({ port, era, jsonResponse: process.env.DEMO_MCP_JSON_RESPONSE === "1" });
+  const server = await startDemoMcpServer({
+    port,
+    era,
+    jsonResponse: process.env.DEMO_MCP_JSON_RESPONSE === "1",
+    ...(process.env.DEMO_MCP_STATE_FILE ? { stateFile: process.env.DEMO_MCP_STATE_FILE } : {}),
+  });
   process.stdout.write(`demo-mcp-server listening on ${server.url}\n`);
 
   const shutdown = () => {

@@ -45,5 +45,7 @@ if (stale()) {
   }
 }
 
+// The commands the CLI suggests (decide from another shell with ...) name the way that works here.
+process.env.APPROVED_EXEC_COMMAND ??= "npm run cli --";
 // main.js reads process.argv as node gave it to this script: [node, script, ...args].
 await import(pathToFileURL(OUTPUTS[0]).href);

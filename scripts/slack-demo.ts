@@ -1,6 +1,6 @@
 // `npm run slack-demo`: the Slack app end to end on this machine, offline.
-// Starts the demo MCP server, a local Slack Web API stand-in (its page shows
-// every Block Kit message the app posts), and the Worker with the Slack app
+// Starts the demo MCP server, a local Slack Web API stand-in (its page draws
+// every message the app posts roughly as Slack would, offline), and the Worker with the Slack app
 // on and pointed at the stand-in; then plays Slack: sends a signed mention
 // whose scripted model asks to create a dashboard, and clicks "Approve" with
 // a signed request once the approval is pending. Ctrl-C stops everything.

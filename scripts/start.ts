@@ -8,27 +8,38 @@
 // (one summary line), starts the demo MCP server beside the Worker, and serves
 // the Worker with wrangler dev. The demo server's URL in the settings file
 // follows DEMO_MCP_PORT on every start. STATE_DIR moves the local D1 and
-// Durable Object storage out of .wrangler/state.
+// Durable Object storage, and the demo server's state file, out of
+// .wrangler/state. Beside the demo server it starts the OAuth-protected demo
+// MCP server (DEMO_OAUTH_PORT, default 3002) for the README's `mcp connect`.
+// The first start writes CONSOLE_SESSION_SECRET, MCP_TOKEN_KEY and PUBLIC_URL
+// with the token; a file without them gets them added, said before it starts.
+// A setting whose name is a misspelling of one the Worker reads is named once.
 //
 // Quiet by default: no wrangler banner (nor its npm update check and Node
-// version notice), no telemetry, no cf.json fetch, wrangler's own logs at
-// warn. VERBOSE=1 npm start shows wrangler's full output. Its children
-// (wrangler with workerd and esbuild, the demo server) run in their own
+// version notice), no telemetry, no cf.json fetch, none of wrangler's info
+// lines and none of the Worker's info lines but retention's report.
+// VERBOSE=1 npm start shows wrangler's full output. Its children
+// (wrangler with workerd and esbuild, the demo servers) run in their own
 // process groups and are stopped as groups on Ctrl-C, SIGTERM or exit.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
-import { newDevVars, withDemoPort, withLongEnoughToken } from "./dev-vars";
-import { configProblem, startVars } from "./start-config";
+import { createInterface } from "node:readline";
+import { localSettings, newDevVars, withDemoPort, withLocalSettings, withWorkerPort } from "./dev-vars";
+import { parseEnv, stripVTControlCharacters } from "node:util";
+import { configProblem, envFileVars, tomlVars, unknownSettingWarnings } from "./start-config";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const WRANGLER_CLI = join(ROOT, "node_modules/wrangler/wrangler-dist/cli.js");
+const WRANGLER_TOML = join(ROOT, "wrangler.toml");
 const DEV_VARS = process.env.DEV_VARS_FILE ? resolve(process.env.DEV_VARS_FILE) : join(ROOT, ".dev.vars");
 const DEV_VARS_NAME = relative(process.cwd(), DEV_VARS).startsWith("..") ? DEV_VARS : relative(process.cwd(), DEV_VARS);
 /** Local D1 and Durable Object storage: wrangler's default (.wrangler/state), or STATE_DIR. */
 const PERSIST_ARGS = process.env.STATE_DIR ? ["--persist-to", resolve(process.env.STATE_DIR)] : [];
+/** The demo MCP server's state, beside the local D1 that remembers what it did. */
+const DEMO_STATE_FILE = join(process.env.STATE_DIR ? resolve(process.env.STATE_DIR) : join(ROOT, ".wrangler/state"), "demo-mcp-state.json");
 const HOST = "127.0.0.1";
 const VERBOSE = process.env.VERBOSE === "1" || process.env.VERBOSE === "true";
 /** No network beyond loopback: no telemetry or error reports, no banner (its npm update check), no cf.json download. */
@@ -51,6 +62,8 @@ function portSetting(name: string, fallback: number): number {
 }
 const WORKER_PORT = portSetting("PORT", 8787);
 const DEMO_MCP_PORT = portSetting("DEMO_MCP_PORT", 3001);
+/** The OAuth-protected demo MCP server's port (its resource; its authorization server takes any free port). */
+const DEMO_OAUTH_PORT = portSetting("DEMO_OAUTH_PORT", 3002);
 
 /** Resolves with the error code when `port` cannot be listened on (EADDRINUSE, EACCES), else undefined. */
 function probePort(port: number): Promise<string | undefined> {
@@ -63,14 +76,17 @@ function probePort(port: number): Promise<string | undefined> {
 
 /** Both ports free, or exit before anything starts (and before any token is shown). */
 async function checkPorts(): Promise<void> {
-  if (WORKER_PORT === DEMO_MCP_PORT) {
-    console.error(`PORT and DEMO_MCP_PORT are both ${WORKER_PORT}; choose two ports, e.g. PORT=8787 DEMO_MCP_PORT=3001 npm start`);
+  if (new Set([WORKER_PORT, DEMO_MCP_PORT, DEMO_OAUTH_PORT]).size < 3) {
+    console.error(
+      `PORT, DEMO_MCP_PORT and DEMO_OAUTH_PORT (${WORKER_PORT}, ${DEMO_MCP_PORT}, ${DEMO_OAUTH_PORT}) must differ; e.g. PORT=8787 DEMO_MCP_PORT=3001 DEMO_OAUTH_PORT=3002 npm start`,
+    );
     process.exit(1);
   }
   const busy: string[] = [];
   for (const [name, port] of [
     ["PORT (the Worker)", WORKER_PORT],
     ["DEMO_MCP_PORT (the demo MCP server)", DEMO_MCP_PORT],
+    ["DEMO_OAUTH_PORT (the OAuth demo MCP server)", DEMO_OAUTH_PORT],
   ] as const) {
     const problem = await probePort(port);
     if (problem !== undefined)
@@ -82,25 +98,43 @@ async function checkPorts(): Promise<void> {
       "npm start cannot start: a port it needs is not free.",
       ...busy,
       "Stop whatever holds it, or choose other ports, e.g.:",
-      `  PORT=${WORKER_PORT + 1} DEMO_MCP_PORT=${DEMO_MCP_PORT + 1} npm start`,
+      `  PORT=${WORKER_PORT + 1} DEMO_MCP_PORT=${DEMO_MCP_PORT + 1} DEMO_OAUTH_PORT=${DEMO_OAUTH_PORT + 1} npm start`,
     ].join("\n"),
   );
   process.exit(1);
 }
 
+/**
+ * The settings file as this start needs it: created the first time, or with
+ * the local URLs following the ports and the local secrets it lacks added.
+ * Checked before anything is written (a refused file is left exactly as it
+ * was: a short API_TOKEN is the user's to replace), and every change said.
+ */
 function ensureDevVars(): string {
-  if (!existsSync(DEV_VARS)) {
-    const token = `local-${randomBytes(32).toString("base64url")}`;
-    writeFileSync(DEV_VARS, newDevVars(token, DEMO_MCP_PORT));
-    console.log(`Created ${DEV_VARS_NAME} with a new local API token.`);
+  const fresh = !existsSync(DEV_VARS);
+  const current = fresh ? "" : readFileSync(DEV_VARS, "utf8");
+  const said: string[] = [];
+  let updated: string;
+  if (fresh) {
+    updated = newDevVars(`local-${randomBytes(32).toString("base64url")}`, DEMO_MCP_PORT, localSettings(WORKER_PORT));
+    said.push(`Created ${DEV_VARS_NAME} with a new local API token and console session secret.`);
+  } else {
+    const ported = withWorkerPort(withDemoPort(current, DEMO_MCP_PORT), WORKER_PORT);
+    if (ported !== current) said.push(`Pointed the local URLs in ${DEV_VARS_NAME} (MCP_SERVERS' demo, PUBLIC_URL) at this start's ports.`);
+    const local = withLocalSettings(ported, localSettings(WORKER_PORT));
+    updated = local.text;
+    if (local.added.length > 0)
+      said.push(
+        `Added ${local.added.join(", ")} to ${DEV_VARS_NAME} (the console and MCP OAuth need them locally; your other lines are as they were).`,
+      );
   }
-  const current = readFileSync(DEV_VARS, "utf8");
-  const ported = withDemoPort(current, DEMO_MCP_PORT);
-  if (ported !== current) console.log(`Pointed the demo server's URL in ${DEV_VARS_NAME} (MCP_SERVERS) at port ${DEMO_MCP_PORT}.`);
-  // API_TOKEN needs 32 characters now (contract section 18); an older, shorter local token is replaced.
-  const updated = withLongEnoughToken(ported, `local-${randomBytes(32).toString("base64url")}`);
-  if (updated !== ported) console.log(`Replaced the API token in ${DEV_VARS_NAME}: tokens now need at least 32 characters.`);
+  const problem = configProblem({ ...tomlVars(WRANGLER_TOML), ...parseEnv(updated) }, DEV_VARS_NAME);
+  if (problem !== undefined) {
+    console.error(problem);
+    process.exit(1);
+  }
   if (updated !== current) writeFileSync(DEV_VARS, updated);
+  for (const line of said) console.log(line);
   const token = /^API_TOKEN=(.+)$/m.exec(updated)?.[1]?.trim();
   if (!token) {
     console.error(
@@ -170,11 +204,12 @@ process.once("exit", () => {
 
 await checkPorts();
 const token = ensureDevVars();
-const problem = configProblem(startVars(join(ROOT, "wrangler.toml"), DEV_VARS), DEV_VARS_NAME);
-if (problem !== undefined) {
-  console.error(problem);
-  process.exit(1);
-}
+// Once, at start: a misspelt setting (TOOL_POLCY) would otherwise be ignored without a word.
+for (const warning of [
+  ...unknownSettingWarnings(envFileVars(DEV_VARS), DEV_VARS_NAME),
+  ...unknownSettingWarnings(tomlVars(WRANGLER_TOML), "wrangler.toml [vars]"),
+])
+  console.error(warning);
 
 /** Applies the D1 migrations to the local database; prints one line, or wrangler's output when it fails. */
 function applyMigrations(): void {
@@ -207,11 +242,47 @@ applyMigrations();
 
 const demo = spawn(process.execPath, [join(ROOT, "node_modules/tsx/dist/cli.mjs"), join(ROOT, "demo/mcp-server.ts")], {
   cwd: ROOT,
-  env: { ...env, DEMO_MCP_PORT: String(DEMO_MCP_PORT) },
+  // Its dashboards, KPIs, alerts and reports live in a file under STATE_DIR (or .wrangler/state), so a restart keeps dash-1.
+  env: { ...env, DEMO_MCP_PORT: String(DEMO_MCP_PORT), DEMO_MCP_STATE_FILE: DEMO_STATE_FILE },
   stdio: ["ignore", "inherit", "inherit"],
   detached: true,
 });
 children.push(demo);
+// The OAuth-protected one, for the README's `mcp connect` example (MCP_SERVERS names it only when you add it).
+const oauthDemo = spawn(process.execPath, [join(ROOT, "node_modules/tsx/dist/cli.mjs"), join(ROOT, "demo/oauth-mcp-server.ts")], {
+  cwd: ROOT,
+  env: { ...env, DEMO_OAUTH_PORT: String(DEMO_OAUTH_PORT) },
+  stdio: ["ignore", "inherit", "inherit"],
+  detached: true,
+});
+children.push(oauthDemo);
+
+/**
+ * Wrangler runs at `info` so the Worker's info lines reach this process (at
+ * `warn` wrangler drops them), and this passes on what a person should see:
+ * everything but wrangler's info lines and the Worker's info and debug JSON lines, except
+ * retention's report (`retention: done` with what it deleted, when
+ * /cdn-cgi/local/scheduled fires the cron). VERBOSE passes everything.
+ */
+function passOn(stream: NodeJS.ReadableStream, to: NodeJS.WriteStream): void {
+  createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (line) => {
+    if (!VERBOSE && quietWorkerLine(line)) return;
+    to.write(`${line}\n`);
+  });
+}
+function quietWorkerLine(raw: string): boolean {
+  const line = stripVTControlCharacters(raw);
+  // Wrangler's own info lines at this level: "Ready on ..." and one per request.
+  if (line.startsWith("[wrangler:info]")) return true;
+  const start = line.indexOf("{");
+  if (start < 0) return false;
+  try {
+    const parsed = JSON.parse(line.slice(start)) as { level?: unknown; msg?: unknown };
+    return (parsed.level === "info" || parsed.level === "debug") && !String(parsed.msg).startsWith("retention:");
+  } catch {
+    return false;
+  }
+}
 
 const worker = spawn(
   process.execPath,
@@ -225,13 +296,17 @@ const worker = spawn(
     "--env-file",
     DEV_VARS,
     ...PERSIST_ARGS,
+    // Only to drop wrangler's "Scheduled Workers are not automatically triggered" box: the banner below gives the recipe.
+    "--test-scheduled",
     "--show-interactive-dev-session=false",
     "--log-level",
-    VERBOSE ? "log" : "warn",
+    VERBOSE ? "log" : "info",
   ],
-  { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"], detached: true },
+  { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true },
 );
 children.push(worker);
+if (worker.stdout) passOn(worker.stdout, process.stdout);
+if (worker.stderr) passOn(worker.stderr, process.stderr);
 for (const child of children) child.once("exit", (code) => void stopAll(code ?? 1));
 
 const base = `http://${HOST}:${WORKER_PORT}`;
@@ -262,9 +337,11 @@ if (!ready) {
   await stopAll(1);
 }
 console.log(`
-The engine is serving on ${base} (local D1, local Durable Objects, demo MCP server on :${DEMO_MCP_PORT}).
-Other ports: PORT=<worker port> DEMO_MCP_PORT=<demo server port> npm start
+The engine is serving on ${base} (local D1, local Durable Objects, demo MCP server on :${DEMO_MCP_PORT}, OAuth demo on :${DEMO_OAUTH_PORT}).
+Other ports: PORT=<worker port> DEMO_MCP_PORT=<demo server port> DEMO_OAUTH_PORT=<OAuth demo port> npm start
 API token (from ${DEV_VARS_NAME}): ${token}
+Console: ${base}/console (sign in with the API token)
+Retention (the hourly cron, on demand): curl -s ${base}/cdn-cgi/local/scheduled; what it deleted is printed here as "retention: done".
 
 Try:
   export TOKEN=${token}

@@ -6,14 +6,16 @@
 // so these tests do not depend on the D1 indexes being filled. The file serves
 // its own Worker (longer approval timeout) beside the shared demo MCP server.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { commandName } from "../../cli/environment";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { e2eVars } from "../e2e/global-setup";
 import { ALERT, armFault, CREATE, demo, demoCalls, demoReset, LIST } from "../support/e2e-client";
+import { type DemoMcpProcess, startDemoMcpProcess } from "../support/demo-mcp-process";
 import { spawnInPty } from "../support/pty";
 import { PROJECT_ROOT, startWorkerServer, type WorkerServer } from "../support/worker-server";
 
@@ -121,15 +123,29 @@ class Streaming {
 
 let scratch: string;
 const streams: Streaming[] = [];
+/** A demo server of the 2026-07-28 kind beside the shared one: its schedule_report asks a question mid-call (a form). */
+let modern: DemoMcpProcess;
 beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), "aee-cli-"));
-  server = await startWorkerServer({ ...e2eVars(`${demo}/mcp`), APPROVAL_TIMEOUT_MS });
+  modern = await startDemoMcpProcess({ DEMO_MCP_ERA: "2026-07-28" });
+  const vars = e2eVars(`${demo}/mcp`);
+  server = await startWorkerServer({
+    ...vars,
+    APPROVAL_TIMEOUT_MS,
+    MCP_SERVERS: JSON.stringify({ ...JSON.parse(vars.MCP_SERVERS ?? "{}"), modern: { url: modern.url, trust_annotations: true } }),
+    MUTATION_BUDGET: JSON.stringify({
+      ...JSON.parse(vars.MUTATION_BUDGET ?? "{}"),
+      mcp__modern__create_dashboard: 1,
+      mcp__modern__schedule_report: 1,
+    }),
+  });
   ({ url, token } = server);
   engine = new EngineClient({ baseUrl: url, token });
 });
 afterAll(async () => {
   for (const s of streams) s.kill();
   await server?.stop();
+  await modern?.stop();
   await rm(scratch, { recursive: true, force: true });
 });
 beforeEach(demoReset);
@@ -304,13 +320,14 @@ describe("approved-exec against the engine", () => {
     expect(JSON.parse(late.stderr)).toMatchObject({ status: 409, error: "already_resolved", decision: "denied" });
   });
 
-  it("trigger --watch on pipes says it cannot ask and how to decide elsewhere; a deny with a reason shows the reason", async () => {
+  it("trigger --watch on pipes says it cannot ask and how to decide elsewhere, in the command that works here (npm run cli --); a deny with a reason shows the reason; a later watch replays the decided approval without the hint", async () => {
     const script = await scriptFile([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "no" } }] }]);
-    const child = spawn(process.execPath, [BIN, "trigger", "make one", "--watch", "--channel", channel("hint"), "--script", script], {
-      cwd: PROJECT_ROOT,
-      env: cliEnv(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    // Through `npm run cli`'s script, as in a checkout, where approved-exec is not on PATH.
+    const child = spawn(
+      process.execPath,
+      [join(PROJECT_ROOT, "scripts/cli.mjs"), "trigger", "make one", "--watch", "--channel", channel("hint"), "--script", script],
+      { cwd: PROJECT_ROOT, env: cliEnv(), stdio: ["ignore", "pipe", "pipe"] },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += String(d)));
@@ -318,14 +335,20 @@ describe("approved-exec against the engine", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       await expect.poll(() => stderr, { timeout: RUN_TIMEOUT_MS }).toContain("cannot ask here");
-      const [, runId, approvalId] = /approved-exec approve (run_\w+) (approval_\w+)/.exec(stderr) ?? [];
-      expect(stderr).toContain(`approved-exec deny ${runId} ${approvalId} --reason`);
+      const [, runId, approvalId] = /\n {2}npm run cli -- approve (run_\w+) (approval_\w+)\n/.exec(stderr) ?? [];
+      expect(stderr).toContain(`\n  npm run cli -- deny ${runId} ${approvalId} --reason`);
+      expect(stderr).not.toMatch(/^ {2}approved-exec /m);
       const denied = await cli(["deny", runId!, approvalId!, "--reason", "wrong title"]);
       expect(denied).toEqual({ code: 0, stdout: `denied ${approvalId} reason="wrong title"\n`, stderr: "" });
       expect(await exited).toBe(0);
       expect(stdout).toMatch(
         new RegExp(`approval_resolved +${CREATE} call=write-1 approval=${approvalId} decision=denied by=${ME} reason="wrong title"`),
       );
+      // Watched again afterwards: the approval is shown as it happened, but nobody is told to decide it any more.
+      const replay = await cli(["watch", runId!]);
+      expect(replay.code).toBe(0);
+      expect(replay.stdout).toMatch(new RegExp(`approval_requested +${CREATE} call=write-1 approval=${approvalId}`));
+      expect(replay.stderr).not.toContain("cannot ask here");
     } finally {
       child.kill("SIGKILL");
     }
@@ -333,13 +356,33 @@ describe("approved-exec against the engine", () => {
 
   it("approve of a confirm tool needs the typed tool name: refused without it on a pipe, asked for at a terminal", async () => {
     const runId = await triggerRun(
-      [{ tool_calls: [{ tool_name: ALERT, tool_call_id: "alert-1", arguments: { dashboard_id: "dash-9", chart: "p50", threshold: 1 } }] }],
+      [
+        {
+          tool_calls: [
+            {
+              tool_name: ALERT,
+              tool_call_id: "alert-1",
+              arguments: { dashboard_id: "dash-9", chart: "p50", threshold: 1, api_key: "sk-cli-test-0123456789abcdef" },
+            },
+          ],
+        },
+      ],
       channel("confirm"),
     );
     const watching = watchJson(runId);
     const requested = await watching.waitForJson((e) => e.type === "approval_requested");
     expect(requested).toMatchObject({ level: "confirm" });
     const approvalId = String(requested.approval_id);
+
+    // pending --run shows what the person decides on: the level, the arguments (a secret withheld) and the hidden paths.
+    const ofRun = await cli(["pending", "--run", runId]);
+    expect(ofRun.code).toBe(0);
+    expect(ofRun.stdout).toMatch(
+      new RegExp(
+        `^approval ${approvalId} run=${runId} ${ALERT} call=alert-1 level=confirm expires=\\S+ ` +
+          `args=\\{"dashboard_id":"dash-9","chart":"p50","threshold":1,"api_key":"\\[redacted\\]"\\} hidden=\\["/api_key \\(\\d+ chars\\)"\\]\n$`,
+      ),
+    );
 
     const unconfirmed = await cli(["approve", runId, approvalId]);
     expect(unconfirmed.code).toBe(1);
@@ -392,6 +435,38 @@ describe("approved-exec against the engine", () => {
 
     // Cancelling an ended run is not a refusal: it says how the run ended.
     expect(await cli(["cancel", runId])).toEqual({ code: 0, stdout: `${runId} had already ended: failed\n`, stderr: "" });
+  });
+
+  it("answer with content that does not fit the question's form prints what does not fit, and changes nothing", async () => {
+    await fetch(new URL("/control/reset", modern.url), { method: "POST" });
+    const runId = await triggerRun(
+      [
+        { tool_calls: [{ tool_name: "mcp__modern__create_dashboard", tool_call_id: "dash", arguments: { title: "Latency" } }] },
+        { tool_calls: [{ tool_name: "mcp__modern__schedule_report", tool_call_id: "report-1", arguments: { dashboard_id: "dash-1" } }] },
+      ],
+      channel("misfit"),
+    );
+    const watching = watchJson(runId);
+    const approveNext = async (seen: number) => {
+      const approvals = () => watching.lines.filter((l) => JSON.parse(l).type === "approval_requested");
+      await watching.waitForJson(() => approvals().length > seen);
+      const event = JSON.parse(approvals()[seen]!) as { approval_id: string };
+      await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+    };
+    await approveNext(0);
+    await approveNext(1);
+    const asked = await watching.waitForJson((e) => e.type === "human_input_requested");
+    const misfit = await cli(["answer", runId, String(asked.input_id), "--accept", '{"frequency":"hourly","recipient":"#ops"}']);
+    expect(misfit.code).toBe(1);
+    expect(misfit.stdout).toBe("");
+    const [first, ...details] = misfit.stderr.trimEnd().split("\n");
+    expect(first).toMatch(/^error: invalid_answer \(400\): /);
+    expect(details.length).toBeGreaterThan(0);
+    expect(details.every((line) => line.startsWith("  "))).toBe(true);
+    expect(details.join("\n")).toContain("frequency");
+    expect((await engine.summary(runId)).pending_inputs).toHaveLength(1);
+    expect((await cli(["cancel", runId])).code).toBe(0);
+    await watching.exited;
   });
 
   it("watch and pending print a question's secrets redacted (contract section 20)", async () => {
@@ -573,6 +648,17 @@ describe("approved-exec with named tokens (contract section 18)", () => {
     expect(await cli(["audit", "--principal", "token:nobody"])).toEqual({ code: 0, stdout: "no audit entries\n", stderr: "" });
     expect((await cli(["audit"], asOps)).stderr).toBe(`error: forbidden (403): token:${ops} lacks the admin role\n`);
     expect((await cli(["audit", "--action", "run.explode"])).code).toBe(2);
+  });
+});
+
+describe("the command the CLI's hints name", () => {
+  it("is what npm run cli says, else approved-exec when it is on PATH, else node and the script", async () => {
+    const bin = join(scratch, "bin");
+    await mkdir(bin, { recursive: true });
+    await writeFile(join(bin, "approved-exec"), "");
+    expect(commandName({ APPROVED_EXEC_COMMAND: "npm run cli --", PATH: bin }, "/x/main.js")).toBe("npm run cli --");
+    expect(commandName({ PATH: `/nowhere:${bin}` }, "/x/main.js")).toBe("approved-exec");
+    expect(commandName({ PATH: "/nowhere" }, "/x/main.js")).toBe("node /x/main.js");
   });
 });
 

@@ -17,6 +17,9 @@ import {
   ProtocolErrorCode,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startDemoMcpServer, type DemoMcpServer } from "../../demo/mcp-server.js";
 import { startDemoMcpProcess, type DemoMcpProcess } from "../support/demo-mcp-process";
@@ -448,6 +451,37 @@ describe("demo MCP server as a separate process (2025-11-25, initialize and sess
 
   it("has written nothing to stderr", () => {
     expect(demo.stderr()).toBe("");
+  });
+});
+
+describe("demo MCP server with a state file (DEMO_MCP_STATE_FILE, what npm start keeps under STATE_DIR)", () => {
+  it("keeps dash-1 and its alert across a restart, and numbers the next dashboard dash-2", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "aee-demo-state-"));
+    const env = { DEMO_MCP_ERA: MODERN, DEMO_MCP_STATE_FILE: join(dir, "state", "demo.json") };
+    try {
+      const first = await startDemoMcpProcess(env);
+      const one = await connectClient(new URL(first.url));
+      const made = resultJson<Dashboard>(await callTool(one.client, "create_dashboard", { title: "Latency", panels: ["p50", "p99"] }));
+      expect(made.id).toBe("dash-1");
+      resultJson(await callTool(one.client, "create_alert_from_chart", { dashboard_id: "dash-1", chart: "p99", threshold: 250 }));
+      await one.client.close();
+      await first.stop();
+
+      const second = await startDemoMcpProcess(env);
+      try {
+        const url = new URL(second.url);
+        const state = await getState(url);
+        expect(state.dashboards).toEqual([expect.objectContaining({ id: "dash-1", title: "Latency", panels: ["p50", "p99"] })]);
+        expect(state.alerts).toEqual([expect.objectContaining({ dashboard_id: "dash-1" })]);
+        const two = await connectClient(url);
+        expect(resultJson<Dashboard>(await callTool(two.client, "create_dashboard", { title: "Errors" })).id).toBe("dash-2");
+        await two.client.close();
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

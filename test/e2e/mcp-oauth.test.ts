@@ -11,7 +11,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
-import { startOAuthMcpServer, type OAuthMcpServer } from "../support/oauth-mcp-server";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../../demo/oauth-mcp-server";
 import { runCli } from "../support/cli-process";
 import { freePort, startWorkerServer, type WorkerServer } from "../support/worker-server";
 import { e2eVars } from "./global-setup";

@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { demoMcpUrl, newDevVars, withDemoPort, withLongEnoughToken } from "../../scripts/dev-vars";
+import { demoMcpUrl, localSettings, newDevVars, withDemoPort, withLocalSettings, withWorkerPort } from "../../scripts/dev-vars";
+import { unknownSettingWarnings } from "../../scripts/start-config";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
 import { freePort, PROJECT_ROOT } from "../support/worker-server";
 
@@ -87,20 +88,50 @@ function expectNoToken(output: string): void {
 describe("npm start with a busy port", () => {
   it("exits non-zero naming the Worker's busy port and how to choose others, with no token", async () => {
     const busy = await holdPort();
-    const { code, output } = await runStart({ PORT: String(busy), DEMO_MCP_PORT: String(await freePort()) });
+    const { code, output } = await runStart({
+      PORT: String(busy),
+      DEMO_MCP_PORT: String(await freePort()),
+      DEMO_OAUTH_PORT: String(await freePort()),
+    });
     expect(code).not.toBe(0);
     expect(output).toContain(`127.0.0.1:${busy} for PORT`);
-    expect(output).toMatch(/PORT=\d+ DEMO_MCP_PORT=\d+ npm start/);
+    expect(output).toMatch(/PORT=\d+ DEMO_MCP_PORT=\d+ DEMO_OAUTH_PORT=\d+ npm start/);
     expect(output).not.toMatch(/serving/i);
     expectNoToken(output);
   });
 
   it("exits non-zero naming the demo server's busy port", async () => {
     const busy = await holdPort();
-    const { code, output } = await runStart({ PORT: String(await freePort()), DEMO_MCP_PORT: String(busy) });
+    const { code, output } = await runStart({
+      PORT: String(await freePort()),
+      DEMO_MCP_PORT: String(busy),
+      DEMO_OAUTH_PORT: String(await freePort()),
+    });
     expect(code).not.toBe(0);
     expect(output).toContain(`127.0.0.1:${busy} for DEMO_MCP_PORT`);
     expectNoToken(output);
+  });
+});
+
+describe("npm start with a short API_TOKEN (contract section 18: at least 32 characters)", () => {
+  it("refuses before serving, naming API_TOKEN and how to fix it, and leaves the file exactly as it was", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
+    try {
+      const settings = join(dir, "short.vars");
+      const text = newDevVars("local-abcdefghijklmnopqrstuvwx", 3001, localSettings(8787)); // 30 characters, as earlier starts wrote
+      await writeFile(settings, text);
+      const { code, output } = await runStart(
+        { DEV_VARS_FILE: settings, PORT: "8787", DEMO_MCP_PORT: String(await freePort()), DEMO_OAUTH_PORT: String(await freePort()) },
+        BAD_CONFIG_EXIT_MS,
+      );
+      expect(code).not.toBe(0);
+      expect(output).toContain("API_TOKEN: at least 32 characters");
+      expect(output).toContain(`Fix API_TOKEN in ${settings} (or delete ${settings}`);
+      expect(output).not.toMatch(/Replaced|serving/i);
+      expect(readFileSync(settings, "utf8")).toBe(text);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -114,7 +145,12 @@ describe("npm start with a bad setting", () => {
         `API_TOKEN=local-test-token-0123456789abcdefghijkl\nTOOL_POLICY='{"mcp__demo__create_dashboard":{"level":"sometimes"}}'\n`,
       );
       const { code, output } = await runStart(
-        { DEV_VARS_FILE: settings, PORT: String(await freePort()), DEMO_MCP_PORT: String(await freePort()) },
+        {
+          DEV_VARS_FILE: settings,
+          PORT: String(await freePort()),
+          DEMO_MCP_PORT: String(await freePort()),
+          DEMO_OAUTH_PORT: String(await freePort()),
+        },
         BAD_CONFIG_EXIT_MS,
       );
       expect(code).not.toBe(0);
@@ -193,21 +229,66 @@ async function questionMidCall(engineUrl: string, token: string, demoUrl: string
   expect(calls.by_tool?.schedule_report).toBe(2);
 }
 
+/**
+ * The README's "Connect a hosted MCP server with OAuth", locally: signed in to
+ * the console as token:root, `mcp connect hosted`'s authorization URL opened
+ * (the OAuth demo's authorization server redirects at once, as after a
+ * person's consent), the callback delivered with the console's cookie, then
+ * a call to the OAuth demo's tool runs with the token.
+ */
+async function oauthConnect(base: string, token: string): Promise<void> {
+  const session = await fetch(`${base}/console/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: base },
+    body: JSON.stringify({ token }),
+  });
+  expect(session.status).toBe(204);
+  const cookie = session.headers.get("set-cookie")?.split(";")[0] ?? "";
+  const started = await fetch(`${base}/api/mcp/servers/hosted/connect`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+  expect(started.status).toBe(200);
+  const { authorization_url: authorizationUrl } = (await started.json()) as { authorization_url: string };
+  const consent = await fetch(authorizationUrl, { redirect: "manual" });
+  expect(consent.status).toBe(302);
+  const callback = new URL(consent.headers.get("location") ?? "");
+  expect(callback.origin + callback.pathname).toBe(`${base}/oauth/callback`);
+  expect((await fetch(callback, { headers: { cookie } })).status).toBe(200);
+  const engine = new EngineClient({ baseUrl: base, token });
+  const { run_id: runId } = await engine.trigger({
+    message: "make an item",
+    script: [{ tool_calls: [{ tool_name: "mcp__hosted__create_item", tool_call_id: "item-1", arguments: { name: "first" } }] }],
+  });
+  let execution: EngineEvent | undefined;
+  for await (const event of engine.events(runId)) {
+    if (event.type === "approval_requested") await engine.decideApproval(runId, event.approval_id, { decision: "approve" });
+    if (event.type === "tool_execution") execution = event;
+  }
+  expect(execution).toMatchObject({ execution_status: "executed", result: { is_error: false } });
+}
+
 describe("npm start stopped with SIGTERM", () => {
   it(
     "serves the README's question mid-call on its own settings, then stops wrangler, workerd and the demo server: both ports are free again",
     async () => {
       const dir = await mkdtemp(join(tmpdir(), "aee-start-"));
-      const [port, demoPort] = [await freePort(), await freePort()];
+      const [port, demoPort, oauthPort] = [await freePort(), await freePort(), await freePort()];
+      // A file as an older npm start left it (no console secret, no MCP_TOKEN_KEY, no PUBLIC_URL), with the
+      // README's OAuth demo entry added to MCP_SERVERS and a misspelt setting.
+      const vars = join(dir, "test.vars");
+      const servers = { demo: { url: demoMcpUrl(demoPort), trust_annotations: true }, hosted: { url: demoMcpUrl(oauthPort), oauth: {} } };
+      await writeFile(
+        vars,
+        `${newDevVars(`local-${"t".repeat(43)}`, demoPort).replace(/^MCP_SERVERS=.*$/m, `MCP_SERVERS='${JSON.stringify(servers)}'`)}TOOL_POLCY='{}'\n`,
+      );
       const child = spawn(process.execPath, [TSX_CLI, join(PROJECT_ROOT, "scripts/start.ts")], {
         cwd: PROJECT_ROOT,
         env: {
           ...process.env,
           WRANGLER_SEND_METRICS: "false",
-          DEV_VARS_FILE: join(dir, "test.vars"),
+          DEV_VARS_FILE: vars,
           STATE_DIR: join(dir, "state"),
           PORT: String(port),
           DEMO_MCP_PORT: String(demoPort),
+          DEMO_OAUTH_PORT: String(oauthPort),
         },
         stdio: ["ignore", "pipe", "pipe"],
       });
@@ -219,8 +300,25 @@ describe("npm start stopped with SIGTERM", () => {
         await expect.poll(() => output, { timeout: SERVE_TIMEOUT_MS, interval: 250 }).toContain("The engine is serving");
         expect(await portFree(port)).toBe(false);
         expect(await portFree(demoPort)).toBe(false);
-        const token = /^API_TOKEN=(.+)$/m.exec(readFileSync(join(dir, "test.vars"), "utf8"))?.[1]?.trim() ?? "";
-        await questionMidCall(`http://127.0.0.1:${port}`, token, `http://127.0.0.1:${demoPort}`);
+        const base = `http://127.0.0.1:${port}`;
+        const written = readFileSync(vars, "utf8");
+        const token = /^API_TOKEN=(.+)$/m.exec(written)?.[1]?.trim() ?? "";
+        // What it added to the file, said before it started; a misspelling named once, with the setting meant.
+        expect(output).toContain(`Added CONSOLE_SESSION_SECRET, MCP_TOKEN_KEY, PUBLIC_URL to ${vars}`);
+        expect(written).toMatch(/^CONSOLE_SESSION_SECRET=[0-9a-f]{64}$/m);
+        expect(written).toContain(`\nPUBLIC_URL=${base}\n`);
+        expect(output.match(/TOOL_POLCY/g)).toHaveLength(1);
+        expect(output).toContain("TOOL_POLCY (in");
+        expect(output).toContain("did you mean TOOL_POLICY?");
+        // The console is on, at the URL it prints.
+        expect(output).toContain(`Console: ${base}/console`);
+        expect((await fetch(`${base}/console`)).status).toBe(200);
+        await questionMidCall(base, token, `http://127.0.0.1:${demoPort}`);
+        await oauthConnect(base, token);
+        // The retention recipe it prints fires the cron here, and what it deleted shows in its output.
+        expect(output).toContain(`curl -s ${base}/cdn-cgi/local/scheduled`);
+        expect(await (await fetch(`${base}/cdn-cgi/local/scheduled`)).text()).toBe("ok");
+        await expect.poll(() => output, { timeout: 10_000, interval: 100 }).toMatch(/"msg":"retention: done","deleted":\{"receipts":\d+/);
         child.kill("SIGTERM");
         expect(await exited).toBe(0);
         // Its children were stopped as groups before it exited: nothing holds either port.
@@ -256,15 +354,39 @@ describe(".dev.vars follows the ports in use", () => {
   });
 });
 
-describe(".dev.vars keeps npm start working when tokens must be 32 characters (contract section 18)", () => {
-  it("replaces a shorter API_TOKEN, an old start's, and leaves a long one and every other line", () => {
-    const fresh = `local-${"x".repeat(43)}`;
-    const old = newDevVars("local-abcdefghijklmnopqrstuvwx", 3001); // 30 characters, as earlier starts wrote
-    const upgraded = withLongEnoughToken(old, fresh);
-    expect(upgraded).toContain(`API_TOKEN=${fresh}\n`);
-    expect(upgraded.replace(fresh, "local-abcdefghijklmnopqrstuvwx")).toBe(old);
-    const long = newDevVars(fresh, 3001);
-    expect(withLongEnoughToken(long, "other")).toBe(long);
-    expect(withLongEnoughToken("MCP_SERVERS='{}'\n", fresh)).toBe("MCP_SERVERS='{}'\n");
+describe(".dev.vars: the console's and OAuth's local settings", () => {
+  it("a new file has CONSOLE_SESSION_SECRET (32+ characters), MCP_TOKEN_KEY (32 bytes) and PUBLIC_URL beside API_TOKEN", () => {
+    const text = newDevVars("local-x", 3001, localSettings(8787));
+    expect(text).toMatch(
+      /^API_TOKEN=local-x\nCONSOLE_SESSION_SECRET=[0-9a-f]{64}\nMCP_TOKEN_KEY=\S+\nPUBLIC_URL=http:\/\/127\.0\.0\.1:8787\n/m,
+    );
+    expect(Buffer.from(/^MCP_TOKEN_KEY=(\S+)$/m.exec(text)?.[1] ?? "", "base64")).toHaveLength(32);
+  });
+
+  it("adds only what a file lacks, at its end, and names what it added; an existing value, even a short one, stays", () => {
+    const old = "API_TOKEN=short\nCONSOLE_SESSION_SECRET=mine\n";
+    const { text, added } = withLocalSettings(old, { CONSOLE_SESSION_SECRET: "new", MCP_TOKEN_KEY: "k", PUBLIC_URL: "u" });
+    expect(added).toEqual(["MCP_TOKEN_KEY", "PUBLIC_URL"]);
+    expect(text).toBe(`${old}MCP_TOKEN_KEY=k\nPUBLIC_URL=u\n`);
+    expect(withLocalSettings(text, { MCP_TOKEN_KEY: "other" })).toEqual({ text, added: [] });
+  });
+
+  it("a loopback PUBLIC_URL follows PORT; any other is left alone", () => {
+    expect(withWorkerPort("PUBLIC_URL=http://127.0.0.1:8787\n", 8788)).toBe("PUBLIC_URL=http://127.0.0.1:8788\n");
+    expect(withWorkerPort("PUBLIC_URL=https://x.example\n", 8788)).toBe("PUBLIC_URL=https://x.example\n");
+  });
+});
+
+describe("settings that look like ours but are not", () => {
+  it("names a misspelt setting once, with the one it most likely means; a name far from every setting passes", () => {
+    const warnings = unknownSettingWarnings(
+      { TOOL_POLCY: "{}", MUTATION_BUGDET: "{}", api_token: "x", TOOL_POLICY: "{}", MY_TEAM_NAME: "ops", DEBUG: "1" },
+      ".dev.vars",
+    );
+    expect(warnings).toEqual([
+      "npm start: TOOL_POLCY (in .dev.vars) is not a setting of this engine and is ignored; did you mean TOOL_POLICY?",
+      "npm start: MUTATION_BUGDET (in .dev.vars) is not a setting of this engine and is ignored; did you mean MUTATION_BUDGET?",
+      "npm start: api_token (in .dev.vars) is not a setting of this engine and is ignored; did you mean API_TOKEN?",
+    ]);
   });
 });

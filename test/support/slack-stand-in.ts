@@ -4,9 +4,11 @@
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
 // the tests (in-process, or over HTTP at /_control from inside workerd) and
-// by the local demo, whose posted Block Kit is shown at GET / and /_calls.
+// by the local demo, whose posts are drawn at GET / (roughly as Slack draws
+// them, test/support/block-kit-html.ts) and listed as JSON at /_calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { standInPage } from "./block-kit-html";
 
 export interface RecordedCall {
   seq: number;
@@ -164,7 +166,7 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     const body = await readBody(req);
     if (path === "/" && req.method === "GET") {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-      res.end(renderPage(calls));
+      res.end(standInPage(calls));
       return;
     }
     if (path === "/_calls") return send(res, 200, calls);
@@ -259,21 +261,4 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     },
   };
   return control;
-}
-
-/** The page a person looks at during the demo: every call, newest first, with its Block Kit. */
-function renderPage(calls: RecordedCall[]): string {
-  const escapeHtml = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  const rows = [...calls]
-    .reverse()
-    .map(
-      (c) =>
-        `<section><h3>#${c.seq} ${escapeHtml(c.method)} <small>${escapeHtml(c.answered)} · ${new Date(c.at).toISOString()}</small></h3>` +
-        `<p>${escapeHtml(String(c.params.text ?? ""))}</p><pre>${escapeHtml(JSON.stringify(c.params.blocks ?? c.params.view ?? c.params, null, 2))}</pre></section>`,
-    )
-    .join("\n");
-  return `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="2"><title>Slack stand-in</title>
-<style>body{font:14px system-ui;margin:2em}pre{background:#f4f4f4;padding:1em;overflow:auto}</style>
-<h1>Slack stand-in: ${calls.length} Web API calls</h1>
-<p>Paste any blocks below into <a href="https://app.slack.com/block-kit-builder">Block Kit Builder</a> to see them rendered.</p>${rows}`;
 }

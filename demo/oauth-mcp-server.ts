@@ -1,7 +1,11 @@
 // A local OAuth 2.1 authorization server and a protected MCP resource server
-// (the v2 server package, stateless, 2026-07-28 only) in the test process,
-// over real loopback HTTP, for the MCP OAuth end-to-end tests (contract
-// section 21). Two origins, as hosted servers have them: the resource
+// (the v2 server package, stateless, 2026-07-28 only), over real loopback
+// HTTP: the MCP OAuth end-to-end tests start it in their own process
+// (contract section 21), and `npm start` runs it as a process beside the demo
+// MCP server (`npx tsx demo/oauth-mcp-server.ts`: the resource server on
+// DEMO_OAUTH_PORT, default 3002, the authorization server on any free port;
+// one stdout line, `demo-oauth-mcp-server listening on http://127.0.0.1:<port>/mcp`),
+// so the README's `mcp connect` example runs locally. Two origins, as hosted servers have them: the resource
 // server publishes its protected resource metadata (RFC 9728) naming the
 // authorization server, which publishes RFC 8414 metadata (with
 // `authorization_response_iss_parameter_supported` and client ID metadata
@@ -18,6 +22,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 
@@ -43,6 +48,8 @@ export interface OAuthMcpServerOptions {
   registration?: boolean;
   /** Client ids known in advance (a host's configured `oauth.client_id`). */
   preregistered?: string[];
+  /** The resource server's port (default 0: any free one); the authorization server always takes a free one. */
+  port?: number;
 }
 
 export interface OAuthMcpServer {
@@ -90,7 +97,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   let refreshDelayMs = 0;
 
   const as = await listen((req, res, body) => serveAuthorizationServer(req, res, body));
-  const rs = await listen((req, res, body) => serveResource(req, res, body));
+  const rs = await listen((req, res, body) => serveResource(req, res, body), options.port ?? 0);
   const issuer = `http://127.0.0.1:${as.port}`;
   const resource = `http://127.0.0.1:${rs.port}/mcp`;
 
@@ -199,7 +206,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
 
   const handler = createMcpHandler(
     () => {
-      const server = new McpServer({ name: "oauth-test-server", version: "1.0.0" });
+      const server = new McpServer({ name: "demo-oauth-items", version: "1.0.0" });
       server.registerTool(
         "create_item",
         { description: "Create an item.", inputSchema: z.object({ name: z.string() }) },
@@ -287,6 +294,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 async function listen(
   serve: (req: IncomingMessage, res: ServerResponse, body: Buffer) => Promise<void>,
+  port = 0,
 ): Promise<{ port: number; stop: () => Promise<void> }> {
   const http: Server = createServer((req, res) => {
     void (async () => {
@@ -303,7 +311,13 @@ async function listen(
       res.end();
     });
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(port, "127.0.0.1", () => {
+      http.off("error", reject);
+      resolve();
+    });
+  });
   return {
     port: (http.address() as AddressInfo).port,
     stop: () =>
@@ -312,4 +326,36 @@ async function listen(
         http.close(() => resolve());
       }),
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process entry point (`npm start` runs it beside the demo MCP server)
+
+const DEFAULT_PORT = 3002;
+const SHUTDOWN_GRACE_MS = 5_000;
+
+async function main(): Promise<void> {
+  const raw = process.env.DEMO_OAUTH_PORT;
+  const port = raw === undefined || raw === "" ? DEFAULT_PORT : Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`DEMO_OAUTH_PORT=${raw} is not a port`);
+  // Dynamic registration too, so a host that names no client id and serves no metadata document still connects.
+  const server = await startOAuthMcpServer({ port, registration: true });
+  process.stdout.write(`demo-oauth-mcp-server listening on ${server.url}\n`);
+  const shutdown = () => {
+    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
+    server.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}
+
+const entryScript = process.argv[1];
+if (entryScript !== undefined && import.meta.url === pathToFileURL(entryScript).href) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`demo-oauth-mcp-server: failed to start: ${String(error)}\n`);
+    process.exit(1);
+  });
 }
