@@ -88,7 +88,7 @@ function parseRe2(src: string): Node {
         continue;
       }
       const atom = parseAtom();
-      alts[alts.length - 1].push(parseQuant(atom));
+      alts[alts.length - 1]?.push(parseQuant(atom));
     }
     return { t: "alt", alts };
   };
@@ -125,7 +125,7 @@ function parseRe2(src: string): Node {
       first = false;
       if (src.startsWith("[:", i)) {
         const m = /^\[:([a-z]+):\]/.exec(src.slice(i)) ?? fail("bad POSIX class");
-        js += POSIX[m[1]] ?? fail(`unknown POSIX class ${m[1]}`);
+        js += POSIX[m[1] ?? ""] ?? fail(`unknown POSIX class ${m[1]}`);
         i += m[0].length;
       } else if (src[i] === "\\") {
         const e = src.slice(i, i + 2);
@@ -146,7 +146,7 @@ function parseRe2(src: string): Node {
     return { t: "class", src: src.slice(start, i), js: `${js}]` };
   };
   const parseAtom = (): Node => {
-    const c = src[i];
+    const c = src[i] ?? fail("unexpected end");
     if (c === "(") {
       i++;
       let kind: "capture" | "plain" = "capture";
@@ -186,8 +186,9 @@ function parseRe2(src: string): Node {
       if (/^\\[dDwWsSbB]$/.test(e)) return { t: "esc", src: e };
       if (e === "\\z") return { t: "anchor", src: "$" };
       if (e === "\\A") return { t: "anchor", src: "^" };
-      if (/^\\[nrt]$/.test(e)) return { t: "lit", ch: { n: "\n", r: "\r", t: "\t" }[e[1]] as string, src: e };
-      if (/^\\[^A-Za-z0-9]$/.test(e)) return { t: "lit", ch: e[1], src: e };
+      if (/^\\[nrt]$/.test(e))
+        return { t: "lit", ch: ({ n: "\n", r: "\r", t: "\t" } as Record<string, string>)[e.slice(1)] as string, src: e };
+      if (/^\\[^A-Za-z0-9]$/.test(e)) return { t: "lit", ch: e.slice(1), src: e };
       return fail(`unknown escape ${e}`);
     }
     if (c === "*" || c === "+" || c === "?" || c === "|" || c === ")") fail(`unexpected ${c}`);
@@ -216,7 +217,8 @@ function anyCaseInsensitive(node: Node): boolean {
 }
 
 const isAnchorOnly = (seq: Node[]) => seq.length > 0 && seq.every((n) => n.t === "anchor");
-const hasAnchorAlt = (node: Node) => node.t === "group" && node.kind === "plain" && node.body.t === "alt" && node.body.alts.some(isAnchorOnly);
+const hasAnchorAlt = (node: Node) =>
+  node.t === "group" && node.kind === "plain" && node.body.t === "alt" && node.body.alts.some(isAnchorOnly);
 
 function toJs(node: Node): string {
   switch (node.t) {
@@ -249,9 +251,9 @@ function seqToJs(seq: Node[]): string {
   const parts = seq.map(toJs);
   const first = seq[0];
   const last = seq[seq.length - 1];
-  if (first && hasAnchorAlt(first) && toJs(first).startsWith("(?:^|")) parts[0] = `(?<=${parts[0].slice(3)}`;
+  if (first && hasAnchorAlt(first) && toJs(first).startsWith("(?:^|")) parts[0] = `(?<=${toJs(first).slice(3)}`;
   if (seq.length > 1 && last && hasAnchorAlt(last)) {
-    const end = parts[parts.length - 1];
+    const end = toJs(last);
     parts[parts.length - 1] = end === GITLEAKS_END ? WIDER_END : `(?=${end.slice(3, -1)}|${WIDER_END.slice(3)}`;
   }
   return parts.join("");
@@ -273,12 +275,12 @@ function sampleOf(node: Extract<Node, { t: "alt" }>): { sample: string; secret: 
     if (pool.length === 0) throw new Error(`no sample character for ${js}`);
     const n = counters.get(js) ?? 0;
     counters.set(js, n + 1);
-    return pool[n % new Set(pool).size];
+    return pool[n % new Set(pool).size] as string;
   };
   const gen = (n: Node): string => {
     switch (n.t) {
       case "alt": {
-        const seq = n.alts.find(isAnchorOnly) ?? n.alts[0];
+        const seq = n.alts.find(isAnchorOnly) ?? n.alts[0] ?? [];
         return seq.map(gen).join("");
       }
       case "group":
@@ -301,7 +303,7 @@ function sampleOf(node: Extract<Node, { t: "alt" }>): { sample: string; secret: 
       }
     }
   };
-  const seq = node.alts.find(isAnchorOnly) ?? node.alts[0];
+  const seq = node.alts.find(isAnchorOnly) ?? node.alts[0] ?? [];
   let sample = "";
   let secret: string | undefined;
   for (const part of seq) {
@@ -327,7 +329,7 @@ interface Rule {
 const source = process.argv[2] ?? DEFAULT_SOURCE;
 const toml = /^https?:/.test(source) ? await (await fetch(source)).text() : await readFile(source, "utf8");
 const digest = createHash("sha256").update(toml).digest("hex");
-const config = parse(toml) as { rules: Rule[] };
+const config = parse(toml) as unknown as { rules: Rule[] };
 
 for (const id of [...Object.keys(EXCLUDED), ...Object.keys(CUT)]) {
   if (!config.rules.some((r) => r.id === id)) console.warn(`note: ${id} is no longer in gitleaks' config`);
@@ -360,7 +362,14 @@ for (const rule of config.rules) {
   // gitleaks runs a rule only on text holding one of its keywords (in lower case); so does the engine.
   // A rule whose own shape need not hold a keyword (airtable-personnal-access-token: `pat…`) always runs.
   const keywords = (rule.keywords ?? []).map((k) => k.toLowerCase());
-  const alwaysRuns = kept.some((seq) => !keywords.some((k) => sampleOf({ t: "alt", alts: [seq] }).sample.toLowerCase().includes(k)));
+  const alwaysRuns = kept.some(
+    (seq) =>
+      !keywords.some((k) =>
+        sampleOf({ t: "alt", alts: [seq] })
+          .sample.toLowerCase()
+          .includes(k),
+      ),
+  );
   if (alwaysRuns) keywords.length = 0;
   for (const context of [`before ${sample} after`, JSON.stringify({ v: sample }), sample]) {
     const m = [...context.matchAll(compiled)];
@@ -406,7 +415,8 @@ const samples = [
   "export const GITLEAKS_SAMPLES: readonly { rule: string; value: string; secret?: string }[] = (",
   "  [",
   ...out.map(
-    (r) => `    [${[r.id, split(r.sample), ...(r.secret === r.sample ? [] : [split(r.secret)])].map((x) => JSON.stringify(x)).join(", ")}],`,
+    (r) =>
+      `    [${[r.id, split(r.sample), ...(r.secret === r.sample ? [] : [split(r.secret)])].map((x) => JSON.stringify(x)).join(", ")}],`,
   ),
   "  ] as [string, string, string?][]",
   ").map(([rule, parts, secret]) => ({ rule, value: joined(parts), ...(secret === undefined ? {} : { secret: joined(secret) }) }));",
@@ -415,5 +425,5 @@ const samples = [
 
 await writeFile(RULES_OUT, rules);
 await writeFile(SAMPLES_OUT, samples);
-execFileSync(join(ROOT, "node_modules/.bin/biome"), ["format", "--write", RULES_OUT], { stdio: "pipe" });
+execFileSync(join(ROOT, "node_modules/.bin/biome"), ["check", "--write", RULES_OUT], { stdio: "pipe" });
 console.log(`wrote ${out.length} rules to ${RULES_OUT} and their samples to ${SAMPLES_OUT}; left out ${skipped.join(", ")}`);

@@ -5,7 +5,8 @@
 // on each append, delivered in the background and retried by the alarm),
 // and contract section 22's share of the run: its metric deltas
 // (src/operate/run-metrics.ts) and, with tracing on, its spans
-// (src/operate/trace-spans.ts), both sent from the same flush as the index.
+// (src/operate/trace-spans.ts), both sent from the same flush as the index,
+// and its lifecycle log lines (src/operate/run-log.ts).
 // The engine calls `appended` synchronously after every stored event; this
 // module does storage work only there, and every network step (D1 flush,
 // Slack delivery) runs outside the run's path (waitUntil and the alarm). An
@@ -32,6 +33,7 @@ import { isTerminalEventType, type StoredEvent } from "../wire/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
+import { logLifecycle } from "../operate/run-log";
 import { runRequester } from "../policy/approval-policy";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
@@ -166,6 +168,8 @@ export class RunOutputs implements EngineObserver {
       this.#startDrain(now);
     }
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+    // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
+    logLifecycle(event.type, event.type === "run_started" ? { channel_id: this.#run.channel_id, ...fields } : fields, this.#run.run_id);
   }
 
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */

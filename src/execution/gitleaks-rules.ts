@@ -16,7 +16,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
     pattern: /\bA3-[A-Z0-9]{6}-(?:(?:[A-Z0-9]{11})|(?:[A-Z0-9]{6}-[A-Z0-9]{5}))-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b/g,
   },
   // Uncovered a possible 1Password service account token, potentially compromising access to secrets in vaults.
-  { id: "gitleaks:1password-service-account-token", keywords: ["ops_"], pattern: /ops_eyJ[a-zA-Z0-9+\/]{250,8192}={0,3}/g },
+  { id: "gitleaks:1password-service-account-token", keywords: ["ops_"], pattern: /ops_eyJ[a-zA-Z0-9+/]{250,8192}={0,3}/g },
   // Discovered a potential Adobe Client Secret, which, if exposed, could allow unauthorized Adobe service access and data ma
   { id: "gitleaks:adobe-client-secret", keywords: ["p8e-"], pattern: /\b(p8e-[a-z0-9]{32})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi },
   // Discovered a potential Age encryption tool secret key, risking data decryption and unauthorized access to sensitive info
@@ -29,13 +29,13 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   {
     id: "gitleaks:anthropic-admin-api-key",
     keywords: ["sk-ant-admin01"],
-    pattern: /\b(sk-ant-admin01-[a-zA-Z0-9_\-]{93}AA)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+    pattern: /\b(sk-ant-admin01-[a-zA-Z0-9_-]{93}AA)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Identified an Anthropic API Key, which may compromise AI assistant integrations and expose sensitive data to unauthorize
   {
     id: "gitleaks:anthropic-api-key",
     keywords: ["sk-ant-api03"],
-    pattern: /\b(sk-ant-api03-[a-zA-Z0-9_\-]{93}AA)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+    pattern: /\b(sk-ant-api03-[a-zA-Z0-9_-]{93}AA)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Detected an Artifactory api key, posing a risk unauthorized access to the central repository.
   { id: "gitleaks:artifactory-api-key", keywords: ["akcp"], pattern: /\bAKCp[A-Za-z0-9]{69}\b/g },
@@ -52,7 +52,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
     id: "gitleaks:authress-service-client-access-key",
     keywords: ["sc_", "ext_", "scauth_", "authress_"],
     pattern:
-      /\b((?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.(?:acc)[_-][a-z0-9-]{10,32}\.[a-z0-9+\/_=-]{30,120})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+      /\b((?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.(?:acc)[_-][a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Identified a pattern that may indicate AWS credentials, risking unauthorized cloud resource access and data breaches on
   {
@@ -64,7 +64,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   {
     id: "gitleaks:aws-amazon-bedrock-api-key-long-lived",
     keywords: ["absk"],
-    pattern: /\b(ABSK[A-Za-z0-9+\/]{109,269}={0,2})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+    pattern: /\b(ABSK[A-Za-z0-9+/]{109,269}={0,2})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Identified a pattern that may indicate short-lived Amazon Bedrock API keys, risking unauthorized Amazon Bedrock usage
   {
@@ -125,7 +125,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
     id: "gitleaks:flyio-access-token",
     keywords: ["fo1_", "fm1", "fm2_"],
     pattern:
-      /\b((?:fo1_[\w-]{43}|fm1[ar]_[a-zA-Z0-9+\/]{100,8192}={0,3}|fm2_[a-zA-Z0-9+\/]{100,8192}={0,3}))(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+      /\b((?:fo1_[\w-]{43}|fm1[ar]_[a-zA-Z0-9+/]{100,8192}={0,3}|fm2_[a-zA-Z0-9+/]{100,8192}={0,3}))(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Found a Frame.io API token, potentially compromising video collaboration and project management.
   { id: "gitleaks:frameio-api-token", keywords: ["fio-u-"], pattern: /fio-u-[a-z0-9\-_=]{64}/gi },
@@ -144,17 +144,17 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   // Identified a GitLab CI/CD Job Token, potential access to projects and some APIs on behalf of a user while the CI job is
   { id: "gitleaks:gitlab-cicd-job-token", keywords: ["glcbt-"], pattern: /glcbt-[0-9a-zA-Z]{1,5}_[0-9a-zA-Z_-]{20}/g },
   // Identified a GitLab Deploy Token, risking access to repositories, packages and containers with write access.
-  { id: "gitleaks:gitlab-deploy-token", keywords: ["gldt-"], pattern: /gldt-[0-9a-zA-Z_\-]{20}/g },
+  { id: "gitleaks:gitlab-deploy-token", keywords: ["gldt-"], pattern: /gldt-[0-9a-zA-Z_-]{20}/g },
   // Identified a GitLab feature flag client token, risks exposing user lists and features flags used by an application.
-  { id: "gitleaks:gitlab-feature-flag-client-token", keywords: ["glffct-"], pattern: /glffct-[0-9a-zA-Z_\-]{20}/g },
+  { id: "gitleaks:gitlab-feature-flag-client-token", keywords: ["glffct-"], pattern: /glffct-[0-9a-zA-Z_-]{20}/g },
   // Identified a GitLab feed token, risking exposure of user data.
-  { id: "gitleaks:gitlab-feed-token", keywords: ["glft-"], pattern: /glft-[0-9a-zA-Z_\-]{20}/g },
+  { id: "gitleaks:gitlab-feed-token", keywords: ["glft-"], pattern: /glft-[0-9a-zA-Z_-]{20}/g },
   // Identified a GitLab incoming mail token, risking manipulation of data sent by mail.
-  { id: "gitleaks:gitlab-incoming-mail-token", keywords: ["glimt-"], pattern: /glimt-[0-9a-zA-Z_\-]{25}/g },
+  { id: "gitleaks:gitlab-incoming-mail-token", keywords: ["glimt-"], pattern: /glimt-[0-9a-zA-Z_-]{25}/g },
   // Identified a GitLab Kubernetes Agent token, risking access to repos and registry of projects connected via agent.
-  { id: "gitleaks:gitlab-kubernetes-agent-token", keywords: ["glagent-"], pattern: /glagent-[0-9a-zA-Z_\-]{50}/g },
+  { id: "gitleaks:gitlab-kubernetes-agent-token", keywords: ["glagent-"], pattern: /glagent-[0-9a-zA-Z_-]{50}/g },
   // Identified a GitLab OIDC Application Secret, risking access to apps using GitLab as authentication provider.
-  { id: "gitleaks:gitlab-oauth-app-secret", keywords: ["gloas-"], pattern: /gloas-[0-9a-zA-Z_\-]{64}/g },
+  { id: "gitleaks:gitlab-oauth-app-secret", keywords: ["gloas-"], pattern: /gloas-[0-9a-zA-Z_-]{64}/g },
   // Identified a GitLab Personal Access Token, risking unauthorized access to GitLab repositories and codebase exposure.
   { id: "gitleaks:gitlab-pat", keywords: ["glpat-"], pattern: /glpat-[\w-]{20}/g },
   // Identified a GitLab Personal Access Token (routable), risking unauthorized access to GitLab repositories and codebase ex
@@ -164,15 +164,15 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   // Discovered a GitLab Runner Registration Token, posing a risk to CI/CD pipeline integrity and unauthorized access.
   { id: "gitleaks:gitlab-rrt", keywords: ["gr1348941"], pattern: /GR1348941[\w-]{20}/g },
   // Discovered a GitLab Runner Authentication Token, posing a risk to CI/CD pipeline integrity and unauthorized access.
-  { id: "gitleaks:gitlab-runner-authentication-token", keywords: ["glrt-"], pattern: /glrt-[0-9a-zA-Z_\-]{20}/g },
+  { id: "gitleaks:gitlab-runner-authentication-token", keywords: ["glrt-"], pattern: /glrt-[0-9a-zA-Z_-]{20}/g },
   // Discovered a GitLab Runner Authentication Token (Routable), posing a risk to CI/CD pipeline integrity and unauthorized a
   {
     id: "gitleaks:gitlab-runner-authentication-token-routable",
     keywords: ["glrt-"],
-    pattern: /\bglrt-t\d_[0-9a-zA-Z_\-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}\b/g,
+    pattern: /\bglrt-t\d_[0-9a-zA-Z_-]{27,300}\.[0-9a-z]{2}[0-9a-z]{7}\b/g,
   },
   // Discovered a GitLab SCIM Token, posing a risk to unauthorized access for a organization or instance.
-  { id: "gitleaks:gitlab-scim-token", keywords: ["glsoat-"], pattern: /glsoat-[0-9a-zA-Z_\-]{20}/g },
+  { id: "gitleaks:gitlab-scim-token", keywords: ["glsoat-"], pattern: /glsoat-[0-9a-zA-Z_-]{20}/g },
   // Discovered a GitLab Session Cookie, posing a risk to unauthorized access to a user account.
   { id: "gitleaks:gitlab-session-cookie", keywords: ["_gitlab_session="], pattern: /_gitlab_session=[0-9a-z]{32}/g },
   // Identified a Grafana API key, which could compromise monitoring dashboards and sensitive data analytics.
@@ -185,7 +185,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   {
     id: "gitleaks:grafana-cloud-api-token",
     keywords: ["glc_"],
-    pattern: /\b(glc_[A-Za-z0-9+\/]{32,400}={0,3})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+    pattern: /\b(glc_[A-Za-z0-9+/]{32,400}={0,3})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Discovered a Grafana service account token, posing a risk of compromised monitoring services and data integrity.
   {
@@ -224,14 +224,14 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
     id: "gitleaks:jwt",
     keywords: ["ey"],
     pattern:
-      /\b(ey[a-zA-Z0-9]{17,8192}\.ey[a-zA-Z0-9\/\\_-]{17,8192}\.(?:[a-zA-Z0-9\/\\_-]{10,8192}={0,2})?)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+      /\b(ey[a-zA-Z0-9]{17,8192}\.ey[a-zA-Z0-9/\\_-]{17,8192}\.(?:[a-zA-Z0-9/\\_-]{10,8192}={0,2})?)(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Detected a Base64-encoded JSON Web Token, posing a risk of exposing encoded authentication and data exchange information
   {
     id: "gitleaks:jwt-base64",
     keywords: ["zxlk"],
     pattern:
-      /\bZXlK(?:(aGJHY2lPaU)|(aGNIVWlPaU)|(aGNIWWlPaU)|(aGRXUWlPaU)|(aU5qUWlP)|(amNtbDBJanBi)|(amRIa2lPaU)|(bGNHc2lPbn)|(bGJtTWlPaU)|(cWEzVWlPaU)|(cWQyc2lPb)|(cGMzTWlPaU)|(cGRpSTZJ)|(cmFXUWlP)|(clpYbGZiM0J6SWpwY)|(cmRIa2lPaUp)|(dWIyNWpaU0k2)|(d01tTWlP)|(d01uTWlPaU)|(d2NIUWlPaU)|(emRXSWlPaU)|(emRuUWlP)|(MFlXY2lPaU)|(MGVYQWlPaUp)|(MWNtd2l)|(MWMyVWlPaUp)|(MlpYSWlPaU)|(MlpYSnphVzl1SWpv)|(NElqb2)|(NE5XTWlP)|(NE5YUWlPaU)|(NE5YUWpVekkxTmlJNkl)|(NE5YVWlPaU)|(NmFYQWlPaU))[a-zA-Z0-9\/\\_+\-\r\n]{40,8192}={0,2}/g,
+      /\bZXlK(?:(aGJHY2lPaU)|(aGNIVWlPaU)|(aGNIWWlPaU)|(aGRXUWlPaU)|(aU5qUWlP)|(amNtbDBJanBi)|(amRIa2lPaU)|(bGNHc2lPbn)|(bGJtTWlPaU)|(cWEzVWlPaU)|(cWQyc2lPb)|(cGMzTWlPaU)|(cGRpSTZJ)|(cmFXUWlP)|(clpYbGZiM0J6SWpwY)|(cmRIa2lPaUp)|(dWIyNWpaU0k2)|(d01tTWlP)|(d01uTWlPaU)|(d2NIUWlPaU)|(emRXSWlPaU)|(emRuUWlP)|(MFlXY2lPaU)|(MGVYQWlPaUp)|(MWNtd2l)|(MWMyVWlPaUp)|(MlpYSWlPaU)|(MlpYSnphVzl1SWpv)|(NElqb2)|(NE5XTWlP)|(NE5YUWlPaU)|(NE5YUWpVekkxTmlJNkl)|(NE5YVWlPaU)|(NmFYQWlPaU))[a-zA-Z0-9/\\_+\-\r\n]{40,8192}={0,2}/g,
   },
   // Detected a Linear API Token, posing a risk to project management tools and sensitive task data.
   { id: "gitleaks:linear-api-key", keywords: ["lin_api_"], pattern: /lin_api_[a-z0-9]{40}/gi },
@@ -277,26 +277,22 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   {
     id: "gitleaks:planetscale-api-token",
     keywords: ["pscale_tkn_"],
-    pattern: /\b(pscale_tkn_[\w=\.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+    pattern: /\b(pscale_tkn_[\w=.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Found a PlanetScale OAuth token, posing a risk to database access control and sensitive data integrity.
   {
     id: "gitleaks:planetscale-oauth-token",
     keywords: ["pscale_oauth_"],
-    pattern: /\b(pscale_oauth_[\w=\.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+    pattern: /\b(pscale_oauth_[\w=.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Discovered a PlanetScale password, which could lead to unauthorized database operations and data breaches.
   {
     id: "gitleaks:planetscale-password",
     keywords: ["pscale_pw_"],
-    pattern: /\b(pscale_pw_[\w=\.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+    pattern: /\b(pscale_pw_[\w=.-]{32,64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Uncovered a Postman API token, potentially compromising API testing and development workflows.
-  {
-    id: "gitleaks:postman-api-token",
-    keywords: ["pmak-"],
-    pattern: /\b(PMAK-[a-f0-9]{24}\-[a-f0-9]{34})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
-  },
+  { id: "gitleaks:postman-api-token", keywords: ["pmak-"], pattern: /\b(PMAK-[a-f0-9]{24}-[a-f0-9]{34})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi },
   // Detected a Prefect API token, risking unauthorized access to workflow management and automation services.
   { id: "gitleaks:prefect-api-token", keywords: ["pnu_"], pattern: /\b(pnu_[a-zA-Z0-9]{36})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g },
   // Identified a Private Key, which may compromise cryptographic security and sensitive data encryption.
@@ -316,19 +312,19 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   // Found a Scalingo API token, posing a risk to cloud platform services and application deployment security.
   { id: "gitleaks:scalingo-api-token", keywords: ["tk-us-"], pattern: /\b(tk-us-[\w-]{48})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g },
   // Detected a SendGrid API token, posing a risk of unauthorized email service operations and data exposure.
-  { id: "gitleaks:sendgrid-api-token", keywords: ["sg."], pattern: /\b(SG\.[a-z0-9=_\-\.]{66})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi },
+  { id: "gitleaks:sendgrid-api-token", keywords: ["sg."], pattern: /\b(SG\.[a-z0-9=_\-.]{66})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi },
   // Identified a Sendinblue API token, which may compromise email marketing services and subscriber data privacy.
   {
     id: "gitleaks:sendinblue-api-token",
     keywords: ["xkeysib-"],
-    pattern: /\b(xkeysib-[a-f0-9]{64}\-[a-z0-9]{16})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+    pattern: /\b(xkeysib-[a-f0-9]{64}-[a-z0-9]{16})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Found a Sentry.io Organization Token, risking unauthorized access to error tracking services and sensitive application d
   {
     id: "gitleaks:sentry-org-token",
     keywords: ["sntrys_eyjpyxqio"],
     pattern:
-      /\bsntrys_eyJpYXQiO[a-zA-Z0-9+\/]{10,200}(?:LCJyZWdpb25fdXJs|InJlZ2lvbl91cmwi|cmVnaW9uX3VybCI6)[a-zA-Z0-9+\/]{10,200}={0,2}_[a-zA-Z0-9+\/]{43}(?=[^a-zA-Z0-9+\/]|$|[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
+      /\bsntrys_eyJpYXQiO[a-zA-Z0-9+/]{10,200}(?:LCJyZWdpb25fdXJs|InJlZ2lvbl91cmwi|cmVnaW9uX3VybCI6)[a-zA-Z0-9+/]{10,200}={0,2}_[a-zA-Z0-9+/]{43}(?=[^a-zA-Z0-9+/]|$|[\x60'"\s;,)\]}<>]|\\[nr]|$)/g,
   },
   // Found a Sentry.io User Token, risking unauthorized access to error tracking services and sensitive application data.
   { id: "gitleaks:sentry-user-token", keywords: ["sntryu_"], pattern: /\b(sntryu_[a-f0-9]{64})(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)/g },
@@ -369,7 +365,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
     id: "gitleaks:sidekiq-sensitive-url",
     keywords: ["gems.contribsys.com", "enterprise.contribsys.com"],
     pattern:
-      /\bhttps?:\/\/([a-f0-9]{8}:[a-f0-9]{8})@(?:gems.contribsys.com|enterprise.contribsys.com)(?=[\/|\#|\?|:]|$|[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
+      /\bhttps?:\/\/([a-f0-9]{8}:[a-f0-9]{8})@(?:gems.contribsys.com|enterprise.contribsys.com)(?=[/|#|?|:]|$|[\x60'"\s;,)\]}<>]|\\[nr]|$)/gi,
   },
   // Detected a Slack App-level token, risking unauthorized access to Slack applications and workspace data.
   { id: "gitleaks:slack-app-token", keywords: ["xapp"], pattern: /xapp-\d-[A-Z0-9]{1,8192}-\d{1,8192}-[a-z0-9]{1,8192}/gi },
@@ -395,7 +391,7 @@ export const GITLEAKS_RULES: ReadonlyArray<{ id: string; keywords: readonly stri
   {
     id: "gitleaks:slack-webhook-url",
     keywords: ["hooks.slack.com"],
-    pattern: /(?:https?:\/\/)?hooks.slack.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+\/]{43,56}/g,
+    pattern: /(?:https?:\/\/)?hooks.slack.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/]{43,56}/g,
   },
   // Sourcegraph is a code search and navigation engine.
   {

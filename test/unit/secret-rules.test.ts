@@ -76,7 +76,14 @@ describe("gitleaks' prefix rules an outside check found passing unredacted (issu
 
   it("the generated rules are gitleaks' prefix rules, and its context rules are left to the key-name rules", () => {
     const ids = VALUE_RULES.map((r) => r.id);
-    for (const id of ["pypi-upload-token", "digitalocean-pat", "twilio-api-key", "age-secret-key", "azure-ad-client-secret", "atlassian-api-token"]) {
+    for (const id of [
+      "pypi-upload-token",
+      "digitalocean-pat",
+      "twilio-api-key",
+      "age-secret-key",
+      "azure-ad-client-secret",
+      "atlassian-api-token",
+    ]) {
       expect(ids).toContain(`gitleaks:${id}`);
     }
     expect(ids).not.toContain("gitleaks:generic-api-key");
