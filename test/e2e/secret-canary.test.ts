@@ -294,7 +294,7 @@ describe("secret canary", () => {
     const ts = `${Math.floor(Date.now() / 1000)}.000100`;
     const mentionEvent = { type: "app_mention", user: REQUESTER, channel: "C0CANARY1", ts, text: `<@${BOT}> ${scriptMessage(script)}` };
     expect((await postSlackEvent(`${server.url}/slack/events`, SLACK_SECRET, eventEnvelope(mentionEvent, eventId, BOT))).status).toBe(200);
-    const { run_id: runId } = (await (await server.api(`/api/deliveries/${eventId}`)).json()) as { run_id: string };
+    const { run_id: runId } = (await (await server.api(`/api/deliveries/${eventId}?source=slack`)).json()) as { run_id: string };
 
     // Signed payloads no listener takes, carrying canaries: acknowledged, and logged nowhere.
     const unhandled = [

@@ -87,7 +87,10 @@ describe("GET /api/health", () => {
     expect(shown.error).toBe("bad_config");
     expect(shown).not.toHaveProperty("details");
     expect(JSON.stringify(shown)).not.toContain("MAX_TOOL_CALLS");
-    const trusted = await handleConsoleRequest(new Request("https://engine.test/console", { headers: { authorization: `Bearer ${TOKEN}` } }), bad);
+    const trusted = await handleConsoleRequest(
+      new Request("https://engine.test/console", { headers: { authorization: `Bearer ${TOKEN}` } }),
+      bad,
+    );
     expect(await trusted.json()).toMatchObject({ error: "bad_config", details: [expect.objectContaining({ path: "MAX_TOOL_CALLS" })] });
   });
 });
