@@ -14,6 +14,7 @@
 // off by an eviction is picked up by the alarm: nothing waits on a promise
 // that might never settle.
 import { refreshHomes } from "../slack/home-publish";
+import { recordChannelCheck } from "../slack/channel-checks";
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
@@ -117,7 +118,14 @@ export class RunOutputs implements EngineObserver {
       const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
       // The Home tabs (contract section 19): published again through this outbox when this run's approvals or questions change.
       const homeSettings = { ...config, console_origin: consoleOrigin };
-      const outbox = new SlackOutbox(deps.sql, config, undefined, (client, now) => refreshHomes(deps.db, client, homeSettings, now));
+      const outbox = new SlackOutbox(
+        deps.sql,
+        config,
+        undefined,
+        (client, now) => refreshHomes(deps.db, client, homeSettings, now),
+        // Contract section 19: the run's own channel check is kept for the Home tab (asked once per channel).
+        (channel, allowed) => deps.waitUntil(recordChannelCheck(deps.db, channel, allowed, Date.now())),
+      );
       outbox.init({
         channel_id: run.channel_id,
         thread_ts: run.slack.thread_ts,

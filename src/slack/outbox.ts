@@ -129,8 +129,18 @@ export class SlackOutbox {
   /** Publishes the Home tabs again (src/slack/home-publish.ts): null when done, else when to try again. */
   readonly #homeRefresh: HomeRefresh | undefined;
 
-  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS, homeRefresh?: HomeRefresh) {
+  /** Hears the run's channel check's verdict (the Home tab keeps it: src/slack/channel-checks.ts). */
+  readonly #channelChecked: ((channelId: string, allowed: boolean) => void) | undefined;
+
+  constructor(
+    sql: SqlLike,
+    settings: OutboxSettings,
+    callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS,
+    homeRefresh?: HomeRefresh,
+    channelChecked?: (channelId: string, allowed: boolean) => void,
+  ) {
     this.#homeRefresh = homeRefresh;
+    this.#channelChecked = channelChecked;
     this.#sql = sql;
     this.#settings = settings;
     this.#callTimeoutMs = callTimeoutMs;
@@ -250,6 +260,7 @@ export class SlackOutbox {
     try {
       if (!this.#settings.SLACK_ALLOW_EXTERNAL_CHANNELS && run.channel_check !== "allowed") {
         const allowed = await this.#checkChannel(client, run.channel_id);
+        this.#channelChecked?.(run.channel_id, allowed);
         if (!allowed) {
           this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'blocked' WHERE id = 1`);
           this.#failAllPending(GIVE_UP.external);
