@@ -12,6 +12,7 @@
 // (contract section 19), which may have to wait for
 // SLACK_HOME_REPUBLISH_MS and so never holds a post back.
 // It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
+import { channelPasses } from "./channel-checks";
 import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import { backoffMs } from "../schedule/deadline";
@@ -362,9 +363,7 @@ export class SlackOutbox {
   async #checkChannel(client: SlackAPIClient, channelId: string): Promise<boolean> {
     try {
       const info = await withTimeout("conversations.info", this.#callTimeoutMs, () => client.conversations.info({ channel: channelId }));
-      const c = info.channel;
-      if (!c) return false;
-      return !(c.is_ext_shared || c.is_pending_ext_shared || (c.is_shared && !c.is_org_shared));
+      return channelPasses(info.channel);
     } catch (err) {
       // A temporary failure is retried like any call; a refusal means "cannot be looked up".
       if (classifyFailure(err).kind === "permanent") return false;
