@@ -5,7 +5,8 @@
 // on each append, delivered in the background and retried by the alarm),
 // and contract section 22's share of the run: its metric deltas
 // (src/operate/run-metrics.ts) and, with tracing on, its spans
-// (src/operate/trace-spans.ts), both sent from the same flush as the index.
+// (src/operate/trace-spans.ts), both sent from the same flush as the index,
+// and its lifecycle log lines (src/operate/run-log.ts).
 // The engine calls `appended` synchronously after every stored event; this
 // module does storage work only there, and every network step (D1 flush,
 // Slack delivery) runs outside the run's path (waitUntil and the alarm). An
@@ -13,6 +14,7 @@
 // off by an eviction is picked up by the alarm: nothing waits on a promise
 // that might never settle.
 import { refreshHomes } from "../slack/home-publish";
+import { recordChannelCheck } from "../slack/channel-checks";
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
@@ -32,6 +34,7 @@ import { isTerminalEventType, type StoredEvent } from "../wire/events";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
+import { logLifecycle } from "../operate/run-log";
 import { runRequester } from "../policy/approval-policy";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
@@ -115,7 +118,14 @@ export class RunOutputs implements EngineObserver {
       const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
       // The Home tabs (contract section 19): published again through this outbox when this run's approvals or questions change.
       const homeSettings = { ...config, console_origin: consoleOrigin };
-      const outbox = new SlackOutbox(deps.sql, config, undefined, (client, now) => refreshHomes(deps.db, client, homeSettings, now));
+      const outbox = new SlackOutbox(
+        deps.sql,
+        config,
+        undefined,
+        (client, now) => refreshHomes(deps.db, client, homeSettings, now),
+        // Contract section 19: the run's own channel check is kept for the Home tab (asked once per channel).
+        (channel, allowed) => deps.waitUntil(recordChannelCheck(deps.db, channel, allowed, Date.now())),
+      );
       outbox.init({
         channel_id: run.channel_id,
         thread_ts: run.slack.thread_ts,
@@ -166,6 +176,8 @@ export class RunOutputs implements EngineObserver {
       this.#startDrain(now);
     }
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+    // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
+    logLifecycle(event.type, event.type === "run_started" ? { channel_id: this.#run.channel_id, ...fields } : fields, this.#run.run_id);
   }
 
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */

@@ -16,7 +16,7 @@ import { findLiveToken, lastUsedDue, touchLastUsed } from "./token-store";
 
 export type Authentication = { kind: "authenticated"; principal: Principal } | { kind: "anonymous" } | { kind: "refused"; message: string };
 
-interface AuthSettings extends AccessSettings {
+export interface AuthSettings extends AccessSettings {
   API_TOKEN?: string | undefined;
   CONSOLE_SESSION_SECRET?: string | undefined;
 }
@@ -30,6 +30,21 @@ export interface AuthDeps {
 }
 
 const BEARER = /^bearer +(\S+) *$/i;
+
+/**
+ * The settings a credential is proven against while the host configuration is bad (no parsed
+ * config): API_TOKEN and CONSOLE_SESSION_SECRET as set, with named tokens and console sessions
+ * from D1 as always; not Cloudflare Access, whose settings may be the bad ones. So a valid
+ * credential is still known (GET /api/health, bad_config's details) and not counted as a failure.
+ */
+export function rawAuthSettings(env: object): AuthSettings {
+  const raw = env as Record<string, unknown>;
+  const text = (name: string) => {
+    const value = raw[name];
+    return typeof value === "string" && value !== "" ? value : undefined;
+  };
+  return { API_TOKEN: text("API_TOKEN"), CONSOLE_SESSION_SECRET: text("CONSOLE_SESSION_SECRET"), ACCESS_ROLES: {} };
+}
 
 const rootDigests = new Map<string, Promise<string>>();
 /** SHA-256 of the current API_TOKEN (a root console session is bound to it), computed once per value. */

@@ -119,9 +119,10 @@ export class EngineClient {
     return this.#json("GET", `/api/runs/${enc(runId)}`, undefined, options);
   }
 
-  /** GET /api/deliveries/{delivery_id}. */
-  delivery(deliveryId: string, options: RequestOptions = {}): Promise<DeliveryReceipt> {
-    return this.#json("GET", `/api/deliveries/${enc(deliveryId)}`, undefined, options);
+  /** GET /api/deliveries/{delivery_id}: the caller's own identities, or Slack's event ids with `source: "slack"` (an adapter's). */
+  delivery(deliveryId: string, options: RequestOptions & { source?: "slack" } = {}): Promise<DeliveryReceipt> {
+    const { source, ...rest } = options;
+    return this.#json("GET", `/api/deliveries/${enc(deliveryId)}${source === "slack" ? "?source=slack" : ""}`, undefined, rest);
   }
 
   // ---- section 5 ------------------------------------------------------------

@@ -3,6 +3,7 @@
 // every /api route) instead of running half-configured; a missing API_TOKEN is
 // 503 not_configured, so the API fails closed.
 import { registerExactSecret } from "../execution/redaction";
+import { setLogLevel } from "../operate/logger";
 import { z } from "zod";
 import { rolesSchema } from "../auth/roles";
 import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX } from "../policy/approver-patterns";
@@ -289,6 +290,12 @@ export const hostConfigSchema = z.object({
   MCP_MAX_RESPONSE_BYTES: intVar(DEFAULT_MCP_MAX_RESPONSE_BYTES, 1),
   MCP_MAX_INPUT_ROUNDS: intVar(DEFAULT_MCP_MAX_INPUT_ROUNDS, 1),
   RUN_RETENTION_SECONDS: intVar(DEFAULT_RUN_RETENTION_SECONDS),
+  // Contract section 22: the least level the engine's log lines are written at.
+  LOG_LEVEL: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "info" : v))
+    .pipe(z.enum(["debug", "info", "warn", "error"])),
   RUN_MAX_EVENTS: intVar(DEFAULT_RUN_MAX_EVENTS, 2),
   // 0 is allowed: no line at all, a full pool refuses at once.
   STORAGE_POOL_MAX_WAITERS: intVar(DEFAULT_STORAGE_POOL_MAX_WAITERS),
@@ -375,6 +382,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     };
   }
   const config = parsed.data;
+  setLogLevel(config.LOG_LEVEL);
   // The deployment's own secrets are redacted by exact value wherever they might be echoed (contract section 18).
   for (const secret of [
     config.API_TOKEN,

@@ -16,7 +16,7 @@ import { CONSOLE_SCRIPT, CONSOLE_STYLE, SIGN_IN_SCRIPT } from "./generated/conso
 import { APP_PAGE, SIGN_IN_PAGE } from "./pages";
 import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "./session-cookie";
 import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
-import { rootTokenDigest } from "../auth/authenticate";
+import { authenticate, rawAuthSettings, rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
 import { accessAssertionOf, accessConfigured, verifyAccessAssertion } from "../auth/access";
 import { findLiveToken } from "../auth/token-store";
@@ -70,7 +70,12 @@ export async function handleConsoleRequest(request: Request, env: Env): Promise<
 
 async function route(request: Request, env: Env): Promise<Response> {
   const loaded = loadConfig(env);
-  if (loaded.state === "bad_config") return jsonResponse(503, { error: "bad_config", message: loaded.message, details: loaded.details });
+  if (loaded.state === "bad_config") {
+    // Which setting and entry is wrong names servers and tools: only for a valid credential, as on the API.
+    const auth = await authenticate(request.headers, { db: env.DB, config: rawAuthSettings(env), waitUntil: () => undefined });
+    const trusted = auth.kind === "authenticated";
+    return jsonResponse(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
+  }
   const secret = loaded.state === "ready" ? loaded.config.CONSOLE_SESSION_SECRET : undefined;
   // Behind Cloudflare Access the console needs no sign-in of its own (contract section 18).
   const behindAccess = loaded.state === "ready" && accessConfigured(loaded.config);
@@ -99,7 +104,10 @@ async function route(request: Request, env: Env): Promise<Response> {
         return signIn(request, env, loaded.config.API_TOKEN, secret, loaded.config.CONSOLE_SESSION_TTL_SECONDS);
       case "GET": {
         const viewer = await viewerOf(request, env);
-        return viewer ? jsonResponse(200, viewer) : unauthorized();
+        if (viewer) return jsonResponse(200, viewer);
+        // A failed look-up is a failed sign-in like any other: counted per client address, 429 past the limit.
+        const limited = await countAuthFailure(env, request.headers);
+        return limited !== null ? errorResponse(limited) : unauthorized();
       }
       case "DELETE":
         return signOut(request, env);

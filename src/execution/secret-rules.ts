@@ -8,16 +8,14 @@
 //    are left out: filter-comments (a `secretlint-disable` comment in a
 //    model's text would switch redaction off) and gcp (it reads only .json
 //    and .p12 files, never text).
-//  - the rules of gitleaks' default config that the preset lacks (the
-//    preset has no JWT, Google API key, generic hf_/sk-/AWS-id shapes, PGP
-//    blocks, or Slack webhook paths other than /services/). gitleaks ships
-//    no npm package that runs in a Worker (its npm wrappers download a Go
-//    binary), so these few regexes are copied from its default config,
-//    each under the gitleaks rule id it comes from, converted from RE2 to
-//    JavaScript (inline `(?i)` becomes a class; bounded quantifiers added
-//    where gitleaks leaves them open, to keep every pattern linear).
+//  - gitleaks' default config: its prefix rules (a value that is a credential
+//    on its own), generated from its config/gitleaks.toml into
+//    gitleaks-rules.ts by scripts/generate-secret-rules.ts (`npm run
+//    secret-rules` refreshes them). gitleaks ships no npm package that runs
+//    in a Worker (its npm wrappers download a Go binary).
 //  - the engine's own: `aee_` API tokens (contract section 18).
 import { rules as secretlintRules } from "@secretlint/secretlint-rule-preset-recommend";
+import { GITLEAKS_RULES } from "./gitleaks-rules";
 
 /** A span `[start, end)` of a text that a rule takes for a secret. */
 export interface SecretSpan {
@@ -41,8 +39,8 @@ interface SecretlintRuleCreator {
 
 const SECRETLINT_EXCLUDED = new Set(["@secretlint/secretlint-rule-filter-comments", "@secretlint/secretlint-rule-gcp"]);
 
-/** Texts shorter than this hold no value any rule matches (the shortest, an AWS key id, is 20 characters). */
-const MIN_SCAN_CHARS = 16;
+/** Texts shorter than this hold no value any rule matches (the shortest, gitleaks' slack-legacy-workspace-token, is 13 characters). */
+const MIN_SCAN_CHARS = 12;
 /**
  * A cheap test first (running every rule costs tens of microseconds per text): every value any
  * rule matches holds a run of 12 token characters (keys, ids, base64 bodies), a URL (userinfo,
@@ -70,42 +68,16 @@ const secretlintHandlers = (secretlintRules as unknown as SecretlintRuleCreator[
 /** The secretlint rule ids this module runs. */
 export const SECRETLINT_RULE_IDS: readonly string[] = secretlintHandlers.map((h) => h.id);
 
-/** After a match: a delimiter or the end (gitleaks' `(?:[\x60'"\s;]|\\[nr]|$)`), as a lookahead. */
-const END = String.raw`(?=[\x60'"\s;,)\]}<>]|\\[nr]|$)`;
-
-/** Patterns from gitleaks' default config (its rule ids) and the engine's own, by id. */
-export const VALUE_RULES: ReadonlyArray<{ id: string; pattern: RegExp }> = [
-  // gitleaks private-key, with its `(?i)` and open `{64,}?` bounded; a block cut off before its END line counts too.
+/** gitleaks' prefix rules (generated) and the engine's own, by id. */
+export const VALUE_RULES: ReadonlyArray<{ id: string; keywords?: readonly string[]; pattern: RegExp }> = [
+  ...GITLEAKS_RULES,
+  // gitleaks' private-key, also for a block cut off before its END line (a tool's output cut short).
   {
-    id: "gitleaks:private-key",
+    id: "engine:private-key-block",
     pattern: /-----BEGIN[ A-Za-z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,65536}?(?:KEY(?: BLOCK)?-----|$)/gi,
   },
-  {
-    id: "gitleaks:jwt",
-    pattern: new RegExp(
-      String.raw`\bey[a-zA-Z0-9]{17,8192}\.ey[a-zA-Z0-9\/\\_-]{17,8192}\.(?:[a-zA-Z0-9\/\\_-]{10,8192}={0,2})?${END}`,
-      "g",
-    ),
-  },
-  { id: "gitleaks:gcp-api-key", pattern: new RegExp(String.raw`\bAIza[\w-]{35}${END}`, "g") },
-  {
-    id: "gitleaks:slack-webhook-url",
-    pattern: /(?:https?:\/\/)?hooks\.slack\.com\/(?:services|workflows|triggers)\/[A-Za-z0-9+/]{43,56}/g,
-  },
-  { id: "gitleaks:huggingface-access-token", pattern: new RegExp(String.raw`\bhf_[a-zA-Z]{34}${END}`, "g") },
-  { id: "gitleaks:huggingface-organization-api-token", pattern: new RegExp(String.raw`\bapi_org_[a-zA-Z]{34}${END}`, "g") },
-  { id: "gitleaks:github-pat", pattern: /ghp_[0-9a-zA-Z]{36}/g },
-  { id: "gitleaks:github-oauth", pattern: /gho_[0-9a-zA-Z]{36}/g },
-  { id: "gitleaks:github-app-token", pattern: /(?:ghu|ghs)_[0-9a-zA-Z]{36}/g },
-  { id: "gitleaks:github-fine-grained-pat", pattern: /github_pat_\w{82}/g },
-  { id: "gitleaks:aws-access-token", pattern: /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b/g },
-  { id: "gitleaks:slack-bot-token", pattern: /xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]{0,512}/g },
-  { id: "gitleaks:slack-user-token", pattern: /xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}/g },
-  { id: "gitleaks:slack-app-token", pattern: /xapp-\d-[A-Za-z0-9]{1,512}-\d{1,32}-[A-Za-z0-9]{1,512}/g },
-  { id: "gitleaks:slack-legacy-token", pattern: /xox[os]-\d{1,32}-\d{1,32}-\d{1,32}-[a-fA-F\d]{1,512}/g },
-  { id: "gitleaks:slack-config-access-token", pattern: /xoxe.xox[bpBP]-\d-[A-Za-z0-9]{163,166}/g },
-  // gitleaks openai-api-key, and the older `sk-` shapes its generic-api-key rule catches by entropy.
-  { id: "gitleaks:openai-api-key", pattern: /\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{16,512}/g },
+  // Any `sk-` key (OpenAI's and Anthropic's older shapes, which gitleaks' generic-api-key rule catches by entropy).
+  { id: "engine:sk-key", pattern: /\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{16,512}/g },
   // Shapes this engine redacted before section 20, looser than the lists above (a shorter body is
   // still taken for a key: over-redacting costs nothing): Stripe keys and webhook secrets, GitHub and
   // GitLab tokens, any `xox?-` Slack token, AWS key ids, npm and SendGrid keys, short JWTs.
@@ -133,7 +105,12 @@ export function findSecretSpans(text: string): SecretSpan[] {
       collecting = null;
     }
   }
-  for (const { id, pattern } of VALUE_RULES) {
+  let lower: string | undefined;
+  for (const { id, keywords, pattern } of VALUE_RULES) {
+    if (keywords !== undefined && keywords.length > 0) {
+      lower ??= text.toLowerCase();
+      if (!keywords.some((k) => (lower as string).includes(k))) continue;
+    }
     pattern.lastIndex = 0;
     for (const m of text.matchAll(pattern)) {
       if (m[0].length > 0) spans.push({ rule: id, start: m.index, end: m.index + m[0].length });

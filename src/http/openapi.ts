@@ -325,9 +325,9 @@ function buildDocument() {
   registry.registerPath({
     method: "get",
     path: "/api/deliveries/{deliveryId}",
-    summary: "The receipt of a delivery identity (contract section 3)",
-    request: { params: z.object({ deliveryId: z.string() }) },
-    responses: { 200: { description: "The receipt", content: json(deliveryReceiptSchema) }, ...errors(404, ...API_ERRORS) },
+    summary: "The receipt of a delivery identity in the caller's own namespace, or Slack's for an adapter (contract section 3)",
+    request: { params: z.object({ deliveryId: z.string() }), query: z.object({ source: z.enum(["slack"]).optional() }) },
+    responses: { 200: { description: "The receipt", content: json(deliveryReceiptSchema) }, ...errors(400, 404, ...API_ERRORS) },
   });
   registry.registerPath({
     method: "get",

@@ -16,7 +16,8 @@ import { ruleOf } from "./route-roles";
 import { countAuthFailure } from "../auth/rate-limits";
 import { actorOf } from "../auth/actor-fields";
 import { loadConfig, type HostConfig } from "../config/config";
-import { getDelivery } from "./deliveries";
+import { getDelivery, principalNamespace, slackNamespace } from "./deliveries";
+import { grants } from "../auth/roles";
 import type { Env } from "../config/env";
 import { handleEvents } from "./handlers/events";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool } from "./handlers/mutations";
@@ -250,9 +251,21 @@ router
     handleReconcile(request, env, request.config, ctx, decodePathParam(request.params.mutationId), request.principal),
   )
   .get("/api/storage-pool", (_request, env) => handleStoragePool(env))
-  .get("/api/deliveries/:deliveryId", async ({ params }, env) => {
-    const receipt = await getDelivery(env.DB, decodePathParam(params.deliveryId));
-    if (!receipt) throw notFound("delivery", params.deliveryId);
+  .get("/api/deliveries/:deliveryId", async (request, env) => {
+    // Contract section 3: the caller's own namespace; an adapter (or an admin) may read Slack's with ?source=slack.
+    const source = new URL(request.url).searchParams.get("source");
+    if (source !== null && source !== "slack") {
+      throw apiError(400, { error: "invalid_request", message: 'source is "slack" or left out (the caller\'s own identities).' });
+    }
+    if (source === "slack" && !grants(request.principal.roles, "adapter") && !grants(request.principal.roles, "admin")) {
+      throw apiError(403, {
+        error: "forbidden",
+        message: `${lacksRole(request.principal.id, "adapter")}: only an adapter reads Slack's deliveries.`,
+      });
+    }
+    const namespace = source === "slack" ? slackNamespace() : principalNamespace(request.principal.id);
+    const receipt = await getDelivery(env.DB, namespace, decodePathParam(request.params.deliveryId));
+    if (!receipt) throw notFound("delivery", request.params.deliveryId);
     return jsonResponse(200, receipt);
   });
 

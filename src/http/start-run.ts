@@ -9,7 +9,7 @@
 import type { RunObject } from "../../durable-objects/run-object";
 import type { StartRunInput } from "../agent/run-record";
 import type { Env } from "../config/env";
-import { claimDelivery, releaseDelivery } from "./deliveries";
+import { claimDelivery, type DeliveryNamespace, principalNamespace, releaseDelivery, slackNamespace } from "./deliveries";
 
 export interface StartedRun {
   /** The run that owns this delivery: the new one, or the first one for a duplicate. */
@@ -21,8 +21,9 @@ export interface StartedRun {
 export async function startRun(env: Env, input: StartRunInput): Promise<StartedRun> {
   let started = input;
   let duplicate = false;
+  const namespace = deliveryNamespaceOf(input);
   if (input.delivery_id !== null) {
-    const claim = await claimDelivery(env.DB, {
+    const claim = await claimDelivery(env.DB, namespace, {
       delivery_id: input.delivery_id,
       run_id: input.run_id,
       channel_id: input.channel_id,
@@ -40,10 +41,17 @@ export async function startRun(env: Env, input: StartRunInput): Promise<StartedR
     await stub.start(started);
   } catch (err) {
     // A receipt must never name a run that does not exist: free the identity, then fail.
-    if (started.delivery_id !== null && !(await runExists(stub))) await releaseDelivery(env.DB, started.delivery_id, started.run_id);
+    if (started.delivery_id !== null && !(await runExists(stub)))
+      await releaseDelivery(env.DB, namespace, started.delivery_id, started.run_id);
     throw err;
   }
   return { input: started, duplicate };
+}
+
+/** Contract section 3: a Slack event's id is Slack's; any other is the requesting principal's own. */
+export function deliveryNamespaceOf(input: Pick<StartRunInput, "source" | "requested_by">): DeliveryNamespace {
+  // A start without requested_by comes from a record older than principals: the API's root then.
+  return input.source === "slack" ? slackNamespace() : principalNamespace(input.requested_by ?? "token:root");
 }
 
 export function runStubFor(env: Env, runId: string): DurableObjectStub<RunObject> {

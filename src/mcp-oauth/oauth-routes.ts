@@ -14,6 +14,9 @@ import type { Env } from "../config/env";
 import { apiError, jsonResponse } from "../http/api-error";
 import { beginConnect, clientMetadataDocument, finishConnect, issuerMatches, OAuthFlowError } from "./oauth-flow";
 import { OAuthStore } from "./oauth-store";
+import { listMcpTools } from "../execution/mcp-tool-list";
+import { recordMcpContact } from "../execution/mcp-contacts";
+import { redactText } from "../execution/redaction";
 
 const callbackQuerySchema = z.object({
   state: z.string().min(1).max(512),
@@ -98,7 +101,37 @@ export async function handleCallback(request: Request, env: Env, ctx: ExecutionC
     if (failure instanceof OAuthFlowError) return jsonResponse(502, { error: failure.code, message: failure.message });
     throw failure;
   }
-  return connectedPage(pending.server);
+  return connectedPage(pending.server, await firstContact(env.DB, oauth.store, loaded.config, pending.server));
+}
+
+type FirstContact = { ok: true; tools: number } | { ok: false; message: string };
+
+/**
+ * Contract section 21: before the callback answers, the server is contacted once with the new
+ * token (its tool listing), recorded as every contact is, so the page and GET /api/mcp/servers
+ * say `connected` and `tools` at once, or name what failed.
+ */
+async function firstContact(db: D1Database, store: OAuthStore, config: HostConfig, server: string): Promise<FirstContact> {
+  const settings = config.MCP_SERVERS[server];
+  if (settings === undefined) return { ok: false, message: `${server} is no longer configured.` };
+  // The token just obtained, as it is: a token that expires soon is refreshed before a call, not here.
+  const accessToken = (await store.readTokens(server))?.tokens?.accessToken;
+  if (accessToken === undefined) return { ok: false, message: "the token just obtained could not be read back" };
+  try {
+    const listing = await listMcpTools(
+      { ...settings, accessToken },
+      {
+        connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+        callTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+        maxResponseBytes: config.MCP_MAX_RESPONSE_BYTES,
+      },
+    );
+    await recordMcpContact(db, server, { kind: "connected", protocol_version: listing.protocolVersion, tools: listing.tools.length });
+    return { ok: true, tools: listing.tools.length };
+  } catch (err) {
+    await recordMcpContact(db, server, { kind: "failed" });
+    return { ok: false, message: redactText(err instanceof Error ? err.message : String(err)) };
+  }
 }
 
 export function handleClientDocument(env: Env): Response {
@@ -109,11 +142,18 @@ export function handleClientDocument(env: Env): Response {
   return jsonResponse(200, clientMetadataDocument(publicUrl), { "cache-control": "public, max-age=300" });
 }
 
-function connectedPage(server: string): Response {
+function connectedPage(server: string, contact: FirstContact): Response {
   const name = server.replace(/[^A-Za-z0-9_-]/g, "");
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Connected</title></head><body><p>${name} is connected. You can close this tab.</p></body></html>`;
+  const said = contact.ok
+    ? `<p>${name} is connected: it lists ${contact.tools} tool${contact.tools === 1 ? "" : "s"}. You can close this tab.</p>`
+    : `<p>${name} is authorized, but contacting it with the new token failed: ${escapeHtml(contact.message)}</p><p>GET /api/mcp/servers shows it as not connected; the next call tries again.</p>`;
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${contact.ok ? "Connected" : "Authorized, not connected"}</title></head><body>${said}</body></html>`;
   return new Response(html, {
     status: 200,
     headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'none'" },
   });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

@@ -1,17 +1,16 @@
 // GET /api/health (contract section 22, viewer; exempt from bad_config): the
 // real probes behind src/operate/health.ts. Registered ahead of the router's
 // API guard, so it checks the credential itself: with a bad configuration
-// the API_TOKEN var is read raw (as the guard does for bad_config's
-// details), and the answer says `config: "bad"` instead of refusing.
+// against the raw settings (any valid viewer credential but Access), and the
+// answer says `config: "bad"` instead of refusing.
 import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
 import type { Env } from "../config/env";
-import { authenticate } from "../auth/authenticate";
+import { authenticate, rawAuthSettings } from "../auth/authenticate";
 import type { Principal } from "../auth/principal";
 import { countAuthFailure } from "../auth/rate-limits";
 import { authorize, lacksRole } from "../auth/authorize";
 import { apiError, jsonResponse } from "../http/api-error";
 import { ruleOf } from "../http/route-roles";
-import { isAuthorized } from "../http/auth";
 import { McpTransportError } from "../execution/mcp-errors";
 import { listMcpTools } from "../execution/mcp-tool-list";
 import type { McpServerConfig } from "../execution/mcp-transport";
@@ -85,12 +84,13 @@ function probeMcp(server: McpServerConfig, connectMs: number, maxBytes = 1_048_5
 }
 
 /**
- * The router's guard, for the one route ahead of it: with a valid configuration the
- * principal is proven as on every route (section 18) and needs the route table's role;
- * with a bad one there is nothing to prove a named token or a session against, so only
- * the raw API_TOKEN (token:root) may see which component is down. As on every /api
- * route, a failed authentication counts against the client address (429 past the limit)
- * and a 403 names its principal on the request, so the router's refusal audit sees it.
+ * The router's guard, for the one route ahead of it: the principal is proven as on every
+ * route (section 18) and needs the route table's role. With a bad configuration there is no
+ * parsed config, so the credential is proven against the raw settings (rawAuthSettings:
+ * API_TOKEN, named tokens, console sessions; not Access): a valid viewer still sees which
+ * component is down. As on every /api route, a failed authentication counts against the
+ * client address (429 past the limit) and a 403 names its principal on the request, so the
+ * router's refusal audit sees it.
  */
 async function admitViewer(
   request: Request,
@@ -98,17 +98,14 @@ async function admitViewer(
   ctx: Pick<ExecutionContext, "waitUntil">,
   loaded: ReturnType<typeof loadConfig>,
 ): Promise<void> {
-  const unauthorized = async () =>
-    (await countAuthFailure(env, request.headers)) ??
-    apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <token> (API_TOKEN or a named token)." });
-  if (loaded.state !== "ready") {
-    const raw = (env as unknown as Record<string, unknown>).API_TOKEN;
-    if (typeof raw !== "string" || raw === "" || !(await isAuthorized(request.headers.get("authorization"), raw)))
-      throw await unauthorized();
-    return;
+  const settings = loaded.state === "ready" ? loaded.config : rawAuthSettings(env);
+  const auth = await authenticate(request.headers, { db: env.DB, config: settings, waitUntil: (p) => ctx.waitUntil(p) });
+  if (auth.kind !== "authenticated") {
+    throw (
+      (await countAuthFailure(env, request.headers)) ??
+      apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <token> (API_TOKEN or a named token)." })
+    );
   }
-  const auth = await authenticate(request.headers, { db: env.DB, config: loaded.config, waitUntil: (p) => ctx.waitUntil(p) });
-  if (auth.kind !== "authenticated") throw await unauthorized();
   const rule = ruleOf("GET", "/api/health");
   const verdict = rule ? authorize(auth.principal.roles, rule) : ({ kind: "forbidden", role: "viewer" } as const);
   if (verdict.kind !== "allowed") {

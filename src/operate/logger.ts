@@ -41,7 +41,17 @@ function normalise(fields: LogFields): Record<string, unknown> {
   return out;
 }
 
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+/** The least level written (LOG_LEVEL, contract section 13; set when the host config is read). */
+let threshold: LogLevel = "info";
+
+/** Lines below `level` are not written: `warn` keeps only problems, `info` adds a run's life (section 22). */
+export function setLogLevel(level: LogLevel): void {
+  threshold = level;
+}
+
 function write(level: LogLevel, msg: string, fields?: LogFields): void {
+  if (RANK[level] < RANK[threshold]) return;
   SINK[level](logLine(level, msg, fields));
 }
 

@@ -1,6 +1,7 @@
 // Publishing the Slack app's Home tab (contract section 19): reads the
 // pending approvals and questions (human__ask's and MCP servers' mid-call) of
-// Slack-started runs from the listings (D1), keeps those in channels that pass the external-channel rule, and
+// Slack-started runs from the listings (D1), keeps those in channels that pass the external-channel rule (as
+// learned once per channel, src/slack/channel-checks.ts), and
 // publishes to each user what they may decide (src/slack/home-tab.ts).
 // `app_home_opened` records the opener (migration 0017) and publishes at
 // once; a run whose approvals or questions changed asks, through its outbox,
@@ -25,6 +26,7 @@ import {
 import { formFields } from "../client/requested-form";
 import { slackPersonOf } from "./slack-persons";
 import { withTimeout } from "./web-api";
+import { channelVerdicts } from "./channel-checks";
 
 /** Users who opened the tab longer ago than this are not published to again until they open it. */
 export const HOME_OPENERS_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
@@ -153,21 +155,22 @@ async function pendingItems(db: D1Database, now: number): Promise<HomeItem[]> {
   return [...a, ...q];
 }
 
-/** Keeps the items in channels that pass the external-channel rule (conversations.info, once per channel). */
-async function inAllowedChannels(client: SlackAPIClient, items: HomeItem[], settings: HomeSettings): Promise<HomeItem[]> {
-  if (settings.SLACK_ALLOW_EXTERNAL_CHANNELS) return items;
-  const allowed = new Map<string, boolean>();
-  for (const channel of new Set(items.map((i) => i.channel_id))) {
-    try {
-      const info = await withTimeout("conversations.info", CALL_TIMEOUT_MS, () => client.conversations.info({ channel }));
-      const c = info.channel;
-      allowed.set(channel, c !== undefined && !(c.is_ext_shared || c.is_pending_ext_shared || (c.is_shared && !c.is_org_shared)));
-    } catch {
-      // Cannot be looked up: not shown (the thread's own guard would not post there either).
-      allowed.set(channel, false);
-    }
-  }
-  return items.filter((i) => allowed.get(i.channel_id) === true);
+/**
+ * The items in channels that pass the external-channel rule, each channel's verdict as kept
+ * (src/slack/channel-checks.ts: the run's own check serves; one unknown is asked once). With a
+ * lookup Slack rate-limited (or failed for now), `retryAt` says when to ask again; until then
+ * the items of that channel are not known to pass.
+ */
+async function inAllowedChannels(
+  db: D1Database,
+  client: SlackAPIClient,
+  items: HomeItem[],
+  settings: HomeSettings,
+  now: number,
+): Promise<{ items: HomeItem[]; retryAt: number | null }> {
+  if (settings.SLACK_ALLOW_EXTERNAL_CHANNELS) return { items, retryAt: null };
+  const verdicts = await channelVerdicts(db, client, [...new Set(items.map((i) => i.channel_id))], now);
+  return { items: items.filter((i) => verdicts.allowed.get(i.channel_id) === true), retryAt: verdicts.retryAt };
 }
 
 /** Records that `viewer` opened the tab (the 7-day window counts from here), with their person as just looked up. */
@@ -222,7 +225,10 @@ export async function publishHomeNow(
   settings: HomeSettings,
   now: number,
 ): Promise<void> {
-  const items = await inAllowedChannels(client, await pendingItems(db, now), settings);
+  const { items, retryAt } = await inAllowedChannels(db, client, await pendingItems(db, now), settings, now);
+  // A channel not known yet (its lookup rate-limited): the tab as last published stays, hiding nothing it showed;
+  // the next refresh publishes it whole.
+  if (retryAt !== null) return;
   await publish(db, client, viewer.user, decidableBy(viewer, items, settings), settings, now);
 }
 
@@ -240,7 +246,10 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
     .bind(since, HOME_OPENERS_MAX)
     .all<OpenerRow>();
   if (openers.results.length === 0) return null;
-  const items = await inAllowedChannels(client, await pendingItems(db, now), settings);
+  const allowed = await inAllowedChannels(db, client, await pendingItems(db, now), settings, now);
+  // A channel not known yet (its lookup rate-limited): nobody's tab changes until it is, so no item shown is hidden.
+  if (allowed.retryAt !== null) return allowed.retryAt;
+  const items = allowed.items;
   let retryAt: number | null = null;
   for (const opener of openers.results) {
     const person = await openerPerson(db, client, opener);

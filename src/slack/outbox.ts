@@ -12,6 +12,7 @@
 // (contract section 19), which may have to wait for
 // SLACK_HOME_REPUBLISH_MS and so never holds a post back.
 // It knows nothing about alarms: the object asks nextAttemptAt() and arms one.
+import { channelPasses } from "./channel-checks";
 import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import { backoffMs } from "../schedule/deadline";
@@ -129,8 +130,18 @@ export class SlackOutbox {
   /** Publishes the Home tabs again (src/slack/home-publish.ts): null when done, else when to try again. */
   readonly #homeRefresh: HomeRefresh | undefined;
 
-  constructor(sql: SqlLike, settings: OutboxSettings, callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS, homeRefresh?: HomeRefresh) {
+  /** Hears the run's channel check's verdict (the Home tab keeps it: src/slack/channel-checks.ts). */
+  readonly #channelChecked: ((channelId: string, allowed: boolean) => void) | undefined;
+
+  constructor(
+    sql: SqlLike,
+    settings: OutboxSettings,
+    callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS,
+    homeRefresh?: HomeRefresh,
+    channelChecked?: (channelId: string, allowed: boolean) => void,
+  ) {
     this.#homeRefresh = homeRefresh;
+    this.#channelChecked = channelChecked;
     this.#sql = sql;
     this.#settings = settings;
     this.#callTimeoutMs = callTimeoutMs;
@@ -250,6 +261,7 @@ export class SlackOutbox {
     try {
       if (!this.#settings.SLACK_ALLOW_EXTERNAL_CHANNELS && run.channel_check !== "allowed") {
         const allowed = await this.#checkChannel(client, run.channel_id);
+        this.#channelChecked?.(run.channel_id, allowed);
         if (!allowed) {
           this.#sql.exec(`UPDATE slack_outbox_run SET channel_check = 'blocked' WHERE id = 1`);
           this.#failAllPending(GIVE_UP.external);
@@ -351,9 +363,7 @@ export class SlackOutbox {
   async #checkChannel(client: SlackAPIClient, channelId: string): Promise<boolean> {
     try {
       const info = await withTimeout("conversations.info", this.#callTimeoutMs, () => client.conversations.info({ channel: channelId }));
-      const c = info.channel;
-      if (!c) return false;
-      return !(c.is_ext_shared || c.is_pending_ext_shared || (c.is_shared && !c.is_org_shared));
+      return channelPasses(info.channel);
     } catch (err) {
       // A temporary failure is retried like any call; a refusal means "cannot be looked up".
       if (classifyFailure(err).kind === "permanent") return false;

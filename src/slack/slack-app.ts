@@ -55,7 +55,7 @@ import { EXTERNAL_USER_TEXT, rateLimitedText } from "./guard-replies";
 import { approverPrincipals, slackRequester, slackUserOf } from "./slack-principal";
 import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
 import { countTriggerRetryAfter } from "../auth/rate-limits";
-import { getDelivery } from "../http/deliveries";
+import { getDelivery, slackNamespace } from "../http/deliveries";
 import { logger } from "../operate/logger";
 import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
 import { formFields, readForm } from "../client/requested-form";
@@ -242,7 +242,7 @@ function buildApp(
     const started = (async () => {
       // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
       // a delivery already known (Slack's retry) is never counted.
-      if ((await getDelivery(env.DB, eventId)) === null) {
+      if ((await getDelivery(env.DB, slackNamespace(), eventId)) === null) {
         const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
         if (retryAfter !== null) {
           const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };

@@ -166,7 +166,21 @@ describe("MCP OAuth: connect, call with the token, refresh, refusal", () => {
     const done = await callback(back, rootCookie);
     expect(done.status).toBe(200);
     expect(done.headers.get("content-type")).toContain("text/html");
-    expect(await done.text()).toContain("hosted is connected");
+    // Contract section 21: before answering, the callback contacted the server once with the new token (its tool
+    // listing), so the page and the listing say connected and tools without waiting for a call.
+    expect(await done.text()).toMatch(/hosted is connected: it lists [1-9]\d* tools?/);
+    expect(hosted.mcpRequests().filter((r) => r.method === "tools/list")).toEqual([
+      expect.objectContaining({ status: 200, token: expect.any(Number) }),
+    ]);
+    expect(hosted.mcpRequests().filter((r) => r.method === "tools/call")).toEqual([]);
+    const [afterConnect] = await engine.listMcpServers();
+    expect(afterConnect).toMatchObject({
+      server: "hosted",
+      connected: true,
+      tools: expect.any(Number),
+      last_contact_at: expect.any(String),
+    });
+    expect(afterConnect?.tools).toBeGreaterThan(0);
     expect(hosted.tokenRequests()).toEqual([
       { grant_type: "authorization_code", resource: hosted.url, client_id: asked?.get("client_id"), ok: true },
     ]);

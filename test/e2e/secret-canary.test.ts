@@ -223,6 +223,34 @@ describe("secret canary", () => {
     for (const file of d1Files) expectNoCanary(`D1 file ${file.path}`, file.text);
     expectNoCanary("the server's log output", server.logs());
 
+    // Contract section 22: at info (LOG_LEVEL's default) the run's life is in the log lines, by run_id.
+    const lines = await waitFor("the run's last lifecycle line", async () => {
+      const mine = server
+        .logs()
+        .split("\n")
+        .flatMap((l) => {
+          const at = l.indexOf('{"level"');
+          if (at === -1) return [];
+          try {
+            return [JSON.parse(l.slice(at)) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        })
+        .filter((l) => l.run_id === runId);
+      return mine.some((l) => l.msg === "run ended") ? mine : undefined;
+    });
+    const said = (msg: string) => lines.filter((l) => l.msg === msg);
+    expect(said("run started")).toHaveLength(1);
+    expect(said("approval asked")).toEqual([
+      expect.objectContaining({ level: "info", tool_call_id: "write-1", approval_id: approval.approval_id }),
+    ]);
+    expect(said("approval resolved")).toEqual([expect.objectContaining({ tool_call_id: "write-1", decision: "approved" })]);
+    const executed = said("tool call executed");
+    expect(executed.map((l) => l.tool_call_id).sort()).toEqual(["echo-1", "write-1"]);
+    expect(executed.find((l) => l.tool_call_id === "write-1")).toMatchObject({ outcome: "ok", mutation_id: expect.any(String) });
+    expect(said("run ended")).toEqual([expect.objectContaining({ status: "completed" })]);
+
     // The real arguments reached the tools, exactly as sent.
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { calls: { tool: string; arguments: unknown }[] };
     expect(calls.calls.find((c) => c.tool === "echo")?.arguments).toEqual(echoArgs);
@@ -230,7 +258,10 @@ describe("secret canary", () => {
   });
 
   it("section 20: a Slack-started run with canaries and every rule's sample in a question, pair shapes, a tool result and model text, and unhandled Slack payloads: none in any surface or log line", async () => {
-    const pairs = () => ({
+    // Every sample goes in three places (the question, the model's text, a tool's arguments and so its echoed
+    // result): more copies would take the Slack message that carries the script over the 32,768 characters a
+    // message may have (section 3).
+    const pairs = (withSamples = true) => ({
       header_pairs: [["X-Api-Key", canary()]],
       named: [{ name: "Cookie", value: `sid=${canary()}` }],
       keyed: [{ key: "Authorization", value: canary() }],
@@ -240,7 +271,7 @@ describe("secret canary", () => {
       license_key: canary(),
       azure: `DefaultEndpointsProtocol=https;AccountName=a;AccountKey=${canary()};EndpointSuffix=core.windows.net`,
       in_text: `sent headers [["X-Api-Key","${canary()}"]] and {"name":"Cookie","value":"${canary()}"}; ran mysql --password ${canary()}`,
-      samples: SECRET_SAMPLES.map((x) => x.value),
+      ...(withSamples ? { samples: SECRET_SAMPLES.map((x) => x.value) } : {}),
     });
     samplePieces.push(...SAMPLE_SECRETS.flatMap(piecesOf));
     const allSamples = SECRET_SAMPLES.map((x) => x.value).join(" ");
@@ -253,15 +284,17 @@ describe("secret canary", () => {
       },
       { tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-20", arguments: { question } }] },
       {
-        tool_calls: [{ tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-20", arguments: { title: "canary 20", ...pairs() } }],
+        tool_calls: [
+          { tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-20", arguments: { title: "canary 20", ...pairs(false) } },
+        ],
       },
-      { text: `done with secret=${canary()} ${allSamples}` },
+      { text: `done with secret=${canary()}` },
     ];
     const eventId = `EvCanary${randomBytes(4).toString("hex")}`;
     const ts = `${Math.floor(Date.now() / 1000)}.000100`;
     const mentionEvent = { type: "app_mention", user: REQUESTER, channel: "C0CANARY1", ts, text: `<@${BOT}> ${scriptMessage(script)}` };
     expect((await postSlackEvent(`${server.url}/slack/events`, SLACK_SECRET, eventEnvelope(mentionEvent, eventId, BOT))).status).toBe(200);
-    const { run_id: runId } = (await (await server.api(`/api/deliveries/${eventId}`)).json()) as { run_id: string };
+    const { run_id: runId } = (await (await server.api(`/api/deliveries/${eventId}?source=slack`)).json()) as { run_id: string };
 
     // Signed payloads no listener takes, carrying canaries: acknowledged, and logged nowhere.
     const unhandled = [
@@ -323,7 +356,7 @@ describe("secret canary", () => {
       const parsed = JSON.parse(text) as { status: string; slack_posts_pending: number };
       return parsed.status === "running" || parsed.slack_posts_pending > 0 ? undefined : text;
     });
-    expect(JSON.parse(summaryText).status).toBe("completed");
+    expect(JSON.parse(summaryText).status, summaryText.slice(0, 2000)).toBe("completed");
 
     const stream = await (await server.api(`/api/runs/${runId}/events`, { headers: { accept: "text/event-stream" } })).text();
     for (const type of ["assistant_message", "human_input_requested", "approval_requested", "tool_execution", "run_completed"]) {

@@ -59,7 +59,7 @@ function mention(text: string, extra: Record<string, unknown> = {}) {
 }
 
 async function receipt(deliveryId: string) {
-  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
+  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}?source=slack`);
   return { status: res.status, json: res.status === 200 ? ((await res.json()) as { run_id: string; channel_id: string }) : null };
 }
 

@@ -90,7 +90,7 @@ async function startBySlack(tool: string, args: Record<string, unknown>): Promis
   await expect
     .poll(
       async () => {
-        const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(id)}`);
+        const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(id)}?source=slack`);
         if (res.status === 200) found.receipt = (await res.json()) as { run_id: string };
         return found.receipt !== undefined;
       },

@@ -45,7 +45,7 @@ async function startBySlack(target: WorkerServer, text: string, channel = CHANNE
   const event = { type: "app_mention", user: REQUESTER, text: `<@${BOT}> ${text}`, ts: ts(), channel, ...extra };
   const res = await e2e.postEvent(e2e.envelope(event, id), {}, target);
   expect(res.status).toBe(200);
-  const receipt = await target.api(`/api/deliveries/${encodeURIComponent(id)}`);
+  const receipt = await target.api(`/api/deliveries/${encodeURIComponent(id)}?source=slack`);
   expect(receipt.status).toBe(200);
   return ((await receipt.json()) as { run_id: string }).run_id;
 }

@@ -54,11 +54,11 @@ async function mention(
 }
 
 async function receiptStatus(deliveryId: string): Promise<number> {
-  return (await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`)).status;
+  return (await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}?source=slack`)).status;
 }
 
 async function runOf(deliveryId: string): Promise<string> {
-  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}`);
+  const res = await e2e.server.api(`/api/deliveries/${encodeURIComponent(deliveryId)}?source=slack`);
   expect(res.status).toBe(200);
   return ((await res.json()) as { run_id: string }).run_id;
 }

@@ -8,7 +8,8 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { McpProbeCache } from "../../src/operate/health";
 import { handleHealth } from "../../src/operate/health-route";
-import { api, TOKEN } from "./helpers";
+import { handleConsoleRequest } from "../../src/console/console-routes";
+import { api, freshAddress, namedToken, TOKEN } from "./helpers";
 
 const request = (token = TOKEN) => new Request("https://engine.test/api/health", { headers: { authorization: `Bearer ${token}` } });
 /** The health route's waitUntil (last_used_at writes of named tokens): awaited nowhere, like the Worker's. */
@@ -63,5 +64,33 @@ describe("GET /api/health", () => {
       (err: { status?: number }) => err,
     );
     expect((wrongToken as { status?: number }).status).toBe(401);
+  });
+
+  it("with a bad configuration, a valid named viewer token gets the answer, not 401 then 429 (issue 29)", async () => {
+    const viewer = await namedToken(["viewer"]);
+    const bad = { ...env, MAX_TOOL_CALLS: "not-a-number" } as typeof env;
+    const address = freshAddress();
+    const asViewer = () =>
+      new Request("https://engine.test/api/health", { headers: { authorization: `Bearer ${viewer.token}`, "cf-connecting-ip": address } });
+    for (let i = 0; i < 12; i++) {
+      const res = await handleHealth(asViewer(), bad, ctx, new McpProbeCache());
+      expect(res.status, `request ${i + 1}`).toBe(503);
+      expect(await res.json()).toMatchObject({ status: "degraded", config: "bad" });
+    }
+  });
+
+  it("with a bad configuration, GET /console names the bad settings only to a valid credential (issue 29)", async () => {
+    const bad = { ...env, MAX_TOOL_CALLS: "not-a-number" } as typeof env;
+    const anonymous = await handleConsoleRequest(new Request("https://engine.test/console"), bad);
+    expect(anonymous.status).toBe(503);
+    const shown = await anonymous.json<Record<string, unknown>>();
+    expect(shown.error).toBe("bad_config");
+    expect(shown).not.toHaveProperty("details");
+    expect(JSON.stringify(shown)).not.toContain("MAX_TOOL_CALLS");
+    const trusted = await handleConsoleRequest(
+      new Request("https://engine.test/console", { headers: { authorization: `Bearer ${TOKEN}` } }),
+      bad,
+    );
+    expect(await trusted.json()).toMatchObject({ error: "bad_config", details: [expect.objectContaining({ path: "MAX_TOOL_CALLS" })] });
   });
 });

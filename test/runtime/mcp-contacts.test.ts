@@ -4,7 +4,11 @@
 // writes nothing.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/config";
 import { readMcpContacts, recordMcpContact } from "../../src/execution/mcp-contacts";
+import { REDACTED } from "../../src/execution/redaction";
+import { handleListMcpServers } from "../../src/http/handlers/mcp-servers";
+import { SECRET_SAMPLES } from "../fixtures/secret-samples";
 
 const MINUTE_MS = 60_000;
 
@@ -49,5 +53,17 @@ describe("MCP contacts", () => {
     const changed = new Date(later.getTime() + 1);
     await recordMcpContact(env.DB, server, { ...same, tools: 9 }, changed);
     expect((await readMcpContacts(env.DB)).get(server)).toMatchObject({ tools: 9, last_contact_at: changed.toISOString() });
+  });
+
+  it("GET /api/mcp/servers shows a server's URL redacted: a token in its path does not come out (issue 29)", async () => {
+    const token = SECRET_SAMPLES.find((s) => s.rule === "gitleaks:github-pat")!.value;
+    const parsed = parseConfig({
+      API_TOKEN: "runtime-test-token-0123456789abcdefghijklmnop",
+      MCP_SERVERS: JSON.stringify({ pathy: { url: `https://mcp.example.com/mcp/${token}?key=q1w2e3r4t5` } }),
+    });
+    if (parsed.state !== "ready") throw new Error("config not ready");
+    const text = await (await handleListMcpServers(env.DB, parsed.config)).text();
+    expect(text).not.toContain(token.slice(4));
+    expect(JSON.parse(text).servers[0].url).toBe(`https://mcp.example.com/mcp/${REDACTED}`);
   });
 });

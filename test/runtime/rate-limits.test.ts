@@ -65,6 +65,18 @@ describe("failed authentications per client address", () => {
     expect(right.status).toBe(204);
   });
 
+  it("counts failed GET /console/session look-ups too (issue 29): a forged cookie is a failed sign-in", async () => {
+    const address = freshAddress();
+    const look = (cookie: string) =>
+      SELF.fetch(`${ORIGIN}/console/session`, { headers: { cookie: `console_session=${cookie}`, "cf-connecting-ip": address } });
+    for (let i = 0; i < 10; i++) expect((await look(`guess${i}.sig`)).status, `look-up ${i + 1}`).toBe(401);
+    const limited = await look("guess.sig");
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+    // The same address's count as the API's.
+    expect((await from(address, "Bearer wrong-token")).status).toBe(429);
+  });
+
   it("the window ends 60 s after its first failure: the object's alarm drops it and failures are 401 again", async () => {
     const address = freshAddress();
     for (let i = 0; i < 11; i++) await from(address, "Bearer wrong-token");

@@ -13,7 +13,8 @@ import { api, sleep, trigger } from "./helpers";
 
 const WAIT_MS = 10_000;
 const planted = [...SAMPLE_SECRETS, ...NAMED_SAMPLES.map((s) => s.secret), ...NAMED_TEXT_SAMPLES.map((s) => s.secret)];
-const allText = SECRET_SAMPLES.map((s) => `${s.rule}: ${s.value}`).join("\n");
+// Numbered, not named by rule: a rule id can hold a piece of its own sample (gitleaks:aws-amazon-bedrock-api-key-…).
+const allText = SECRET_SAMPLES.map((s, i) => `sample ${i}: ${s.value}`).join("\n");
 
 function leaks(surface: string, text: string): string[] {
   const found: string[] = [];

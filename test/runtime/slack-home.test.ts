@@ -7,6 +7,7 @@
 // 0020) and the requester's as the run's index keeps it.
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
+import { recordChannelCheck } from "../../src/slack/channel-checks";
 import { publishHomeNow, recordHomeOpened, refreshHomes } from "../../src/slack/home-publish";
 import { createSlackClient } from "../../src/slack/web-api";
 
@@ -58,10 +59,57 @@ beforeEach(async () => {
     env.DB.prepare(`DELETE FROM slack_home_openers`),
     env.DB.prepare(`DELETE FROM approvals WHERE run_id LIKE 'run_home%'`),
     env.DB.prepare(`DELETE FROM inputs WHERE run_id LIKE 'run_home%'`),
+    env.DB.prepare(`DELETE FROM slack_channel_checks`),
   ]);
 });
 
+const lookups = async (): Promise<number> =>
+  ((await (await fetch(`${standIn}/_calls`)).json()) as Call[]).filter((c) => c.method === "conversations.info").length;
+
 describe("the Home tab's republishing", () => {
+  it("asks conversations.info once per channel, not for every user's tab on every publish; the run's own check serves (issue 29)", async () => {
+    const now = Date.now();
+    for (const user of ["U0HOMEAPP", "U0HOMEAP2", "U0HOMEAP3"]) await recordHomeOpened(env.DB, viewer(user), now);
+    const settingsOf = { ...settings, SLACK_APPROVERS: ["U0HOMEAPP", "U0HOMEAP2", "U0HOMEAP3"] };
+    await pendingApproval("C0HOMEA1", now);
+    await pendingApproval("C0HOMEA2", now);
+    expect(await refreshHomes(env.DB, client, settingsOf, now)).toBeNull();
+    expect(await lookups()).toBe(2);
+    await pendingApproval("C0HOMEA1", now);
+    expect(await refreshHomes(env.DB, client, settingsOf, now + 10 * INTERVAL_MS)).toBeNull();
+    await publishHomeNow(env.DB, client, viewer("U0HOMEAP2"), settingsOf, now + 20 * INTERVAL_MS);
+    expect(await lookups()).toBe(2);
+    expect(await published("U0HOMEAP3")).toHaveLength(2);
+    // A channel the run's outbox checked is not asked again.
+    await recordChannelCheck(env.DB, "C0HOMEA3", true, now);
+    const checked = await pendingApproval("C0HOMEA3", now);
+    expect(await refreshHomes(env.DB, client, settingsOf, now + 30 * INTERVAL_MS)).toBeNull();
+    expect(await lookups()).toBe(2);
+    expect((await published("U0HOMEAPP")).at(-1)).toContain(checked);
+  });
+
+  it("a rate-limited lookup hides nothing that was shown: the tabs wait for Retry-After, then show both (issue 29)", async () => {
+    const now = Date.now();
+    await recordHomeOpened(env.DB, viewer("U0HOMEAPP"), now);
+    const shown = await pendingApproval("C0HOMEB1", now);
+    await publishHomeNow(env.DB, client, viewer("U0HOMEAPP"), settings, now);
+    expect((await published("U0HOMEAPP"))[0]).toContain(shown);
+    const added = await pendingApproval("C0HOMEB2", now);
+    await fetch(`${standIn}/_control`, {
+      method: "POST",
+      body: JSON.stringify({ fail: { count: 1, fault: { kind: "429", retry_after_s: 7 } } }),
+    });
+    const later = now + 10 * INTERVAL_MS;
+    expect(await refreshHomes(env.DB, client, settings, later)).toBe(later + 7_000);
+    // Nothing published while the channel is unknown: the tab still shows the approval it showed.
+    expect(await published("U0HOMEAPP")).toHaveLength(1);
+    expect(await refreshHomes(env.DB, client, settings, later + 7_000)).toBeNull();
+    const views = await published("U0HOMEAPP");
+    expect(views).toHaveLength(2);
+    expect(views[1]).toContain(shown);
+    expect(views[1]).toContain(added);
+  });
+
   it("publishes a change once, holds the next one until the interval has passed, and skips an unchanged list", async () => {
     const now = Date.now();
     await recordHomeOpened(env.DB, viewer("U0HOMEAPP"), now);

@@ -115,6 +115,20 @@ describe("the Slack outbox", () => {
     expect((await calls()).map((c) => c.method)).toEqual(["chat.postMessage"]);
   });
 
+  it("hands the run's own channel check to the Home tab (kept once per channel, contract section 19)", async () => {
+    const heard: [string, boolean][] = [];
+    await withOutbox(async (sql) => {
+      const outbox = new SlackOutbox(sql, { ...settings, SLACK_ALLOW_EXTERNAL_CHANNELS: false }, undefined, undefined, (channel, allowed) =>
+        heard.push([channel, allowed]),
+      );
+      outbox.init(target);
+      outbox.enqueueEvent(event("assistant_message", { text: "hello" }), Date.now());
+      await deliverAll(outbox, Date.now());
+    });
+    expect(heard).toEqual([[target.channel_id, true]]);
+    expect((await calls()).filter((c) => c.method === "conversations.info")).toHaveLength(1);
+  });
+
   it("posts a run's events in order, keeps the approval's ts for its update, and never posts a secret", async () => {
     const approvalTs = await withOutbox(async (sql) => {
       const outbox = new SlackOutbox(sql, settings);

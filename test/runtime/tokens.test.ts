@@ -118,6 +118,21 @@ describe("using a named token", () => {
     expect(JSON.stringify(await (await api("/api/tokens")).json())).not.toContain(token);
   });
 
+  it("GET /api/tokens shows an owner redacted as the audit log shows it (issue 29)", async () => {
+    // An owner that holds a secret-looking value (a GitLab token's shape): the audit entry redacts it.
+    const secret = ["gl", "pat-", "0a1b2c3d4e5f6789abcd"].join("");
+    const { name, body } = await made(["viewer"], { owner: `access:${secret}@example.com` });
+    expect(body.owner).toBe("access:[redacted]@example.com");
+    const { results } = await env.DB.prepare("SELECT details FROM audit_log WHERE target = ?1 AND action = 'token.create'")
+      .bind(`token:${name}`)
+      .all<{ details: string }>();
+    const audited = JSON.parse(results[0]?.details ?? "{}").owner;
+    expect(audited).toBe("access:[redacted]@example.com");
+    const listing = await (await api("/api/tokens")).text();
+    expect(listing).not.toContain(secret);
+    expect(JSON.parse(listing).tokens.find((t: any) => t.name === name).owner).toBe(audited);
+  });
+
   it("writes last_used_at at most once a minute", async () => {
     const { name, token } = await made(["viewer"]);
     expect((await row(name))?.last_used_at).toBeNull();

@@ -48,6 +48,54 @@ describe("the value rules", () => {
   });
 });
 
+describe("gitleaks' prefix rules an outside check found passing unredacted (issue 29)", () => {
+  const cat = (...parts: string[]) => parts.join("");
+  const hex = (n: number) => "0a1b2c3d4e5f6789".repeat(8).slice(0, n);
+  const alnum = (n: number) => "Qm7pX2vR9kT4wZ8nB3cL6hJ1".repeat(8).slice(0, n);
+  // Written by hand from gitleaks' rule descriptions, not generated: each under a key that names nothing secret.
+  const found: [string, string][] = [
+    ["PyPI upload token", cat("py", "pi-AgEIcHlwaS5vcmc", alnum(60))],
+    ["DigitalOcean PAT", cat("do", "p_v1_", hex(64))],
+    ["Twilio API key", cat("S", "K", hex(32))],
+    ["age secret key", cat("AGE-SECRET", "-KEY-1", "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L".repeat(2).slice(0, 58))],
+    ["Postman API token", cat("PM", "AK-", hex(24), "-", hex(34))],
+    ["Pulumi API token", cat("pu", "l-", hex(40))],
+    ["RubyGems API token", cat("ruby", "gems_", hex(48))],
+    ["Sentry user token", cat("sntr", "yu_", hex(64))],
+    ["Doppler API token", cat("dp", ".pt.", alnum(43))],
+    ["Prefect API token", cat("pn", "u_", alnum(36))],
+    ["Azure AD client secret", cat("abc8", "Q~", alnum(34))],
+  ];
+
+  it.each(found)("%s is redacted under an innocent key, in a list and inside text", (_name, value) => {
+    const out = JSON.stringify(redactSecrets({ note: value, list: [value], description: `deployed with ${value} today` }));
+    for (const piece of piecesOf(value)) expect(out).not.toContain(piece);
+    expect(out).toContain("deployed with");
+    expect(redactText(`x ${value}`)).toBe(`x ${REDACTED}`);
+  });
+
+  it("the generated rules are gitleaks' prefix rules, and its context rules are left to the key-name rules", () => {
+    const ids = VALUE_RULES.map((r) => r.id);
+    for (const id of [
+      "pypi-upload-token",
+      "digitalocean-pat",
+      "twilio-api-key",
+      "age-secret-key",
+      "azure-ad-client-secret",
+      "atlassian-api-token",
+    ]) {
+      expect(ids).toContain(`gitleaks:${id}`);
+    }
+    expect(ids).not.toContain("gitleaks:generic-api-key");
+    expect(ids.filter((id) => id.startsWith("gitleaks:")).length).toBeGreaterThanOrEqual(100);
+  });
+
+  it("a git commit id is not taken for a secret", () => {
+    const sha = "9fceb02d0ae598e95dc970b74767f19372d61af8";
+    expect(redactText(`merged ${sha}`)).toBe(`merged ${sha}`);
+  });
+});
+
 describe("credentials by name", () => {
   it.each(NAMED_SAMPLES.map((s) => [s.shape, s] as const))("%s: redacted as a structure and as JSON text", (_shape, sample) => {
     expect(JSON.stringify(redactSecrets({ args: sample.value }))).not.toContain(sample.secret);

@@ -1,10 +1,11 @@
 // GET /api/mcp/servers (contract section 21, viewer): each server of
 // MCP_SERVERS as last seen, from the host config (name, URL without query or
-// user info, whether headers are sent, trust_annotations) and the contacts
+// user info and redacted, whether headers are sent, trust_annotations) and the contacts
 // the Run Durable Objects recorded in D1 (src/execution/mcp-contacts.ts).
 // Header values never appear.
 import type { HostConfig } from "../../config/config";
 import { readMcpContacts } from "../../execution/mcp-contacts";
+import { redactText } from "../../execution/redaction";
 import { readGrantSummaries } from "../../mcp-oauth/oauth-store";
 import type { mcpServersListingSchema } from "../../wire/listing-schemas";
 import type { z } from "zod";
@@ -36,8 +37,8 @@ export async function handleListMcpServers(db: D1Database, config: HostConfig): 
   return jsonResponse(200, listing);
 }
 
-/** Origin and path only: a query or user info may carry a credential. */
+/** Origin and path only (a query or user info may carry a credential), redacted as every text is: a path may hold a token. */
 function shownUrl(url: string): string {
   const parsed = new URL(url);
-  return `${parsed.origin}${parsed.pathname}`;
+  return redactText(`${parsed.origin}${parsed.pathname}`);
 }

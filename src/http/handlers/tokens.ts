@@ -13,6 +13,7 @@ import {
   TOKEN_NAME_PATTERN,
   type TokenRecord,
 } from "../../auth/token-store";
+import { redactText } from "../../execution/redaction";
 import { apiError, jsonResponse } from "../api-error";
 import { readJsonBody } from "../request-body";
 
@@ -36,12 +37,17 @@ export const tokenCreateSchema = z
   })
   .strict();
 
+/** An owner as the audit log shows it (its details go through redactSecrets): redacted as any text is. */
+function shownOwner(owner: string | null): string | null {
+  return owner === null ? null : redactText(owner);
+}
+
 /** The listing's view of a token: everything but its value (D1 keeps only its SHA-256 anyway). */
 function view(record: TokenRecord) {
   return {
     name: record.name,
     roles: record.roles,
-    owner: record.owner,
+    owner: shownOwner(record.owner),
     created_at: record.created_at,
     expires_at: record.expires_at,
     last_used_at: record.last_used_at,
@@ -82,7 +88,7 @@ export async function handleCreateToken(request: Request, db: D1Database, audit:
     name: record.name,
     token,
     roles: record.roles,
-    owner: record.owner,
+    owner: shownOwner(record.owner),
     created_at: record.created_at,
     expires_at: record.expires_at,
   });

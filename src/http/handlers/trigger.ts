@@ -15,7 +15,7 @@ import type { Principal } from "../../auth/principal";
 import { grants } from "../../auth/roles";
 import { lacksRole } from "../../auth/authorize";
 import { countTrigger } from "../../auth/rate-limits";
-import { getDelivery } from "../deliveries";
+import { getDelivery, principalNamespace } from "../deliveries";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, triggerBodySchema);
@@ -49,7 +49,7 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
   }
 
   // Contract section 18: a trigger whose delivery identity is already known is never counted (its receipt answers).
-  if (deliveryId === undefined || (await getDelivery(env.DB, deliveryId)) === null) {
+  if (deliveryId === undefined || (await getDelivery(env.DB, principalNamespace(principal.id), deliveryId)) === null) {
     await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
   }
 
