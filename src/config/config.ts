@@ -3,7 +3,7 @@
 // every /api route) instead of running half-configured; a missing API_TOKEN is
 // 503 not_configured, so the API fails closed.
 import { registerExactSecret } from "../execution/redaction";
-import { setLogLevel } from "../operate/logger";
+import { setLogLevel } from "./log-level";
 import { z } from "zod";
 import { rolesSchema } from "../auth/roles";
 import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX } from "../policy/approver-patterns";

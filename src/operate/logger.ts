@@ -9,7 +9,9 @@
 // Workers runtime already provides (console.* is what Workers Logs collects).
 import { redactSecrets, redactText } from "../execution/redaction";
 
-export type LogLevel = "debug" | "info" | "warn" | "error";
+import { type LogLevel, logLevel } from "../config/log-level";
+
+export type { LogLevel } from "../config/log-level";
 
 /** Fields a line may carry; run_id and tool_call_id are the ones an incident searches by. */
 export interface LogFields {
@@ -42,16 +44,8 @@ function normalise(fields: LogFields): Record<string, unknown> {
 }
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
-/** The least level written (LOG_LEVEL, contract section 13; set when the host config is read). */
-let threshold: LogLevel = "info";
-
-/** Lines below `level` are not written: `warn` keeps only problems, `info` adds a run's life (section 22). */
-export function setLogLevel(level: LogLevel): void {
-  threshold = level;
-}
-
 function write(level: LogLevel, msg: string, fields?: LogFields): void {
-  if (RANK[level] < RANK[threshold]) return;
+  if (RANK[level] < RANK[logLevel()]) return;
   SINK[level](logLine(level, msg, fields));
 }
 

@@ -4,7 +4,8 @@
 // credential, a token inside an error, at any depth.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config/config";
-import { logger, logLine, setLogLevel } from "../../src/operate/logger";
+import { setLogLevel } from "../../src/config/log-level";
+import { logger, logLine } from "../../src/operate/logger";
 import { lifecycleLine } from "../../src/operate/run-log";
 
 describe("logLine", () => {
