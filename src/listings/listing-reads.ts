@@ -61,7 +61,9 @@ export async function page<R extends Record<string, unknown>>(
   }
   const order = keyset.columns.map((c) => `${c} DESC`).join(", ");
   // `withAsker`: the run's requester and request beside each row, from the runs index (its primary key).
-  const from = withAsker ? `${table} LEFT JOIN (SELECT ${ASKER_COLUMNS} FROM runs) AS asker ON asker.asker_run_id = ${table}.run_id` : table;
+  const from = withAsker
+    ? `${table} LEFT JOIN (SELECT ${ASKER_COLUMNS} FROM runs) AS asker ON asker.asker_run_id = ${table}.run_id`
+    : table;
   const select = withAsker ? `${table}.*, asker.*` : "*";
   const { results } = await db
     .prepare(`SELECT ${select} FROM ${from} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${order} LIMIT ?`)
