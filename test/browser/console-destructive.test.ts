@@ -63,7 +63,7 @@ async function questionAsked(text: string): Promise<{ runId: string; inputId: st
   return { runId, inputId };
 }
 
-/** Where a checkbox stands against its label's words: on the same line, and how many pixels before them. */
+/** Where a checkbox stands against its label's words: on the same line, how many pixels before them, and how wide it is. */
 const checkboxBeside = (form: Locator, name: string) =>
   form.getByRole("checkbox", { name }).evaluate((box) => {
     const words = Array.from(box.closest("label")!.childNodes).filter(
@@ -73,7 +73,8 @@ const checkboxBeside = (form: Locator, name: string) =>
     range.selectNodeContents(words.at(-1)!);
     const b = box.getBoundingClientRect();
     const t = range.getBoundingClientRect();
-    return { sameLine: Math.abs((b.top + b.bottom) / 2 - (t.top + t.bottom) / 2) < 6, gap: Math.round(t.left - b.right) };
+    // Its own width too: a checkbox stretched across the line draws its box far from the words, whatever the gap.
+    return { sameLine: Math.abs((b.top + b.bottom) / 2 - (t.top + t.bottom) / 2) < 6, gap: Math.round(t.left - b.right), width: b.width };
   });
 
 /** The question form's layout at one viewport: checkboxes beside their labels, Cancel outlined (not the primary's fill). */
@@ -139,6 +140,7 @@ describe("an MCP server's question mid-call in Chromium", () => {
       expect(layout.urgent.sameLine, viewport).toBe(true);
       expect(layout.urgent.gap, viewport).toBeGreaterThanOrEqual(0);
       expect(layout.urgent.gap, viewport).toBeLessThanOrEqual(16);
+      expect(layout.urgent.width, viewport).toBeLessThanOrEqual(24);
       expect(layout.cancelFilledLikeAccept, viewport).toBe(false);
       expect(layout.cancelFill, viewport).toBe("rgba(0, 0, 0, 0)");
       await screenshot(viewport === "phone" ? ui.phone : ui.page, `question-form-${viewport}`);
