@@ -310,7 +310,12 @@ describe("GET /api/approvals", () => {
       );
       index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Sure?", expires_at: at(9) }, at(2));
     });
-    const asked = { user_id: "U-ada", requested_by: "token:slack-app", on_behalf_of: "slack:T1:U-ada", request: "please delete the old dashboard" };
+    const asked = {
+      user_id: "U-ada",
+      requested_by: "token:slack-app",
+      on_behalf_of: "slack:T1:U-ada",
+      request: "please delete the old dashboard",
+    };
     const [approval] = (await getJson("/api/approvals?status=pending")).body.approvals;
     expect(approval).toMatchObject({ approval_id: approvalId, destructive: true, ...asked });
     const [input] = (await getJson("/api/inputs?status=pending")).body.inputs;

@@ -24,7 +24,7 @@ const CHROMIUM_FLAGS = [
   "--disable-sync",
 ];
 /** The phone the console is judged on (contract section 16, issue 29): a 390 x 844 CSS-pixel viewport. */
-export const PHONE_VIEWPORT = { width: 390, height: 844 };
+const PHONE_VIEWPORT = { width: 390, height: 844 };
 /** Where the browser suites' screenshots go (TEST_OUTPUT_DIR overrides it; not committed). */
 const SCREENSHOT_DIR = resolve(process.env.TEST_OUTPUT_DIR ?? resolve(import.meta.dirname, "../../test-output"), "console");
 

@@ -10,7 +10,7 @@ export interface Asker {
 }
 
 /** "ada asked", "svc asked on behalf of ada", or "The request" when nobody is known. */
-export function askedByWords(asker: Asker): string {
+function askedByWords(asker: Asker): string {
   if (!asker.by) return "The request";
   return asker.on_behalf_of ? `${asker.by} asked on behalf of ${asker.on_behalf_of}` : `${asker.by} asked`;
 }
