@@ -67,7 +67,13 @@ export function DecidedOutcome({
   const by = voters.length > 0 ? ` by ${voters.join(", ")}` : "";
   return (
     <div class="decided" data-decision={decision}>
-      <p>Decision sent: {decision === "pending" ? `your approve counted${by}; another person must approve` : `${decision}${by}`}.</p>
+      <p>
+        Decision sent:{" "}
+        {decision === "pending"
+          ? `your approve counted (approved so far${voters.length > 0 ? `: ${voters.join(", ")}` : ""}); another person must approve`
+          : `${decision}${by}`}
+        .
+      </p>
       {decision === "denied" ? (
         <p class="ran" data-ran="no">
           It did not run: denied.
