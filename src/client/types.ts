@@ -323,7 +323,7 @@ export interface RunListItem {
 
 export type ApprovalStatus = "pending" | "approved" | "denied" | "expired" | "cancelled";
 
-export interface ApprovalListItem {
+export interface ApprovalListItem extends AskedBy {
   approval_id: string;
   run_id: string;
   channel_id: string;
@@ -345,11 +345,26 @@ export interface ApprovalListItem {
   required?: number;
   approvers?: string[] | null;
   approvals?: ApprovalVote[];
+  /** The tool's server gave it `destructiveHint: true` (contract section 21); absent otherwise, and from older servers. */
+  destructive?: boolean;
+}
+
+/**
+ * Who asked for an approval or a question and what for, from the runs index
+ * (absent while the run is not indexed yet, and from older servers): as on
+ * RunListItem.
+ */
+export interface AskedBy {
+  user_id?: string;
+  requested_by?: string;
+  on_behalf_of?: string;
+  /** The run's message, redacted, cut to its first 200 characters. */
+  request?: string;
 }
 
 export type InputStatus = "pending" | "answered" | "expired" | "cancelled";
 
-export interface InputListItem {
+export interface InputListItem extends AskedBy {
   tool_call_id: string;
   run_id: string;
   channel_id: string;
@@ -358,6 +373,8 @@ export interface InputListItem {
   input_id?: string;
   /** An MCP question's form: the elicitation's requestedSchema as the server gave it. */
   requested_schema?: Record<string, unknown>;
+  /** The tool that asks: `human__ask`, or the MCP tool asking mid-call (absent on questions indexed before it, and from older servers). */
+  tool_name?: string;
   requested_at: string;
   expires_at: string;
   status: InputStatus;

@@ -4,8 +4,10 @@
 // added meanwhile never shift a page. Plain functions over a minimal D1-like
 // interface, so a test can stand a stalled database in for D1.
 import { toProjection, type MutationOutcomeProjection, type MutationOutcomeRow } from "../outcomes/mutation-outcomes";
+import { HUMAN_ASK_TOOL } from "../execution/tool-calls";
 import { decodeCursor, encodeCursor } from "./cursor";
 import type {
+  AskedBy,
   ApprovalListItem,
   ApprovalsQuery,
   InputListItem,
@@ -48,6 +50,7 @@ export async function page<R extends Record<string, unknown>>(
   filters: { sql: string; value: unknown }[],
   limit: number,
   cursor: string | undefined,
+  withAsker = false,
 ): Promise<{ rows: R[]; next_cursor: string | null }> {
   const where = filters.map((f) => f.sql);
   const values = filters.map((f) => f.value);
@@ -57,13 +60,39 @@ export async function page<R extends Record<string, unknown>>(
     values.push(...key);
   }
   const order = keyset.columns.map((c) => `${c} DESC`).join(", ");
+  // `withAsker`: the run's requester and request beside each row, from the runs index (its primary key).
+  const from = withAsker
+    ? `${table} LEFT JOIN (SELECT ${ASKER_COLUMNS} FROM runs) AS asker ON asker.asker_run_id = ${table}.run_id`
+    : table;
+  const select = withAsker ? `${table}.*, asker.*` : "*";
   const { results } = await db
-    .prepare(`SELECT * FROM ${table} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${order} LIMIT ?`)
+    .prepare(`SELECT ${select} FROM ${from} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY ${order} LIMIT ?`)
     .bind(...values, limit + 1)
     .all<R>();
   const rows = results.slice(0, limit);
   const last = rows[rows.length - 1];
   return { rows, next_cursor: results.length > limit && last ? encodeCursor(keyset.keyOf(last)) : null };
+}
+
+/** The runs index's columns a listing joins in, renamed so none shadows the listed table's own. */
+const ASKER_COLUMNS =
+  "run_id AS asker_run_id, user_id AS asker_user_id, requested_by AS asker_requested_by, on_behalf_of AS asker_on_behalf_of, request AS asker_request";
+
+interface AskerColumns {
+  asker_user_id?: string | null;
+  asker_requested_by?: string | null;
+  asker_on_behalf_of?: string | null;
+  asker_request?: string | null;
+}
+
+/** Who asked and what for (contract section 16), from the joined runs row; nothing while the run is not indexed. */
+function askedBy(r: AskerColumns): AskedBy {
+  const out: AskedBy = {};
+  if (typeof r.asker_user_id === "string") out.user_id = r.asker_user_id;
+  if (typeof r.asker_requested_by === "string") out.requested_by = r.asker_requested_by;
+  if (typeof r.asker_on_behalf_of === "string") out.on_behalf_of = r.asker_on_behalf_of;
+  if (typeof r.asker_request === "string") out.request = r.asker_request;
+  return out;
 }
 
 const keyOfColumns =
@@ -125,7 +154,7 @@ export async function listRuns(db: ListingDb, query: RunsQuery): Promise<Page<Ru
 
 // ---- approvals ------------------------------------------------------------------------
 
-interface ApprovalRow extends Record<string, unknown> {
+interface ApprovalRow extends Record<string, unknown>, AskerColumns {
   approval_id: string;
   run_id: string;
   channel_id: string;
@@ -145,6 +174,8 @@ interface ApprovalRow extends Record<string, unknown> {
   approvals_json: string | null;
   /** Contract section 19 (migrations/0020); NULL on approvals indexed before it. */
   hidden_json: string | null;
+  /** Contract section 21 (migrations/0023): 1 for a destructiveHint tool. */
+  destructive?: number | null;
 }
 
 const APPROVALS_KEY = ["requested_at", "approval_id"];
@@ -152,15 +183,16 @@ const APPROVALS_KEY = ["requested_at", "approval_id"];
 export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promise<Page<ApprovalListItem>> {
   const filters = [];
   // Written to match the partial indexes approvals_pending / approvals_resolved.
-  if (query.status === "pending") filters.push({ sql: "status = ?", value: "pending" });
-  if (query.status === "resolved") filters.push({ sql: "status <> ?", value: "pending" });
+  if (query.status === "pending") filters.push({ sql: "approvals.status = ?", value: "pending" });
+  if (query.status === "resolved") filters.push({ sql: "approvals.status <> ?", value: "pending" });
   const { rows, next_cursor } = await page<ApprovalRow>(
     db,
     "approvals",
-    { columns: APPROVALS_KEY, keyOf: keyOfColumns(...APPROVALS_KEY) },
+    { columns: APPROVALS_KEY.map((c) => `approvals.${c}`), keyOf: keyOfColumns(...APPROVALS_KEY) },
     filters,
     query.limit,
     query.cursor,
+    true,
   );
   return {
     items: rows.map((r) => ({
@@ -182,6 +214,8 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
       required: r.required ?? 1,
       approvers: r.approvers_json === null ? null : (JSON.parse(r.approvers_json) as string[]),
       approvals: r.approvals_json === null ? [] : (JSON.parse(r.approvals_json) as { by: string; at: string }[]),
+      ...(r.destructive === 1 ? { destructive: true } : {}),
+      ...askedBy(r),
     })),
     next_cursor,
   };
@@ -190,13 +224,15 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
 // ---- inputs ------------------------------------------------------------------------------
 
 /** A row of the inputs table (migration 0021: one per question, keyed by input_key). */
-interface InputRow extends Record<string, unknown> {
+interface InputRow extends Record<string, unknown>, AskerColumns {
   run_id: string;
   input_key: string;
   tool_call_id: string;
   /** An MCP question's id and form (JSON text); NULL for human__ask. */
   input_id: string | null;
   requested_schema: string | null;
+  /** The MCP tool that asked; NULL for human__ask (and on MCP questions indexed before migration 0021). */
+  tool_name: string | null;
   channel_id: string;
   question: string;
   requested_at: string;
@@ -207,14 +243,15 @@ interface InputRow extends Record<string, unknown> {
 const INPUTS_KEY = ["requested_at", "run_id", "input_key"];
 
 export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Page<InputListItem>> {
-  const filters = query.status === undefined ? [] : [{ sql: "status = ?", value: query.status }];
+  const filters = query.status === undefined ? [] : [{ sql: "inputs.status = ?", value: query.status }];
   const { rows, next_cursor } = await page<InputRow>(
     db,
     "inputs",
-    { columns: INPUTS_KEY, keyOf: keyOfColumns(...INPUTS_KEY) },
+    { columns: INPUTS_KEY.map((c) => `inputs.${c}`), keyOf: keyOfColumns(...INPUTS_KEY) },
     filters,
     query.limit,
     query.cursor,
+    true,
   );
   return {
     items: rows.map((r) => ({
@@ -224,9 +261,11 @@ export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Pag
       question: r.question,
       ...(r.input_id !== null ? { input_id: r.input_id } : {}),
       ...(r.requested_schema !== null ? { requested_schema: JSON.parse(r.requested_schema) as Record<string, unknown> } : {}),
+      ...(r.tool_name !== null ? { tool_name: r.tool_name } : r.input_id === null ? { tool_name: HUMAN_ASK_TOOL } : {}),
       requested_at: r.requested_at,
       expires_at: r.expires_at,
       status: r.status,
+      ...askedBy(r),
     })),
     next_cursor,
   };

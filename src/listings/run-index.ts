@@ -68,8 +68,8 @@ export interface InputResolution {
   status: Exclude<InputListItem["status"], "pending">;
 }
 
-/** A question's mark: the listing item and, for an MCP question, the tool that asked (kept in the index only, never listed). */
-export type InputMark = InputListItem & { tool_name?: string };
+/** A question's mark: the listing item, for an MCP question with the tool that asked. */
+export type InputMark = InputListItem;
 
 /**
  * What the run's object knows about its run that its events do not carry: the
@@ -111,7 +111,7 @@ const approvalResolutionSchema = z
 const voteMarkSchema = z
   .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
-const inputMarkSchema = inputListItemSchema.extend({ tool_name: z.string().optional() });
+const inputMarkSchema = inputListItemSchema;
 const inputResolutionSchema = z
   .object({
     run_id: z.string(),
@@ -120,6 +120,11 @@ const inputResolutionSchema = z
     status: inputStatusSchema.exclude(["pending"]),
   })
   .strip();
+
+/** approval_requested's annotations say destructiveHint: true (contract section 21). */
+function isDestructive(annotations: unknown): boolean {
+  return typeof annotations === "object" && annotations !== null && (annotations as { destructiveHint?: unknown }).destructiveHint === true;
+}
 
 /** 0 while waiting, 1 once settled: a mark or an upsert never goes from 1 back to 0. */
 type Rank = 0 | 1;
@@ -274,6 +279,7 @@ export class RunIndex {
           ...(typeof fields.required === "number" ? { required: fields.required } : {}),
           ...(fields.approvers === null || Array.isArray(fields.approvers) ? { approvers: fields.approvers as string[] | null } : {}),
           approvals: [],
+          ...(isDestructive(fields.annotations) ? { destructive: true } : {}),
         });
         return true;
       case "approval_vote":
@@ -469,8 +475,8 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
           .prepare(
             `INSERT INTO approvals (approval_id, run_id, channel_id, tool_call_id, tool_name, level, description, arguments_json,
                                     requested_at, expires_at, status, decided_by, reason, required, approvers_json, approvals_json,
-                                    hidden_json)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    hidden_json, destructive)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, decided_by = excluded.decided_by, reason = excluded.reason,
                approvals_json = excluded.approvals_json
              WHERE approvals.status = 'pending' AND excluded.status <> 'pending'`,
@@ -493,6 +499,7 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
             a.approvers === undefined ? null : JSON.stringify(a.approvers),
             a.approvals === undefined ? null : JSON.stringify(a.approvals),
             a.hidden === undefined ? null : JSON.stringify(a.hidden),
+            a.destructive === true ? 1 : 0,
           )
           .run();
         return;

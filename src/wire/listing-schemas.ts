@@ -77,6 +77,18 @@ export const runsPageSchema = z
 
 // ---- approvals -----------------------------------------------------------------
 
+/**
+ * Who asked for an approval or a question, and what for (contract section 16:
+ * a person deciding from the inbox sees them as on the run's page): the run's
+ * fields from the runs index, absent while the run is not indexed yet.
+ */
+const askedByFields = {
+  user_id: runListItemSchema.shape.user_id.optional(),
+  requested_by: runListItemSchema.shape.requested_by,
+  on_behalf_of: runListItemSchema.shape.on_behalf_of,
+  request: runListItemSchema.shape.request,
+};
+
 export const approvalStatusSchema = z.enum(["pending", "approved", "denied", "expired", "cancelled"]);
 
 export const approvalListItemSchema = z
@@ -109,6 +121,11 @@ export const approvalListItemSchema = z
       .array(z.object({ by: z.string(), at: isoTime }).strict())
       .optional()
       .meta({ description: "Every counted approve so far, in order." }),
+    destructive: z
+      .boolean()
+      .optional()
+      .meta({ description: "The tool's server gave it destructiveHint: true (contract section 21); absent otherwise." }),
+    ...askedByFields,
   })
   .strict()
   .meta({ id: "ApprovalListItem" });
@@ -144,9 +161,14 @@ export const inputListItemSchema = z
       .record(z.string(), z.unknown())
       .optional()
       .meta({ description: "An MCP question's form: the elicitation's requestedSchema as the server gave it." }),
+    tool_name: z
+      .string()
+      .optional()
+      .meta({ description: "The tool that asks: human__ask, or the MCP tool asking mid-call (absent on questions indexed before it)." }),
     requested_at: isoTime,
     expires_at: isoTime,
     status: inputStatusSchema,
+    ...askedByFields,
   })
   .strict()
   .meta({ id: "InputListItem" });
@@ -207,6 +229,8 @@ export const mcpServersListingSchema = z
 export type RunListItem = z.output<typeof runListItemSchema>;
 export type ApprovalListItem = z.output<typeof approvalListItemSchema>;
 export type InputListItem = z.output<typeof inputListItemSchema>;
+/** Who asked and what for, joined from the runs index into the approvals and inputs listings. */
+export type AskedBy = Pick<ApprovalListItem, "user_id" | "requested_by" | "on_behalf_of" | "request">;
 export type RunsQuery = z.output<typeof runsQuerySchema>;
 export type ApprovalsQuery = z.output<typeof approvalsQuerySchema>;
 export type InputsQuery = z.output<typeof inputsQuerySchema>;

@@ -108,7 +108,7 @@ describe.sequential("the console's audit log in Chromium", () => {
     });
   });
 
-  it("a viewer-only token sees no Audit log link and a clear refusal at its URL, and the page asks nothing of the API", async () => {
+  it("a viewer-only token sees no Audit log link and a clear refusal at its URL, and the page asks nothing of the API; no reconcile form either", async () => {
     await withBrowser(async (page, auditReads) => {
       await signIn(page, stack.server.url, viewerToken);
       const nav = page.getByRole("navigation", { name: "Console pages" });
@@ -120,6 +120,12 @@ describe.sequential("the console's audit log in Chromium", () => {
       expect(await refusal.textContent()).toContain("token:looker lacks the admin role");
       expect(await rows(page).count()).toBe(0);
       expect(auditReads).toEqual([]);
+      // The reconcile form is refused up front the same way: no form the API would refuse.
+      await page.goto(`${stack.server.url}/console#/outcomes`);
+      const notReconciler = page.locator("[data-refusal=reconciler]");
+      await notReconciler.waitFor({ timeout: UI_TIMEOUT_MS });
+      expect(await notReconciler.textContent()).toContain("token:looker lacks it");
+      expect(await page.locator("form.reconcile").count()).toBe(0);
     });
   });
 

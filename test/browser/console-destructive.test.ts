@@ -5,11 +5,12 @@
 // delete_dashboard beside its create_dashboard. A question a stateless
 // server asks mid-call is answered with the form built from its
 // requested_schema, on the run's card and in the inbox.
+import type { Locator } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { e2eVars } from "../e2e/global-setup";
 import { STATELESS_API_KEY_HEADER, startStatelessMcpServer, type StatelessMcpServer } from "../support/stateless-mcp-server";
 import { useConsoleSuite } from "../support/browser-session";
-import { waitForSummary } from "../support/console-browser";
+import { screenshot, waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const DELETE = "mcp__demo__delete_dashboard";
@@ -62,6 +63,30 @@ async function questionAsked(text: string): Promise<{ runId: string; inputId: st
   return { runId, inputId };
 }
 
+/** Where a checkbox stands against its label's words: on the same line, how many pixels before them, and how wide it is. */
+const checkboxBeside = (form: Locator, name: string) =>
+  form.getByRole("checkbox", { name }).evaluate((box) => {
+    const words = Array.from(box.closest("label")!.childNodes).filter(
+      (n) => n.nodeType === Node.TEXT_NODE && (n.textContent ?? "").trim() !== "",
+    );
+    const range = document.createRange();
+    range.selectNodeContents(words.at(-1)!);
+    const b = box.getBoundingClientRect();
+    const t = range.getBoundingClientRect();
+    // Its own width too: a checkbox stretched across the line draws its box far from the words, whatever the gap.
+    return { sameLine: Math.abs((b.top + b.bottom) / 2 - (t.top + t.bottom) / 2) < 6, gap: Math.round(t.left - b.right), width: b.width };
+  });
+
+/** The question form's layout at one viewport: checkboxes beside their labels, Cancel outlined (not the primary's fill). */
+async function questionFormLayout(form: Locator) {
+  const fill = (name: string) => form.getByRole("button", { name, exact: true }).evaluate((b) => getComputedStyle(b).backgroundColor);
+  return {
+    urgent: await checkboxBeside(form, "Urgent"),
+    cancelFilledLikeAccept: (await fill("Cancel")) === (await fill("Accept")),
+    cancelFill: await fill("Cancel"),
+  };
+}
+
 const lastResponses = () =>
   stateless
     .seen()
@@ -103,6 +128,24 @@ describe("an MCP server's question mid-call in Chromium", () => {
     const form = ui.page.locator(`form.question-form[data-input-id="${inputId}"]`);
     await form.waitFor({ timeout: UI_TIMEOUT_MS });
     expect(await form.innerText()).toContain('Create the note "from chromium"?');
+    // Judged at both viewports before anything is typed: the same form on the phone page.
+    const phoneForm = ui.phone.locator(`form.question-form[data-input-id="${inputId}"]`);
+    await ui.phone.goto(`${ui.stack.server.url}/console#/runs/${runId}`);
+    await phoneForm.waitFor({ timeout: UI_TIMEOUT_MS });
+    for (const [viewport, f] of [
+      ["desktop", form],
+      ["phone", phoneForm],
+    ] as const) {
+      const layout = await questionFormLayout(f);
+      expect(layout.urgent.sameLine, viewport).toBe(true);
+      expect(layout.urgent.gap, viewport).toBeGreaterThanOrEqual(0);
+      expect(layout.urgent.gap, viewport).toBeLessThanOrEqual(16);
+      expect(layout.urgent.width, viewport).toBeLessThanOrEqual(24);
+      expect(layout.cancelFilledLikeAccept, viewport).toBe(false);
+      expect(layout.cancelFill, viewport).toBe("rgba(0, 0, 0, 0)");
+      await screenshot(viewport === "phone" ? ui.phone : ui.page, `question-form-${viewport}`);
+    }
+    await ui.phone.goto("about:blank");
     await form.locator('[data-field="confirm"] select').selectOption("true");
     await form.locator('[data-field="label"] input').fill("x".repeat(21));
     await form.getByRole("button", { name: "Accept" }).click();

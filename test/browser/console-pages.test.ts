@@ -4,9 +4,10 @@
 // own words and colours, an unknown run is "not found", and the runs list and
 // the navigation show what waits on a person.
 import { describe, expect, it } from "vitest";
+import type { Locator } from "playwright-core";
 import type { ScriptTurn } from "../../src/client";
 import { useConsoleSuite } from "../support/browser-session";
-import { launchConsoleBrowser, signIn, waitForSummary } from "../support/console-browser";
+import { screenshot, waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const LIST = "mcp__demo__list_dashboards";
@@ -57,6 +58,20 @@ async function timeline(): Promise<{ kind: string; sequence: number; id?: string
       ...(li.getAttribute("data-tool-call-id") ? { id: li.getAttribute("data-tool-call-id")! } : {}),
     })),
   );
+}
+
+/** Whether a pill is one box lying within the padding box of its closest `container` (nothing overflows sideways). */
+async function within(pill: Locator, container: string): Promise<boolean> {
+  return pill.evaluate((el, sel) => {
+    const box = el.closest(sel)!;
+    const outer = box.getBoundingClientRect();
+    const style = getComputedStyle(box);
+    const left = outer.left + Number.parseFloat(style.borderLeftWidth);
+    const right = outer.right - Number.parseFloat(style.borderRightWidth);
+    const rects = Array.from(el.getClientRects());
+    // One box (a pill broken over two lines is two), inside the container.
+    return rects.length === 1 && rects.every((r) => r.left >= left - 0.5 && r.right <= right + 0.5);
+  }, container);
 }
 
 /** The card's left border colour and the page's colour for a tone, as the browser computed them. */
@@ -149,6 +164,16 @@ describe.sequential("the console's pages in Chromium", () => {
     expect(await card.getAttribute("data-tone")).toBe("warn");
     expect(await card.getAttribute("data-stage")).toBe("executed"); // the event says it left; the card says nobody knows
     expect(await card.innerText()).toContain("nobody knows whether it happened");
+    // On a phone the warning pills stay inside the card and the heading.
+    await ui.phone.goto(consoleUrl(`#/runs/${runId}`));
+    const phoneCard = ui.phone.locator('li.card[data-tool-call-id="lost-1"]');
+    await expect.poll(() => phoneCard.locator("h3 .stage").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("outcome unknown");
+    await expect.poll(() => ui.phone.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed, outcome unknown");
+    expect(await within(phoneCard.locator("h3 .stage"), 'li.card[data-tool-call-id="lost-1"]')).toBe(true);
+    expect(await within(phoneCard.locator(".outcome .state"), 'li.card[data-tool-call-id="lost-1"]')).toBe(true);
+    expect(await within(ui.phone.locator("h2 .status"), "main")).toBe(true);
+    await screenshot(ui.phone, "run-outcome-unknown-phone");
+    await ui.phone.goto("about:blank");
     const warn = await colours('li.card[data-tool-call-id="lost-1"]', "--warn");
     expect(warn.border).toBe(warn.expected);
     const green = await colours('li.card[data-tool-call-id="lost-1"]', "--ok");
@@ -277,9 +302,8 @@ describe.sequential("the console's pages in Chromium", () => {
   });
 
   it("is usable at phone width: long JSON and long ids wrap, nothing scrolls the page sideways", async () => {
-    const phone = await launchConsoleBrowser({ width: 390, height: 844 });
+    const phone = { page: ui.phone };
     try {
-      await signIn(phone.page, ui.stack.server.url, ui.stack.server.token);
       const long = "x".repeat(600);
       const runId = await trigger(`a very long request ${"y".repeat(400)}`, [
         { tool_calls: [{ tool_name: "mcp__demo__echo", tool_call_id: "echo-1", arguments: { blob: long } }] },
@@ -299,9 +323,10 @@ describe.sequential("the console's pages in Chromium", () => {
       await phone.page.goto(consoleUrl("#/approvals"));
       await phone.page.locator("li[data-approval-id]").first().waitFor({ timeout: UI_TIMEOUT_MS });
       expect(await overflow()).toBe(0);
+      await screenshot(phone.page, "approvals-phone");
       await ui.engine.cancel(runId);
     } finally {
-      await phone.close();
+      await phone.page.goto("about:blank");
     }
     expect(pageErrors).toEqual([]);
   });

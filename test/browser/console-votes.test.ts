@@ -64,6 +64,14 @@ describe("votes in the approval form, in Chromium", () => {
     });
     const ended = await waitForSummary(ui.engine, runId, (s) => (s.status === "completed" ? s : undefined), UI_TIMEOUT_MS);
     expect(ended.status).toBe("completed");
+    // The decided card names every person who approved, not only the last, keeps the arguments decided on, and says it ran.
+    const card = ui.page.locator('li.card[data-tool-call-id="two-1"]');
+    await expect
+      .poll(() => card.locator(".outcome[data-outcome]").getAttribute("data-outcome"), { timeout: UI_TIMEOUT_MS })
+      .toBe("completed");
+    expect(await card.locator("p.meta").innerText()).toContain(`approved by ${ann.principal}, ${bo.principal}`);
+    expect(await card.locator("p.votes").innerText()).toContain(`2 of 2 distinct persons approved: ${ann.principal}, ${bo.principal}`);
+    expect(await card.locator("figure.json pre").textContent()).toContain(`votes ${suffix}`);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -5,9 +5,10 @@
 // cross-origin POST with the cookie is 403, no URL or page storage ever holds
 // the token, and a secret planted in tool arguments never reaches a page.
 import { describe, expect, it } from "vitest";
+import type { Locator } from "playwright-core";
 import type { ScriptTurn } from "../../src/client";
 import { useConsoleSuite } from "../support/browser-session";
-import { signIn, waitForSummary } from "../support/console-browser";
+import { screenshot, signIn, waitForSummary } from "../support/console-browser";
 
 const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
@@ -192,6 +193,20 @@ describe.sequential("the console in Chromium", () => {
     await expect.poll(() => card("cancel-1").innerText()).toContain("cancelled");
   });
 
+  /** Whether the card's state pill lies within the card's padding box, and on how many lines. */
+  const pillInside = (card: Locator) =>
+    card.evaluate((li) => {
+      const pill = li.querySelector(".state, .stage")!;
+      const outer = li.getBoundingClientRect();
+      const style = getComputedStyle(li);
+      const right = outer.right - Number.parseFloat(style.borderRightWidth);
+      const rects = Array.from(pill.getClientRects());
+      return {
+        inside: rects.every((r) => r.left >= outer.left && r.right <= right + 0.5),
+        lines: new Set(rects.map((r) => Math.round(r.top))).size,
+      };
+    });
+
   it("reconciles an outcome_unknown row from the outcomes page, recorded as the session's principal", async () => {
     const armed = await fetch(`${ui.stack.demo.baseUrl}/control/faults`, {
       method: "POST",
@@ -215,6 +230,19 @@ describe.sequential("the console in Chromium", () => {
     const item = ui.page.locator(`li[data-mutation-id="${row!.mutation_id}"]`);
     await item.waitFor({ timeout: UI_TIMEOUT_MS });
     await expectNoSecrets();
+    // Nothing is preselected: the person says what happened, and a form sent without it is refused in the page.
+    expect(await item.locator('input[type="radio"]:checked').count()).toBe(0);
+    await item.getByLabel(/Evidence/).fill("not looked yet");
+    await item.getByRole("button", { name: "Reconcile" }).click();
+    expect(await item.locator('input[type="radio"]:invalid').count()).toBe(2);
+    expect((await ui.engine.mutation(row!.mutation_id)).state).toBe("outcome_unknown");
+    // On a phone the "outcome unknown" pill stays inside its card.
+    await ui.phone.goto(consoleUrl("#/outcomes"));
+    const onPhone = ui.phone.locator(`li[data-mutation-id="${row!.mutation_id}"]`);
+    await onPhone.waitFor({ timeout: UI_TIMEOUT_MS });
+    expect(await pillInside(onPhone)).toEqual({ inside: true, lines: 1 });
+    await screenshot(ui.phone, "outcomes-phone");
+    await ui.phone.goto("about:blank");
     await item.getByLabel("It completed").check();
     await item.getByLabel(/Evidence/).fill("dashboard 'lost' exists in the demo server");
     await item.getByRole("button", { name: "Reconcile" }).click();

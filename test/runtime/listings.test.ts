@@ -276,6 +276,51 @@ describe("GET /api/approvals", () => {
     ]);
     expect((await getJson("/api/approvals?status=approved")).status).toBe(400);
   });
+
+  it("carries who asked and what for from the runs index, and a destructiveHint tool's mark, on approvals and questions", async () => {
+    const runId = newRunId();
+    const approvalId = newApprovalId();
+    const context = {
+      run_id: runId,
+      channel_id: "C-asked",
+      user_id: "U-ada",
+      requested_by: "token:slack-app",
+      on_behalf_of: "slack:T1:U-ada",
+      delivery_id: null,
+      source: "slack" as const,
+      created_at: at(0),
+      request: "please delete the old dashboard",
+    };
+    await indexed((index) => {
+      index.markEvent(context, "run_started", {}, at(0));
+      index.markEvent(
+        context,
+        "approval_requested",
+        {
+          approval_id: approvalId,
+          tool_call_id: "del-1",
+          tool_name: "mcp__demo__delete_dashboard",
+          level: "confirm",
+          description: "Delete a dashboard",
+          arguments: { dashboard_id: "dash-1" },
+          expires_at: at(9),
+          annotations: { destructiveHint: true },
+        },
+        at(1),
+      );
+      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Sure?", expires_at: at(9) }, at(2));
+    });
+    const asked = {
+      user_id: "U-ada",
+      requested_by: "token:slack-app",
+      on_behalf_of: "slack:T1:U-ada",
+      request: "please delete the old dashboard",
+    };
+    const [approval] = (await getJson("/api/approvals?status=pending")).body.approvals;
+    expect(approval).toMatchObject({ approval_id: approvalId, destructive: true, ...asked });
+    const [input] = (await getJson("/api/inputs?status=pending")).body.inputs;
+    expect(input).toMatchObject({ tool_call_id: "ask-1", tool_name: "human__ask", ...asked });
+  });
 });
 
 describe("GET /api/inputs", () => {
@@ -318,6 +363,8 @@ describe("GET /api/inputs", () => {
       run_id: runB,
       channel_id: "C1",
       question: "Q1",
+      // The tool that asks, named for every question (contract section 16).
+      tool_name: "human__ask",
       requested_at: at(1),
       expires_at: at(9),
       status: "pending",
@@ -362,7 +409,7 @@ describe("GET /api/inputs", () => {
       ["call-1:1:owner", "pending"],
       ["call-1:1:team", "answered"],
     ]);
-    // The item as the contract lists it: the tool's name stays in the index.
+    // The item as the contract lists it, with the MCP tool that asks.
     expect(all.items[1]).toEqual({
       tool_call_id: "call-1",
       run_id: runId,
@@ -370,6 +417,7 @@ describe("GET /api/inputs", () => {
       question: "Which owner?",
       input_id: "call-1:1:owner",
       requested_schema: schema,
+      tool_name: "mcp__demo__ask_owner",
       requested_at: at(2),
       expires_at: at(9),
       status: "pending",

@@ -34,6 +34,9 @@ export function useConsoleSuite(options: ConsoleOptions = {}): SignedInConsole {
     get page() {
       return need().page;
     },
+    get phone() {
+      return need().phone;
+    },
     get engine() {
       return need().engine;
     },

@@ -3,9 +3,9 @@
 // a fresh profile per launch, and the operator console's own Worker (wrangler
 // dev with the console on and decision windows long enough for a browser)
 // beside the demo MCP server.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { EngineClient, type RunSummary } from "../../src/client";
 import { e2eVars } from "../e2e/global-setup";
@@ -23,6 +23,19 @@ const CHROMIUM_FLAGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+/** The phone the console is judged on (contract section 16, issue 29): a 390 x 844 CSS-pixel viewport. */
+const PHONE_VIEWPORT = { width: 390, height: 844 };
+/** Where the browser suites' screenshots go (TEST_OUTPUT_DIR overrides it; not committed). */
+const SCREENSHOT_DIR = resolve(process.env.TEST_OUTPUT_DIR ?? resolve(import.meta.dirname, "../../test-output"), "console");
+
+/** Saves a full-page PNG of `page` as `<name>.png` in the screenshot directory; answers its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await mkdir(SCREENSHOT_DIR, { recursive: true });
+  const path = join(SCREENSHOT_DIR, `${name.replace(/[^A-Za-z0-9_.-]/g, "_")}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
 /** 32+ characters, as the config requires; test-only. */
 const CONSOLE_SECRET = "browser-test-console-secret-0123456789abcdef";
 
@@ -122,7 +135,10 @@ export async function waitForSummary<T>(
 export interface SignedInConsole {
   stack: ConsoleStack;
   browser: ConsoleBrowser;
+  /** A desktop viewport (1280 x 900). */
   page: Page;
+  /** A second page of the same browser and session at PHONE_VIEWPORT (390 x 844). */
+  phone: Page;
   engine: EngineClient;
 }
 
@@ -150,7 +166,12 @@ export async function openConsole(options: ConsoleOptions): Promise<SignedInCons
     if (pageErrors !== undefined) page.on("pageerror", (err) => pageErrors.push(err));
     options.watch?.(page);
     if (options.signedIn ?? true) await signIn(page, stack.server.url, stack.server.token);
-    return { stack, browser, page, engine };
+    // The phone shares the context, so the session cookie too: no second sign-in, no second browser.
+    const phone = await browser.context.newPage();
+    await phone.setViewportSize(PHONE_VIEWPORT);
+    if (pageErrors !== undefined) phone.on("pageerror", (err) => pageErrors.push(err));
+    options.watch?.(phone);
+    return { stack, browser, page, phone, engine };
   } catch (err) {
     await closeSignedInConsole(browser, stack);
     throw err;

@@ -50,11 +50,19 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
     case "run":
       return <RunPage key={route.runId} runId={route.runId} focusApproval={route.approvalId} now={now} />;
     case "approvals":
-      return <ApprovalsPage approvals={waiting.approvals} error={waiting.errors.approvals} now={now} reload={waiting.reload.approvals} />;
+      return (
+        <ApprovalsPage
+          approvals={waiting.approvals}
+          error={waiting.errors.approvals}
+          now={now}
+          reload={waiting.reload.approvals}
+          viewer={who?.name}
+        />
+      );
     case "questions":
       return <QuestionsPage inputs={waiting.inputs} error={waiting.errors.inputs} now={now} reload={waiting.reload.inputs} />;
     case "outcomes":
-      return <OutcomesPage mutations={waiting.unknown} error={waiting.errors.unknown} reload={waiting.reload.unknown} />;
+      return <OutcomesPage mutations={waiting.unknown} error={waiting.errors.unknown} reload={waiting.reload.unknown} viewer={who} />;
     case "pool":
       return <PoolPage />;
     case "audit":

@@ -31,7 +31,13 @@ export interface CallCard {
   stage: CallStage;
   approval_required: boolean;
   approval?: PendingApproval;
-  decision?: { decision: "approved" | "denied" | "expired" | "cancelled"; decided_by?: string; reason?: string };
+  decision?: {
+    decision: "approved" | "denied" | "expired" | "cancelled";
+    decided_by?: string;
+    reason?: string;
+    /** Every person who approved, in order (approval_resolved's `approvals`, else the votes and the decider). */
+    approved_by?: string[];
+  };
   question?: { text: string; expires_at: string };
   /** An MCP server's questions mid-call (contract section 21), in the order asked; each answered once. */
   form_questions?: AskedFormQuestion[];
@@ -94,6 +100,15 @@ export function emptyRun(runId: string): RunView {
 function reasonOf(event: object): string | undefined {
   const reason = (event as { reason?: unknown }).reason;
   return typeof reason === "string" && reason !== "" ? reason : undefined;
+}
+
+/** Every person who approved a call: approval_resolved's `approvals` (contract section 19), else the votes seen and the decider. */
+function approvedBy(event: object, card: CallCard): string[] {
+  const listed = (event as { approvals?: unknown }).approvals;
+  const named = Array.isArray(listed) ? listed.flatMap((v: { by?: unknown }) => (typeof v?.by === "string" ? [v.by] : [])) : [];
+  const seen = named.length > 0 ? named : (card.approval?.votes ?? []).map((v) => v.by);
+  const last = (event as { decided_by?: unknown }).decided_by;
+  return typeof last === "string" && last !== "" && !seen.includes(last) ? [...seen, last] : seen;
 }
 
 /** The timeline with run_completed's text shown once: the last message becomes final when it says the same. */
@@ -165,7 +180,12 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       update(event.tool_call_id, (c) => ({
         ...c,
         stage: event.decision === "approved" ? "approved" : c.stage,
-        decision: { decision: event.decision, decided_by: event.decided_by, reason: reasonOf(event) },
+        decision: {
+          decision: event.decision,
+          decided_by: event.decided_by,
+          reason: reasonOf(event),
+          ...(event.decision === "approved" ? { approved_by: approvedBy(event, c) } : {}),
+        },
       }));
       return next;
     case "tool_execution_started":

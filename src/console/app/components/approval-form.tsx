@@ -5,29 +5,9 @@
 import { useState } from "preact/hooks";
 import { engine, errorCode, errorText } from "../api";
 import type { PendingApproval } from "../call-cards";
+import { ApprovalFacts } from "./approval-facts";
+import { DecidedOutcome } from "./decided-outcome";
 import { ErrorLine } from "./error-line";
-import { JsonView } from "./json-view";
-import { TimeLeft } from "./time-left";
-
-/** Contract section 19: how many persons must approve, who did, and who may still decide. */
-function Votes({ approval }: { approval: PendingApproval }) {
-  const { required, votes, approvers } = approval;
-  const who = approvers === null ? "anyone with the approver role" : approvers.join(", ");
-  return (
-    <p class="votes" data-votes={votes.length} data-required={required}>
-      {required > 1 ? (
-        <>
-          <strong>
-            {votes.length} of {required}
-          </strong>{" "}
-          distinct persons approved{votes.length > 0 ? `: ${votes.map((v) => v.by).join(", ")}` : ""}.{" "}
-        </>
-      ) : null}
-      May decide: <span class="approvers">{who}</span>
-      {required > 1 && votes.length > 0 ? " (not those who already voted)" : ""}.
-    </p>
-  );
-}
 
 export function ApprovalForm({
   runId,
@@ -35,18 +15,26 @@ export function ApprovalForm({
   approval,
   now,
   onDone,
+  followUp,
 }: {
   runId: string;
   toolName: string;
   approval: PendingApproval;
   now: number;
   onDone?: () => void;
+  /**
+   * In an inbox (where no run's card takes over once decided): the call and
+   * who is deciding, so the decided card keeps the arguments decided on, names
+   * every person who approved, and follows whether the call ran.
+   */
+  followUp?: { toolCallId: string; viewer: string | undefined };
 }) {
   const [confirmation, setConfirmation] = useState("");
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
+  const [decided, setDecided] = useState<{ decision: "approved" | "denied" | "pending"; voters: string[] }>();
   const id = `a-${approval.approval_id}`;
   const decide = async (decision: "approve" | "deny") => {
     setBusy(true);
@@ -62,6 +50,12 @@ export function ApprovalForm({
           ? `your approve counted, ${answer.votes} of ${answer.required}; another person must approve`
           : answer.decision,
       );
+      const me = followUp?.viewer;
+      const earlier = approval.votes.map((v) => v.by);
+      // Who approved: every earlier vote and this one; a deny names its decider alone.
+      const voters =
+        decision === "deny" ? (me !== undefined ? [me] : []) : [...earlier, ...(me !== undefined && !earlier.includes(me) ? [me] : [])];
+      setDecided({ decision: answer.status === "pending" ? "pending" : answer.decision, voters });
       onDone?.();
     } catch (err) {
       const code = errorCode(err);
@@ -76,6 +70,15 @@ export function ApprovalForm({
       setBusy(false);
     }
   };
+  if (decided && followUp) {
+    const approvedBy = decided.decision === "denied" ? approval.votes : decided.voters.map((by) => ({ by, at: "" }));
+    return (
+      <>
+        <ApprovalFacts approval={{ ...approval, votes: approvedBy }} decided />
+        <DecidedOutcome runId={runId} toolCallId={followUp.toolCallId} decision={decided.decision} voters={decided.voters} />
+      </>
+    );
+  }
   if (done) return <p class="decided">Decision sent: {done}.</p>;
   return (
     <form
@@ -86,28 +89,7 @@ export function ApprovalForm({
         void decide("approve");
       }}
     >
-      {approval.destructive ? (
-        <p class="destructive" data-destructive="true">
-          <strong>Destructive</strong>: its server says this tool may destroy or overwrite data.
-        </p>
-      ) : null}
-      <p>
-        {approval.description} <TimeLeft expiresAt={approval.expires_at} now={now} />
-      </p>
-      <JsonView value={approval.arguments} label="Arguments, whole (nothing cut but secrets)" />
-      {approval.hidden && approval.hidden.length > 0 ? (
-        <div class="hidden-values">
-          <p>Withheld as secrets (the tool gets them):</p>
-          <ul aria-label="Withheld values">
-            {approval.hidden.map((h) => (
-              <li key={h.path} data-hidden-path={h.path}>
-                <code>{h.path === "" ? "(all arguments)" : h.path}</code> ({h.chars} characters)
-              </li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
-      <Votes approval={approval} />
+      <ApprovalFacts approval={approval} now={now} />
       {approval.level === "confirm" ? (
         <p>
           <label for={`${id}-confirm`}>

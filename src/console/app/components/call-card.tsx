@@ -7,9 +7,17 @@ import { useEffect, useRef } from "preact/hooks";
 import type { CallCard as Card } from "../call-cards";
 import { cardVerdict } from "../verdicts";
 import { AnswerForm } from "./answer-form";
+import { ApprovalFacts } from "./approval-facts";
 import { ApprovalForm } from "./approval-form";
 import { OutcomeLine } from "./outcome-line";
 import { QuestionForm } from "./question-form";
+
+/** " by ann, bo": every person who approved (a two-person approval names both), else the one who decided. */
+function deciders(decision: NonNullable<Card["decision"]>): string {
+  const names =
+    decision.approved_by && decision.approved_by.length > 0 ? decision.approved_by : decision.decided_by ? [decision.decided_by] : [];
+  return names.length > 0 ? ` by ${names.join(", ")}` : "";
+}
 
 export function CallCard({
   card,
@@ -52,7 +60,7 @@ export function CallCard({
       <p class="meta">
         call {card.tool_call_id}
         {card.approval_required ? "" : " · no approval needed"}
-        {decision ? ` · ${decision.decision}${decision.decided_by ? ` by ${decision.decided_by}` : ""}` : ""}
+        {decision ? ` · ${decision.decision}${deciders(decision)}` : ""}
         {card.answered_by ? ` · answered by ${card.answered_by}` : ""}
         {card.duration_ms !== undefined ? ` · ${card.duration_ms} ms` : ""}
       </p>
@@ -63,6 +71,12 @@ export function CallCard({
       ) : null}
       {card.stage === "waiting_for_approval" && card.approval && running ? (
         <ApprovalForm runId={runId} toolName={card.tool_name} approval={card.approval} now={now} />
+      ) : card.approval ? (
+        // Decided (or no longer open): the arguments it was decided on stay on the card.
+        <ApprovalFacts
+          approval={decision?.approved_by ? { ...card.approval, votes: decision.approved_by.map((by) => ({ by, at: "" })) } : card.approval}
+          decided
+        />
       ) : null}
       {card.stage === "waiting_for_answer" && card.question && running ? (
         <AnswerForm

@@ -270,7 +270,7 @@ export function QuestionForm({
         <button type="button" class="deny" disabled={busy} onClick={() => void send("decline")}>
           Decline
         </button>{" "}
-        <button type="button" disabled={busy} onClick={() => void send("cancel")}>
+        <button type="button" class="secondary" disabled={busy} onClick={() => void send("cancel")}>
           Cancel
         </button>
       </p>

@@ -1,5 +1,6 @@
 // The reconcile form of one `outcome_unknown` row (contract section 8): what
-// happened, and the evidence a person checked.
+// happened (nothing preselected: the person says which), and the evidence a
+// person checked.
 import { useState } from "preact/hooks";
 import type { MutationOutcome } from "../../../client/types";
 import { engine, errorText } from "../api";
@@ -9,7 +10,7 @@ import { ErrorLine } from "./error-line";
 const EVIDENCE_MAX_CHARS = 4_000;
 
 export function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: () => void }) {
-  const [outcome, setOutcome] = useState<"completed" | "not_executed">("completed");
+  const [outcome, setOutcome] = useState<"completed" | "not_executed">();
   const [evidence, setEvidence] = useState("");
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -20,6 +21,10 @@ export function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: (
       aria-label={`Reconcile ${row.mutation_id}`}
       onSubmit={async (e) => {
         e.preventDefault();
+        if (outcome === undefined) {
+          setError("Say what happened: it completed, or it did not happen.");
+          return;
+        }
         setBusy(true);
         setError(undefined);
         try {
@@ -39,6 +44,7 @@ export function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: (
             type="radio"
             name={`${id}-outcome`}
             value="completed"
+            required
             checked={outcome === "completed"}
             onChange={() => setOutcome("completed")}
           />{" "}
@@ -49,6 +55,7 @@ export function ReconcileForm({ row, onDone }: { row: MutationOutcome; onDone: (
             type="radio"
             name={`${id}-outcome`}
             value="not_executed"
+            required
             checked={outcome === "not_executed"}
             onChange={() => setOutcome("not_executed")}
           />{" "}

@@ -4,9 +4,10 @@ import type { ComponentChildren } from "preact";
 import type { ApprovalListItem } from "../../../client/types";
 import { secondsLeft } from "../call-cards";
 import { ApprovalForm } from "../components/approval-form";
+import { AskedBy } from "../components/asked-by";
 import { ErrorLine } from "../components/error-line";
+import { RunLink } from "../components/run-link";
 import { useActedOn } from "../hooks";
-import { href } from "../router";
 
 const approvalKey = (a: { approval_id: string }) => a.approval_id;
 
@@ -16,10 +17,13 @@ export function ApprovalItems({
   now,
   reload,
   empty,
+  viewer,
 }: {
   approvals: ApprovalListItem[];
   now: number;
   reload: () => void;
+  /** Who is signed in: a decided card names them among those who approved. */
+  viewer: string | undefined;
   /** Shown when nothing waits. */
   empty: ComponentChildren;
 }) {
@@ -33,14 +37,18 @@ export function ApprovalItems({
           <h3>
             <code>{a.tool_name}</code> <span class="level">{a.level === "confirm" ? "confirm by typing the tool name" : "approve"}</span>
           </h3>
+          <div class="request">
+            <AskedBy asker={{ by: a.requested_by ?? a.user_id, on_behalf_of: a.on_behalf_of }} request={a.request} />
+          </div>
           <p class="meta">
-            <a href={href.run(a.run_id)}>{a.run_id}</a> · channel {a.channel_id} · call {a.tool_call_id}
+            run <RunLink runId={a.run_id} /> · channel {a.channel_id} · call {a.tool_call_id}
           </p>
           <ApprovalForm
             runId={a.run_id}
             toolName={a.tool_name}
             approval={{ ...a, required: a.required ?? 1, approvers: a.approvers ?? null, votes: a.approvals ?? [] }}
             now={now}
+            followUp={{ toolCallId: a.tool_call_id, viewer }}
             onDone={() => {
               actedOn(a);
               reload();
@@ -57,11 +65,13 @@ export function ApprovalsPage({
   error,
   now,
   reload,
+  viewer,
 }: {
   approvals?: ApprovalListItem[];
   error?: string;
   now: number;
   reload: () => void;
+  viewer: string | undefined;
 }) {
   return (
     <section aria-labelledby="approvals-title">
@@ -72,6 +82,7 @@ export function ApprovalsPage({
           approvals={approvals}
           now={now}
           reload={reload}
+          viewer={viewer}
           empty={
             <p class="empty">
               Nothing waits for approval (the index may lag a moment behind a new request; a run's own page shows it at once).

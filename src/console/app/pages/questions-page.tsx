@@ -4,10 +4,11 @@
 import type { ComponentChildren } from "preact";
 import { secondsLeft } from "../call-cards";
 import { AnswerForm } from "../components/answer-form";
+import { AskedBy } from "../components/asked-by";
 import { ErrorLine } from "../components/error-line";
 import { QuestionForm } from "../components/question-form";
+import { RunLink } from "../components/run-link";
 import { useActedOn } from "../hooks";
-import { href } from "../router";
 import type { WaitingInput } from "../waiting";
 
 const questionKey = (q: WaitingInput) => `${q.run_id}/${q.input_id ?? q.tool_call_id}`;
@@ -32,8 +33,14 @@ export function QuestionItems({
     <ul class="inbox">
       {shown.map((q) => (
         <li key={questionKey(q)} class="card" data-tool-call-id={q.tool_call_id} data-input-id={q.input_id}>
+          <h3>
+            <code data-asking-tool>{q.tool_name ?? "a tool"}</code> <span class="level">asks</span>
+          </h3>
+          <div class="request">
+            <AskedBy asker={{ by: q.requested_by ?? q.user_id, on_behalf_of: q.on_behalf_of }} request={q.request} />
+          </div>
           <p class="meta">
-            <a href={href.run(q.run_id)}>{q.run_id}</a> · channel {q.channel_id}
+            run <RunLink runId={q.run_id} /> · channel {q.channel_id} · call {q.tool_call_id}
           </p>
           {q.input_id !== undefined ? (
             <QuestionForm

@@ -8,6 +8,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { RunSummary } from "../../../client/types";
 import { engine, errorStatus, errorText } from "../api";
 import { applyEvent, emptyRun, type RunView } from "../call-cards";
+import { AskedBy, type Asker } from "../components/asked-by";
 import { CallCard } from "../components/call-card";
 import { ErrorLine } from "../components/error-line";
 import { href } from "../router";
@@ -20,11 +21,9 @@ type SummaryState =
   | { kind: "not_found" }
   | { kind: "error"; message: string };
 
-/** "ada asked", "svc asked on behalf of ada", from run_started, else the summary. */
-function askedBy(view: RunView, summary: RunSummary): string {
-  const r = view.requester;
-  if (r) return r.on_behalf_of ? `${r.by} asked on behalf of ${r.on_behalf_of}` : `${r.by} asked`;
-  return summary.user_id ? `${summary.user_id} asked` : "The request";
+/** Who asked: from run_started, else the summary. */
+function askerOf(view: RunView, summary: RunSummary): Asker {
+  return view.requester ?? { by: summary.requested_by ?? summary.user_id, on_behalf_of: summary.on_behalf_of };
 }
 
 function NotFound({ runId }: { runId: string }) {
@@ -121,8 +120,7 @@ export function RunPage({ runId, focusApproval, now }: { runId: string; focusApp
       <ol class="timeline" aria-label="Timeline">
         {s ? (
           <li class="request" data-kind="request" data-sequence={0}>
-            <p class="who-said">{askedBy(view, s)}</p>
-            <p class="said">{s.request ?? "(this run's request was not kept: it started before the engine kept requests)"}</p>
+            <AskedBy asker={askerOf(view, s)} request={s.request} />
           </li>
         ) : null}
         {view.timeline.map((entry) => {

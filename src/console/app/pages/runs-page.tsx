@@ -10,6 +10,7 @@ import { useState } from "preact/hooks";
 import type { MutationOutcome, RunListItem, RunsQuery } from "../../../client/types";
 import { engine } from "../api";
 import type { RunViewStatus } from "../call-cards";
+import { RunLink } from "../components/run-link";
 import { ErrorLine } from "../components/error-line";
 import { OutcomeCounts } from "../components/outcome-counts";
 import { FilterForm } from "../components/run-filters";
@@ -115,9 +116,7 @@ export function RunsPage({ waiting, filters, now }: { waiting: Waiting; filters:
                 </td>
                 <td data-label="Request" class="request-cell">
                   <span class="said">{r.request ?? "(request not kept)"}</span>
-                  <a class="run-link" href={href.run(r.run_id)}>
-                    {r.run_id}
-                  </a>
+                  <RunLink runId={r.run_id} />
                 </td>
                 <td data-label="Asked by">
                   <a href={href.runsWith({ ...filters, user_id: r.user_id })} title={`Only runs ${r.user_id} started`}>

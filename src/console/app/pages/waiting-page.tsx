@@ -2,6 +2,7 @@
 // 15, 16): approvals to decide and questions to answer, with their forms, and
 // outcomes to reconcile.
 import { ErrorLine } from "../components/error-line";
+import { RunLink } from "../components/run-link";
 import { href } from "../router";
 import type { Waiting } from "../waiting";
 import { ApprovalItems } from "./approvals-page";
@@ -18,6 +19,7 @@ export function WaitingPage({ waiting, now, who }: { waiting: Waiting; now: numb
           approvals={waiting.approvals}
           now={now}
           reload={waiting.reload.approvals}
+          viewer={who}
           empty={<p class="empty">No approval waits.</p>}
         />
       ) : null}
@@ -33,8 +35,7 @@ export function WaitingPage({ waiting, now, who }: { waiting: Waiting; now: numb
         <ul class="inbox">
           {waiting.unknown.map((row) => (
             <li key={row.mutation_id} class="card" data-tone="warn" data-mutation-id={row.mutation_id}>
-              <code>{row.tool_name}</code> in <a href={href.run(row.run_id)}>{row.run_id}</a>: the outcome is unknown ·{" "}
-              <a href={href.outcomes}>reconcile</a>
+              <code>{row.tool_name}</code> in <RunLink runId={row.run_id} />: the outcome is unknown · <a href={href.outcomes}>reconcile</a>
             </li>
           ))}
         </ul>
