@@ -45,6 +45,8 @@ async function ownedToken(roles: Role[], prefix: string, owner: string | null): 
     name,
     roles,
     owner,
+    // A person's own token (section 19: minted by that access: user for themselves) when it has an owner.
+    owned_by_creator: owner !== null,
     created_at: new Date(now).toISOString(),
     expires_at: new Date(now + 86_400_000).toISOString(),
     last_used_at: null,
