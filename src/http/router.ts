@@ -259,9 +259,7 @@ router
 
 // Named tokens and the audit log (contract section 18).
 router
-  .post("/api/tokens", (request, env) =>
-    handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal)),
-  )
+  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal)))
   .get("/api/tokens", (request, env) => handleListTokens(env.DB, request.principal))
   .delete("/api/tokens/:name", (request, env) =>
     handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal)),

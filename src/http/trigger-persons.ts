@@ -11,7 +11,14 @@ import { getToken } from "../auth/token-store";
 import type { HostConfig } from "../config/config";
 import type { Env } from "../config/env";
 import { logger } from "../operate/logger";
-import { emailTrustedTeams, onBehalfOfPerson, onBehalfOfPrincipal, type PersonFacts, type Person, restrictingPersonOf } from "../policy/persons";
+import {
+  emailTrustedTeams,
+  onBehalfOfPerson,
+  onBehalfOfPrincipal,
+  type PersonFacts,
+  type Person,
+  restrictingPersonOf,
+} from "../policy/persons";
 import { installationTeam } from "../slack/installation-team";
 import { verifiedEmailOf } from "../slack/slack-persons";
 import { createSlackClient } from "../slack/web-api";
@@ -52,14 +59,24 @@ async function slackFacts(config: HostConfig): Promise<SlackFacts | null> {
 }
 
 /** The facts persons.ts needs about a principal id that may be a Slack user (its email) or a token with a Slack owner. */
-async function factsOf(principalId: string, known: PersonFacts, slack: SlackFacts | null, trusted: readonly string[]): Promise<PersonFacts> {
+async function factsOf(
+  principalId: string,
+  known: PersonFacts,
+  slack: SlackFacts | null,
+  trusted: readonly string[],
+): Promise<PersonFacts> {
   const slackId = principalId.startsWith("slack:") ? principalId : known.owner?.startsWith("slack:") ? known.owner : undefined;
   const verified_email = slackId !== undefined && slack !== null ? await slack.emailOf(slackId) : null;
   return { ...known, verified_email, trusted_teams: trusted };
 }
 
 /** The requester's person and its `on_behalf_of`'s, for the run's record. */
-export async function triggerPersons(env: Env, config: HostConfig, principal: Principal, onBehalfOf: string | undefined): Promise<TriggerPersons> {
+export async function triggerPersons(
+  env: Env,
+  config: HostConfig,
+  principal: Principal,
+  onBehalfOf: string | undefined,
+): Promise<TriggerPersons> {
   const restricts = Object.values(config.TOOL_POLICY).some((entry) => entry.self_approval === false);
   const slack = restricts ? await slackFacts(config) : null;
   const trusted = emailTrustedTeams(config.SLACK_EMAIL_TRUSTED_TEAMS, slack?.team);

@@ -17,10 +17,6 @@ export interface ScrapeDb {
 // biome-ignore lint/suspicious/noExplicitAny: D1's prepared statement is opaque here; only batch() consumes it.
 type ScrapeStatement = any;
 
-/** Contract section 22: a scrape runs at most this many statements reading at most this many rows. */
-export const SCRAPE_MAX_STATEMENTS = 8;
-export const SCRAPE_MAX_ROWS_READ = 1_000;
-
 export interface MetricsSnapshot {
   /** metric_counters: name → label → value. */
   counters: Map<string, Map<string, number>>;

@@ -39,7 +39,7 @@ const BARE_SLACK_USER = /^[UW][A-Z0-9]{1,30}$/;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 /** The team of a `slack:<team>:<user>` principal id, or undefined. */
-export function slackTeamOf(principalId: string): string | undefined {
+function slackTeamOf(principalId: string): string | undefined {
   return SLACK_PRINCIPAL.exec(principalId)?.[1];
 }
 
@@ -125,6 +125,9 @@ export function nonCanonicalReason(id: string): string | null {
 }
 
 /** SLACK_EMAIL_TRUSTED_TEAMS in force (contract section 13): as configured, else the one installation's team. */
-export function emailTrustedTeams(configured: readonly string[] | undefined, installationTeam: string | null | undefined): readonly string[] {
+export function emailTrustedTeams(
+  configured: readonly string[] | undefined,
+  installationTeam: string | null | undefined,
+): readonly string[] {
   return configured ?? (installationTeam ? [installationTeam] : []);
 }

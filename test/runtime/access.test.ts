@@ -145,7 +145,7 @@ describe("Access assertions", () => {
   });
 
   it('"*" in ACCESS_ROLES matches Access users only, never a service token', async () => {
-    const starEnv = { ...accessEnv, ACCESS_ROLES: JSON.stringify({ "*": ["viewer", "requester"] }) } as never;
+    const starEnv = { ...(accessEnv as object), ACCESS_ROLES: JSON.stringify({ "*": ["viewer", "requester"] }) } as never;
     const as = async (jwt: string) =>
       worker.fetch(
         new Request(`${ORIGIN}/api/runs`, { headers: { "cf-access-jwt-assertion": jwt, "cf-connecting-ip": freshAddress() } }),

@@ -123,13 +123,24 @@ describe("requested_by and on_behalf_of", () => {
     ] as const) {
       const refused = await apiAs(token, "/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", user_id: "chat:ada" }) });
       expect(refused.status).toBe(403);
-      expect(await json(refused)).toMatchObject({ error: "forbidden", message: expect.stringContaining(`${principal} lacks the adapter role`) });
+      expect(await json(refused)).toMatchObject({
+        error: "forbidden",
+        message: expect.stringContaining(`${principal} lacks the adapter role`),
+      });
     }
   });
 
   it("an on_behalf_of not in canonical form is 400, from an adapter too; nothing starts", async () => {
     const adapter = await namedToken(["adapter"], "relay");
-    for (const user_id of [" UALICE", "UALICE ", "U\u200bALICE", "\ufeffaccess:alice@acme.com", "access:Alice@acme.com", "mailto:alice@acme.com", "cafe\u0301"]) {
+    for (const user_id of [
+      " UALICE",
+      "UALICE ",
+      "U\u200bALICE",
+      "\ufeffaccess:alice@acme.com",
+      "access:Alice@acme.com",
+      "mailto:alice@acme.com",
+      "cafe\u0301",
+    ]) {
       const res = await apiAs(adapter.token, "/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", user_id }) });
       expect(res.status, JSON.stringify(user_id)).toBe(400);
       expect(await json(res)).toMatchObject({ error: "invalid_request" });

@@ -80,7 +80,9 @@ describe("persons", () => {
 
   it("an owner only restricts: the token is its owner's person for requesters, a slack: owner's through its verified email", () => {
     expect(restrictingPersonOf("token:bot", { owner: "slack:T1:U2" })).toBe("slack:T1:U2");
-    expect(restrictingPersonOf("token:bot", { owner: "slack:T1:U2", verified_email: "a@x.io", trusted_teams: ["T1"] })).toBe("access:a@x.io");
+    expect(restrictingPersonOf("token:bot", { owner: "slack:T1:U2", verified_email: "a@x.io", trusted_teams: ["T1"] })).toBe(
+      "access:a@x.io",
+    );
     expect(restrictingPersonOf("token:cli", { owner: "access:a@x.io" })).toBe("access:a@x.io");
     expect(restrictingPersonOf("token:root")).toBeNull();
     expect(restrictingPersonOf("token:ci")).toBeNull();
@@ -98,7 +100,17 @@ describe("persons", () => {
   });
 
   it("ids not in canonical form are named as such", () => {
-    for (const bad of [" access:a@x.io", "access:a@x.io ", "access:a\u200b@x.io", "\ufeffUALICE", "access:A@x.io", "mailto:a@x.io", "access:mailto:a@x.io", "a\u0000b", "cafe\u0301"]) {
+    for (const bad of [
+      " access:a@x.io",
+      "access:a@x.io ",
+      "access:a\u200b@x.io",
+      "\ufeffUALICE",
+      "access:A@x.io",
+      "mailto:a@x.io",
+      "access:mailto:a@x.io",
+      "a\u0000b",
+      "cafe\u0301",
+    ]) {
       expect(nonCanonicalReason(bad), JSON.stringify(bad)).not.toBeNull();
     }
     for (const good of ["access:a@x.io", "slack:T1:U1", "token:appr-a", "UALICE", "chat-user-42", "caf\u00e9"]) {
@@ -193,12 +205,19 @@ describe("decide", () => {
     );
     // Relayed for a principal whose person is alice (issue 28's point 9): alice may not approve through another credential.
     for (const on_behalf_of of ["token:appr-a", "slack:T0001:UALICE", "UALICE"]) {
-      const forAlice: Requester = { principal_id: "token:adapter", person: null, on_behalf_of, on_behalf_of_person: "access:alice@acme.com" };
+      const forAlice: Requester = {
+        principal_id: "token:adapter",
+        person: null,
+        on_behalf_of,
+        on_behalf_of_person: "access:alice@acme.com",
+      };
       expect(decide({ ...base, requester: forAlice, policy: p, decider: api("access:alice@acme.com"), decision: "approve" })).toEqual({
         kind: "refused",
         error: "self_approval_forbidden",
       });
-      expect(decide({ ...base, requester: forAlice, policy: p, decider: api("access:alice@acme.com"), decision: "deny" }).kind).toBe("denied");
+      expect(decide({ ...base, requester: forAlice, policy: p, decider: api("access:alice@acme.com"), decision: "deny" }).kind).toBe(
+        "denied",
+      );
     }
   });
 
@@ -262,7 +281,9 @@ describe("answering an MCP question (contract section 21)", () => {
     const p = policy({ approvers: ["access:lead@acme.com"], self_approval: false });
     for (const action of ["accept", "decline", "cancel"] as const) {
       expect(answerRefusal({ ...asked, policy: p, decider: api("access:bob@acme.com"), action })).toBe("not_an_approver");
-      expect(answerRefusal({ ...asked, policy: p, decider: api("access:lead@acme.com", undefined, false), action })).toBe("not_an_approver");
+      expect(answerRefusal({ ...asked, policy: p, decider: api("access:lead@acme.com", undefined, false), action })).toBe(
+        "not_an_approver",
+      );
     }
   });
 });

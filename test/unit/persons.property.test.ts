@@ -8,14 +8,7 @@
 // the chain from credential to verdict is what is tested.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  answerRefusal,
-  type ApprovalPolicy,
-  type Decider,
-  decide,
-  runRequester,
-  type Vote,
-} from "../../src/policy/approval-policy";
+import { answerRefusal, type ApprovalPolicy, type Decider, decide, runRequester, type Vote } from "../../src/policy/approval-policy";
 import { onBehalfOfPerson, type PersonFacts, personOf, restrictingPersonOf } from "../../src/policy/persons";
 
 const RUNS = 500;

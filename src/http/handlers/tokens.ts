@@ -97,7 +97,7 @@ export async function handleCreateToken(request: Request, db: D1Database, creato
     roles: body.roles,
     owner,
     // Section 19: a token is its owner's person only when that access: user created it for themselves.
-    owned_by_creator: owner !== null && owner.startsWith("access:") && owner === creator.id,
+    owned_by_creator: owner === creator.id && creator.id.startsWith("access:"),
     created_at: now.toISOString(),
     expires_at: new Date(now.getTime() + body.ttl_days * DAY_MS).toISOString(),
     last_used_at: null,
