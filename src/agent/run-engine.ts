@@ -56,7 +56,7 @@ import {
   roundOpen,
   roundResponses,
 } from "../execution/mcp-rounds";
-import { type ApprovalPolicy, type Decider, effectivePolicy, refusalOf, type Requester, runRequester } from "../policy/approval-policy";
+import { answerRefusal, type ApprovalPolicy, type Decider, effectivePolicy, type Requester, runRequester } from "../policy/approval-policy";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
@@ -309,12 +309,13 @@ export class RunEngine {
     const policy =
       (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
       effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name);
-    const refusal = refusalOf({
+    // Whoever may approve the call answers; under self_approval: false its requester may only decline or cancel (section 21).
+    const refusal = answerRefusal({
       policy,
       groups: this.#deps.config.APPROVER_GROUPS,
       decider,
       requester: this.#requester(),
-      decision: "deny",
+      action: answer.action,
     });
     if (refusal !== null) return this.#refused(refusal, policy);
     const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());

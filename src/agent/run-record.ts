@@ -40,6 +40,8 @@ export interface RunRecord {
    * absent in records written before it: found from requested_by then.
    */
   requester_person?: string | null;
+  /** The on_behalf_of's person (contract section 19), found at trigger time; absent: read from its text then. */
+  on_behalf_of_person?: string;
   delivery_id: string | null;
   /** Where the run came from (absent in records written before it was kept: "api"). */
   source?: RunSource;
@@ -153,6 +155,8 @@ export interface StartRunInput {
   on_behalf_of?: string;
   /** The requester's person (contract section 19), as the Worker found it. */
   requester_person?: string | null;
+  /** The on_behalf_of's person (contract section 19), as the Worker found it. */
+  on_behalf_of_person?: string;
   delivery_id: string | null;
   message: string;
   max_tool_calls: number | null;
@@ -174,6 +178,7 @@ export function newRunRecord(input: StartRunInput, now: number, readyAt: number,
     ...(input.requested_by !== undefined ? { requested_by: input.requested_by } : {}),
     ...(input.on_behalf_of !== undefined ? { on_behalf_of: input.on_behalf_of } : {}),
     ...(input.requester_person !== undefined ? { requester_person: input.requester_person } : {}),
+    ...(input.on_behalf_of_person !== undefined ? { on_behalf_of_person: input.on_behalf_of_person } : {}),
     delivery_id: input.delivery_id,
     source: input.source ?? "api",
     ...(input.slack ? { slack: input.slack } : {}),

@@ -88,7 +88,7 @@ async function bearer(authorization: string, deps: AuthDeps, now: Date): Promise
         id: `token:${named.name}`,
         roles: named.roles,
         credential: { kind: "named_token", name: named.name },
-        ...(named.owner !== null ? { owner: named.owner } : {}),
+        ...(named.owner !== null ? { owner: named.owner, owned_by_creator: named.owned_by_creator } : {}),
       },
     };
   }
@@ -116,7 +116,7 @@ async function consoleSession(cookie: string, deps: AuthDeps, now: Date): Promis
       id: session.principal,
       roles: session.roles,
       credential: { kind: "console_session", session_id: session.id },
-      ...(session.owner !== null ? { owner: session.owner } : {}),
+      ...(session.owner !== null ? { owner: session.owner, owned_by_creator: session.owned_by_creator } : {}),
     },
   };
 }

@@ -20,8 +20,10 @@ export interface Principal {
   id: string;
   roles: readonly Role[];
   credential: Credential;
-  /** For a named token: the person it acts for (an `access:` or `slack:` principal id). */
+  /** For a named token: the person it was made for (an `access:` or `slack:` principal id); proves nothing unless owned_by_creator. */
   owner?: string;
+  /** For a named token: its `access:` owner created it for themselves, so it is that person (contract section 19). */
+  owned_by_creator?: boolean;
 }
 
 export const ROOT_PRINCIPAL_ID = "token:root";

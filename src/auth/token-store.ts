@@ -18,8 +18,9 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 /** A named token as listed (never its value): the client's wire type, declared once (src/client/types.ts). */
 export type TokenRecord = TokenListItem;
 
-interface TokenRow extends Omit<TokenRecord, "roles"> {
+interface TokenRow extends Omit<TokenRecord, "roles" | "owned_by_creator"> {
   roles: string;
+  owned_by_creator: number;
 }
 
 const storedRoles = z.array(roleSchema);
@@ -27,7 +28,7 @@ const storedRoles = z.array(roleSchema);
 function toRecord(row: TokenRow): TokenRecord {
   // A row whose roles no longer parse grants nothing rather than failing the request.
   const roles = storedRoles.safeParse(JSON.parse(row.roles));
-  return { ...row, roles: roles.success ? roles.data : [] };
+  return { ...row, roles: roles.success ? roles.data : [], owned_by_creator: row.owned_by_creator === 1 };
 }
 
 function toBase64Url(bytes: Uint8Array): string {
@@ -40,16 +41,24 @@ export function newTokenValue(): string {
   return `${TOKEN_PREFIX}${toBase64Url(crypto.getRandomValues(new Uint8Array(TOKEN_RANDOM_BYTES)))}`;
 }
 
-const COLUMNS = "name, roles, owner, created_at, expires_at, last_used_at, revoked_at";
+const COLUMNS = "name, roles, owner, owned_by_creator, created_at, expires_at, last_used_at, revoked_at";
 
 /** The INSERT of a new token (it changes nothing when the name exists: check `meta.changes`). */
 export async function insertTokenStatement(db: D1Database, record: TokenRecord, value: string): Promise<D1PreparedStatement> {
   return db
     .prepare(
-      `INSERT INTO api_tokens (name, token_sha256, roles, owner, created_at, expires_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO NOTHING`,
+      `INSERT INTO api_tokens (name, token_sha256, roles, owner, owned_by_creator, created_at, expires_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (name) DO NOTHING`,
     )
-    .bind(record.name, await sha256Hex(value), JSON.stringify(record.roles), record.owner, record.created_at, record.expires_at);
+    .bind(
+      record.name,
+      await sha256Hex(value),
+      JSON.stringify(record.roles),
+      record.owner,
+      record.owned_by_creator ? 1 : 0,
+      record.created_at,
+      record.expires_at,
+    );
 }
 
 /** The live token with this value, or null (not an `aee_` value, unknown, revoked or expired). */
@@ -67,9 +76,13 @@ export async function getToken(db: D1Database, name: string): Promise<TokenRecor
   return row ? toRecord(row) : null;
 }
 
-/** Every token, newest first (the table stays small: one row per token ever made). */
-export async function listTokens(db: D1Database): Promise<TokenRecord[]> {
-  const { results } = await db.prepare(`SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at DESC, name DESC`).all<TokenRow>();
+/** Every token, newest first (the table stays small: one row per token ever made); with `owner`, only the tokens it owns. */
+export async function listTokens(db: D1Database, owner?: string): Promise<TokenRecord[]> {
+  const statement =
+    owner === undefined
+      ? db.prepare(`SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at DESC, name DESC`)
+      : db.prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE owner = ?1 ORDER BY created_at DESC, name DESC`).bind(owner);
+  const { results } = await statement.all<TokenRow>();
   return results.map(toRecord);
 }
 

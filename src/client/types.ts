@@ -474,6 +474,8 @@ export interface TokenListItem {
   name: string;
   roles: Role[];
   owner: string | null;
+  /** Created by its `access:` owner for themselves: the token is that person (contract section 19). */
+  owned_by_creator: boolean;
   created_at: string;
   expires_at: string;
   last_used_at: string | null;

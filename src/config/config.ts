@@ -307,6 +307,14 @@ export const hostConfigSchema = z.object({
   // Contract section 19: channels shared with other organisations, and users from them, are off unless allowed.
   SLACK_ALLOW_EXTERNAL_CHANNELS: boolVar(false),
   SLACK_ALLOW_EXTERNAL_USERS: boolVar(false),
+  // Contract sections 13 and 19: teams whose users' verified emails make them access: persons; unset: the installation's team.
+  SLACK_EMAIL_TRUSTED_TEAMS: jsonVar(
+    z
+      .array(z.string().regex(/^[TE][A-Z0-9]{1,30}$/, "a Slack team id such as T0123ABCD (or E0123ABCD on Grid)"))
+      .max(1_000)
+      .optional(),
+    undefined,
+  ),
   // The installation's team (T… workspace, or E… enterprise on Grid); unset: asked of auth.test for the bot token.
   SLACK_TEAM_ID: optionalText.pipe(
     z

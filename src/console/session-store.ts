@@ -21,6 +21,8 @@ export interface ConsoleSession {
 export interface LiveSession extends ConsoleSession {
   roles: Role[];
   owner: string | null;
+  /** The token's owner created it for themselves (contract section 19). */
+  owned_by_creator: boolean;
 }
 
 /** The INSERT of a new session; `rootSha256` is the SHA-256 of API_TOKEN for a root session, else null. */
@@ -36,6 +38,7 @@ export function createSessionStatement(db: D1Database, session: ConsoleSession, 
 interface SessionRow extends ConsoleSession {
   token_roles: string | null;
   token_owner: string | null;
+  token_owned_by_creator: number | null;
 }
 
 /** The live session with this id, or null; `rootSha256` is the SHA-256 of the current API_TOKEN (null when none is set). */
@@ -43,7 +46,8 @@ export async function liveSession(db: D1Database, id: string, now: Date, rootSha
   const at = now.toISOString();
   const row = await db
     .prepare(
-      `SELECT s.id, s.principal, s.token_name, s.created_at, s.expires_at, t.roles AS token_roles, t.owner AS token_owner
+      `SELECT s.id, s.principal, s.token_name, s.created_at, s.expires_at, t.roles AS token_roles, t.owner AS token_owner,
+              t.owned_by_creator AS token_owned_by_creator
          FROM console_sessions s LEFT JOIN api_tokens t ON t.name = s.token_name
         WHERE s.id = ?1 AND s.revoked = 0 AND s.expires_at > ?2 AND s.principal IS NOT NULL
           AND ((s.token_name IS NULL AND s.principal = ?3 AND s.root_sha256 = ?4)
@@ -52,10 +56,10 @@ export async function liveSession(db: D1Database, id: string, now: Date, rootSha
     .bind(id, at, ROOT_PRINCIPAL_ID, rootSha256 ?? "")
     .first<SessionRow>();
   if (!row) return null;
-  const { token_roles, token_owner, ...session } = row;
-  if (session.token_name === null) return { ...session, roles: [...ROOT_ROLES], owner: null };
+  const { token_roles, token_owner, token_owned_by_creator, ...session } = row;
+  if (session.token_name === null) return { ...session, roles: [...ROOT_ROLES], owner: null, owned_by_creator: false };
   const parsed = roleSchema.array().safeParse(JSON.parse(token_roles ?? "[]"));
-  return { ...session, roles: parsed.success ? parsed.data : [], owner: token_owner };
+  return { ...session, roles: parsed.success ? parsed.data : [], owner: token_owner, owned_by_creator: token_owned_by_creator === 1 };
 }
 
 export function revokeSessionStatement(db: D1Database, id: string): D1PreparedStatement {

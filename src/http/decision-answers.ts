@@ -14,7 +14,7 @@ export function apiDecider(principal: Principal): Decider {
   return {
     via: "api",
     principal_id: principal.id,
-    person: personOf(principal.id, { owner: principal.owner }),
+    person: personOf(principal.id, { owner: principal.owner, owned_by_creator: principal.owned_by_creator }),
     has_approver_role: grants(principal.roles, "approver"),
   };
 }

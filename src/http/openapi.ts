@@ -118,7 +118,12 @@ const tokenListSchema = z
   .object({
     tokens: z.array(
       z
-        .object({ ...tokenFields, last_used_at: z.string().nullable(), revoked_at: z.string().nullable() })
+        .object({
+          ...tokenFields,
+          owned_by_creator: z.boolean().meta({ description: "created by its access: owner for themselves (contract section 19)" }),
+          last_used_at: z.string().nullable(),
+          revoked_at: z.string().nullable(),
+        })
         .strict()
         .meta({ id: "TokenListItem" }),
     ),

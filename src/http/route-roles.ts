@@ -12,6 +12,8 @@ export interface RouteRule {
   also?: readonly Role[];
   /** A role that is enough for the runs the principal requested itself (the route has a :runId). */
   ownRun?: Role;
+  /** Any `access:` user with a role passes; the handler keeps them to what they own (their own named tokens). */
+  accessSelf?: true;
 }
 
 export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
@@ -33,9 +35,10 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/openapi.json": { role: "viewer" },
   "GET /api/mcp/servers": { role: "viewer" },
   "POST /api/mcp/servers/:server/connect": { role: "admin" },
-  "POST /api/tokens": { role: "admin" },
-  "GET /api/tokens": { role: "admin" },
-  "DELETE /api/tokens/:name": { role: "admin" },
+  // Contract section 18: an `access:` user without admin creates, lists and revokes only tokens owned by themselves.
+  "POST /api/tokens": { role: "admin", accessSelf: true },
+  "GET /api/tokens": { role: "admin", accessSelf: true },
+  "DELETE /api/tokens/:name": { role: "admin", accessSelf: true },
   "GET /api/audit": { role: "admin" },
   // Operating it (contract section 22). /api/health answers ahead of the guard (it is exempt from
   // bad_config) and checks this same rule itself (src/operate/health-route.ts).

@@ -87,7 +87,7 @@ async function checkRole(request: ApiRequest, env: Env, principal: Principal): P
       message: `${request.method} ${route.path} has no role in the route table; nobody may call it.`,
     });
   }
-  const verdict = authorize(principal.roles, rule);
+  const verdict = authorize(principal.roles, rule, principal.credential.kind === "access_user");
   if (verdict.kind === "allowed") return;
   if (verdict.kind === "own_run_only") {
     // A requester acts on the runs it requested; an unknown run is the handler's 404.
@@ -288,10 +288,10 @@ router
 
 // Named tokens and the audit log (contract section 18).
 router
-  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, tokenAudit(env.DB, request.principal)))
-  .get("/api/tokens", (_request, env) => handleListTokens(env.DB))
+  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal)))
+  .get("/api/tokens", (request, env) => handleListTokens(env.DB, request.principal))
   .delete("/api/tokens/:name", (request, env) =>
-    handleRevokeToken(env.DB, decodePathParam(request.params.name), tokenAudit(env.DB, request.principal)),
+    handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal)),
   )
   .get("/api/audit", (request, env) =>
     listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),

@@ -3,6 +3,7 @@
 // further by the host config, never widened.
 import { z } from "zod";
 import { MAX_IDENTIFIER_CHARS } from "../ids";
+import { nonCanonicalReason } from "../policy/persons";
 
 /** Upper bound on one scripted "model" delay: a test run can take seconds, not hours. */
 const MAX_SCRIPT_DELAY_MS = 600_000;
@@ -28,7 +29,16 @@ export const triggerBodySchema = z
     message: z.string().min(1).max(32_768),
     channel_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).default("api"),
     // Absent: the principal. Another user only from an adapter (contract section 18).
-    user_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
+    // Contract section 19: an on_behalf_of not in canonical form (padded, invisible characters, mailto:, ...) is 400.
+    user_id: z
+      .string()
+      .min(1)
+      .max(MAX_IDENTIFIER_CHARS)
+      .superRefine((id, ctx) => {
+        const reason = nonCanonicalReason(id);
+        if (reason !== null) ctx.addIssue({ code: "custom", message: `not in canonical form: ${reason}` });
+      })
+      .optional(),
     delivery_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
     max_tool_calls: z.number().int().min(0).optional(),
     script: z.array(scriptTurnSchema).min(1).max(10_000).optional(),

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { raceDeadline } from "../schedule/deadline";
 
 /** Contract section 22: an MCP probe's answer is reused for 30 s. */
-export const MCP_PROBE_CACHE_MS = 30_000;
+const MCP_PROBE_CACHE_MS = 30_000;
 
 const componentSchema = z.enum(["ok", "degraded", "off"]);
 const mcpStateSchema = z.enum(["ok", "unreachable", "authorization_required"]);

@@ -12,10 +12,6 @@ import { logger } from "./logger";
 /** The part of D1Database the scrape uses (a test counts the statements through it); the real `env.DB` is one. */
 export type ScrapeDb = Pick<D1Database, "prepare" | "batch">;
 
-/** Contract section 22: a scrape runs at most this many statements reading at most this many rows. */
-export const SCRAPE_MAX_STATEMENTS = 8;
-export const SCRAPE_MAX_ROWS_READ = 1_000;
-
 export interface MetricsSnapshot {
   /** metric_counters: name → label → value. */
   counters: Map<string, Map<string, number>>;

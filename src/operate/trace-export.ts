@@ -12,7 +12,7 @@ import type { SpanRow, TraceSpans } from "./trace-spans";
 import { backoffMs } from "../schedule/deadline";
 
 /** Contract section 22: spans are retried for up to 10 minutes, then dropped and counted. */
-export const TRACE_RETRY_WINDOW_MS = 600_000;
+const TRACE_RETRY_WINDOW_MS = 600_000;
 /** Spans per export request. */
 const TRACE_EXPORT_BATCH_SPANS = 100;
 /** One export request's bound: a collector that hangs never holds the alarm's background work for long. */

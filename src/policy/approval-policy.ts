@@ -5,7 +5,7 @@
 // self-approval, then the vote. Pure: no I/O; the caller supplies persons
 // (src/policy/persons.ts) and the votes so far, and stores what comes back.
 import { matchesApprovers, normalisePrincipalId } from "./approver-patterns";
-import { type Person, personOf, personOfUserId } from "./persons";
+import { onBehalfOfPerson, onBehalfOfPrincipal, type Person, restrictingPersonOf } from "./persons";
 
 /** Defaults of contract section 19. */
 const DEFAULT_APPROVALS_REQUIRED = 1;
@@ -72,6 +72,8 @@ export interface RunRequesterFacts {
   /** The person found when the run started; absent: not looked up (the principal's own person), null: nobody. */
   requester_person?: Person | undefined;
   on_behalf_of?: string | undefined;
+  /** The on_behalf_of's person found when the run started (src/policy/persons.ts onBehalfOfPerson); absent: read from its text. */
+  on_behalf_of_person?: string | undefined;
 }
 
 /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named (and that one's person). */
@@ -79,9 +81,19 @@ export function runRequester(run: RunRequesterFacts): Requester {
   const principalId = run.requested_by ?? (run.source === "slack" ? `slack:${run.user_id}` : run.user_id);
   return {
     principal_id: principalId,
-    person: run.requester_person !== undefined ? run.requester_person : personOf(principalId),
-    ...(run.on_behalf_of !== undefined ? { on_behalf_of: run.on_behalf_of, on_behalf_of_person: personOfUserId(run.on_behalf_of) } : {}),
+    person: run.requester_person !== undefined ? run.requester_person : restrictingPersonOf(principalId),
+    ...(run.on_behalf_of !== undefined
+      ? {
+          on_behalf_of: run.on_behalf_of,
+          on_behalf_of_person: run.on_behalf_of_person ?? onBehalfOfPerson(run.on_behalf_of, slackTeamOfRequester(principalId)),
+        }
+      : {}),
   };
+}
+
+/** A Slack-started run's requester names the installation's team, the one a bare Slack user id belongs to. */
+function slackTeamOfRequester(principalId: string): string | undefined {
+  return /^slack:([TE][A-Z0-9]+):/.exec(principalId)?.[1];
 }
 
 /** One counted approve: `by` is the principal that voted, `person` the human it counted for. */
@@ -141,7 +153,9 @@ export function isEligible(
 /** True when the decider is (or stands for) the run's requester or its `on_behalf_of`. */
 function isRequesterOf(decider: Pick<Decider, "principal_id" | "person">, requester: Requester): boolean {
   const ids = new Set<string>();
-  for (const id of [requester.principal_id, requester.on_behalf_of]) if (id) ids.add(normalisePrincipalId(id));
+  const relayed = requester.on_behalf_of;
+  const relayedPrincipal = relayed === undefined ? undefined : onBehalfOfPrincipal(relayed, slackTeamOfRequester(requester.principal_id));
+  for (const id of [requester.principal_id, relayed, relayedPrincipal]) if (id) ids.add(normalisePrincipalId(id));
   for (const person of [requester.person, requester.on_behalf_of_person]) if (person) ids.add(person);
   if (ids.has(normalisePrincipalId(decider.principal_id))) return true;
   return decider.person !== null && ids.has(decider.person);
@@ -161,6 +175,34 @@ export function refusalOf(
     return "self_approval_forbidden";
   }
   return null;
+}
+
+/** What a person does with an MCP server's question mid-call (contract section 21). */
+export type QuestionAction = "accept" | "decline" | "cancel";
+
+/**
+ * May this actor answer this call's MCP question with this action (contract
+ * section 21)? Only a principal eligible to approve the call may answer it,
+ * and an `accept` is judged as an approve: under `self_approval: false` the
+ * requester's person (and its `on_behalf_of`'s), and a credential that is no
+ * person, may only `decline` or `cancel` (self_approval_forbidden). The
+ * refusal, or null.
+ */
+export function answerRefusal(
+  input: Pick<DecisionInput, "policy" | "groups" | "decider" | "requester"> & { action: QuestionAction },
+): "not_an_approver" | "self_approval_forbidden" | null {
+  const { action, ...asked } = input;
+  return refusalOf({ ...asked, decision: action === "accept" ? "approve" : "deny" });
+}
+
+/**
+ * May this Slack user answer a `human__ask` question (contract sections 19, 21)? `approvers` and
+ * `self_approval` do not govern these answers: the run's requester and SLACK_APPROVERS may, compared as
+ * principal ids (a run whose requester is not a Slack user: only SLACK_APPROVERS). The Slack click asks this.
+ */
+export function mayAnswerAsk(actor: string, requester: string | undefined, slackApprovers: readonly string[]): boolean {
+  const id = normalisePrincipalId(actor);
+  return (requester !== undefined && id === normalisePrincipalId(requester)) || slackApprovers.some((a) => normalisePrincipalId(a) === id);
 }
 
 /** A vote as a listing keeps it: the principal that voted, and the person it counted for when known. */

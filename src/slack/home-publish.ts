@@ -25,6 +25,7 @@ import {
 } from "./home-tab";
 import { formFields } from "../client/requested-form";
 import { slackPersonOf } from "./slack-persons";
+import { emailTrustedTeams } from "../policy/persons";
 import { withTimeout } from "./web-api";
 import { channelVerdicts } from "./channel-checks";
 
@@ -40,6 +41,8 @@ export interface HomeSettings extends HomeRules {
   SLACK_ALLOW_EXTERNAL_CHANNELS: boolean;
   /** The least time between two publishes to one user (contract: 5 seconds). */
   SLACK_HOME_REPUBLISH_MS: number;
+  /** Teams whose verified emails join an access: person (contract section 19); absent: the installation's team. */
+  SLACK_EMAIL_TRUSTED_TEAMS?: readonly string[] | undefined;
   /** The console's origin for the tab's links; absent: no link. */
   console_origin?: string | undefined;
 }
@@ -189,9 +192,14 @@ export async function recordHomeOpened(db: D1Database, viewer: HomeViewer, now: 
  * An opener's person: as kept when they opened the tab, else (the lookup failed then, or they opened it before
  * persons were kept) users.info now, kept when it answers; a failed lookup is nobody, as for a click.
  */
-async function openerPerson(db: D1Database, client: SlackAPIClient, opener: OpenerRow): Promise<Person> {
+async function openerPerson(
+  db: D1Database,
+  client: SlackAPIClient,
+  opener: OpenerRow,
+  trustedTeams: readonly string[] | undefined,
+): Promise<Person> {
   if (opener.person !== null) return opener.person;
-  const person = await slackPersonOf(client, opener.principal, opener.user_id);
+  const person = await slackPersonOf(client, opener.principal, opener.user_id, emailTrustedTeams(trustedTeams, opener.team));
   if (person !== null) {
     await db.prepare(`UPDATE slack_home_openers SET person = ? WHERE user_id = ?`).bind(person, opener.user_id).run();
   }
@@ -252,7 +260,7 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
   const items = allowed.items;
   let retryAt: number | null = null;
   for (const opener of openers.results) {
-    const person = await openerPerson(db, client, opener);
+    const person = await openerPerson(db, client, opener, settings.SLACK_EMAIL_TRUSTED_TEAMS);
     const mine = decidableBy({ user: opener.user_id, principal: opener.principal, team: opener.team, person }, items, settings);
     if (homeDigest(mine) === opener.published_digest) continue;
     const due = (opener.published_at ?? 0) + settings.SLACK_HOME_REPUBLISH_MS;

@@ -50,11 +50,6 @@ export const parseInputValue = (value: string | undefined): (InputButtonValue & 
 export const parseModalMetadata = (text: string | undefined): ModalMetadata | null => parseJson(modalMetadataSchema, text);
 export const encodeModalMetadata = (metadata: ModalMetadata): string => JSON.stringify(metadata);
 
-/** The run's requester and SLACK_APPROVERS may decide; a run whose requester is unknown only its approvers. */
-export function mayDecide(userId: string, requester: string | undefined, approvers: readonly string[]): boolean {
-  return userId === requester || approvers.includes(userId);
-}
-
 /**
  * Who may decide, as every refusal names them (contract section 19): the
  * Slack users eligible by exact id, and whether anyone else may too (an API

@@ -10,8 +10,9 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { RunSummary, StartRunInput } from "../agent/run-record";
 import { type HostConfig, loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import type { Decider } from "../policy/approval-policy";
+import { type Decider, mayAnswerAsk } from "../policy/approval-policy";
 import { slackPersonOf } from "./slack-persons";
+import { emailTrustedTeams } from "../policy/persons";
 import { jsonResponse } from "../http/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
@@ -34,7 +35,6 @@ import {
   FORM_NOT_SHOWN_TEXT,
   GONE_TEXT,
   isConfirmationMismatch,
-  mayDecide,
   parseApprovalValue,
   parseInputValue,
   parseModalMetadata,
@@ -206,6 +206,8 @@ function buildApp(
   scope: InstallationScope,
   origin: string,
 ): SlackApp<SlackEdgeAppEnv> {
+  // Contract section 19: only these teams' verified emails join an access: person.
+  const trusted = emailTrustedTeams(config.SLACK_EMAIL_TRUSTED_TEAMS, scope.team);
   // Our own authorize: the bot token from config, the bot user id from the event's
   // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
   const authorize: Authorize<SlackEdgeAppEnv> = async (req) => ({
@@ -252,7 +254,7 @@ function buildApp(
       }
       // The requester's person (contract section 19) matters only where a tool forbids self-approval: asked only then.
       const input = needsRequesterPerson(config)
-        ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id) }
+        ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id, trusted) }
         : requested;
       await startThreadRun(env, input);
     })();
@@ -274,7 +276,7 @@ function buildApp(
     const now = Date.now();
     const published = (async () => {
       // Judged as their click would be (contract section 19): their person from users.info.
-      const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user) };
+      const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user, trusted) };
       await recordHomeOpened(env.DB, viewer, now);
       await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
     })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
@@ -295,7 +297,7 @@ function buildApp(
       return null;
     }
     const requester = slackRequester(summary, scope.team);
-    if (!mayDecide(actor, requester, approvers)) {
+    if (!mayAnswerAsk(actor, requester, approvers)) {
       await reply(refusalText(answerDeciders(slackUserOrId(requester), approvers.map(slackUserOrId))));
       return null;
     }
@@ -306,7 +308,7 @@ function buildApp(
   const slackDecider = async (userId: string): Promise<Decider> => ({
     via: "slack",
     principal_id: actor,
-    person: await slackPersonOf(client, actor, userId),
+    person: await slackPersonOf(client, actor, userId, trusted),
     listed_in_slack_approvers: approvers.includes(actor),
   });
   /**

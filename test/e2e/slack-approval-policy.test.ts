@@ -48,7 +48,7 @@ const e2e = useSlackE2e({
   vars: () => ({
     ACCESS_TEAM_DOMAIN: jwks.url,
     ACCESS_AUD: AUD,
-    ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["approver"] }),
+    ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["requester", "approver"] }),
     TOOL_POLICY: JSON.stringify({
       [CREATE]: { approvers: ["group:reviewers", `slack:${TEST_TEAM_ID}:${REQUESTER}`], approvals_required: 2, self_approval: false },
       [ALERT]: { level: "approve", approvers: ["token:ops-*"] },
@@ -112,8 +112,8 @@ function click(decision: "approve" | "deny", user: string, runId: string, approv
   });
 }
 
-/** A decision as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */
-async function decideAsAccess(email: string, runId: string, approvalId: string, decision: "approve" | "deny"): Promise<Response> {
+/** A POST as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */
+async function postAsAccess(email: string, path: string, body: unknown): Promise<Response> {
   const now = Math.floor(Date.now() / 1_000);
   const jwt = await new SignJWT({ email })
     .setProtectedHeader({ alg: "RS256", kid: "k-policy" })
@@ -122,12 +122,78 @@ async function decideAsAccess(email: string, runId: string, approvalId: string, 
     .setIssuedAt(now - 5)
     .setExpirationTime(now + 300)
     .sign(signingKey);
-  return fetch(`${e2e.server.url}/api/runs/${runId}/approvals/${approvalId}`, {
+  return fetch(`${e2e.server.url}${path}`, {
     method: "POST",
     headers: { "cf-access-jwt-assertion": jwt, origin: e2e.server.url, "content-type": "application/json" },
-    body: JSON.stringify({ decision }),
+    body: JSON.stringify(body),
   });
 }
+
+/** A decision as the Cloudflare Access user `email`. */
+function decideAsAccess(email: string, runId: string, approvalId: string, decision: "approve" | "deny"): Promise<Response> {
+  return postAsAccess(email, `/api/runs/${runId}/approvals/${approvalId}`, { decision });
+}
+
+/** A token the Access user `email` mints for themselves (contract section 18: owned_by_creator, that person). */
+async function mintAsAccess(email: string, name: string, roles: string[]): Promise<string> {
+  const res = await postAsAccess(email, "/api/tokens", { name, roles });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** A token root makes (an admin), with `owner` recorded: it proves nothing about that owner. */
+async function adminToken(name: string, roles: string[], owner?: string): Promise<string> {
+  const res = await e2e.server.api("/api/tokens", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name, roles, ...(owner !== undefined ? { owner } : {}) }),
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** POST `body` to `path` with a bearer token. */
+function postWith(token: string, path: string, body: unknown): Promise<Response> {
+  return fetch(`${e2e.server.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** Triggers a one-call scripted run with `token` (and `user_id` when relayed); answers its run id once the call waits for approval. */
+async function startWith(
+  token: string,
+  tool: string,
+  args: Record<string, unknown>,
+  userId?: string,
+): Promise<{ runId: string; approvalId: string }> {
+  const started = await postWith(token, "/api/trigger", {
+    message: "policy",
+    channel_id: CHANNEL,
+    ...(userId !== undefined ? { user_id: userId } : {}),
+    script: [{ tool_calls: [{ tool_name: tool, tool_call_id: "w1", arguments: args }] }, { text: "done" }],
+  });
+  expect(started.status, await started.clone().text()).toBe(202);
+  const { run_id: runId } = (await started.json()) as { run_id: string };
+  await expect.poll(async () => (await summary(runId)).pending_approvals.length, { timeout: 10_000 }).toBe(1);
+  return { runId, approvalId: (await summary(runId)).pending_approvals[0]!.approval_id };
+}
+
+/** A running run's events as they come (its stream stays open while it runs): close it when done. */
+async function watch(runId: string) {
+  const stream = await RawSseClient.open(`${e2e.server.url}/api/runs/${runId}/events`, { authorization: `Bearer ${e2e.server.token}` });
+  return {
+    votes: () => eventTypes(stream.events).filter((t) => t === "approval_vote").length,
+    of: (type: string) => stream.events.filter((e) => e.event === type).map((e) => JSON.parse(e.data) as Record<string, any>),
+    close: () => stream.close(),
+  };
+}
+
+const errorOf = async (res: Response): Promise<[number, string | undefined]> => [
+  res.status,
+  ((await res.json()) as { error?: string }).error,
+];
 
 const ephemeralsTo = (user: string) => e2e.slack.calls("chat.postEphemeral").filter((c) => c.params.user === user);
 const blocksText = (call: RecordedCall) => JSON.stringify(call.params.blocks ?? []);
@@ -190,14 +256,9 @@ describe("Slack decisions under the approval policy", () => {
     await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 
-  it("a Slack user with a confirmed email and the token they own are one person: one vote", async () => {
-    const created = await e2e.server.api("/api/tokens", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: `alice-${Date.now()}`, roles: ["approver"], owner: "access:alice@example.com" }),
-    });
-    expect(created.status).toBe(201);
-    const { token } = (await created.json()) as { token: string };
+  it("a Slack user with a confirmed email and the token they minted for themselves are one person: one vote", async () => {
+    // Contract section 19: only a token its access: owner created for themselves is that person.
+    const token = await mintAsAccess("alice@example.com", `alice-${Date.now()}`, ["approver"]);
     const { runId, approvalId } = await startBySlack(CREATE, { title: "one person" });
     const viaToken = await fetch(`${e2e.server.url}/api/runs/${runId}/approvals/${approvalId}`, {
       method: "POST",
@@ -227,14 +288,8 @@ describe("Slack decisions under the approval policy", () => {
   });
 
   it("one person under every credential: Alice's own run is refused her approve by token and by Slack click, her Access login is no approver, her deny ends it", async () => {
-    const name = `alice-${Date.now().toString(36)}`;
-    const created = await e2e.server.api("/api/tokens", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name, roles: ["requester", "approver"], owner: "access:alice@example.com" }),
-    });
-    expect(created.status).toBe(201);
-    const { token } = (await created.json()) as { token: string };
+    // Minted by Alice for herself (contract section 19): the token is her person.
+    const token = await mintAsAccess("alice@example.com", `alice-${Date.now().toString(36)}`, ["requester", "approver"]);
     const asAlice = (path: string, body: unknown) =>
       fetch(`${e2e.server.url}${path}`, {
         method: "POST",
@@ -289,5 +344,71 @@ describe("Slack decisions under the approval policy", () => {
     });
     const calls = (await (await fetch(`${demoBase}/control/calls`)).json()) as { by_tool: Record<string, number> };
     expect(calls.by_tool.create_dashboard ?? 0).toBe(0);
+  });
+
+  it("one person counts once (point 8): a token an admin made with a slack: owner is no vote, and holds that person back as requester", async () => {
+    const slackAlice = `slack:${TEST_TEAM_ID}:${ALICE}`;
+    const stamp = Date.now().toString(36);
+    // Named token:alice-* (a reviewer by pattern), owner Alice's Slack account, made by root: it proves nothing.
+    const adminMade = await adminToken(`alice-slk-${stamp}`, ["approver"], slackAlice);
+    const { runId, approvalId } = await startBySlack(CREATE, { title: "point 8" });
+    const first = await watch(runId);
+    expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+    await expect.poll(first.votes, { timeout: 10_000 }).toBe(1);
+    expect(await errorOf(await postWith(adminMade, `/api/runs/${runId}/approvals/${approvalId}`, { decision: "approve" }))).toEqual([
+      403,
+      "not_an_approver",
+    ]);
+    expect((await summary(runId)).pending_approvals).toHaveLength(1);
+    expect(first.votes()).toBe(1);
+    await first.close();
+    await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+
+    // The same kind of token as the requester: its owner's person (her verified email) may not approve her call.
+    const requesterToken = await adminToken(`req-slk-${stamp}`, ["requester"], slackAlice);
+    const own = await mintAsAccess("alice@example.com", `alice-own8-${stamp}`, ["approver"]);
+    const second = await startWith(requesterToken, CREATE, { title: "point 8 requester" });
+    const watched = await watch(second.runId);
+    const path = `/api/runs/${second.runId}/approvals/${second.approvalId}`;
+    expect(await errorOf(await postWith(own, path, { decision: "approve" }))).toEqual([403, "self_approval_forbidden"]);
+    expect((await click("approve", ALICE, second.runId, second.approvalId)).status).toBe(200);
+    await e2e.slack.waitFor(() => ephemeralsTo(ALICE).some((c) => /forbids approving your own request/.test(String(c.params.text))));
+    expect(watched.votes()).toBe(0);
+    // Another person still counts.
+    expect((await click("approve", BOB, second.runId, second.approvalId)).status).toBe(200);
+    await expect.poll(watched.votes, { timeout: 10_000 }).toBe(1);
+    await watched.close();
+    await e2e.server.api(`/api/runs/${second.runId}/cancel`, { method: "POST" });
+  });
+
+  it("on_behalf_of is compared as persons (point 9): relayed for Alice by any name, no credential of hers approves; padded forms are 400", async () => {
+    const stamp = Date.now().toString(36);
+    const adapter = await adminToken(`relay-${stamp}`, ["adapter"]);
+    const ownName = `alice-own9-${stamp}`;
+    const own = await mintAsAccess("alice@example.com", ownName, ["approver"]);
+    for (const relayedFor of [`slack:${TEST_TEAM_ID}:${ALICE}`, `token:${ownName}`, ALICE]) {
+      const { runId, approvalId } = await startWith(adapter, CREATE, { title: `relayed ${relayedFor}` }, relayedFor);
+      expect((await summary(runId)) as unknown).toMatchObject({ on_behalf_of: relayedFor });
+      const watched = await watch(runId);
+      const byToken = await postWith(own, `/api/runs/${runId}/approvals/${approvalId}`, { decision: "approve" });
+      expect(await errorOf(byToken), relayedFor).toEqual([403, "self_approval_forbidden"]);
+      const before = ephemeralsTo(ALICE).length;
+      expect((await click("approve", ALICE, runId, approvalId)).status).toBe(200);
+      await e2e.slack.waitFor(() => ephemeralsTo(ALICE).length > before);
+      expect(String(ephemeralsTo(ALICE).at(-1)!.params.text)).toMatch(/forbids approving your own request/);
+      // A control: Bob, another person, counts; Alice's two tries counted nothing.
+      expect((await click("approve", BOB, runId, approvalId)).status).toBe(200);
+      await expect.poll(watched.votes, { timeout: 10_000 }).toBe(1);
+      expect(
+        watched.of("approval_vote").map((e) => e.decided_by),
+        relayedFor,
+      ).toEqual([`slack:${TEST_TEAM_ID}:${BOB}`]);
+      await watched.close();
+      await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    }
+    for (const padded of [` ${ALICE}`, `${ALICE} `, `U\u200bALICE0001`, "mailto:alice@example.com", "access:Alice@example.com"]) {
+      const res = await postWith(adapter, "/api/trigger", { message: "padded", channel_id: CHANNEL, user_id: padded });
+      expect(await errorOf(res), JSON.stringify(padded)).toEqual([400, "invalid_request"]);
+    }
   });
 });

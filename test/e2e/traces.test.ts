@@ -114,11 +114,14 @@ async function demoCallsOf(title: string): Promise<{ arguments: { title?: string
   return body.calls.filter((c) => c.tool === "create_dashboard" && c.arguments.title === title);
 }
 
-/** Waits (bounded) until the collector holds the run's root span, then answers the run's spans. */
+/** The spans one approved call's run makes (two scripted model turns): arrived when each is there. */
+const EXPECTED_SPANS = ["run", "model.turn", "tool.call", "approval.wait", "mcp.send"];
+const complete = (spans: OtlpSpan[]): boolean =>
+  EXPECTED_SPANS.every((name) => spans.some((s) => s.name === name)) && spans.filter((s) => s.name === "model.turn").length >= 2;
+
+/** Waits (bounded) until the collector holds the run's whole trace (the last batch may trail the root), then answers it. */
 async function spansOf(runId: string): Promise<OtlpSpan[]> {
-  await expect.poll(() => collector.ofRun(runId).some((s) => s.name === "run"), { timeout: 45_000, interval: 100 }).toBe(true);
-  // The last batch may trail the root by one export.
-  await new Promise((r) => setTimeout(r, 300));
+  await expect.poll(() => complete(collector.ofRun(runId)), { timeout: 45_000, interval: 100 }).toBe(true);
   return collector.ofRun(runId);
 }
 
@@ -175,7 +178,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(collector.ofRun(runId)).toEqual([]);
     collector.down = false;
     const spans = await spansOf(runId);
-    expect(new Set(spans.map((s) => s.name))).toEqual(new Set(["run", "model.turn", "tool.call", "approval.wait", "mcp.send"]));
+    expect(new Set(spans.map((s) => s.name))).toEqual(new Set(EXPECTED_SPANS));
   });
 
   it("with tracing off, no traceparent is sent", async () => {

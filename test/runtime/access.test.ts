@@ -6,7 +6,7 @@
 // the console with no sign-in of its own, and the JWKS cache.
 import { createExecutionContext, env, runDurableObjectAlarm } from "cloudflare:test";
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config/config";
 import worker from "../../src/index";
 import { freshAddress, TOKEN } from "./helpers";
@@ -27,15 +27,21 @@ const accessEnv = {
 
 let signingKey: CryptoKey;
 let strayKey: CryptoKey;
+let goodJwk: Record<string, unknown>;
+
+/** What the team domain's JWKS serves from now on. */
+async function serveKeys(keys: unknown[]): Promise<void> {
+  const res = await fetch(`${TEAM}/_control/keys`, { method: "POST", body: JSON.stringify({ keys }) });
+  expect(res.status).toBe(200);
+}
 
 beforeAll(async () => {
   const pair = await generateKeyPair("RS256", { extractable: true });
   const stray = await generateKeyPair("RS256", { extractable: true });
   signingKey = pair.privateKey;
   strayKey = stray.privateKey;
-  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-good", alg: "RS256", use: "sig" };
-  const res = await fetch(`${TEAM}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
-  expect(res.status).toBe(200);
+  goodJwk = { ...(await exportJWK(pair.publicKey)), kid: "k-good", alg: "RS256", use: "sig" };
+  await serveKeys([goodJwk]);
 });
 
 interface AssertionOptions {
@@ -138,6 +144,21 @@ describe("Access assertions", () => {
       .toEqual([expect.objectContaining({ target: "GET /api/health", result: "refused", count: 1, details: { error: "forbidden" } })]);
   });
 
+  it('"*" in ACCESS_ROLES matches Access users only, never a service token', async () => {
+    const starEnv = { ...(accessEnv as object), ACCESS_ROLES: JSON.stringify({ "*": ["viewer", "requester"] }) } as never;
+    const as = async (jwt: string) =>
+      worker.fetch(
+        new Request(`${ORIGIN}/api/runs`, { headers: { "cf-access-jwt-assertion": jwt, "cf-connecting-ip": freshAddress() } }),
+        starEnv,
+        createExecutionContext(),
+      );
+    expect((await as(await assertion({ payload: { email: "someone@elsewhere.io" } }))).status).toBe(200);
+    // A service token no entry names holds no role: 403 on everything.
+    const service = await as(await assertion({ payload: { common_name: "other.access" } }));
+    expect(service.status).toBe(403);
+    expect((await service.json<any>()).error).toBe("forbidden");
+  });
+
   it("a service token is access-service:<common_name>; the Origin rule is for users' browser-sent assertions", async () => {
     const service = await assertion({ payload: { common_name: "ci.access" } });
     const res = await call("/api/trigger", service, { method: "POST", body: '{"message":"from ci"}' });
@@ -185,6 +206,32 @@ describe("Access assertions", () => {
     expect((await call("/api/runs", await assertion({ kid: "k-new-1", key: strayKey }))).status).toBe(401);
     expect((await call("/api/runs", await assertion({ kid: "k-new-2", key: strayKey }))).status).toBe(401);
     expect(await fetches()).toBeLessThanOrEqual(before + 1);
+  });
+
+  it("after Cloudflare rotates its keys, an unknown kid fetches the JWKS again (past the 30 s) and the new key is accepted", async () => {
+    const rotated = await generateKeyPair("RS256", { extractable: true });
+    const rotatedJwk = { ...(await exportJWK(rotated.publicKey)), kid: "k-rotated", alg: "RS256", use: "sig" };
+    expect((await call("/api/runs", await assertion())).status).toBe(200); // the key set holds k-good
+    // Only the clock is moved (jose reads Date.now() in this isolate); the stand-in is real loopback HTTP.
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 30_001); // contract section 18: at most once per 30 s
+      await serveKeys([goodJwk, rotatedJwk]);
+      const before = await fetches();
+      expect((await call("/api/runs", await assertion({ kid: "k-rotated", key: rotated.privateKey }))).status).toBe(200);
+      expect(await fetches()).toBe(before + 1);
+      // Within 30 s of that fetch another unknown kid is 401 and fetches nothing.
+      vi.setSystemTime(Date.now() + 29_000);
+      expect((await call("/api/runs", await assertion({ kid: "k-other", key: strayKey }))).status).toBe(401);
+      expect(await fetches()).toBe(before + 1);
+      // Cached at most 10 minutes: past that, even a known kid reads the keys again.
+      vi.setSystemTime(Date.now() + 600_001);
+      expect((await call("/api/runs", await assertion())).status).toBe(200);
+      expect(await fetches()).toBe(before + 2);
+    } finally {
+      vi.useRealTimers();
+      await serveKeys([goodJwk]);
+    }
   });
 });
 

@@ -45,6 +45,8 @@ async function ownedToken(roles: Role[], prefix: string, owner: string | null): 
     name,
     roles,
     owner,
+    // A person's own token (section 19: minted by that access: user for themselves) when it has an owner.
+    owned_by_creator: owner !== null,
     created_at: new Date(now).toISOString(),
     expires_at: new Date(now + 86_400_000).toISOString(),
     last_used_at: null,
@@ -55,7 +57,7 @@ async function ownedToken(roles: Role[], prefix: string, owner: string | null): 
 }
 
 /** A request as a Cloudflare Access user (a browser-held credential: same Origin on state changes). */
-async function asAccess(email: string, path: string, body?: unknown): Promise<Response> {
+async function asAccess(email: string, path: string, body?: unknown, method?: string): Promise<Response> {
   const now = Math.floor(Date.now() / 1_000);
   const jwt = await new SignJWT({ email })
     .setProtectedHeader({ alg: "RS256", kid: "k-policy" })
@@ -68,7 +70,7 @@ async function asAccess(email: string, path: string, body?: unknown): Promise<Re
   if (body !== undefined) headers.set("content-type", "application/json");
   return worker.fetch(
     new Request(`${ORIGIN}${path}`, {
-      method: body === undefined ? "GET" : "POST",
+      method: method ?? (body === undefined ? "GET" : "POST"),
       headers,
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     }),
@@ -282,5 +284,73 @@ describe("approvers", () => {
       decided_by: lead.principal,
       approvals: [{ by: lead.principal }],
     });
+  });
+});
+
+describe("tokens a person mints for themselves (contract sections 18-19)", () => {
+  it("any access: user creates, lists and revokes only tokens owned by themselves, with roles they hold; else 403", async () => {
+    const name = `ann-own-${crypto.randomUUID().slice(0, 8)}`;
+    const made = await asAccess("ann@example.com", "/api/tokens", { name, roles: ["approver"] });
+    expect(made.status).toBe(201);
+    expect(await made.json()).toMatchObject({ name, roles: ["approver"], owner: "access:ann@example.com" });
+    for (const body of [
+      { name: `${name}-x`, roles: ["approver"], owner: "access:bob@example.com" },
+      { name: `${name}-y`, roles: ["admin"] },
+      { name: `${name}-z`, roles: ["requester"] },
+    ]) {
+      const refused = await asAccess("ann@example.com", "/api/tokens", body);
+      expect([refused.status, ((await refused.json()) as { error: string }).error]).toEqual([403, "forbidden"]);
+    }
+    // An admin's token for ann is listed to her, but it is not hers by creation: it proves nothing.
+    const byAdmin = `ann-adm-${crypto.randomUUID().slice(0, 8)}`;
+    const adminMade = await api("/api/tokens", {
+      method: "POST",
+      body: JSON.stringify({ name: byAdmin, roles: ["approver"], owner: "access:ann@example.com" }),
+    });
+    expect(adminMade.status).toBe(201);
+    const other = `bob-adm-${crypto.randomUUID().slice(0, 8)}`;
+    expect((await api("/api/tokens", { method: "POST", body: JSON.stringify({ name: other, roles: ["viewer"] }) })).status).toBe(201);
+    const listed = ((await (await asAccess("ann@example.com", "/api/tokens")).json()) as { tokens: any[] }).tokens;
+    expect(listed.every((t) => t.owner === "access:ann@example.com")).toBe(true);
+    expect(Object.fromEntries(listed.filter((t) => [name, byAdmin].includes(t.name)).map((t) => [t.name, t.owned_by_creator]))).toEqual({
+      [name]: true,
+      [byAdmin]: false,
+    });
+    const notHers = await asAccess("ann@example.com", `/api/tokens/${other}`, undefined, "DELETE");
+    expect(notHers.status).toBe(403);
+    const revoked = await asAccess("ann@example.com", `/api/tokens/${name}`, undefined, "DELETE");
+    expect(revoked.status).toBe(200);
+  });
+
+  it("an owner an admin named proves nothing: that token plus its owner's login never make two votes (point 8)", async () => {
+    const requester = await ownedToken(["requester"], "req8", "access:req@example.com");
+    const name = `ann-adm8-${crypto.randomUUID().slice(0, 8)}`;
+    const made = await api("/api/tokens", {
+      method: "POST",
+      body: JSON.stringify({ name, roles: ["approver"], owner: "access:ann@example.com" }),
+    });
+    const adminMadeToken = ((await made.json()) as { token: string }).token;
+    const { runId, approvalId } = await startRun(requester.token, KPI, { name: "p8", query: "q" });
+    const first = await asAccess("ann@example.com", `/api/runs/${runId}/approvals/${approvalId}`, { decision: "approve" });
+    expect(first.status).toBe(200);
+    const second = await decide(adminMadeToken, runId, approvalId, { decision: "approve" });
+    expect([second.status, ((await second.json()) as { error: string }).error]).toEqual([403, "not_an_approver"]);
+    const summary = (await (await api(`/api/runs/${runId}`)).json()) as { pending_approvals: unknown[] };
+    expect(summary.pending_approvals).toHaveLength(1);
+    expect((await api(`/api/runs/${runId}/cancel`, { method: "POST" })).ok).toBe(true);
+  });
+
+  it("ann's own token and her Access login are one person: the second is the same answer, no second vote", async () => {
+    const requester = await ownedToken(["requester"], "req8b", "access:req@example.com");
+    const name = `ann-mint-${crypto.randomUUID().slice(0, 8)}`;
+    const minted = await asAccess("ann@example.com", "/api/tokens", { name, roles: ["approver"] });
+    const own = ((await minted.json()) as { token: string }).token;
+    const { runId, approvalId } = await startRun(requester.token, KPI, { name: "p8b", query: "q" });
+    const pending = { approval_id: approvalId, decision: "approved", status: "pending", votes: 1, required: 2 };
+    const first = await decide(own, runId, approvalId, { decision: "approve" });
+    expect([first.status, await first.json()]).toEqual([200, pending]);
+    const again = await asAccess("ann@example.com", `/api/runs/${runId}/approvals/${approvalId}`, { decision: "approve" });
+    expect([again.status, await again.json()]).toEqual([200, pending]);
+    expect((await api(`/api/runs/${runId}/cancel`, { method: "POST" })).ok).toBe(true);
   });
 });

@@ -22,6 +22,8 @@ async function ownedApprover(): Promise<string> {
     name: `voter-${crypto.randomUUID().slice(0, 8)}`,
     roles: ["approver" as const],
     owner: "access:voter@example.com",
+    // A person's own token (section 19: minted by that access: user for themselves) when it has an owner.
+    owned_by_creator: true,
     created_at: new Date(now).toISOString(),
     expires_at: new Date(now + 86_400_000).toISOString(),
     last_used_at: null,

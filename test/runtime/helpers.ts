@@ -109,6 +109,7 @@ export async function namedToken(roles: readonly string[], prefix = "t"): Promis
     name,
     roles: roles as Role[],
     owner: null,
+    owned_by_creator: false,
     created_at: new Date(now).toISOString(),
     expires_at: new Date(now + 86_400_000).toISOString(),
     last_used_at: null,

@@ -10,10 +10,16 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import { newRunId } from "../../src/ids";
 import { storedRows } from "../../src/operate/metric-series";
-import { readMetrics, SCRAPE_MAX_ROWS_READ, SCRAPE_MAX_STATEMENTS, type ScrapeDb } from "../../src/operate/metrics-scrape";
+import { readMetrics, type ScrapeDb } from "../../src/operate/metrics-scrape";
 import { RunMetrics } from "../../src/operate/run-metrics";
-import { globalStoragePool, POOL_CAPACITY_SLOTS } from "../../src/outcomes/storage-pool-rpc";
-import { api, runStub, trigger, runTablesOf } from "./helpers";
+import { globalStoragePool } from "../../src/outcomes/storage-pool-rpc";
+import { api, freshAddress, runStub, trigger, runTablesOf } from "./helpers";
+
+/** Contract section 22: a scrape runs at most 8 D1 statements reading at most 1,000 rows. */
+const SCRAPE_MAX_STATEMENTS = 8;
+const SCRAPE_MAX_ROWS_READ = 1_000;
+/** Contract section 9: one global pool of 16 slots. */
+const POOL_CAPACITY_SLOTS = 16;
 
 /** Every sample of a scrape: `name{labels}` → value. */
 async function scrape(): Promise<Map<string, number>> {
@@ -66,6 +72,17 @@ describe("GET /api/metrics", () => {
     const res = await api("/api/metrics", { headers: { authorization: "Bearer wrong" } });
     expect(res.status).toBe(401);
     await expect.poll(async () => sample(await scrape(), "aee_auth_failures_total")).toBe(before + 1);
+  });
+
+  it("a 429 counts in aee_rate_limited_total (the 11th failure of an address within its window)", async () => {
+    const before = await scrape();
+    const address = freshAddress();
+    const wrong = () => api("/api/runs", { headers: { authorization: "Bearer wrong", "cf-connecting-ip": address } });
+    // Contract section 18: past 10 failures in the window, the address is refused 429.
+    for (let i = 1; i <= 10; i++) expect((await wrong()).status, `failure ${i}`).toBe(401);
+    expect((await wrong()).status).toBe(429);
+    await expect.poll(async () => sample(await scrape(), "aee_rate_limited_total")).toBe(sample(before, "aee_rate_limited_total") + 1);
+    expect(sample(await scrape(), "aee_auth_failures_total")).toBe(sample(before, "aee_auth_failures_total") + 10);
   });
 
   it("an approved mutation moves the run, approval and mutation series and both histograms", async () => {

@@ -5,7 +5,7 @@
 // Also the JSON media-type rule (415) every JSON route keeps.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, apiAs, namedToken } from "./helpers";
+import { api, apiAs, namedToken, TOKEN } from "./helpers";
 
 const CREATE = "mcp__demo__create_dashboard";
 
@@ -113,6 +113,38 @@ describe("requested_by and on_behalf_of", () => {
     const summary = await json(await api(`/api/runs/${run_id}`));
     expect(summary).toMatchObject({ user_id: requester.principal, requested_by: requester.principal });
     expect(summary).not.toHaveProperty("on_behalf_of");
+  });
+
+  it("admin does not imply adapter: an admin token (and token:root) naming another user_id is 403, adapter named in the message", async () => {
+    const admin = await namedToken(["admin"], "boss");
+    for (const [token, principal] of [
+      [admin.token, admin.principal],
+      [TOKEN, "token:root"],
+    ] as const) {
+      const refused = await apiAs(token, "/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", user_id: "chat:ada" }) });
+      expect(refused.status).toBe(403);
+      expect(await json(refused)).toMatchObject({
+        error: "forbidden",
+        message: expect.stringContaining(`${principal} lacks the adapter role`),
+      });
+    }
+  });
+
+  it("an on_behalf_of not in canonical form is 400, from an adapter too; nothing starts", async () => {
+    const adapter = await namedToken(["adapter"], "relay");
+    for (const user_id of [
+      " UALICE",
+      "UALICE ",
+      "U\u200bALICE",
+      "\ufeffaccess:alice@acme.com",
+      "access:Alice@acme.com",
+      "mailto:alice@acme.com",
+      "cafe\u0301",
+    ]) {
+      const res = await apiAs(adapter.token, "/api/trigger", { method: "POST", body: JSON.stringify({ message: "x", user_id }) });
+      expect(res.status, JSON.stringify(user_id)).toBe(400);
+      expect(await json(res)).toMatchObject({ error: "invalid_request" });
+    }
   });
 
   it("an adapter triggers on behalf of someone: user_id and on_behalf_of on run_started, the summary and the run listing", async () => {

@@ -110,6 +110,7 @@ describe("using a named token", () => {
       name,
       roles: ["viewer"],
       owner: null,
+      owned_by_creator: false,
       created_at: expect.any(String),
       expires_at: expect.any(String),
       last_used_at: expect.any(String),

@@ -1,6 +1,6 @@
 // The trace outbox in a real Durable Object's SQLite (contract section 22):
 // spans recorded from events are exported once accepted, kept while the
-// collector refuses, and past TRACE_RETRY_WINDOW_MS dropped and counted; the
+// collector refuses, and past its 10-minute retry window (contract section 22) dropped and counted; the
 // Slack client wrapper times posts as slack.post spans. The collector is a
 // stand-in fetch here; test/e2e/traces.test.ts runs a real one over HTTP.
 import { env, runInDurableObject } from "cloudflare:test";
@@ -8,7 +8,7 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import { describe, expect, it } from "vitest";
 import { newRunId } from "../../src/ids";
 import { observePosts } from "../../src/operate/run-hooks";
-import { exportSpans, TRACE_RETRY_WINDOW_MS } from "../../src/operate/trace-export";
+import { exportSpans } from "../../src/operate/trace-export";
 import { RUN_SPAN_KEY, TraceSpans } from "../../src/operate/trace-spans";
 import { runTablesOf } from "./helpers";
 
@@ -53,7 +53,10 @@ describe("the trace outbox", () => {
 
       spans.observeEvent("run_completed", {}, t0 + 10);
       expect(spans.waiting).toBe(1);
-      const late = await exportSpans(spans, target, t0 + 10 + TRACE_RETRY_WINDOW_MS + 1, answering(503));
+      // Contract section 22: retried for up to 10 minutes, then dropped and counted.
+      const inWindow = await exportSpans(spans, target, t0 + 10 + 600_000, answering(503));
+      expect(inWindow).toMatchObject({ status: "failed", dropped: 0, remaining: 1 });
+      const late = await exportSpans(spans, target, t0 + 10 + 600_001, answering(503));
       expect(late).toEqual({ status: "ok", exported: 0, dropped: 1, remaining: 0 });
       expect(spans.waiting).toBe(0);
       // A dropped span never comes back, even if its end is observed again.

@@ -13,18 +13,20 @@ const RUNS = 1_000;
 const AT = "2026-12-01T10:00:00.000Z";
 
 /** A small world of credentials, several of them the same person. */
-const CREDENTIALS: { id: string; owner?: string; verified_email?: string }[] = [
+const CREDENTIALS: { id: string; owner?: string; owned_by_creator?: boolean; verified_email?: string; trusted_teams?: string[] }[] = [
   { id: "token:root" },
   { id: "token:ci" },
-  { id: "token:alice-cli", owner: "access:alice@acme.com" },
+  { id: "token:alice-cli", owner: "access:alice@acme.com", owned_by_creator: true },
+  // Made by an admin for alice: proves nothing (contract section 19).
+  { id: "token:alice-admin-made", owner: "slack:T1:UALICE" },
   { id: "access:alice@acme.com" },
   { id: "access:ALICE@acme.com" },
-  { id: "slack:T1:UALICE", verified_email: "alice@acme.com" },
+  { id: "slack:T1:UALICE", verified_email: "alice@acme.com", trusted_teams: ["T1"] },
   { id: "access:bob@acme.com" },
-  { id: "token:bob-cli", owner: "access:bob@acme.com" },
+  { id: "token:bob-cli", owner: "access:bob@acme.com", owned_by_creator: true },
   { id: "slack:T1:UCAROL" },
   { id: "access:dave@other.io" },
-  { id: "token:sre-eve", owner: "access:eve@acme.com" },
+  { id: "token:sre-eve", owner: "access:eve@acme.com", owned_by_creator: true },
   { id: "access-service:svc.access" },
 ];
 

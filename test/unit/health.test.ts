@@ -3,7 +3,10 @@
 // answers, and the 30 s MCP probe cache (shared by concurrent checks, renewed
 // after its time and for a changed server).
 import { describe, expect, it } from "vitest";
-import { checkHealth, type HealthProbes, MCP_PROBE_CACHE_MS, McpProbeCache, type McpState, within } from "../../src/operate/health";
+import { checkHealth, type HealthProbes, McpProbeCache, type McpState, within } from "../../src/operate/health";
+
+/** Contract section 22: MCP probes are cached 30 s. */
+const PROBE_CACHE_MS = 30_000;
 
 const probes = (overrides: Partial<HealthProbes> = {}): HealthProbes => ({
   configOk: true,
@@ -62,11 +65,11 @@ describe("McpProbeCache", () => {
     const t0 = 1_000_000;
     const [a, b] = await Promise.all([cache.get("demo", "k", t0, probe), cache.get("demo", "k", t0, probe)]);
     expect([a, b, probes]).toEqual(["unreachable", "unreachable", 1]);
-    expect(await cache.get("demo", "k", t0 + MCP_PROBE_CACHE_MS - 1, probe)).toBe("unreachable");
+    expect(await cache.get("demo", "k", t0 + PROBE_CACHE_MS - 1, probe)).toBe("unreachable");
     expect(probes).toBe(1);
-    expect(await cache.get("demo", "k", t0 + MCP_PROBE_CACHE_MS, probe)).toBe("ok");
+    expect(await cache.get("demo", "k", t0 + PROBE_CACHE_MS, probe)).toBe("ok");
     expect(probes).toBe(2);
-    expect(await cache.get("demo", "changed-url", t0 + MCP_PROBE_CACHE_MS, probe)).toBe("ok");
+    expect(await cache.get("demo", "changed-url", t0 + PROBE_CACHE_MS, probe)).toBe("ok");
     expect(probes).toBe(3);
   });
 });

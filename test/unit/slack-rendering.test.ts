@@ -16,11 +16,11 @@ import {
   answerDeciders,
   approvalDeciders,
   decisionReplyText,
-  mayDecide,
   parseApprovalValue,
   policyRefusalText,
   refusalText,
 } from "../../src/slack/interactions";
+import { mayAnswerAsk } from "../../src/policy/approval-policy";
 
 const view = {
   run_id: "run_1",
@@ -315,10 +315,10 @@ describe("which events start runs", () => {
 
 describe("click rules", () => {
   it("the requester and SLACK_APPROVERS may decide; the refusal names them", () => {
-    expect(mayDecide("U1", "U1", [])).toBe(true);
-    expect(mayDecide("U2", "U1", ["U2"])).toBe(true);
-    expect(mayDecide("U3", "U1", ["U2"])).toBe(false);
-    expect(mayDecide("U3", undefined, [])).toBe(false);
+    expect(mayAnswerAsk("slack:T1:U1", "slack:T1:U1", [])).toBe(true);
+    expect(mayAnswerAsk("slack:T1:U2", "slack:T1:U1", ["slack:T1:U2"])).toBe(true);
+    expect(mayAnswerAsk("slack:T1:U3", "slack:T1:U1", ["slack:T1:U2"])).toBe(false);
+    expect(mayAnswerAsk("slack:T1:U3", undefined, [])).toBe(false);
     expect(refusalText(answerDeciders("U1", ["U2"]))).toContain("Who may: <@U1>, <@U2> or an approver in the console.");
     expect(refusalText(answerDeciders(undefined, []))).toContain("Who may: an approver in the console.");
   });

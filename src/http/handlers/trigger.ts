@@ -2,7 +2,7 @@
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
 // Nothing is claimed for an input that fails validation (contract section 17).
 import { apiError, jsonResponse } from "../api-error";
-import { personOf } from "../../policy/persons";
+import { triggerPersons } from "../trigger-persons";
 import type { HostConfig } from "../../config/config";
 import { runStubFor, startRun } from "../start-run";
 import type { Env } from "../../config/env";
@@ -53,13 +53,16 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
     await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
   }
 
+  // Contract section 19: who the run is for, as persons, found once here and kept on the run.
+  const persons = await triggerPersons(env, config, principal, requester.on_behalf_of);
   const started = await startRun(env, {
     run_id: newRunId(),
     channel_id: body.channel_id,
     user_id: requester.user_id,
     requested_by: principal.id,
-    requester_person: personOf(principal.id, { owner: principal.owner }),
+    requester_person: persons.requester_person,
     ...(requester.on_behalf_of !== undefined ? { on_behalf_of: requester.on_behalf_of } : {}),
+    ...(persons.on_behalf_of_person !== undefined ? { on_behalf_of_person: persons.on_behalf_of_person } : {}),
     delivery_id: deliveryId ?? null,
     message: body.message,
     max_tool_calls: body.max_tool_calls ?? null,
