@@ -656,7 +656,8 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
     cancelled: "the run was cancelled before it was sent",
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
     replay_blocked: "an outcome is already recorded for this call",
-    prior_outcome_unknown: "an earlier identical call in this channel has an unknown outcome; reconcile it first",
+    prior_outcome_unknown:
+      "an earlier identical call in this channel has not settled (it may still be waiting for an answer) or its outcome is unknown; wait for it, or reconcile it if it is unknown",
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
     authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
   }[reason];

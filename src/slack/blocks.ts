@@ -343,7 +343,8 @@ const NOT_EXECUTED_REASONS: Record<string, string> = {
   budget_exhausted: "this tool's mutation budget is used up",
   storage_unavailable: "durable storage was unavailable, so it was not sent",
   replay_blocked: "it was already recorded once and is never replayed",
-  prior_outcome_unknown: "an earlier identical call has an unknown outcome; reconcile that first",
+  prior_outcome_unknown:
+    "an earlier identical call has not settled (it may be waiting for an answer) or its outcome is unknown; wait for it, or reconcile it if unknown",
   transport_unavailable: "the tool's server could not be reached; nothing was sent",
   authorization_required: "the tool's server needs an admin to connect it (OAuth); nothing was run",
 };
