@@ -3,29 +3,69 @@
 // persons approved of how many required, names each voter and who may still
 // decide, and a credential that is no person (the root token the page signed
 // in with) is refused with the policy's reason, changing nothing.
-import { describe, expect, it } from "vitest";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/client";
 import { useConsoleSuite } from "../support/browser-session";
 import { waitForSummary } from "../support/console-browser";
+import { type JwksServer, startJwksServer } from "../support/jwks-server";
 
 const CREATE = "mcp__demo__create_dashboard";
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
 const UI_TIMEOUT_MS = 15_000;
 
+const AUD = "console-votes-aud";
+const VOTERS = ["ann@votes.example", "bo@votes.example"];
 const pageErrors: Error[] = [];
-const ui = useConsoleSuite({ pageErrors, vars: { TOOL_POLICY: JSON.stringify({ [CREATE]: { approvals_required: 2 } }) } });
+/** The Worker's settings; Cloudflare Access (a JWKS stand-in) is added once it listens, before the suite's Worker starts. */
+const vars: Record<string, string> = { TOOL_POLICY: JSON.stringify({ [CREATE]: { approvals_required: 2 } }) };
+let jwks: JwksServer;
+let signingKey: CryptoKey;
+beforeAll(async () => {
+  jwks = await startJwksServer();
+  const pair = await generateKeyPair("RS256", { extractable: true });
+  signingKey = pair.privateKey;
+  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-votes", alg: "RS256", use: "sig" };
+  await fetch(`${jwks.url}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
+  Object.assign(vars, {
+    ACCESS_TEAM_DOMAIN: jwks.url,
+    ACCESS_AUD: AUD,
+    ACCESS_ROLES: JSON.stringify(Object.fromEntries(VOTERS.map((email) => [email, ["approver"]]))),
+  });
+});
+afterAll(async () => {
+  await jwks?.stop();
+});
+const ui = useConsoleSuite({ pageErrors, vars });
 
-/** A client acting as a new approver token owned by `owner` (one person per owner). */
-async function approverAs(name: string, owner: string): Promise<{ client: EngineClient; principal: string }> {
-  const made = await ui.engine.createToken({ name, roles: ["approver"], owner });
-  return { client: new EngineClient({ baseUrl: ui.stack.server.url, token: made.token }), principal: `token:${name}` };
+/**
+ * A client acting as an approver token the Access user `email` minted for themselves: that person (contract
+ * section 18; a token an admin made naming an owner proves nothing, so it would not count towards two).
+ */
+async function approverAs(name: string, email: string): Promise<{ client: EngineClient; principal: string }> {
+  const now = Math.floor(Date.now() / 1_000);
+  const jwt = await new SignJWT({ email })
+    .setProtectedHeader({ alg: "RS256", kid: "k-votes" })
+    .setIssuer(jwks.url)
+    .setAudience([AUD])
+    .setIssuedAt(now - 5)
+    .setExpirationTime(now + 300)
+    .sign(signingKey);
+  const res = await fetch(`${ui.stack.server.url}/api/tokens`, {
+    method: "POST",
+    headers: { "cf-access-jwt-assertion": jwt, origin: ui.stack.server.url, "content-type": "application/json" },
+    body: JSON.stringify({ name, roles: ["approver"] }),
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  const { token } = (await res.json()) as { token: string };
+  return { client: new EngineClient({ baseUrl: ui.stack.server.url, token }), principal: `token:${name}` };
 }
 
 describe("votes in the approval form, in Chromium", () => {
   it("shows 1 of 2 with the voter, refuses the root token's approve, and the second person's vote runs the call", async () => {
     const suffix = Date.now().toString(36);
-    const ann = await approverAs(`ann-${suffix}`, "access:ann@votes.example");
-    const bo = await approverAs(`bo-${suffix}`, "access:bo@votes.example");
+    const ann = await approverAs(`ann-${suffix}`, "ann@votes.example");
+    const bo = await approverAs(`bo-${suffix}`, "bo@votes.example");
     const { run_id: runId } = await ui.engine.trigger({
       message: "two persons",
       script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "two-1", arguments: { title: `votes ${suffix}` } }] }, { text: "done" }],
