@@ -136,7 +136,8 @@ function redactValue(value: unknown, depth: number): unknown {
     // Defined, not assigned: a `__proto__` key of parsed JSON stays data, as it was.
     const put = (v: unknown) =>
       Object.defineProperty(out, redactTextAt(key, depth), { value: v, enumerable: true, writable: true, configurable: true });
-    if (key === nameField) put(inner);
+    // The name is kept (it says which secret the entry holds), its text redacted like any other: a "name" may carry one.
+    if (key === nameField) put(redactTextAt(inner as string, depth));
     else if (ACTOR_KEYS.has(key) && typeof inner === "string" && PRINCIPAL_ID.test(inner)) put(inner);
     else if (nameField !== undefined || isSecretKey(key)) put(REDACTED);
     else if (isScalarSecretKey(key) && (inner === null || typeof inner !== "object")) put(inner === null ? null : REDACTED);

@@ -126,6 +126,16 @@ describe("the deployment's own secrets, by exact value", () => {
   });
 });
 
+describe("a name field that itself holds a secret", () => {
+  it("is kept as a name but its text is redacted (fast-check's counterexample: a session cookie under `key`)", () => {
+    // Built from parts: no whole sample stands in the file.
+    const cookie = ["_gitlab", "_session=", "a3d5g7j9m1p2s4v6", "y8c0ixotwbehnqzk"].join("");
+    expect(JSON.stringify(redactSecrets({ key: cookie }))).not.toContain("ixotwbehnqzk");
+    expect(redactText(JSON.stringify({ key: cookie }))).not.toContain("ixotwbehnqzk");
+    expect(redactSecrets({ name: "authorization", value: "x" })).toEqual({ name: "authorization", value: REDACTED });
+  });
+});
+
 describe("a planted value never comes out (property)", () => {
   const planted = fc.constantFrom(...SECRET_SAMPLES.map((s) => s.value));
   /** A JSON-like value with the planted secret at some place: a value, an array item, inside text. */
