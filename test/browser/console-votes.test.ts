@@ -3,12 +3,11 @@
 // persons approved of how many required, names each voter and who may still
 // decide, and a credential that is no person (the root token the page signed
 // in with) is refused with the policy's reason, changing nothing.
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient } from "../../src/client";
 import { useConsoleSuite } from "../support/browser-session";
 import { waitForSummary } from "../support/console-browser";
-import { type JwksServer, startJwksServer } from "../support/jwks-server";
+import { type AccessIssuer, startAccessIssuer } from "../support/jwks-server";
 
 const CREATE = "mcp__demo__create_dashboard";
 /** Every wait for the page: long enough for a loaded 2-core machine, never a production default. */
@@ -19,22 +18,17 @@ const VOTERS = ["ann@votes.example", "bo@votes.example"];
 const pageErrors: Error[] = [];
 /** The Worker's settings; Cloudflare Access (a JWKS stand-in) is added once it listens, before the suite's Worker starts. */
 const vars: Record<string, string> = { TOOL_POLICY: JSON.stringify({ [CREATE]: { approvals_required: 2 } }) };
-let jwks: JwksServer;
-let signingKey: CryptoKey;
+let access: AccessIssuer;
 beforeAll(async () => {
-  jwks = await startJwksServer();
-  const pair = await generateKeyPair("RS256", { extractable: true });
-  signingKey = pair.privateKey;
-  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-votes", alg: "RS256", use: "sig" };
-  await fetch(`${jwks.url}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
+  access = await startAccessIssuer("k-votes", AUD);
   Object.assign(vars, {
-    ACCESS_TEAM_DOMAIN: jwks.url,
+    ACCESS_TEAM_DOMAIN: access.url,
     ACCESS_AUD: AUD,
     ACCESS_ROLES: JSON.stringify(Object.fromEntries(VOTERS.map((email) => [email, ["approver"]]))),
   });
 });
 afterAll(async () => {
-  await jwks?.stop();
+  await access?.stop();
 });
 const ui = useConsoleSuite({ pageErrors, vars });
 
@@ -43,14 +37,7 @@ const ui = useConsoleSuite({ pageErrors, vars });
  * section 18; a token an admin made naming an owner proves nothing, so it would not count towards two).
  */
 async function approverAs(name: string, email: string): Promise<{ client: EngineClient; principal: string }> {
-  const now = Math.floor(Date.now() / 1_000);
-  const jwt = await new SignJWT({ email })
-    .setProtectedHeader({ alg: "RS256", kid: "k-votes" })
-    .setIssuer(jwks.url)
-    .setAudience([AUD])
-    .setIssuedAt(now - 5)
-    .setExpirationTime(now + 300)
-    .sign(signingKey);
+  const jwt = await access.assertion(email);
   const res = await fetch(`${ui.stack.server.url}/api/tokens`, {
     method: "POST",
     headers: { "cf-access-jwt-assertion": jwt, origin: ui.stack.server.url, "content-type": "application/json" },

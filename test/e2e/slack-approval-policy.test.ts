@@ -6,12 +6,11 @@
 // token they own being one person, and approvers that name nobody in Slack;
 // and one person across every credential (API token, Access assertion
 // verified against the JWKS stand-in, signed Slack click) under one rule.
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
 import { useSlackE2e } from "../support/slack-e2e-setup";
-import { type JwksServer, startJwksServer } from "../support/jwks-server";
+import { type AccessIssuer, startAccessIssuer } from "../support/jwks-server";
 import { eventTypes, RawSseClient } from "../support/sse-client";
 
 const BOT = "UBOT0002";
@@ -25,19 +24,14 @@ const ALERT = "mcp__demo__create_alert_from_chart";
 const demoBase = inject("demoMcpBaseUrl");
 const AUD = "aud-slack-policy";
 
-let jwks: JwksServer;
-let signingKey: CryptoKey;
+let access: AccessIssuer;
 
 beforeAll(async () => {
-  jwks = await startJwksServer();
-  const pair = await generateKeyPair("RS256", { extractable: true });
-  signingKey = pair.privateKey;
-  const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k-policy", alg: "RS256", use: "sig" };
-  await fetch(`${jwks.url}/_control/keys`, { method: "POST", body: JSON.stringify({ keys: [jwk] }) });
+  access = await startAccessIssuer("k-policy", AUD);
 });
 
 afterAll(async () => {
-  await jwks?.stop();
+  await access?.stop();
 });
 
 const e2e = useSlackE2e({
@@ -46,7 +40,7 @@ const e2e = useSlackE2e({
   bot: BOT,
   eventIdPrefix: "EvP",
   vars: () => ({
-    ACCESS_TEAM_DOMAIN: jwks.url,
+    ACCESS_TEAM_DOMAIN: access.url,
     ACCESS_AUD: AUD,
     ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["requester", "approver"] }),
     TOOL_POLICY: JSON.stringify({
@@ -114,14 +108,7 @@ function click(decision: "approve" | "deny", user: string, runId: string, approv
 
 /** A POST as the Cloudflare Access user `email` (a browser-held credential: the page's own Origin). */
 async function postAsAccess(email: string, path: string, body: unknown): Promise<Response> {
-  const now = Math.floor(Date.now() / 1_000);
-  const jwt = await new SignJWT({ email })
-    .setProtectedHeader({ alg: "RS256", kid: "k-policy" })
-    .setIssuer(jwks.url)
-    .setAudience([AUD])
-    .setIssuedAt(now - 5)
-    .setExpirationTime(now + 300)
-    .sign(signingKey);
+  const jwt = await access.assertion(email);
   return fetch(`${e2e.server.url}${path}`, {
     method: "POST",
     headers: { "cf-access-jwt-assertion": jwt, origin: e2e.server.url, "content-type": "application/json" },
