@@ -5,8 +5,9 @@
 // and nothing leaves a terminal status (terminal fencing).
 import type { ScriptTurn } from "../http/trigger-request";
 import type { RunCounters } from "../execution/tool-calls";
+import type { RunStatus } from "../wire/run-protocol";
 
-type RunStatus = "running" | "completed" | "failed";
+export type { CancelResult } from "../wire/run-protocol";
 
 /**
  * Where the agent loop of a running run stands between two steps; persisted
@@ -166,8 +167,6 @@ export interface StartRunInput {
   /** Set exactly when source is "slack"; channel_id is then the Slack channel and user_id the Slack user. */
   slack?: SlackThreadRef;
 }
-
-export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
 
 /** A new run's record: running, thinking about turn 0 from `readyAt`, nothing counted yet; `request` is the message's preview. */
 export function newRunRecord(input: StartRunInput, now: number, readyAt: number, request: string): RunRecord {

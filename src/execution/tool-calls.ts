@@ -20,8 +20,8 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
-import { type ApprovalPolicy, type Decider, decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
-import type { QuestionAnswer } from "./mcp-questions";
+import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
+import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -373,23 +373,8 @@ export interface Decision {
   confirmation?: string;
 }
 
-/** The answer to a person's decision or answer, in domain terms (src/http/ maps it to a status). */
-export type Verdict =
-  | { kind: "resolved"; approval_id: string; decision: "approved" | "denied" }
-  /** An approve counted (or repeated by the same person) while more are required (contract section 19). */
-  | { kind: "vote_pending"; approval_id: string; votes: number; required: number }
-  /** The decider may not decide this approval (section 19); nothing changed. */
-  | { kind: "refused"; error: "not_an_approver" | "self_approval_forbidden" }
-  | { kind: "answered"; tool_call_id: string }
-  /** An MCP question answered (contract section 21), or the same answer repeated. */
-  | { kind: "input_answered"; input_id: string; tool_call_id: string; action: QuestionAnswer["action"] }
-  /** The accept's content does not fit the question's requested_schema; nothing changed. */
-  | { kind: "invalid_answer"; issues: string[] }
-  | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
-  /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
-  | { kind: "expired"; what?: "question" }
-  | { kind: "confirmation_mismatch"; tool_name: string }
-  | { kind: "not_found"; what: "approval" | "question"; id: string };
+/** Kept here too for the modules that read the state machine's verdicts beside it. */
+export type { Verdict } from "../wire/run-protocol";
 
 export interface DecisionResult {
   verdict: Verdict;
