@@ -7,13 +7,7 @@
 // the run's stream, starts dispatches and durable row work, saves what
 // changed and sets deadlines. The RunObject persists, schedules and delegates.
 import type { HostConfig } from "../config/config";
-import {
-  DispatchPipeline,
-  type CallSession,
-  type PipelineDecision,
-  type PipelineLedger,
-  type RowRef,
-} from "../execution/dispatch-pipeline";
+import { DispatchPipeline, type CallSession, type PipelineDecision, type PipelineLedger } from "../execution/dispatch-pipeline";
 import { argumentsDigest } from "../execution/arguments-digest";
 import { redactText } from "../execution/redaction";
 import { shownArguments } from "../execution/shown-arguments";
@@ -581,10 +575,10 @@ export class RunEngine {
           this.#dispatch(effect.call);
           break;
         case "record_intent":
-          this.#pipeline.recordIntent(rowRef(effect));
+          this.#pipeline.recordIntent(effect);
           break;
         case "settle_unsent":
-          this.#pipeline.settleUnsent(rowRef(effect), effect.reason);
+          this.#pipeline.settleUnsent(effect, effect.reason);
           break;
       }
     }
@@ -717,20 +711,6 @@ export class RunEngine {
   #save(): void {
     this.#deps.store.save(this.#run, this.#calls);
   }
-}
-
-function rowRef(effect: Extract<Effect, { kind: "record_intent" | "settle_unsent" }>): RowRef {
-  const { call } = effect;
-  return {
-    tool_call_id: call.tool_call_id,
-    tool_name: call.tool_name,
-    arguments_digest: call.arguments_digest,
-    mutation_id: effect.mutation_id,
-    approval_id: effect.approval_id,
-    approved_by: effect.approved_by,
-    approvals: effect.approvals,
-    approved_at: effect.approved_at,
-  };
 }
 
 function iso(ms: number): string {

@@ -12,6 +12,7 @@
 // so they import it downwards: the actor (Decider, Person), the policy in
 // force (ApprovalPolicy), an MCP question's answer (QuestionAnswer), the call
 // state machine's Verdict and a cancel's CancelResult.
+import type { RunSummary } from "./run-summary";
 
 /**
  * The human a principal stands for (contract sections 18-19): a canonical
@@ -65,7 +66,7 @@ export type Verdict =
   | { kind: "not_found"; what: "approval" | "question"; id: string };
 
 /** A run's status (GET /runs/{id}'s `status`). */
-export type RunStatus = "running" | "completed" | "failed";
+export type RunStatus = RunSummary["status"];
 
 /** What a cancel did: nothing (no such run), or the run's status as the cancel found it. */
 export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
