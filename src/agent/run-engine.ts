@@ -56,7 +56,7 @@ import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../wire/events";
 import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
-import type { EventFields } from "../wire/event-schemas";
+import type { EventFields, RunEvent } from "../wire/event-schemas";
 import type { RunStream } from "../stream/run-stream";
 import type { ModelSource, ProposedCall } from "./model-source";
 import { cancelRequested, type CancelResult, type RunLifecycle, type RunRecord, type RunSummary } from "./run-record";
@@ -88,7 +88,7 @@ export interface EngineDeps {
  * deadlines (index, slack), which the engine does not act on.
  */
 export interface EngineObserver {
-  appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void;
+  appended(event: RunEvent, now: number): void;
   summaryExtras(): Partial<RunSummary>;
   /**
    * MCP questions (contract section 21) that ended without an answer: their round expired
@@ -453,7 +453,7 @@ export class RunEngine {
   /** The effects' path: their fields were checked against the schema where the effect was made (tool-calls.ts's `emit`). */
   #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
-    if (event) this.#deps.observer?.appended(event, fields, now);
+    if (event) this.#deps.observer?.appended(event.event, now);
     if (event && this.#deps.stream.terminal && this.#running()) this.#ended(type === "run_completed" ? "completed" : "failed", now);
     return event;
   }

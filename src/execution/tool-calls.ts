@@ -76,7 +76,7 @@ interface PendingApproval {
 const DEFAULT_POLICY: ApprovalPolicy = { approvers: null, approvals_required: 1, self_approval: true };
 
 /** The `approvals` of an event, listing or row: every counted vote, in order, as `{by, at}`. */
-export function approvalsOf(approval: Pick<PendingApproval, "votes"> | undefined): { by: string; at: string }[] {
+function approvalsOf(approval: Pick<PendingApproval, "votes"> | undefined): { by: string; at: string }[] {
   return (approval?.votes ?? []).map((v) => ({ by: v.by, at: v.at }));
 }
 interface ResolvedApproval extends PendingApproval {
