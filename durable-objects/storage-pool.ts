@@ -39,7 +39,7 @@ import { ulid } from "ulidx";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import { AlarmSchedule } from "../src/schedule/alarm-schedule";
-import { POOL_CAPACITY_SLOTS, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
+import { POOL_CAPACITY_SLOTS, type AcquireResult, type StoragePoolRpc, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 
 /** setTimeout's largest delay (a signed 32-bit count of ms); a longer one would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -71,7 +71,7 @@ const STORAGE_POOL_TABLES: readonly SqlTable[] = [
   DEADLINES_TABLE,
 ];
 
-export class StoragePool extends DurableObject<Env> {
+export class StoragePool extends DurableObject<Env> implements StoragePoolRpc {
   #leaseMs!: number;
   #maxWaiters!: number;
   readonly #counters: Record<Counter, number> = { acquired_total: 0, waited_total: 0, rejected_total: 0, reclaimed_total: 0 };

@@ -10,31 +10,13 @@ import type { Done } from "../execution/tool-calls";
 import { ModelError, type ModelProvider, type ModelToolCall, type ModelTurn } from "../providers/model-provider";
 import { defaultScript, scriptedTurn } from "../providers/scripted";
 import { type Conversation, toolResultsItem } from "./conversation-log";
+import type { ModelSource, ModelStep, ProposedCall } from "../providers/turn-source";
 
 /** Model turns per run before the run is stopped: a loop guard, far above any real agent turn. */
 const MAX_MODEL_TURNS = 50;
 
-export interface ProposedCall {
-  tool_name: string;
-  arguments: Record<string, unknown>;
-  tool_call_id?: string;
-}
-
-/** One model response, or why there is none. `final`: the model is done after it. */
-export type ModelStep =
-  | { kind: "turn"; text?: string; tool_calls: ProposedCall[]; final: boolean }
-  | { kind: "finished" }
-  | { kind: "failed"; message: string };
-
-export interface ModelSource {
-  /** How long the model thinks before turn `index`, in ms. */
-  delayMs(index: number): number;
-  /** The person's message that starts the run. */
-  begin(message: string): void;
-  next(index: number, signal: AbortSignal): Promise<ModelStep>;
-  /** The ended calls of a turn, in the model's order. */
-  toolResults(calls: readonly Done[]): void;
-}
+/** Where turns come from, and what one is: declared beside the providers (src/providers/turn-source.ts). */
+export type { ModelSource, ModelStep, ProposedCall };
 
 /** The trigger's script, played turn by turn; a run without one gets one turn echoing its message. */
 export class ScriptedSource implements ModelSource {

@@ -7,13 +7,7 @@
 // the run's stream, starts dispatches and durable row work, saves what
 // changed and sets deadlines. The RunObject persists, schedules and delegates.
 import type { HostConfig } from "../config/config";
-import {
-  DispatchPipeline,
-  type CallSession,
-  type PipelineDecision,
-  type PipelineLedger,
-  type RowRef,
-} from "../execution/dispatch-pipeline";
+import { DispatchPipeline, type CallSession, type PipelineDecision, type PipelineLedger } from "../execution/dispatch-pipeline";
 import { argumentsDigest } from "../execution/arguments-digest";
 import { redactText } from "../execution/redaction";
 import { shownArguments } from "../execution/shown-arguments";
@@ -62,7 +56,7 @@ import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../wire/events";
 import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
-import type { EventFields } from "../wire/event-schemas";
+import type { EventFields, RunEvent } from "../wire/event-schemas";
 import type { RunStream } from "../stream/run-stream";
 import type { ModelSource, ProposedCall } from "./model-source";
 import { cancelRequested, type CancelResult, type RunLifecycle, type RunRecord, type RunSummary } from "./run-record";
@@ -94,7 +88,7 @@ export interface EngineDeps {
  * deadlines (index, slack), which the engine does not act on.
  */
 export interface EngineObserver {
-  appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void;
+  appended(event: RunEvent, now: number): void;
   summaryExtras(): Partial<RunSummary>;
   /**
    * MCP questions (contract section 21) that ended without an answer: their round expired
@@ -459,7 +453,7 @@ export class RunEngine {
   /** The effects' path: their fields were checked against the schema where the effect was made (tool-calls.ts's `emit`). */
   #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     const event = this.#deps.stream.append(type, fields, now);
-    if (event) this.#deps.observer?.appended(event, fields, now);
+    if (event) this.#deps.observer?.appended(event.event, now);
     if (event && this.#deps.stream.terminal && this.#running()) this.#ended(type === "run_completed" ? "completed" : "failed", now);
     return event;
   }
@@ -581,10 +575,10 @@ export class RunEngine {
           this.#dispatch(effect.call);
           break;
         case "record_intent":
-          this.#pipeline.recordIntent(rowRef(effect));
+          this.#pipeline.recordIntent(effect);
           break;
         case "settle_unsent":
-          this.#pipeline.settleUnsent(rowRef(effect), effect.reason);
+          this.#pipeline.settleUnsent(effect, effect.reason);
           break;
       }
     }
@@ -717,20 +711,6 @@ export class RunEngine {
   #save(): void {
     this.#deps.store.save(this.#run, this.#calls);
   }
-}
-
-function rowRef(effect: Extract<Effect, { kind: "record_intent" | "settle_unsent" }>): RowRef {
-  const { call } = effect;
-  return {
-    tool_call_id: call.tool_call_id,
-    tool_name: call.tool_name,
-    arguments_digest: call.arguments_digest,
-    mutation_id: effect.mutation_id,
-    approval_id: effect.approval_id,
-    approved_by: effect.approved_by,
-    approvals: effect.approvals,
-    approved_at: effect.approved_at,
-  };
 }
 
 function iso(ms: number): string {

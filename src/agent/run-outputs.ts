@@ -30,7 +30,8 @@ import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
 import { isPostingStopped } from "../slack/stop-posting";
 import { createSlackClient } from "../slack/web-api";
 import type { SqlLike } from "../stream/event-log";
-import { isTerminalEventType, type StoredEvent } from "../wire/events";
+import { isTerminalEventType } from "../wire/events";
+import type { RunEvent } from "../wire/event-schemas";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
@@ -156,28 +157,28 @@ export class RunOutputs implements EngineObserver {
 
   // ---- on the append path: storage only --------------------------------------
 
-  appended(event: StoredEvent, fields: Record<string, unknown>, now: number): void {
+  appended(event: RunEvent, now: number): void {
     // Appends of one step share their millisecond: its ISO form is made once for them.
     if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
     const at = this.#at.iso;
     const context = this.#context();
-    let marked = this.#index.markEvent(context, event.type, fields, at, this.#deps.toolNameOf);
-    const audit = auditOfEvent(context, event.type, fields, event.sequence, at);
+    let marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf);
+    const audit = auditOfEvent(context, event, at);
     if (audit !== null) {
       this.#index.markAudit(audit);
       marked = true;
     }
     if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
-    marked = this.#metrics.observeEvent(event.type, fields, now) || marked;
-    marked = (this.#traces?.spans.observeEvent(event.type, fields, now) ?? false) || marked;
+    marked = this.#metrics.observeEvent(event, now) || marked;
+    marked = (this.#traces?.spans.observeEvent(event, now) ?? false) || marked;
     if (this.#slack && HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
-    if (this.#slack && this.#slack.outbox.enqueueEvent(event.json, now) > 0) {
+    if (this.#slack && this.#slack.outbox.enqueueEvent(event, now) > 0) {
       marked = this.#syncSlackCounts() || marked;
       this.#startDrain(now);
     }
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
     // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
-    logLifecycle(event.type, event.type === "run_started" ? { channel_id: this.#run.channel_id, ...fields } : fields, this.#run.run_id);
+    logLifecycle(event);
   }
 
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */

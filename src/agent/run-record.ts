@@ -5,8 +5,11 @@
 // and nothing leaves a terminal status (terminal fencing).
 import type { ScriptTurn } from "../http/trigger-request";
 import type { RunCounters } from "../execution/tool-calls";
+import type { RunStatus } from "../wire/run-protocol";
 
-type RunStatus = "running" | "completed" | "failed";
+export type { CancelResult } from "../wire/run-protocol";
+/** GET /runs/{run_id}'s answer, declared once on the wire (src/wire/run-summary.ts). */
+export type { RunSummary } from "../wire/run-summary";
 
 /**
  * Where the agent loop of a running run stands between two steps; persisted
@@ -86,47 +89,6 @@ export function cancelRequested(run: Pick<RunRecord, "lifecycle">): boolean {
   return run.lifecycle.status === "running" && run.lifecycle.cancel_requested;
 }
 
-interface PendingApproval {
-  approval_id: string;
-  tool_call_id: string;
-  tool_name: string;
-  expires_at: string;
-}
-
-interface PendingInput {
-  tool_call_id: string;
-  question: string;
-  expires_at: string;
-  /** An MCP tool's question mid-call (contract section 21): answer it at /inputs/{input_id}. */
-  input_id?: string;
-  /** Typed shallowly: `unknown` would type the summary as never across the object's RPC, and a recursive JSON type too deep. */
-  requested_schema?: Record<string, object | string | number | boolean | null>;
-}
-
-export interface RunSummary {
-  run_id: string;
-  channel_id: string;
-  /** The run's requester (StartRunInput.user_id): the Slack app lets this person decide its approvals. */
-  user_id?: string;
-  /** The run's message, redacted and cut (the runs listing's `request`). */
-  request?: string;
-  /** The principal that triggered the run (contract section 18). */
-  requested_by?: string;
-  /** The person an adapter triggered it for. */
-  on_behalf_of?: string;
-  status: RunStatus;
-  last_sequence: number;
-  earliest_sequence: number;
-  subscribers: number;
-  pending_approvals: PendingApproval[];
-  pending_inputs: PendingInput[];
-  created_at: string;
-  ended_at?: string;
-  /** Runs started from Slack, while the Slack app is on: posts waiting in the outbox, and posts given up (contract section 14). */
-  slack_posts_pending?: number;
-  slack_posts_failed?: number;
-}
-
 /** Where a run came from: only `slack` runs post to Slack (contract section 14). */
 type RunSource = "api" | "slack";
 
@@ -166,8 +128,6 @@ export interface StartRunInput {
   /** Set exactly when source is "slack"; channel_id is then the Slack channel and user_id the Slack user. */
   slack?: SlackThreadRef;
 }
-
-export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
 
 /** A new run's record: running, thinking about turn 0 from `readyAt`, nothing counted yet; `request` is the message's preview. */
 export function newRunRecord(input: StartRunInput, now: number, readyAt: number, request: string): RunRecord {

@@ -5,7 +5,7 @@
 // Pure: the run's outputs put each entry in the run index's pending marks.
 // The id is the run and the event's sequence, so a replayed flush writes
 // nothing twice.
-import type { EventType } from "../wire/events";
+import type { RunEvent } from "../wire/event-schemas";
 import type { AuditEntry } from "./audit-log";
 
 export interface RunAuditContext {
@@ -15,19 +15,12 @@ export interface RunAuditContext {
   requested_by?: string;
 }
 
-export function auditOfEvent(
-  context: RunAuditContext,
-  type: EventType,
-  fields: Record<string, unknown>,
-  sequence: number,
-  at: string,
-): AuditEntry | null {
-  const id = `aud_${context.run_id}_${sequence}`;
-  const text = (key: string): string | undefined => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
-  switch (type) {
+export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: string): AuditEntry | null {
+  const id = `aud_${context.run_id}_${event.sequence}`;
+  switch (event.type) {
     case "run_started": {
       const principal = context.requested_by ?? (context.source === "slack" ? `slack:${context.user_id}` : context.user_id);
-      const onBehalfOf = text("on_behalf_of");
+      const onBehalfOf = event.on_behalf_of;
       return {
         id,
         at,
@@ -40,27 +33,27 @@ export function auditOfEvent(
     }
     case "approval_vote":
     case "approval_resolved": {
-      const decidedBy = text("decided_by");
+      const decidedBy = event.decided_by;
       if (decidedBy === undefined) return null;
-      const reason = text("reason");
+      const reason = event.type === "approval_resolved" ? event.reason : undefined;
       return {
         id,
         at,
         principal: decidedBy,
         action: "approval.decide",
-        target: `${context.run_id}/approvals/${text("approval_id") ?? ""}`,
+        target: `${context.run_id}/approvals/${event.approval_id}`,
         result: "ok",
         details: {
           // A vote before the Nth (contract section 19: one approval.decide per vote) is an approve.
-          decision: type === "approval_vote" ? "approved" : fields.decision,
-          tool_name: fields.tool_name,
-          ...(type === "approval_vote" ? { votes: fields.votes, required: fields.required } : {}),
+          decision: event.type === "approval_vote" ? "approved" : event.decision,
+          tool_name: event.tool_name,
+          ...(event.type === "approval_vote" ? { votes: event.votes, required: event.required } : {}),
           ...(reason !== undefined ? { reason } : {}),
         },
       };
     }
     case "human_input_received": {
-      const answeredBy = text("answered_by");
+      const answeredBy = event.answered_by;
       if (answeredBy === undefined) return null;
       return {
         id,
@@ -68,9 +61,9 @@ export function auditOfEvent(
         principal: answeredBy,
         action: "input.answer",
         // An MCP question (contract section 21) is answered at its input_id, and says how.
-        target: `${context.run_id}/inputs/${text("input_id") ?? text("tool_call_id") ?? ""}`,
+        target: `${context.run_id}/inputs/${event.input_id ?? event.tool_call_id}`,
         result: "ok",
-        ...(text("action") !== undefined ? { details: { action: text("action"), tool_call_id: text("tool_call_id") } } : {}),
+        ...(event.action !== undefined ? { details: { action: event.action, tool_call_id: event.tool_call_id } } : {}),
       };
     }
     default:

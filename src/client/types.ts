@@ -43,12 +43,17 @@ export interface DeliveryReceipt {
 
 export type RunStatus = "running" | "completed" | "failed";
 
+/**
+ * GET /runs/{run_id}. The engine declares it once with zod (src/wire/run-summary.ts); this package
+ * cannot import zod, so this plain copy is held equal to it by test/unit/run-summary-type.test.ts.
+ */
 export interface RunSummary {
   run_id: string;
   channel_id: string;
   status: RunStatus;
   last_sequence: number;
-  earliest_sequence?: number;
+  /** Lowest sequence still retained; last_sequence + 1 once retention dropped every event. */
+  earliest_sequence: number;
   subscribers: number;
   pending_approvals: { approval_id: string; tool_call_id: string; tool_name: string; expires_at: string }[];
   /** `input_id` and `requested_schema`: an MCP tool's question mid-call (contract section 21). */
@@ -57,7 +62,8 @@ export interface RunSummary {
     question: string;
     expires_at: string;
     input_id?: string;
-    requested_schema?: Record<string, unknown>;
+    /** A form's requestedSchema (a flat JSON Schema object), its values typed one level deep. */
+    requested_schema?: Record<string, object | string | number | boolean | null>;
   }[];
   created_at: string;
   ended_at?: string;

@@ -2,13 +2,12 @@
 // with zod once per env object. A bad value is reported (503 bad_config on
 // every /api route) instead of running half-configured; a missing API_TOKEN is
 // 503 not_configured, so the API fails closed.
-import { registerExactSecret } from "../execution/redaction";
+import { registerExactSecret } from "./exact-secrets";
 import { setLogLevel } from "./log-level";
 import { z } from "zod";
-import { rolesSchema } from "../auth/roles";
-import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX } from "../policy/approver-patterns";
-import { MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "../policy/approval-policy";
-import { isTokenKey } from "../mcp-oauth/token-crypto";
+import { rolesSchema } from "../wire/roles";
+import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX, MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "./policy-words";
+import { isTokenKey } from "./token-key";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;

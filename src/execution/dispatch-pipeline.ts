@@ -36,7 +36,14 @@ import type { MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
-import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched, type McpConversation } from "./tool-calls";
+import {
+  type DispatchOutcome,
+  type DispatchRefusal,
+  type Dispatched,
+  type IntentRow,
+  intentRowOf,
+  type McpConversation,
+} from "./tool-calls";
 
 export type PipelineLedger = Pick<
   MutationLedger,
@@ -67,20 +74,8 @@ export interface PipelineRun {
   cancel_requested: boolean;
 }
 
-/** The row a mutation's durable work is about. */
-export interface RowRef {
-  tool_call_id: string;
-  tool_name: string;
-  arguments_digest: string;
-  mutation_id: string;
-  approval_id: string | null;
-  /** The decision's decided_by, or APPROVED_BY_AUTOMATIC. */
-  approved_by: string;
-  /** Every counted vote, in order (contract section 19); [] for an automatic approval. */
-  approvals: { by: string; at: string }[];
-  /** When the call became approved, epoch ms. */
-  approved_at: number;
-}
+/** The row a mutation's durable work is about (built by the state machine's intentRowOf). */
+export type { IntentRow as RowRef };
 
 /**
  * What became of a call the pipeline ran: settled, refused before anything left, or, for a
@@ -138,7 +133,7 @@ export class DispatchPipeline {
    * The intent row, from the moment the mutation is approved (written a turn
    * later, so frames leave first; its storage bound counts from now).
    */
-  recordIntent(row: RowRef): void {
+  recordIntent(row: IntentRow): void {
     const since = Date.now();
     this.#intents.set(
       row.tool_call_id,
@@ -151,7 +146,7 @@ export class DispatchPipeline {
    * stream gave. Its intent is written first if it never was (storage was
    * full when the call was approved), so the call still ends with a row.
    */
-  settleUnsent(row: RowRef, reason: string): void {
+  settleUnsent(row: IntentRow, reason: string): void {
     this.#deps.ledger.recordUnsentInBackground(this.#intentInput(row), { reason, settledAt: this.#iso() });
   }
 
@@ -358,12 +353,12 @@ export class DispatchPipeline {
     return lost;
   }
 
-  #refuse(row: RowRef, reason: Exclude<DispatchRefusal, "replay_blocked">): PipelineDecision {
+  #refuse(row: IntentRow, reason: Exclude<DispatchRefusal, "replay_blocked">): PipelineDecision {
     this.settleUnsent(row, reason);
     return { kind: "refuse", reason };
   }
 
-  #intentInput(row: RowRef): IntentInput & { mutationId: string } {
+  #intentInput(row: IntentRow): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
     return {
       mutationId: row.mutation_id,
@@ -398,18 +393,8 @@ export class DispatchPipeline {
 }
 
 /** The durable row of a dispatched call, or null for a read-only one. */
-function rowOf(call: Dispatched): RowRef | null {
-  if (call.mutation_id === null) return null;
-  return {
-    tool_call_id: call.tool_call_id,
-    tool_name: call.tool_name,
-    arguments_digest: call.arguments_digest,
-    mutation_id: call.mutation_id,
-    approval_id: call.grant === "automatic" ? null : call.grant.approval_id,
-    approved_by: approvedByOf(call.grant),
-    approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
-    approved_at: call.approved_at,
-  };
+function rowOf(call: Dispatched): IntentRow | null {
+  return call.mutation_id === null ? null : intentRowOf(call, call.mutation_id);
 }
 
 /** A follow-up's answers and the server's requestState, verbatim. */

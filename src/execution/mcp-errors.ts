@@ -8,7 +8,7 @@
  * makes of the failure (mcp-send.ts, mcp-result.ts).
  */
 import { InsufficientScopeError, SdkError, SdkErrorCode, SdkHttpError, UnauthorizedError } from "@modelcontextprotocol/client";
-import { truncateUtf8 } from "./mcp-result";
+import { truncateUtf8 } from "./utf8-text";
 import { redactText } from "./redaction";
 
 export type McpFailureCode = "transport_timeout" | "transport_error" | "response_too_large";

@@ -8,6 +8,7 @@
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { z } from "zod";
 import { redactText } from "./redaction";
+import type { QuestionAnswer } from "../wire/run-protocol";
 
 /** One form elicitation of an input_required answer, as a question to a person. */
 export interface AskedQuestion {
@@ -21,8 +22,8 @@ export interface AskedQuestion {
 
 export type ParsedInputRequests = { kind: "questions"; questions: AskedQuestion[] } | { kind: "unsupported"; message: string };
 
-/** A person's answer to one question: the elicitation result sent back (contract section 21). */
-export type QuestionAnswer = { action: "accept"; content: Record<string, unknown> } | { action: "decline" } | { action: "cancel" };
+/** A person's answer to one question: the elicitation result sent back (contract section 21); declared on the ground floor. */
+export type { QuestionAnswer };
 
 /** Keys longer than this are not a sane form key; the input_id must stay usable in a URL path. */
 const MAX_KEY_CHARS = 200;

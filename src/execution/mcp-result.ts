@@ -7,6 +7,9 @@ import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { McpFailureCode } from "./mcp-errors";
 import type { McpCallAnswer } from "./mcp-transport";
 import { redactText } from "./redaction";
+import { truncateUtf8, utf8Length } from "./utf8-text";
+
+export { truncateUtf8 };
 
 /** The contract's bound on `tool_execution.result.summary` (section 4: "at most 2 KiB"). */
 export const SUMMARY_MAX_BYTES = 2048;
@@ -100,25 +103,4 @@ function contentText(result: CallToolResult): string {
       }
     })
     .join("\n");
-}
-
-const encoder = new TextEncoder();
-
-function utf8Length(text: string): number {
-  return encoder.encode(text).byteLength;
-}
-
-/**
- * `text` cut to at most `maxBytes` UTF-8 bytes, ending in "…" when cut, never splitting a
- * character (a cut never lands inside a code point's bytes).
- */
-export function truncateUtf8(text: string, maxBytes: number): string {
-  const bytes = encoder.encode(text);
-  if (bytes.byteLength <= maxBytes) return text;
-  // The marker only when it fits: a budget under 3 bytes gets a bare cut.
-  const ellipsis = maxBytes >= utf8Length("…") ? "…" : "";
-  let end = Math.max(0, maxBytes - utf8Length(ellipsis));
-  // Back off continuation bytes (10xxxxxx) so the cut falls on a code point boundary.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end -= 1;
-  return new TextDecoder().decode(bytes.subarray(0, end)) + ellipsis;
 }

@@ -19,9 +19,13 @@
 // The key-name and pair rules are hand-written: the rule sets match values,
 // not names; every pattern here is linear (bounded quantifiers).
 // Redaction is idempotent: redacting redacted output changes nothing.
+import { redactExactSecrets as replaceExactSecrets } from "../config/exact-secrets";
 import { replaceSecretSpans } from "./secret-rules";
 
 export const REDACTED = "[redacted]";
+
+/** The deployment's own secrets, by exact value (registered by the configuration as it loads: src/config/exact-secrets.ts). */
+const redactExactSecrets = (text: string): string => replaceExactSecrets(text, REDACTED);
 
 /**
  * Deeper than this a structure is replaced whole. Request bodies are limited to
@@ -197,27 +201,6 @@ function redactTextAt(raw: string, depth: number): string {
   out = redactTextPairs(out);
   out = redactTextFlags(out);
   return redactKeyValues(out);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The deployment's own secrets, by exact value
-
-/** Shorter values are not registered: they would match inside ordinary text. */
-const MIN_EXACT_SECRET_CHARS = 8;
-const exactSecrets = new Set<string>();
-
-/**
- * Registers a value (API_TOKEN, the Slack secrets...) to be redacted wherever it
- * appears in text, whatever its shape. config.ts registers the deployment's own.
- */
-export function registerExactSecret(value: string | undefined): void {
-  if (value !== undefined && value.length >= MIN_EXACT_SECRET_CHARS) exactSecrets.add(value);
-}
-
-function redactExactSecrets(text: string): string {
-  let out = text;
-  for (const secret of exactSecrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

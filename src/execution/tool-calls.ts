@@ -20,8 +20,8 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
-import { type ApprovalPolicy, type Decider, decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
-import type { QuestionAnswer } from "./mcp-questions";
+import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
+import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
 // The reasons of contract section 4, declared once in the client's wire types (the client ships on its own).
@@ -76,7 +76,7 @@ interface PendingApproval {
 const DEFAULT_POLICY: ApprovalPolicy = { approvers: null, approvals_required: 1, self_approval: true };
 
 /** The `approvals` of an event, listing or row: every counted vote, in order, as `{by, at}`. */
-export function approvalsOf(approval: Pick<PendingApproval, "votes"> | undefined): { by: string; at: string }[] {
+function approvalsOf(approval: Pick<PendingApproval, "votes"> | undefined): { by: string; at: string }[] {
   return (approval?.votes ?? []).map((v) => ({ by: v.by, at: v.at }));
 }
 interface ResolvedApproval extends PendingApproval {
@@ -202,24 +202,47 @@ export interface Limits {
 export type Effect =
   | { kind: "emit"; type: EventType; fields: Record<string, unknown> }
   | { kind: "dispatch"; call: Dispatched }
-  | ({ kind: "record_intent"; call: ToolCall } & RowApproval)
-  | ({ kind: "settle_unsent"; call: ToolCall; reason: NotExecutedReason } & RowApproval);
+  | ({ kind: "record_intent"; call: ToolCall } & IntentRow)
+  | ({ kind: "settle_unsent"; call: ToolCall; reason: NotExecutedReason } & IntentRow);
 
-/** Who approved an approved mutation and when: the audit fields of its row (contract section 8). */
-interface RowApproval {
+/**
+ * The facts of an approved mutation's row that its call knows (contract section 8), named as
+ * mutation_outcome/v1 names them (src/wire/mutation-outcome-schema.ts): built once, by intentRowOf,
+ * for the intent written at approval, the not_executed row of a call never sent, and the
+ * pipeline's checkpoint and settlement. The run's fields and the row's times are added where it is
+ * written (src/execution/dispatch-pipeline.ts).
+ */
+export interface IntentRow {
   mutation_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  arguments_digest: string;
+  /** null for an automatic approval. */
   approval_id: string | null;
   /** The decision's decided_by (the voter whose vote resolved it), or APPROVED_BY_AUTOMATIC. */
   approved_by: string;
-  /** Every vote, in order (contract section 19); [] for an automatic approval. */
+  /** Every counted vote, in order (contract section 19); [] for an automatic approval. */
   approvals: { by: string; at: string }[];
-  /** Epoch ms. */
+  /** When the call became approved, epoch ms (the row keeps its ISO 8601 form). */
   approved_at: number;
 }
 
-/** The row's `approved_by` for a grant. */
-export function approvedByOf(grant: Grant): string {
-  return grant === "automatic" ? APPROVED_BY_AUTOMATIC : grant.decided_by;
+/** The row of an approved mutation, from its granted call: the one place its facts are built. */
+export function intentRowOf(
+  call: Pick<CallBase, "tool_call_id" | "tool_name" | "arguments_digest"> & { grant: Grant; approved_at: number },
+  mutationId: string,
+): IntentRow {
+  const { grant } = call;
+  return {
+    mutation_id: mutationId,
+    tool_call_id: call.tool_call_id,
+    tool_name: call.tool_name,
+    arguments_digest: call.arguments_digest,
+    approval_id: grant === "automatic" ? null : grant.approval_id,
+    approved_by: grant === "automatic" ? APPROVED_BY_AUTOMATIC : grant.decided_by,
+    approvals: grant === "automatic" ? [] : approvalsOf(grant),
+    approved_at: call.approved_at,
+  };
 }
 
 export type DispatchOutcome =
@@ -324,7 +347,7 @@ export function announce(
       mutation_id: call.mutating ? newIds.mutationId : null,
     };
     place(calls, call, next);
-    return [...effects, ...intentOf(next, null)];
+    return [...effects, ...intentOf(next)];
   }
   const approval: PendingApproval = {
     approval_id: approvalId,
@@ -373,23 +396,8 @@ export interface Decision {
   confirmation?: string;
 }
 
-/** The answer to a person's decision or answer, in domain terms (src/http/ maps it to a status). */
-export type Verdict =
-  | { kind: "resolved"; approval_id: string; decision: "approved" | "denied" }
-  /** An approve counted (or repeated by the same person) while more are required (contract section 19). */
-  | { kind: "vote_pending"; approval_id: string; votes: number; required: number }
-  /** The decider may not decide this approval (section 19); nothing changed. */
-  | { kind: "refused"; error: "not_an_approver" | "self_approval_forbidden" }
-  | { kind: "answered"; tool_call_id: string }
-  /** An MCP question answered (contract section 21), or the same answer repeated. */
-  | { kind: "input_answered"; input_id: string; tool_call_id: string; action: QuestionAnswer["action"] }
-  /** The accept's content does not fit the question's requested_schema; nothing changed. */
-  | { kind: "invalid_answer"; issues: string[] }
-  | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
-  /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
-  | { kind: "expired"; what?: "question" }
-  | { kind: "confirmation_mismatch"; tool_name: string }
-  | { kind: "not_found"; what: "approval" | "question"; id: string };
+/** Kept here too for the modules that read the state machine's verdicts beside it. */
+export type { Verdict } from "../wire/run-protocol";
 
 export interface DecisionResult {
   verdict: Verdict;
@@ -498,7 +506,7 @@ export function decideApproval(
   place(calls, call, next);
   return {
     verdict,
-    effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next, approvalId)],
+    effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
   };
 }
 
@@ -748,19 +756,9 @@ export function isOpen(question: McpQuestion): boolean {
 }
 
 /** The intent row of a call that just became an approved mutation. */
-function intentOf(call: AwaitingAdmission, approvalId: string | null): Effect[] {
+function intentOf(call: AwaitingAdmission): Effect[] {
   if (call.mutation_id === null) return [];
-  return [
-    {
-      kind: "record_intent",
-      call,
-      mutation_id: call.mutation_id,
-      approval_id: approvalId,
-      approved_by: approvedByOf(call.grant),
-      approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
-      approved_at: call.approved_at,
-    },
-  ];
+  return [{ kind: "record_intent", call, ...intentRowOf(call, call.mutation_id) }];
 }
 
 function expireApproval(calls: ToolCall[], call: AwaitingApproval, now: number): Effect[] {
@@ -871,16 +869,7 @@ function finish(calls: ToolCall[], call: Exclude<ToolCall, Done>, ending: CallEn
     emit("tool_completed", { ...withApproval(done), approved, duration_ms: Math.max(0, now - call.started_at) }),
   ];
   if (rowId !== null && granted !== undefined && granted.state !== "dispatched") {
-    effects.push({
-      kind: "settle_unsent",
-      call: done,
-      mutation_id: rowId,
-      approval_id: approvalIdOf(done),
-      approved_by: approvedByOf(granted.grant),
-      approvals: granted.grant === "automatic" ? [] : approvalsOf(granted.grant),
-      approved_at: granted.approved_at,
-      reason: execution.reason ?? "cancelled",
-    });
+    effects.push({ kind: "settle_unsent", call: done, ...intentRowOf(granted, rowId), reason: execution.reason ?? "cancelled" });
   }
   return effects;
 }

@@ -9,6 +9,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-ope
 import { z } from "zod";
 import { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { runEventSchema } from "../wire/event-schemas";
+import { runSummarySchema as runSummaryWireSchema } from "../wire/run-summary";
 import {
   approvalsPageSchema,
   approvalsQuerySchema,
@@ -48,34 +49,8 @@ const receiptSchema = z
   .strict()
   .meta({ id: "TriggerReceipt" });
 
-const pendingApproval = z.object({ approval_id: z.string(), tool_call_id: z.string(), tool_name: z.string(), expires_at: z.string() });
-const pendingInput = z.object({
-  tool_call_id: z.string(),
-  question: z.string(),
-  expires_at: z.string(),
-  // Contract section 21: an MCP tool's question mid-call.
-  input_id: z.string().optional(),
-  requested_schema: z.record(z.string(), z.unknown()).optional(),
-});
-const runSummarySchema = z
-  .looseObject({
-    run_id: z.string(),
-    channel_id: z.string(),
-    status: z.enum(["running", "completed", "failed"]),
-    last_sequence: z.number().int(),
-    subscribers: z.number().int(),
-    pending_approvals: z.array(pendingApproval),
-    pending_inputs: z.array(pendingInput),
-    created_at: z.string(),
-    ended_at: z.string().optional(),
-    user_id: z.string().optional(),
-    request: z.string().optional().meta({ description: "The run's message, secret-looking values redacted, cut as in the runs listing." }),
-    requested_by: z.string().optional().meta({ description: "The principal that triggered the run (contract section 18)" }),
-    on_behalf_of: z.string().optional().meta({ description: "The person an adapter triggered the run for" }),
-    slack_posts_pending: z.number().int().optional(),
-    slack_posts_failed: z.number().int().optional(),
-  })
-  .meta({ id: "RunSummary" });
+/** GET /runs/{run_id}: the wire's one declaration, open to fields a newer server adds. */
+const runSummarySchema = runSummaryWireSchema.loose().meta({ id: "RunSummary" });
 
 const decisionAnswerSchema = z
   .looseObject({ status: z.string().optional(), decision: z.string().optional() })

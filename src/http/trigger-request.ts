@@ -4,25 +4,9 @@
 import { z } from "zod";
 import { MAX_IDENTIFIER_CHARS } from "../ids";
 import { nonCanonicalReason } from "../policy/persons";
+import { scriptTurnSchema } from "../wire/trigger-script";
 
-/** Upper bound on one scripted "model" delay: a test run can take seconds, not hours. */
-const MAX_SCRIPT_DELAY_MS = 600_000;
-
-const scriptedToolCallSchema = z
-  .object({
-    tool_name: z.string().min(1).max(MAX_IDENTIFIER_CHARS),
-    arguments: z.record(z.string(), z.unknown()).default({}),
-    tool_call_id: z.string().min(1).max(MAX_IDENTIFIER_CHARS).optional(),
-  })
-  .strict();
-
-export const scriptTurnSchema = z
-  .object({
-    text: z.string().max(32_768).optional(),
-    tool_calls: z.array(scriptedToolCallSchema).max(64).optional(),
-    delay_ms: z.number().int().min(0).max(MAX_SCRIPT_DELAY_MS).optional(),
-  })
-  .strict();
+export { type ScriptTurn, scriptTurnSchema } from "../wire/trigger-script";
 
 export const triggerBodySchema = z
   .object({
@@ -44,5 +28,3 @@ export const triggerBodySchema = z
     script: z.array(scriptTurnSchema).min(1).max(10_000).optional(),
   })
   .strict();
-
-export type ScriptTurn = z.output<typeof scriptTurnSchema>;

@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { redactText } from "../execution/redaction";
 import { HUMAN_ASK_TOOL } from "../execution/tool-calls";
-import type { EventType } from "../wire/events";
+import type { RunEvent } from "../wire/event-schemas";
 import type { SqlLike } from "../stream/event-log";
 import {
   approvalListItemSchema,
@@ -122,10 +122,6 @@ const inputResolutionSchema = z
   .strip();
 
 /** approval_requested's annotations say destructiveHint: true (contract section 21). */
-function isDestructive(annotations: unknown): boolean {
-  return typeof annotations === "object" && annotations !== null && (annotations as { destructiveHint?: unknown }).destructiveHint === true;
-}
-
 /** 0 while waiting, 1 once settled: a mark or an upsert never goes from 1 back to 0. */
 type Rank = 0 | 1;
 const rankOf = (status: string): Rank => (status === "pending" || status === "running" ? 0 : 1);
@@ -239,17 +235,10 @@ export class RunIndex {
    * cancelled has no event: the run's object marks it (markInputResolved).
    * Other events mark nothing. Returns whether it marked.
    */
-  markEvent(
-    context: RunIndexContext,
-    type: EventType,
-    fields: Record<string, unknown>,
-    at: string,
-    toolNameOf?: (toolCallId: string) => string | undefined,
-  ): boolean {
-    const str = (key: string): string => String(fields[key]);
+  markEvent(context: RunIndexContext, event: RunEvent, at: string, toolNameOf?: (toolCallId: string) => string | undefined): boolean {
     // Each mark spreads the context into a row of its own: no copy is made for the events that mark nothing.
     const run = context;
-    switch (type) {
+    switch (event.type) {
       case "run_started":
         this.markRun({ ...run, status: "running" });
         return true;
@@ -257,63 +246,57 @@ export class RunIndex {
         this.markRun({ ...run, status: "completed", ended_at: at });
         return true;
       case "run_failed": {
-        const error = fields.error as { code?: unknown } | undefined;
-        const code = typeof error?.code === "string" ? { error_code: error.code } : {};
+        const code = typeof event.error?.code === "string" ? { error_code: event.error.code } : {};
         this.markRun({ ...run, status: "failed", ended_at: at, ...code });
         return true;
       }
       case "approval_requested":
         this.markApprovalRequested({
-          approval_id: str("approval_id"),
+          approval_id: event.approval_id,
           run_id: context.run_id,
           channel_id: context.channel_id,
-          tool_call_id: str("tool_call_id"),
-          tool_name: str("tool_name"),
-          level: fields.level === "confirm" ? "confirm" : "approve",
-          description: str("description"),
-          arguments: fields.arguments ?? {},
-          ...(Array.isArray(fields.hidden) ? { hidden: fields.hidden as NonNullable<ApprovalListItem["hidden"]> } : {}),
+          tool_call_id: event.tool_call_id,
+          tool_name: event.tool_name,
+          level: event.level === "confirm" ? "confirm" : "approve",
+          description: event.description,
+          arguments: event.arguments ?? {},
+          ...(Array.isArray(event.hidden) ? { hidden: event.hidden } : {}),
           requested_at: at,
-          expires_at: str("expires_at"),
+          expires_at: event.expires_at,
           status: "pending",
-          ...(typeof fields.required === "number" ? { required: fields.required } : {}),
-          ...(fields.approvers === null || Array.isArray(fields.approvers) ? { approvers: fields.approvers as string[] | null } : {}),
+          ...(typeof event.required === "number" ? { required: event.required } : {}),
+          ...(event.approvers === null || Array.isArray(event.approvers) ? { approvers: event.approvers } : {}),
           approvals: [],
-          ...(isDestructive(fields.annotations) ? { destructive: true } : {}),
+          ...(event.annotations?.destructiveHint === true ? { destructive: true } : {}),
         });
         return true;
       case "approval_vote":
-        this.markApprovalVote(str("approval_id"), Number(fields.votes), { by: str("decided_by"), at });
+        this.markApprovalVote(event.approval_id, event.votes, { by: event.decided_by, at });
         return true;
-      case "approval_resolved": {
-        const decision = approvalStatusSchema.exclude(["pending"]).safeParse(fields.decision);
-        if (!decision.success) return false;
+      case "approval_resolved":
         this.markApprovalResolved({
-          approval_id: str("approval_id"),
+          approval_id: event.approval_id,
           run_id: context.run_id,
-          status: decision.data,
-          ...(typeof fields.decided_by === "string" ? { decided_by: fields.decided_by } : {}),
-          ...(typeof fields.reason === "string" ? { reason: fields.reason } : {}),
-          ...(Array.isArray(fields.approvals) ? { approvals: fields.approvals as { by: string; at: string }[] } : {}),
+          status: event.decision,
+          ...(event.decided_by !== undefined ? { decided_by: event.decided_by } : {}),
+          ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          ...(event.approvals !== undefined ? { approvals: event.approvals } : {}),
         });
         return true;
-      }
       case "human_input_requested": {
         // Contract section 21: an MCP tool's question mid-call carries its input_id and form.
-        const mcp = typeof fields.input_id === "string" ? fields.input_id : undefined;
-        const toolName = mcp === undefined ? undefined : toolNameOf?.(str("tool_call_id"));
-        const schema = fields.requested_schema;
+        const mcp = event.input_id;
+        const toolName = mcp === undefined ? undefined : toolNameOf?.(event.tool_call_id);
+        const schema = event.requested_schema;
         this.markInputAsked({
-          tool_call_id: str("tool_call_id"),
+          tool_call_id: event.tool_call_id,
           run_id: context.run_id,
           channel_id: context.channel_id,
-          question: str("question"),
+          question: event.question,
           ...(mcp !== undefined ? { input_id: mcp } : {}),
-          ...(mcp !== undefined && typeof schema === "object" && schema !== null && !Array.isArray(schema)
-            ? { requested_schema: schema as Record<string, unknown> }
-            : {}),
+          ...(mcp !== undefined && schema !== undefined ? { requested_schema: schema } : {}),
           requested_at: at,
-          expires_at: str("expires_at"),
+          expires_at: event.expires_at,
           status: "pending",
           ...(toolName !== undefined ? { tool_name: toolName } : {}),
         });
@@ -322,15 +305,15 @@ export class RunIndex {
       case "human_input_received":
         this.markInputResolved({
           run_id: context.run_id,
-          tool_call_id: str("tool_call_id"),
-          ...(typeof fields.input_id === "string" ? { input_id: fields.input_id } : {}),
+          tool_call_id: event.tool_call_id,
+          ...(event.input_id !== undefined ? { input_id: event.input_id } : {}),
           status: "answered",
         });
         return true;
       case "tool_execution": {
-        const ended = fields.tool_name === HUMAN_ASK_TOOL && fields.execution_status === "not_executed";
-        if (!ended || (fields.reason !== "expired" && fields.reason !== "cancelled")) return false;
-        this.markInputResolved({ run_id: context.run_id, tool_call_id: str("tool_call_id"), status: fields.reason });
+        const ended = event.tool_name === HUMAN_ASK_TOOL && event.execution_status === "not_executed";
+        if (!ended || (event.reason !== "expired" && event.reason !== "cancelled")) return false;
+        this.markInputResolved({ run_id: context.run_id, tool_call_id: event.tool_call_id, status: event.reason });
         return true;
       }
       case "assistant_message":

@@ -5,18 +5,15 @@
 // or the issuer for a registered client) as additional data, so a ciphertext
 // copied to another server's row does not open. WebCrypto does the work; the
 // envelope (`v1.<iv>.<ciphertext>`, base64url) is the only hand-written part.
+// The key's format is the host configuration's (src/config/token-key.ts).
+import { decodeBase64, isTokenKey, TOKEN_KEY_BYTES as KEY_BYTES } from "../config/token-key";
 
-const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const ENVELOPE_VERSION = "v1";
 
 const keys = new Map<string, Promise<CryptoKey>>();
 
-/** Whether `value` is base64 of exactly 32 bytes (the MCP_TOKEN_KEY format). */
-export function isTokenKey(value: string): boolean {
-  const bytes = decodeBase64(value);
-  return bytes !== null && bytes.byteLength === KEY_BYTES;
-}
+export { isTokenKey };
 
 function importKey(keyBase64: string): Promise<CryptoKey> {
   let key = keys.get(keyBase64);
@@ -67,15 +64,3 @@ function encodeBase64Url(bytes: Uint8Array): string {
 }
 
 /** base64 or base64url, padded or not; null when it is neither. */
-function decodeBase64(text: string): Uint8Array<ArrayBuffer> | null {
-  const normal = text.trim().replace(/-/g, "+").replace(/_/g, "/");
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(normal)) return null;
-  try {
-    const binary = atob(normal.padEnd(Math.ceil(normal.length / 4) * 4, "="));
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
-    return bytes;
-  } catch {
-    return null;
-  }
-}

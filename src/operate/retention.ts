@@ -12,7 +12,12 @@
 // the next firing goes on where it stopped. Gauges fall with the rows
 // (migrations/0011's triggers); the *_total counters do not.
 import type { HostConfig } from "../config/config";
-import { HOME_OPENERS_WINDOW_MS } from "../slack/home-publish";
+
+/**
+ * Users who opened the Slack Home tab longer ago than this are not published to again until they
+ * open it (src/slack/home-publish.ts), and retention forgets them.
+ */
+export const HOME_OPENERS_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Rows one retention statement deletes at most. */
 const RETENTION_BATCH_ROWS = 500;

@@ -5,7 +5,7 @@
 // around the existing openers, sources and clients: nothing else changes,
 // and a hook never throws into the run.
 import type { SlackAPIClient } from "slack-web-api-client";
-import type { ModelSource } from "../agent/model-source";
+import type { ModelSource } from "../providers/turn-source";
 import type { CallSession } from "../execution/dispatch-pipeline";
 import type { DispatchOutcome } from "../execution/tool-calls";
 import { logger } from "./logger";

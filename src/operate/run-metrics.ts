@@ -10,7 +10,7 @@
 // resends that batch unchanged until D1 took it; D1 applies a batch only when
 // its seq is newer than the one it holds for this run (see the migration).
 import type { SqlLike } from "../stream/event-log";
-import type { EventType } from "../wire/events";
+import type { RunEvent } from "../wire/event-schemas";
 import { APPROVAL_DECISION_BUCKETS_S, APPROVAL_TO_DISPATCH_BUCKETS_S, bucketLabel, type DeltaSeries } from "./metric-series";
 import type { SqlTable } from "../stream/sql-schema";
 
@@ -101,15 +101,14 @@ export class RunMetrics {
    * timer; its resolution observes it, and an approval starts the dispatch
    * timer of its call. Returns whether a delta was recorded.
    */
-  observeEvent(type: EventType, fields: Record<string, unknown>, now: number): boolean {
-    const approvalId = typeof fields.approval_id === "string" ? fields.approval_id : undefined;
-    if (type === "approval_requested" && approvalId !== undefined) {
-      this.#startTimer(`approval:${approvalId}`, now);
+  observeEvent(event: RunEvent, now: number): boolean {
+    if (event.type === "approval_requested") {
+      this.#startTimer(`approval:${event.approval_id}`, now);
       return false;
     }
-    if (type !== "approval_resolved" || approvalId === undefined) return false;
-    const askedAt = this.#takeTimer(`approval:${approvalId}`);
-    if (fields.decision === "approved" && typeof fields.tool_call_id === "string") this.#startTimer(`dispatch:${fields.tool_call_id}`, now);
+    if (event.type !== "approval_resolved") return false;
+    const askedAt = this.#takeTimer(`approval:${event.approval_id}`);
+    if (event.decision === "approved") this.#startTimer(`dispatch:${event.tool_call_id}`, now);
     if (askedAt === null) return false;
     this.observe("aee_approval_decision_seconds", (now - askedAt) / 1000);
     return true;

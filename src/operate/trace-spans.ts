@@ -10,7 +10,7 @@
 // be a durable row, not an in-memory Span; the SDK's span processors keep
 // spans in memory and would lose them on eviction.
 import type { SqlLike } from "../stream/event-log";
-import type { EventType } from "../wire/events";
+import type { RunEvent } from "../wire/event-schemas";
 import { spanIdOf, traceIdOf } from "./trace-ids";
 import type { SqlTable } from "../stream/sql-schema";
 
@@ -112,11 +112,8 @@ export class TraceSpans {
    * The spans an appended event starts or ends (storage only). Returns
    * whether a span ended, so the object arms its export.
    */
-  observeEvent(type: EventType, fields: Record<string, unknown>, now: number): boolean {
-    const text = (key: string) => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
-    const toolCallId = text("tool_call_id");
-    const approvalId = text("approval_id");
-    switch (type) {
+  observeEvent(event: RunEvent, now: number): boolean {
+    switch (event.type) {
       case "run_started":
         this.start(RUN_SPAN_KEY, "run", null, now, {
           "aee.channel_id": this.#context.channel_id,
@@ -124,41 +121,34 @@ export class TraceSpans {
         });
         return false;
       case "tool_started":
-        if (toolCallId === undefined) return false;
-        this.start(toolSpanKey(toolCallId), "tool.call", RUN_SPAN_KEY, now, { "aee.tool_call_id": toolCallId });
+        this.start(toolSpanKey(event.tool_call_id), "tool.call", RUN_SPAN_KEY, now, { "aee.tool_call_id": event.tool_call_id });
         return false;
       case "approval_requested":
-        if (toolCallId === undefined || approvalId === undefined) return false;
-        this.start(`approval:${approvalId}`, "approval.wait", toolSpanKey(toolCallId), now, {
-          "aee.tool_call_id": toolCallId,
-          "aee.approval_id": approvalId,
+        this.start(`approval:${event.approval_id}`, "approval.wait", toolSpanKey(event.tool_call_id), now, {
+          "aee.tool_call_id": event.tool_call_id,
+          "aee.approval_id": event.approval_id,
         });
         return false;
       case "approval_resolved":
-        if (approvalId === undefined) return false;
-        return this.end(`approval:${approvalId}`, now, { "aee.outcome": String(fields.decision) });
-      case "tool_execution": {
-        if (toolCallId === undefined) return false;
-        const mutationId = text("mutation_id");
-        this.annotate(toolSpanKey(toolCallId), {
-          "aee.outcome": String(fields.execution_status),
-          ...(mutationId !== undefined ? { "aee.mutation_id": mutationId } : {}),
+        return this.end(`approval:${event.approval_id}`, now, { "aee.outcome": event.decision });
+      case "tool_execution":
+        this.annotate(toolSpanKey(event.tool_call_id), {
+          "aee.outcome": event.execution_status,
+          ...(event.mutation_id !== undefined ? { "aee.mutation_id": event.mutation_id } : {}),
         });
         return false;
-      }
       case "tool_completed":
-        if (toolCallId === undefined) return false;
-        return this.end(toolSpanKey(toolCallId), now);
+        return this.end(toolSpanKey(event.tool_call_id), now);
       case "run_completed":
       case "run_failed": {
         // Whatever is still open ends with the run (a wait cut short, a call that never completed).
-        const status = type === "run_completed" ? "completed" : "failed";
+        const status = event.type === "run_completed" ? "completed" : "failed";
         for (const open of this.#sql
           .exec<{ key: string }>(`SELECT key FROM trace_spans WHERE end_ms IS NULL AND key <> ?`, RUN_SPAN_KEY)
           .toArray()) {
           this.end(open.key, now);
         }
-        this.end(RUN_SPAN_KEY, now, { "aee.status": status }, type === "run_failed");
+        this.end(RUN_SPAN_KEY, now, { "aee.status": status }, event.type === "run_failed");
         return true;
       }
       default:

@@ -4,28 +4,23 @@
 // eligibility first (an ineligible principal learns nothing), then
 // self-approval, then the vote. Pure: no I/O; the caller supplies persons
 // (src/policy/persons.ts) and the votes so far, and stores what comes back.
+import { POLICY_DEFAULTS_KEY } from "../config/policy-words";
 import { matchesApprovers, normalisePrincipalId } from "./approver-patterns";
-import { onBehalfOfPerson, onBehalfOfPrincipal, type Person, restrictingPersonOf } from "./persons";
+import { onBehalfOfPerson, onBehalfOfPrincipal, restrictingPersonOf } from "./persons";
+import type { ApprovalPolicy, Decider, Person } from "../wire/run-protocol";
+
+/** The policy in force and the decider are the run protocol's words (src/wire/run-protocol.ts). */
+export type { ApprovalPolicy, Decider };
 
 /** Defaults of contract section 19. */
 const DEFAULT_APPROVALS_REQUIRED = 1;
-export const MAX_APPROVALS_REQUIRED = 5;
 const DEFAULT_SELF_APPROVAL = true;
-/** The key of TOOL_POLICY whose entry gives every tool's defaults. */
-export const POLICY_DEFAULTS_KEY = "*";
 
 /** The three fields of a TOOL_POLICY entry that section 19 adds (all optional as configured). */
 export interface ApprovalPolicyFields {
   approvers?: readonly string[] | undefined;
   approvals_required?: number | undefined;
   self_approval?: boolean | undefined;
-}
-
-/** One tool's policy in force. `approvers` null means the default rule (roles, requester, SLACK_APPROVERS). */
-export interface ApprovalPolicy {
-  approvers: readonly string[] | null;
-  approvals_required: number;
-  self_approval: boolean;
 }
 
 /** A tool's entry over the `"*"` entry, field by field, over the contract's defaults. */
@@ -38,23 +33,6 @@ export function effectivePolicy(toolPolicy: Readonly<Record<string, ApprovalPoli
     self_approval: own?.self_approval ?? defaults?.self_approval ?? DEFAULT_SELF_APPROVAL,
   };
 }
-
-/** Who is deciding, and by which path. */
-export type Decider =
-  | {
-      /** An API, console or CLI principal: needs the `approver` role (the caller says whether it holds it). */
-      via: "api";
-      principal_id: string;
-      person: Person;
-      has_approver_role: boolean;
-    }
-  | {
-      /** A Slack user: matches `approvers` only; under the default rule, the requester or listed in SLACK_APPROVERS. */
-      via: "slack";
-      principal_id: string;
-      person: Person;
-      listed_in_slack_approvers: boolean;
-    };
 
 /** The run's requester: its principal, its person, and the `on_behalf_of` it named (and that one's person). */
 export interface Requester {

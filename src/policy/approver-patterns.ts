@@ -3,9 +3,7 @@
 // entry of APPROVER_GROUPS (groups do not nest). `access:` ids compare in
 // lower case. Pure: no I/O, no config loading.
 
-/** A pattern's principal kinds; anything else is a typo that must fail closed (bad_config). */
-export const APPROVER_PATTERN_REGEX = /^(?:token|access|access-service|slack):\S+$/;
-export const GROUP_REFERENCE_REGEX = /^group:([A-Za-z0-9][A-Za-z0-9_-]{0,62})$/;
+import { GROUP_REFERENCE_REGEX } from "../config/policy-words";
 
 /** `access:` ids (and patterns) compare in lower case; other kinds are case-sensitive (Slack ids, token names). */
 export function normalisePrincipalId(id: string): string {

@@ -21,7 +21,9 @@
 // Pure: the caller looks the token row and the Slack email up.
 
 /** A person's key (`access:<email>` or `slack:<team>:<user>`), or null for a credential that is nobody. */
-export type Person = string | null;
+import type { Person } from "../wire/run-protocol";
+
+export type { Person };
 
 export interface PersonFacts {
   /** A named token's owner (an `access:` or `slack:` principal id). */

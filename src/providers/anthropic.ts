@@ -20,7 +20,7 @@ import {
 } from "./conversation";
 import { classifySdkError } from "./failures";
 import { ModelError } from "./model-error";
-import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
+import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-types";
 import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
 const DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com";

@@ -2,7 +2,7 @@
 // tool calls left without results, the reading of tool-call arguments, and
 // the final shape of a turn. Provider-neutral; each provider then speaks its
 // own wire format.
-import type { ConversationItem, ModelToolCall, ModelTurn } from "./model-provider";
+import type { ConversationItem, ModelToolCall, ModelTurn } from "./model-types";
 
 /** Output token cap per turn unless ProviderSettings.maxTokens says otherwise. */
 export const DEFAULT_MAX_TOKENS = 8192;

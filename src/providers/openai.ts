@@ -33,7 +33,7 @@ import {
   UnusableAnswer,
 } from "./conversation";
 import { classifySdkError } from "./failures";
-import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-provider";
+import type { ModelProvider, ModelRequest, ModelToolCall, ModelTurn, ProviderSettings } from "./model-types";
 import { DEFAULT_RETRY_POLICY, withRetries } from "./retry";
 
 const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";

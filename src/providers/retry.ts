@@ -24,7 +24,7 @@
 // So this module stays; its waits and backoff come from the shared helper
 // (src/schedule/deadline.ts).
 import { ModelError, type ModelErrorCode, type ModelProviderName } from "./model-error";
-import type { RetryPolicy } from "./model-provider";
+import type { RetryPolicy } from "./model-types";
 import { backoffMs, sleep } from "../schedule/deadline";
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 4, baseDelayMs: 500, maxDelayMs: 8_000 };

@@ -3,7 +3,7 @@
 // `delay_ms` is how long the model thinks before answering. Every turn is
 // played in order (so a script can make a long run of several messages); a
 // run without a script gets one turn that echoes the message.
-import type { ScriptTurn } from "../http/trigger-request";
+import type { ScriptTurn } from "../wire/trigger-script";
 
 export function defaultScript(message: string): ScriptTurn[] {
   return [{ text: `You said: ${message}` }];

@@ -1,11 +1,13 @@
 // What the Slack app posts for each event of a Slack-started run (contract
-// section 14): a pure function from one appended event (its stored JSON) and
+// section 14): a pure function from one appended event and
 // a small memory of the run so far to zero or more outbox items, in order.
+// The event is the wire's typed RunEvent (src/wire/event-schemas.ts), handed
+// over by the append path: nothing is parsed again here.
 // The memory is what the next event needs: the shown approvals (to update
 // them without buttons), the questions asked, the calls a person or the
 // policy approved, and the last assistant text (so the final text is not
 // posted twice). It is plain JSON, persisted by the outbox beside its items.
-import { z } from "zod";
+import type { RunEvent } from "../wire/event-schemas";
 import {
   type ApprovalView,
   approvalRequest,
@@ -64,70 +66,6 @@ const OUTCOME_UNKNOWN_ERROR_CODES = new Set(["transport_timeout", "transport_err
 /** Reasons already shown by the approval message's own update: no second post. */
 const SHOWN_BY_APPROVAL_UPDATE = new Set(["denied"]);
 
-const base = { run_id: z.string(), sequence: z.number() };
-const eventSchema = z.discriminatedUnion("type", [
-  z.object({ ...base, type: z.literal("run_started") }),
-  z.object({ ...base, type: z.literal("assistant_message"), text: z.string() }),
-  z.object({ ...base, type: z.literal("tool_started"), tool_call_id: z.string(), approval_required: z.boolean() }),
-  z.object({
-    ...base,
-    type: z.literal("approval_requested"),
-    tool_name: z.string(),
-    approval_id: z.string(),
-    level: z.enum(["approve", "confirm"]),
-    arguments: z.unknown(),
-    // Absent on events appended before contract section 19.
-    hidden: z.array(z.object({ path: z.string(), chars: z.number() }).loose()).optional(),
-    expires_at: z.string(),
-    annotations: z.object({ destructiveHint: z.boolean().optional() }).loose().optional(),
-    required: z.number().optional(),
-  }),
-  z.object({ ...base, type: z.literal("approval_vote"), approval_id: z.string(), decided_by: z.string() }),
-  z.object({
-    ...base,
-    type: z.literal("approval_resolved"),
-    tool_name: z.string(),
-    tool_call_id: z.string(),
-    approval_id: z.string(),
-    decision: z.enum(["approved", "denied", "expired", "cancelled"]),
-    decided_by: z.string().optional(),
-    reason: z.string().optional(),
-  }),
-  z.object({
-    ...base,
-    type: z.literal("human_input_requested"),
-    tool_call_id: z.string(),
-    question: z.string(),
-    expires_at: z.string(),
-    // Contract section 21: an MCP server's question carries its own id and the form's schema; human__ask's neither.
-    input_id: z.string().optional(),
-    requested_schema: z.unknown().optional(),
-  }),
-  z.object({
-    ...base,
-    type: z.literal("human_input_received"),
-    tool_call_id: z.string(),
-    answered_by: z.string(),
-    input_id: z.string().optional(),
-    action: z.enum(["accept", "decline", "cancel"]).optional(),
-  }),
-  z.object({
-    ...base,
-    type: z.literal("tool_execution"),
-    tool_name: z.string(),
-    tool_call_id: z.string(),
-    execution_status: z.enum(["executed", "not_executed"]),
-    reason: z.string().optional(),
-    error: z.object({ code: z.string() }).loose().optional(),
-    mutation_id: z.string().optional(),
-  }),
-  z.object({ ...base, type: z.literal("run_completed"), text: z.string().optional() }),
-  z.object({ ...base, type: z.literal("run_failed"), error: z.object({ code: z.string(), message: z.string() }) }),
-]);
-
-/** Event types that never post (announcements, heartbeats, the per-call bookkeeping). */
-const SILENT_TYPES = new Set(["tool_execution_started", "tool_completed", "heartbeat"]);
-
 export interface PostsForEvent {
   items: OutboxItem[];
   memory: PostsMemory;
@@ -140,13 +78,14 @@ export interface PostsContext {
 }
 
 /** The items one event adds to the outbox; `memory` is not mutated. */
-export function postsForEvent(eventJson: string, memory: PostsMemory, context: PostsContext = {}): PostsForEvent {
-  const raw = JSON.parse(eventJson) as { type?: unknown };
-  if (typeof raw.type === "string" && SILENT_TYPES.has(raw.type)) return { items: [], memory };
-  const parsed = eventSchema.safeParse(raw);
-  // An event this app does not render (or a newer shape) posts nothing rather than failing the append path.
-  if (!parsed.success) return { items: [], memory };
-  const event = parsed.data;
+export function postsForEvent(event: RunEvent, memory: PostsMemory, context: PostsContext = {}): PostsForEvent {
+  switch (event.type) {
+    // Announcements, heartbeats and the per-call bookkeeping never post: the same memory comes back (no write).
+    case "tool_execution_started":
+    case "tool_completed":
+    case "heartbeat":
+      return { items: [], memory };
+  }
   const next: PostsMemory = structuredClone(memory);
   switch (event.type) {
     case "run_started":
@@ -256,7 +195,7 @@ export function postsForEvent(eventJson: string, memory: PostsMemory, context: P
   }
 }
 
-type ExecutionEvent = Extract<z.output<typeof eventSchema>, { type: "tool_execution" }>;
+type ExecutionEvent = Extract<RunEvent, { type: "tool_execution" }>;
 
 /** How an approved call ended; calls nobody approved (denied, not in budget) were already told or never asked. */
 function executionItems(event: ExecutionEvent, memory: PostsMemory): OutboxItem[] {

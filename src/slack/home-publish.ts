@@ -28,9 +28,8 @@ import { slackPersonOf } from "./slack-persons";
 import { emailTrustedTeams } from "../policy/persons";
 import { withTimeout } from "./web-api";
 import { channelVerdicts } from "./channel-checks";
+import { HOME_OPENERS_WINDOW_MS } from "../operate/retention";
 
-/** Users who opened the tab longer ago than this are not published to again until they open it. */
-export const HOME_OPENERS_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 /** Pending items read per publish (the tab lists fewer; the rest are counted). */
 const HOME_ITEMS_READ_MAX = 200;
 /** Openers refreshed per run of refreshHomes. */

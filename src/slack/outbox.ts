@@ -21,6 +21,7 @@ import { type ApproverPolicySource, slackApproversNamed } from "./approver-menti
 import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
 import type { SqlTable } from "../stream/sql-schema";
+import type { RunEvent } from "../wire/event-schemas";
 
 export type HomeRefresh = (client: SlackAPIClient, now: number) => Promise<number | null>;
 /** What the outbox queues: a run's posts, and requests to publish the Home tabs again (contract section 19). */
@@ -167,12 +168,12 @@ export class SlackOutbox {
    * Adds the items of one appended event, in order. Pure storage work (no
    * network), so it is safe on the append path. Returns how many were added.
    */
-  enqueueEvent(eventJson: string, now: number): number {
+  enqueueEvent(event: RunEvent, now: number): number {
     const run = this.#run();
     if (!run) return 0;
     const before = JSON.parse(run.memory) as PostsMemory;
     const policy = { TOOL_POLICY: this.#settings.TOOL_POLICY ?? {}, APPROVER_GROUPS: this.#settings.APPROVER_GROUPS ?? {} };
-    const { items, memory } = postsForEvent(eventJson, before, { approversOf: (tool) => slackApproversNamed(policy, tool) });
+    const { items, memory } = postsForEvent(event, before, { approversOf: (tool) => slackApproversNamed(policy, tool) });
     // Heartbeats and other silent events hand the same memory back: no write on their append.
     if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
     for (const item of items) this.#enqueue(item, now);

@@ -4,6 +4,7 @@
 // exactly once so replays are byte-for-byte identical, the per-run event cap,
 // and purging by retention. It knows nothing about subscribers or HTTP.
 import { PROTOCOL_VERSION, type EventType, type StoredEvent } from "../wire/events";
+import type { EventFields, RunEvent } from "../wire/event-schemas";
 import type { SqlLike, SqlTable } from "./sql-schema";
 
 export type { SqlLike } from "./sql-schema";
@@ -30,6 +31,11 @@ export const EVENT_LOG_PURGED_TABLE: SqlTable = {
   name: "event_log_purged",
   ddl: [`CREATE TABLE IF NOT EXISTS event_log_purged (id INTEGER PRIMARY KEY CHECK (id = 1), last INTEGER NOT NULL)`],
 };
+
+/** An event just appended: as stored, and as the typed event the observers read. */
+export interface AppendedEvent extends StoredEvent {
+  event: RunEvent;
+}
 
 export class EventLog {
   readonly #sql: SqlLike;
@@ -70,9 +76,22 @@ export class EventLog {
    * then the event's own fields; the JSON string built here is the one every
    * subscriber and every later replay receives.
    */
-  append(envelope: { run_id: string; channel_id: string; at: string }, type: EventType, fields: Record<string, unknown>): StoredEvent {
+  append<T extends EventType>(envelope: { run_id: string; channel_id: string; at: string }, type: T, fields: EventFields<T>): StoredEvent {
+    const { event: _typed, ...stored } = this.appendEvent(envelope, type, fields);
+    return stored;
+  }
+
+  /** `append`, also handing back the typed event (the run's stream, for the observers on its append path). */
+  appendEvent<T extends EventType>(
+    envelope: { run_id: string; channel_id: string; at: string },
+    type: T,
+    fields: EventFields<T>,
+  ): AppendedEvent {
     const sequence = this.#last + 1;
-    const json = JSON.stringify({
+    // The one place an event is assembled: its own fields were typed by its type's schema where it
+    // was emitted (EventFields<T>), so the whole is that type's event. The object is the one
+    // stringified: handing it on to the observers costs nothing.
+    const event = {
       protocol_version: PROTOCOL_VERSION,
       sequence,
       run_id: envelope.run_id,
@@ -80,7 +99,8 @@ export class EventLog {
       type,
       at: envelope.at,
       ...fields,
-    });
+    } as RunEvent;
+    const json = JSON.stringify(event);
     this.#sql.exec(`INSERT INTO events (sequence, type, json) VALUES (?, ?, ?)`, sequence, type, json);
     this.#last = sequence;
     if (sequence - this.#earliest + 1 > this.#maxEvents) {
@@ -89,7 +109,7 @@ export class EventLog {
       this.#earliest = sequence - this.#maxEvents + this.#pruneBatch;
       this.#sql.exec(`DELETE FROM events WHERE sequence < ?`, this.#earliest);
     }
-    return { sequence, type, json };
+    return { sequence, type, json, event };
   }
 
   /** Up to `limit` retained events with sequence > after, in order. */

@@ -5,8 +5,9 @@
 // to send. It works over a minimal SQL interface, so it is unit-testable
 // without a Durable Object.
 import { newSubscriptionId } from "../ids";
-import { EventLog, type SqlLike } from "./event-log";
-import { isTerminalEventType, type EventType, type StoredEvent } from "../wire/events";
+import { type AppendedEvent, EventLog, type SqlLike } from "./event-log";
+import { isTerminalEventType, type EventType } from "../wire/events";
+import type { EventFields } from "../wire/event-schemas";
 import { encodeSseFrame, SSE_HEADERS } from "./sse";
 import { SubscriberRegistry } from "./subscriber-registry";
 import { SubscriberStream } from "./subscriber-stream";
@@ -52,10 +53,10 @@ export class RunStream {
    * null, appending nothing, once the terminal event was appended (terminal
    * fencing), whatever asks: a late alarm, a late dispatch result, a second cancel.
    */
-  append(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
+  append<T extends EventType>(type: T, fields: EventFields<T>, now = Date.now()): AppendedEvent | null {
     if (this.#terminal) return null;
     const at = new Date(now).toISOString();
-    const event = this.#log.append({ run_id: this.#identity.run_id, channel_id: this.#identity.channel_id, at }, type, fields);
+    const event = this.#log.appendEvent({ run_id: this.#identity.run_id, channel_id: this.#identity.channel_id, at }, type, fields);
     this.#lastAppendAt = now;
     // Terminal before fan-out, so each subscriber already sees the run as
     // ended and closes its response right after this frame.

@@ -220,6 +220,12 @@ export const runEventSchema = z
   ])
   .meta({ id: "RunEvent", title: "approval-v2 run event", description: "One event of a run's stream (contract section 4)." });
 
+/**
+ * Any event of a run's stream, typed: what the append path hands every observer (the run index,
+ * the Slack posts, audit, spans, metrics, the run log), each narrowing it by `type`.
+ */
+export type RunEvent = z.output<typeof runEventSchema>;
+
 // ---- the fixture projection (section 12) -----------------------------------------
 
 /**

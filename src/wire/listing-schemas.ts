@@ -34,7 +34,7 @@ export const nextCursor = z.string().nullable().meta({ description: "Pass as `cu
 
 // ---- runs --------------------------------------------------------------------
 
-const runStatusSchema = z.enum(["running", "completed", "failed"]);
+export const runStatusSchema = z.enum(["running", "completed", "failed"]);
 const runSourceSchema = z.enum(["api", "slack"]);
 
 export const runListItemSchema = z

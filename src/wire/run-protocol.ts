@@ -7,10 +7,69 @@
 // machine (src/execution/tool-calls.ts) are the core of ActionVerdict; this
 // module adds what only a surface asks for (a confirm step, a stale click, a
 // refusal's policy and requester for naming who may decide, a cancel).
-import type { CancelResult } from "../agent/run-record";
-import type { QuestionAnswer } from "../execution/mcp-questions";
-import type { Verdict } from "../execution/tool-calls";
-import type { ApprovalPolicy, Decider } from "../policy/approval-policy";
+//
+// The vocabulary the rooms above share is declared here, on the ground floor,
+// so they import it downwards: the actor (Decider, Person), the policy in
+// force (ApprovalPolicy), an MCP question's answer (QuestionAnswer), the call
+// state machine's Verdict and a cancel's CancelResult.
+import type { RunSummary } from "./run-summary";
+
+/**
+ * The human a principal stands for (contract sections 18-19): a canonical
+ * principal id, or null when nothing proves one (src/policy/persons.ts resolves it).
+ */
+export type Person = string | null;
+
+/** One tool's policy in force (contract section 19). `approvers` null means the default rule (roles, requester, SLACK_APPROVERS). */
+export interface ApprovalPolicy {
+  approvers: readonly string[] | null;
+  approvals_required: number;
+  self_approval: boolean;
+}
+
+/** Who is deciding, and by which path. */
+export type Decider =
+  | {
+      /** An API, console or CLI principal: needs the `approver` role (the caller says whether it holds it). */
+      via: "api";
+      principal_id: string;
+      person: Person;
+      has_approver_role: boolean;
+    }
+  | {
+      /** A Slack user: matches `approvers` only; under the default rule, the requester or listed in SLACK_APPROVERS. */
+      via: "slack";
+      principal_id: string;
+      person: Person;
+      listed_in_slack_approvers: boolean;
+    };
+
+/** A person's answer to one MCP question: the elicitation result sent back (contract section 21). */
+export type QuestionAnswer = { action: "accept"; content: Record<string, unknown> } | { action: "decline" } | { action: "cancel" };
+
+/** The answer to a person's decision or answer, in domain terms (src/http/ maps it to a status); made by src/execution/tool-calls.ts. */
+export type Verdict =
+  | { kind: "resolved"; approval_id: string; decision: "approved" | "denied" }
+  /** An approve counted (or repeated by the same person) while more are required (contract section 19). */
+  | { kind: "vote_pending"; approval_id: string; votes: number; required: number }
+  /** The decider may not decide this approval (section 19); nothing changed. */
+  | { kind: "refused"; error: "not_an_approver" | "self_approval_forbidden" }
+  | { kind: "answered"; tool_call_id: string }
+  /** An MCP question answered (contract section 21), or the same answer repeated. */
+  | { kind: "input_answered"; input_id: string; tool_call_id: string; action: QuestionAnswer["action"] }
+  /** The accept's content does not fit the question's requested_schema; nothing changed. */
+  | { kind: "invalid_answer"; issues: string[] }
+  | { kind: "already_resolved"; decision: string; what: "approval" | "question" }
+  /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
+  | { kind: "expired"; what?: "question" }
+  | { kind: "confirmation_mismatch"; tool_name: string }
+  | { kind: "not_found"; what: "approval" | "question"; id: string };
+
+/** A run's status (GET /runs/{id}'s `status`). */
+export type RunStatus = RunSummary["status"];
+
+/** What a cancel did: nothing (no such run), or the run's status as the cancel found it. */
+export type CancelResult = { found: false } | { found: true; status: "cancelling" | RunStatus; already_ended: boolean };
 
 /**
  * `prompt`: the surface shows its own confirm step and a click that cannot

@@ -13,6 +13,7 @@ import { encodeCursor } from "../../src/listings/cursor";
 import type { ListingDb } from "../../src/listings/listing-reads";
 import { RunIndex } from "../../src/listings/run-index";
 import { insertIntent, settle, toProjection } from "../../src/outcomes/mutation-outcomes";
+import { markEvent } from "./run-events";
 import { api, runTablesOf } from "./helpers";
 import { checkpointRow } from "./outcome-rows";
 
@@ -292,8 +293,9 @@ describe("GET /api/approvals", () => {
       request: "please delete the old dashboard",
     };
     await indexed((index) => {
-      index.markEvent(context, "run_started", {}, at(0));
-      index.markEvent(
+      markEvent(index, context, "run_started", {}, at(0));
+      markEvent(
+        index,
         context,
         "approval_requested",
         {
@@ -308,7 +310,7 @@ describe("GET /api/approvals", () => {
         },
         at(1),
       );
-      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Sure?", expires_at: at(9) }, at(2));
+      markEvent(index, context, "human_input_requested", { tool_call_id: "ask-1", question: "Sure?", expires_at: at(9) }, at(2));
     });
     const asked = {
       user_id: "U-ada",

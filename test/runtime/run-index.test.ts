@@ -17,6 +17,7 @@ import {
   type RunIndexContext,
 } from "../../src/listings/run-index";
 import type { ApprovalListItem, InputListItem, RunListItem } from "../../src/wire/listing-schemas";
+import { markEvent } from "./run-events";
 import { runTablesOf } from "./helpers";
 
 const T0 = "2026-11-20T10:00:00.000Z";
@@ -310,10 +311,11 @@ describe("run index: marks derived from events", () => {
     };
     const tool = { tool_name: "mcp__demo__create_dashboard", tool_call_id: "write-1" };
     await withIndex(async (index) => {
-      expect(index.markEvent(context, "run_started", { user_id: "U7" }, T0)).toBe(true);
-      expect(index.markEvent(context, "assistant_message", { text: "hi" }, T0)).toBe(false);
-      expect(index.markEvent(context, "tool_started", { ...tool, approval_required: true }, T1)).toBe(false);
-      index.markEvent(
+      expect(markEvent(index, context, "run_started", { user_id: "U7" }, T0)).toBe(true);
+      expect(markEvent(index, context, "assistant_message", { text: "hi" }, T0)).toBe(false);
+      expect(markEvent(index, context, "tool_started", { ...tool, approval_required: true }, T1)).toBe(false);
+      markEvent(
+        index,
         context,
         "approval_requested",
         {
@@ -326,21 +328,21 @@ describe("run index: marks derived from events", () => {
         },
         T1,
       );
-      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Who?", expires_at: T2 }, T1);
-      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-2", question: "Why?", expires_at: T2 }, T1);
-      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-3", question: "When?", expires_at: T2 }, T1);
+      markEvent(index, context, "human_input_requested", { tool_call_id: "ask-1", question: "Who?", expires_at: T2 }, T1);
+      markEvent(index, context, "human_input_requested", { tool_call_id: "ask-2", question: "Why?", expires_at: T2 }, T1);
+      markEvent(index, context, "human_input_requested", { tool_call_id: "ask-3", question: "When?", expires_at: T2 }, T1);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 5 });
       expect(await d1Run(runId)).toMatchObject({ status: "running", source: "slack", delivery_id: "Ev-1", user_id: "U7" });
       expect(await d1Approval(approvalId)).toMatchObject({ status: "pending", level: "confirm", requested_at: T1, expires_at: T2 });
 
-      index.markEvent(context, "approval_resolved", { ...tool, approval_id: approvalId, decision: "approved", decided_by: "U9" }, T2);
-      index.markEvent(context, "human_input_received", { tool_call_id: "ask-1", answered_by: "U9" }, T2);
+      markEvent(index, context, "approval_resolved", { ...tool, approval_id: approvalId, decision: "approved", decided_by: "U9" }, T2);
+      markEvent(index, context, "human_input_received", { tool_call_id: "ask-1", answered_by: "U9" }, T2);
       const ask = { tool_name: "human__ask", execution_status: "not_executed" };
-      index.markEvent(context, "tool_execution", { ...ask, tool_call_id: "ask-2", reason: "expired" }, T2);
-      index.markEvent(context, "tool_execution", { ...ask, tool_call_id: "ask-3", reason: "cancelled" }, T2);
-      expect(index.markEvent(context, "tool_execution", { ...tool, execution_status: "not_executed", reason: "expired" }, T2)).toBe(false);
-      expect(index.markEvent(context, "heartbeat", {}, T2)).toBe(false);
-      index.markEvent(context, "run_failed", { error: { code: "cancelled", message: "The run was cancelled." } }, T2);
+      markEvent(index, context, "tool_execution", { ...ask, tool_call_id: "ask-2", reason: "expired" }, T2);
+      markEvent(index, context, "tool_execution", { ...ask, tool_call_id: "ask-3", reason: "cancelled" }, T2);
+      expect(markEvent(index, context, "tool_execution", { ...tool, execution_status: "not_executed", reason: "expired" }, T2)).toBe(false);
+      expect(markEvent(index, context, "heartbeat", {}, T2)).toBe(false);
+      markEvent(index, context, "run_failed", { error: { code: "cancelled", message: "The run was cancelled." } }, T2);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 5 });
     });
     expect(await d1Run(runId)).toMatchObject({
@@ -377,11 +379,11 @@ describe("run index: MCP questions mid-call (contract section 21)", () => {
     });
     const toolNameOf = (id: string) => (id === "call-1" ? "mcp__demo__ask_owner" : undefined);
     await withIndex(async (index) => {
-      expect(index.markEvent(context, "human_input_requested", asked("team"), T1, toolNameOf)).toBe(true);
-      index.markEvent(context, "human_input_requested", asked("owner"), T1, toolNameOf);
-      index.markEvent(context, "human_input_requested", asked("budget"), T1, toolNameOf);
+      expect(markEvent(index, context, "human_input_requested", asked("team"), T1, toolNameOf)).toBe(true);
+      markEvent(index, context, "human_input_requested", asked("owner"), T1, toolNameOf);
+      markEvent(index, context, "human_input_requested", asked("budget"), T1, toolNameOf);
       // A human__ask of the same run, keyed by its tool_call_id as before.
-      index.markEvent(context, "human_input_requested", { tool_call_id: "ask-1", question: "Who?", expires_at: T2 }, T1, toolNameOf);
+      markEvent(index, context, "human_input_requested", { tool_call_id: "ask-1", question: "Who?", expires_at: T2 }, T1, toolNameOf);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 4 });
       const team = await d1Question(runId, "call-1:1:team");
       expect(team).toMatchObject({
@@ -395,7 +397,8 @@ describe("run index: MCP questions mid-call (contract section 21)", () => {
       expect(await d1Input(runId, "ask-1")).toMatchObject({ input_key: "ask-1", requested_schema: null, tool_name: null });
 
       expect(
-        index.markEvent(
+        markEvent(
+          index,
           context,
           "human_input_received",
           { tool_call_id: "call-1", answered_by: "token:root", input_id: "call-1:1:team", action: "decline" },
@@ -492,10 +495,10 @@ describe("run index: the request's first words", () => {
       request: "first words",
     };
     await withIndex(async (index) => {
-      index.markEvent(context, "run_started", { user_id: "U7" }, T0);
+      markEvent(index, context, "run_started", { user_id: "U7" }, T0);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 1 });
       const { request: _dropped, ...without } = context;
-      index.markEvent(without, "run_completed", { tool_calls: 0 }, T2);
+      markEvent(index, without, "run_completed", { tool_calls: 0 }, T2);
       expect(await index.flush(env.DB)).toMatchObject({ status: "ok", written: 1 });
     });
     expect(await d1Run(runId)).toMatchObject({ status: "completed", request: "first words", error_code: null });

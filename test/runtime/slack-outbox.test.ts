@@ -7,6 +7,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import { type OutboxSettings, SlackOutbox } from "../../src/slack/outbox";
 import { createSlackClient } from "../../src/slack/web-api";
+import { runEventOf } from "./run-events";
 import { runTablesOf } from "./helpers";
 
 const standIn = env.SLACK_STAND_IN_URL;
@@ -31,7 +32,7 @@ function withOutbox<T>(fn: (sql: SqlStorage) => Promise<T>): Promise<T> {
 
 let seq = 0;
 const event = (type: string, fields: Record<string, unknown> = {}) =>
-  JSON.stringify({
+  runEventOf(type, {
     protocol_version: "v2",
     sequence: ++seq,
     run_id: "run_01TEST",

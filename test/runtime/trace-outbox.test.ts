@@ -10,6 +10,7 @@ import { newRunId } from "../../src/ids";
 import { observePosts } from "../../src/operate/run-hooks";
 import { exportSpans } from "../../src/operate/trace-export";
 import { RUN_SPAN_KEY, TraceSpans } from "../../src/operate/trace-spans";
+import { runEventOf } from "./run-events";
 import { runTablesOf } from "./helpers";
 
 const target = { endpoint: "https://collector.test", headers: { authorization: "Bearer c" } };
@@ -33,10 +34,10 @@ describe("the trace outbox", () => {
   it("exports ended spans once accepted, keeps them while refused, and drops and counts them past the retry window", async () => {
     await withSpans(async (spans) => {
       const t0 = 1_000_000;
-      spans.observeEvent("run_started", {}, t0);
-      spans.observeEvent("tool_started", { tool_call_id: "w1" }, t0 + 1);
+      spans.observeEvent(runEventOf("run_started", {}), t0);
+      spans.observeEvent(runEventOf("tool_started", { tool_call_id: "w1" }), t0 + 1);
       expect(await exportSpans(spans, target, t0 + 2, answering(200))).toEqual({ status: "idle" });
-      spans.observeEvent("tool_completed", { tool_call_id: "w1" }, t0 + 3);
+      spans.observeEvent(runEventOf("tool_completed", { tool_call_id: "w1" }), t0 + 3);
 
       const refused = await exportSpans(spans, target, t0 + 4, answering(503));
       expect(refused).toMatchObject({ status: "failed", dropped: 0, remaining: 1 });
@@ -51,7 +52,7 @@ describe("the trace outbox", () => {
       // Sent once: nothing left to send again.
       expect(await exportSpans(spans, target, t0 + 6, answering(200))).toEqual({ status: "idle" });
 
-      spans.observeEvent("run_completed", {}, t0 + 10);
+      spans.observeEvent(runEventOf("run_completed", {}), t0 + 10);
       expect(spans.waiting).toBe(1);
       // Contract section 22: retried for up to 10 minutes, then dropped and counted.
       const inWindow = await exportSpans(spans, target, t0 + 10 + 600_000, answering(503));
@@ -60,17 +61,17 @@ describe("the trace outbox", () => {
       expect(late).toEqual({ status: "ok", exported: 0, dropped: 1, remaining: 0 });
       expect(spans.waiting).toBe(0);
       // A dropped span never comes back, even if its end is observed again.
-      spans.observeEvent("run_completed", {}, t0 + 20);
+      spans.observeEvent(runEventOf("run_completed", {}), t0 + 20);
       expect(spans.waiting).toBe(0);
     });
   });
 
   it("ends the spans still open when the run ends, the run itself with its status", async () => {
     await withSpans(async (spans) => {
-      spans.observeEvent("run_started", {}, 1);
-      spans.observeEvent("tool_started", { tool_call_id: "w1" }, 2);
-      spans.observeEvent("approval_requested", { tool_call_id: "w1", approval_id: "approval_1" }, 3);
-      spans.observeEvent("run_failed", {}, 9);
+      spans.observeEvent(runEventOf("run_started", {}), 1);
+      spans.observeEvent(runEventOf("tool_started", { tool_call_id: "w1" }), 2);
+      spans.observeEvent(runEventOf("approval_requested", { tool_call_id: "w1", approval_id: "approval_1" }), 3);
+      spans.observeEvent(runEventOf("run_failed", {}), 9);
       const ended = spans.ended(10);
       expect(ended.map((s) => s.name).sort()).toEqual(["approval.wait", "run", "tool.call"]);
       const run = ended.find((s) => s.key === RUN_SPAN_KEY);

@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config/config";
 import { setLogLevel } from "../../src/config/log-level";
 import { logger, logLine } from "../../src/operate/logger";
-import { lifecycleLine } from "../../src/operate/run-log";
+import { lifecycleLine as lineOf } from "../../src/operate/run-log";
+import { runEventOf } from "../runtime/run-events";
+
+/** The lifecycle line of an event written as (type, fields) of run `runId`. */
+const lifecycleLine = (type: string, fields: object, runId: string) => lineOf(runEventOf(type, { run_id: runId, ...fields }));
 
 describe("logLine", () => {
   it("is one JSON object: level and msg first, then the fields", () => {

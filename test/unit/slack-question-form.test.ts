@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { formFields, readForm } from "../../src/client/requested-form";
 import { ACTION_INPUT_ANSWER } from "../../src/slack/blocks";
-import { emptyMemory, postsForEvent } from "../../src/slack/event-posts";
+import { emptyMemory, postsForEvent as postsOf } from "../../src/slack/event-posts";
+import { runEventFromJson } from "../runtime/run-events";
 import { parseInputValue, parseModalMetadata } from "../../src/slack/interactions";
 import { formVerdictErrors } from "../../src/slack/question-answers";
 import {
@@ -15,6 +16,9 @@ import {
   questionFormModal,
   VIEW_INPUT_FORM,
 } from "../../src/slack/question-form";
+
+/** The posts of one event, written as its JSON. */
+const postsForEvent = (json: string, memory: Parameters<typeof postsOf>[1]) => postsOf(runEventFromJson(json), memory);
 
 const schema = {
   type: "object",

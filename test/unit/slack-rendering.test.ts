@@ -11,7 +11,8 @@ import {
   SECTION_TEXT_MAX_CHARS,
 } from "../../src/slack/blocks";
 import { intakeEvent, scriptFromText, stripOwnMention } from "../../src/slack/event-intake";
-import { emptyMemory, type PostsMemory, postsForEvent } from "../../src/slack/event-posts";
+import { emptyMemory, type PostsMemory, postsForEvent as postsOf } from "../../src/slack/event-posts";
+import { runEventFromJson } from "../runtime/run-events";
 import {
   answerDeciders,
   approvalDeciders,
@@ -21,6 +22,9 @@ import {
   refusalText,
 } from "../../src/slack/interactions";
 import { mayAnswerAsk } from "../../src/policy/approval-policy";
+
+/** The posts of one event, written as its JSON. */
+const postsForEvent = (json: string, memory: Parameters<typeof postsOf>[1]) => postsOf(runEventFromJson(json), memory);
 
 const view = {
   run_id: "run_1",

@@ -7,9 +7,13 @@
 import { describe, expect, it } from "vitest";
 import type { Verdict } from "../../src/execution/tool-calls";
 import { answerInputModal, confirmApprovalModal, inputAnswered, renderPerson } from "../../src/slack/blocks";
-import { emptyMemory, type PostsMemory, postsForEvent } from "../../src/slack/event-posts";
+import { emptyMemory, type PostsMemory, postsForEvent as postsOf } from "../../src/slack/event-posts";
+import { runEventFromJson } from "../runtime/run-events";
 import { decisionReplyText, policyRefusalText, refusalText } from "../../src/slack/interactions";
 import { CUT_NOTE, mention, mrkdwn, untrusted, untrustedCode } from "../../src/slack/slack-text";
+
+/** The posts of one event, written as its JSON. */
+const postsForEvent = (json: string, memory: Parameters<typeof postsOf>[1]) => postsOf(runEventFromJson(json), memory);
 
 /** The control sequences of issue 17's finding 5, and a fence that would close the app's code block. */
 const HOSTILE = "<!channel> <!here> <@U0CEO0001> <https://evil.example/login|Click to re-authenticate> ``` & done";
