@@ -7,7 +7,7 @@
 // retention (contract section 22).
 import type { Env } from "./config/env";
 import { handleConsoleRequest } from "./console/console-routes";
-import { jsonResponse } from "./http/api-error";
+import { errorJson } from "./base/api-error";
 import { router } from "./http/router";
 import { countRefusal } from "./operate/refusal-counters";
 import { scheduledRetention } from "./operate/retention-job";
@@ -37,9 +37,9 @@ async function routeRequest(request: Request, env: Env, ctx: ExecutionContext): 
   if (pathname.startsWith("/slack/")) {
     const route = SLACK_ROUTES[pathname];
     if (route === undefined)
-      return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
+      return Promise.resolve(errorJson(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
     if (request.method !== "POST") {
-      return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
+      return Promise.resolve(errorJson(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
     }
     return handleSlackRequest(request, env, ctx, route);
   }

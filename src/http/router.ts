@@ -6,7 +6,8 @@
 // contract section 18). Every error leaves through the one `catch`.
 import { Router, type IRequest } from "itty-router";
 import type { RunObject } from "../../durable-objects/run-object";
-import { apiError, errorResponse, jsonResponse } from "./api-error";
+import { apiError, errorJson, jsonResponse } from "../base/api-error";
+import { errorResponse } from "./api-error";
 import { isAuthorized } from "./auth";
 import { authenticate } from "../auth/authenticate";
 import { authorize, lacksRole } from "../auth/authorize";
@@ -158,13 +159,13 @@ function unrouted(request: ApiRequest): Response {
   const { pathname } = new URL(request.url);
   const allow = allowedMethods(pathname);
   if (allow.length > 0) {
-    return jsonResponse(
+    return errorJson(
       405,
       { error: "method_not_allowed", message: `${pathname} does not serve ${request.method}; it serves ${allow.join(", ")}.` },
       { allow: allow.join(", ") },
     );
   }
-  return jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` });
+  return errorJson(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` });
 }
 
 /**

@@ -9,7 +9,7 @@ import { authenticate, rawAuthSettings } from "../auth/authenticate";
 import type { Principal } from "../auth/principal";
 import { countAuthFailure } from "../auth/rate-limits";
 import { authorize, lacksRole } from "../auth/authorize";
-import { apiError, jsonResponse } from "../http/api-error";
+import { apiError, jsonResponse } from "../base/api-error";
 import { ruleOf } from "../http/route-roles";
 import { McpTransportError } from "../execution/mcp-errors";
 import { listMcpTools } from "../execution/mcp-tool-list";

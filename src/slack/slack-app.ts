@@ -13,7 +13,7 @@ import type { Env } from "../config/env";
 import { type Decider, mayAnswerAsk } from "../policy/approval-policy";
 import { slackPersonOf } from "./slack-persons";
 import { emailTrustedTeams } from "../policy/persons";
-import { jsonResponse } from "../http/api-error";
+import { errorJson } from "../base/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
 import {
@@ -76,11 +76,11 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") {
     // Anonymous callers learn nothing about which setting is wrong (contract section 13).
-    return jsonResponse(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
+    return errorJson(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
   }
   const config = loaded.config;
   if (config.SLACK_SIGNING_SECRET === undefined || config.SLACK_BOT_TOKEN === undefined) {
-    return jsonResponse(503, {
+    return errorJson(503, {
       error: "not_configured",
       message: "The Slack app is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (wrangler secret put) to turn it on.",
     });
@@ -89,9 +89,9 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   const rawBody = await readBoundedText(request);
   if (rawBody === null)
-    return jsonResponse(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
+    return errorJson(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
   if (!(await isVerified(request.headers, rawBody, slack.SLACK_SIGNING_SECRET))) {
-    return jsonResponse(401, {
+    return errorJson(401, {
       error: "unauthorized",
       message: "The request is not signed by Slack with this app's signing secret, or is too old.",
     });
@@ -99,7 +99,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Verified, so the body is Slack's: unparseable is a 400, a shape or type no listener takes is acknowledged here.
   const envelope = classifySlackRequest(route, request.headers.get("content-type") ?? "", rawBody);
-  if (envelope.kind === "bad_request") return jsonResponse(400, { error: "bad_request", message: envelope.message });
+  if (envelope.kind === "bad_request") return errorJson(400, { error: "bad_request", message: envelope.message });
   if (envelope.kind === "acknowledge") return new Response("", { status: 200 });
 
   // Contract section 19: only the installation's team, and (unless allowed) only its own users, start or decide.
@@ -160,10 +160,10 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     if (outcome !== "started" && outcome !== "slow") {
       // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
       logger.error("slack: starting a run failed", { error: failureText(outcome) });
-      return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
+      return errorJson(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
     }
   }
-  if (response.status === 401) return jsonResponse(401, { error: "unauthorized", message: "The request is not signed by Slack." });
+  if (response.status === 401) return errorJson(401, { error: "unauthorized", message: "The request is not signed by Slack." });
   // A verified request no listener took (a payload type this app does not use): acknowledge it so Slack does not retry.
   if (response.status === 404) return new Response("", { status: 200 });
   return response;

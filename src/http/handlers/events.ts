@@ -3,7 +3,7 @@
 // handed back untouched, so a client closing its socket cancels the object's
 // stream and releases that subscriber.
 import type { RunObject } from "../../../durable-objects/run-object";
-import { apiError } from "../api-error";
+import { apiError } from "../../base/api-error";
 import { MAX_IDENTIFIER_CHARS } from "../../ids";
 
 const NON_NEGATIVE_INTEGER = /^(0|[1-9][0-9]{0,15})$/;
