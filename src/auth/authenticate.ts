@@ -7,7 +7,7 @@
 // revoked or expired token, a malformed, forged or ended cookie).
 import { readSessionCookie, verifySessionCookie } from "../console/session-cookie";
 import { liveSession } from "../console/session-store";
-import { isAuthorized } from "../http/auth";
+import { isAuthorized } from "./api-token";
 import { type AccessSettings, accessAssertionOf, accessConfigured, verifyAccessAssertion } from "./access";
 import { sha256Hex } from "./digest";
 import { type Principal, ROOT_PRINCIPAL_ID } from "./principal";

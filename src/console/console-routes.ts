@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { isAuthorized } from "../http/auth";
+import { isAuthorized } from "../auth/api-token";
 import { validate } from "../http/request-body";
 import { readJsonBody } from "../http/request-body";
 import { errorJson, jsonResponse } from "../base/api-error";

@@ -18,7 +18,7 @@ import { listMcpTools } from "../execution/mcp-tool-list";
 import { recordMcpContact } from "../execution/mcp-contacts";
 import { redactText } from "../execution/redaction";
 
-const callbackQuerySchema = z.object({
+export const callbackQuerySchema = z.object({
   state: z.string().min(1).max(512),
   code: z.string().min(1).max(4_096).optional(),
   iss: z.string().max(2_048).optional(),
