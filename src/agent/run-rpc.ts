@@ -7,7 +7,7 @@ import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
 import type { ConversationItem } from "../providers/model-provider";
 import type { RunSummary, StartRunInput } from "./run-record";
 
-export interface RunRpc extends Rpc.DurableObjectBranded {
+interface RunRpc extends Rpc.DurableObjectBranded {
   /** Starts the run once; a second start (duplicate delivery) changes nothing. */
   start(input: StartRunInput): Promise<{ created: boolean }>;
   /** The run's turns as a later run in the same Slack thread continues them. */

@@ -55,7 +55,7 @@ export const ERROR_CODES = [
 ] as const;
 
 export const errorCodeSchema = z.enum(ERROR_CODES);
-export type ErrorCode = z.infer<typeof errorCodeSchema>;
+type ErrorCode = z.infer<typeof errorCodeSchema>;
 
 export interface ErrorBody {
   error: ErrorCode;

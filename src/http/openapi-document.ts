@@ -30,7 +30,7 @@ function securityOf(auth: RouteAuth): Record<string, string[]>[] | undefined {
 }
 
 /** `:name` (itty-router) as `{name}` (OpenAPI). */
-export function openApiPath(path: string): string {
+function openApiPath(path: string): string {
   return path.replace(/:(\w+)/g, "{$1}");
 }
 

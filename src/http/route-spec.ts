@@ -16,7 +16,7 @@ import { runStubFor } from "./start-run";
 /** A request past the /api/* guard: its parsed configuration and its principal (contract section 18). */
 export type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 
-export type RouteMethod = "GET" | "HEAD" | "POST" | "DELETE";
+type RouteMethod = "GET" | "HEAD" | "POST" | "DELETE";
 
 /**
  * Who may call a route:
@@ -33,7 +33,7 @@ export type RouteAuth =
   | { kind: "oauth_state" }
   | { kind: "public" };
 
-export type RouteHandler = (request: ApiRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
+type RouteHandler = (request: ApiRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 
 export interface RouteSpec {
   method: RouteMethod;
