@@ -77,7 +77,8 @@ describe("the route table", () => {
     expect(doc.paths?.["/slack/events"]?.post?.security).toEqual([{ slackSignature: [] }]);
     expect(doc.paths?.["/healthz"]?.get?.security).toEqual([]);
     // Errors are described by the one union of codes, not any string.
-    const errorSchema = (doc.components?.schemas as Record<string, { properties: { error: { enum?: string[] } } }>).Error;
+    const schemas = (doc.components?.schemas ?? {}) as Record<string, { properties: { error: { enum?: string[] } } }>;
+    const errorSchema = schemas.Error;
     expect(errorSchema?.properties.error.enum).toEqual([...ERROR_CODES]);
   });
 });
