@@ -8,8 +8,9 @@
 // it): those imports are reported, not failed, so the baseline may only
 // shrink. Every new import that runs up a floor, and every new circle, fails.
 const FLOORS = [
-  // The ground floor: the wire vocabulary, ids, and the consumer client (its own package, on the wire only).
-  ["src/wire", "src/ids\\.ts", "src/client"],
+  // The ground floor: shared helpers every room may use (src/base: the API's error codes and JSON), the wire
+  // vocabulary, ids, and the consumer client (its own package, on the wire only).
+  ["src/base", "src/wire", "src/ids\\.ts", "src/client"],
   // What everything reads: the event log and SQL schema, the alarm schedule, the host configuration.
   ["src/stream", "src/schedule", "src/config"],
   // Who acts and who may: principals and the one person resolution and policy.

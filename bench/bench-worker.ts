@@ -44,7 +44,7 @@
 // which covers the rest of bench/, excludes this file.
 import { DurableObject } from "cloudflare:workers";
 import { RunObject } from "../durable-objects/run-object";
-import { isAuthorized } from "../src/http/auth";
+import { isAuthorized } from "../src/auth/api-token";
 import { loadConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
 import realWorker from "../src/index";

@@ -1,24 +1,21 @@
 // The Worker entry: routes requests and exports the Durable Object classes
-// that wrangler.toml binds. /slack/* is the Slack app (contract section 14),
-// verified by Slack's signature instead of the API token; /console is the
-// operator console (contract section 16); everything else goes through the
-// router, whose guard learns each /api/* request's principal (section 18).
+// that wrangler.toml binds. /console is the operator console (contract
+// section 16); everything else goes through the router built from the route
+// table (src/http/route-table.ts): /api/* behind the guard that learns each
+// request's principal (section 18), /slack/* verified by Slack's signature
+// instead (section 14).
 // Every 401/429 is counted for the metrics, and the Cron Trigger runs
 // retention (contract section 22).
 import type { Env } from "./config/env";
 import { handleConsoleRequest } from "./console/console-routes";
-import { jsonResponse } from "./http/api-error";
 import { router } from "./http/router";
 import { countRefusal } from "./operate/refusal-counters";
 import { scheduledRetention } from "./operate/retention-job";
-import { handleSlackRequest } from "./slack/slack-app";
 
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";
 export { AuditQueue } from "../durable-objects/audit-queue";
 export { RateLimiter } from "../durable-objects/rate-limiter";
-
-const SLACK_ROUTES: Record<string, "events" | "interactivity"> = { "/slack/events": "events", "/slack/interactivity": "interactivity" };
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -34,14 +31,5 @@ export default {
 async function routeRequest(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const { pathname } = new URL(request.url);
   if (pathname === "/console" || pathname.startsWith("/console/")) return handleConsoleRequest(request, env);
-  if (pathname.startsWith("/slack/")) {
-    const route = SLACK_ROUTES[pathname];
-    if (route === undefined)
-      return Promise.resolve(jsonResponse(404, { error: "not_found", message: `No route for ${request.method} ${pathname}.` }));
-    if (request.method !== "POST") {
-      return Promise.resolve(jsonResponse(405, { error: "method_not_allowed", message: `${pathname} takes POST.` }, { allow: "POST" }));
-    }
-    return handleSlackRequest(request, env, ctx, route);
-  }
   return router.fetch(request, env, ctx);
 }

@@ -2,7 +2,7 @@
 // `reconciled_by` are written by the engine and are the request's principal.
 // A body may leave them out or repeat the principal; a body that names anyone
 // else is refused (403 actor_mismatch), never recorded.
-import { apiError } from "../http/api-error";
+import { apiError } from "../base/api-error";
 import type { Principal } from "./principal";
 
 export type ActorField = "decided_by" | "answered_by" | "reconciled_by";

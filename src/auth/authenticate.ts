@@ -5,9 +5,9 @@
 // never rescued by another one. The answer is a principal, "anonymous" (no
 // credential at all) or "refused" (a credential that proves nobody: a wrong,
 // revoked or expired token, a malformed, forged or ended cookie).
-import { readSessionCookie, verifySessionCookie } from "../console/session-cookie";
-import { liveSession } from "../console/session-store";
-import { isAuthorized } from "../http/auth";
+import { readSessionCookie, verifySessionCookie } from "./session-cookie";
+import { liveSession } from "./session-store";
+import { isAuthorized } from "./api-token";
 import { type AccessSettings, accessAssertionOf, accessConfigured, verifyAccessAssertion } from "./access";
 import { sha256Hex } from "./digest";
 import { type Principal, ROOT_PRINCIPAL_ID } from "./principal";

@@ -1,9 +1,20 @@
 // May this principal call this route (contract section 18)? Pure: the
-// router asks it with the route's rule from src/http/route-roles.ts and, for
-// a rule that lets a requester act on its own runs, checks the run's
-// requester itself.
-import type { RouteRule } from "../http/route-roles";
+// router asks it with the route's rule from the route table
+// (src/http/route-table.ts) and, for a rule that lets a requester act on its
+// own runs, checks the run's requester itself.
 import { grants, type Role } from "./roles";
+
+/** The role a route needs (one per route, in the route table). */
+export interface RouteRule {
+  /** The role named in a refusal; holding it is enough. */
+  role: Role;
+  /** Other roles that are enough on their own. */
+  also?: readonly Role[];
+  /** A role that is enough for the runs the principal requested itself (the route has a :runId). */
+  ownRun?: Role;
+  /** Any `access:` user with a role passes; the handler keeps them to what they own (their own named tokens). */
+  accessSelf?: true;
+}
 
 export type Authorization = { kind: "allowed" } | { kind: "own_run_only"; role: Role } | { kind: "forbidden"; role: Role };
 

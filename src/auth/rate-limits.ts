@@ -4,7 +4,7 @@
 // refusal is 429 rate_limited with Retry-After. A valid credential is never
 // counted here, so nobody can lock an operator out.
 import type { Env } from "../config/env";
-import { apiError } from "../http/api-error";
+import { apiError } from "../base/api-error";
 import { AUTH_FAILURE_LIMIT, RATE_WINDOW_MS } from "./rate-limit";
 
 /** The client address a failure is counted under (Cloudflare's edge sets CF-Connecting-IP). */

@@ -1,12 +1,12 @@
 // The console's session on its own pages (contract sections 16 and 18). On
 // /api/* the cookie is one credential among others, read by src/auth/
 // authenticate.ts; here it gates the console's pages and assets. A session is
-// bound to the token that opened it (src/console/session-store.ts).
+// bound to the token that opened it (src/auth/session-store.ts).
 import { rootTokenDigest } from "../auth/authenticate";
 import { loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { readSessionCookie, verifySessionCookie } from "./session-cookie";
-import { type LiveSession, liveSession } from "./session-store";
+import { readSessionCookie, verifySessionCookie } from "../auth/session-cookie";
+import { type LiveSession, liveSession } from "../auth/session-store";
 
 export { isSameOrigin } from "../auth/origin-rule";
 

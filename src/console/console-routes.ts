@@ -7,15 +7,16 @@
 import { z } from "zod";
 import { loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { isAuthorized } from "../http/auth";
+import { isAuthorized } from "../auth/api-token";
 import { validate } from "../http/request-body";
 import { readJsonBody } from "../http/request-body";
-import { errorResponse, jsonResponse } from "../http/api-error";
+import { errorJson, jsonResponse } from "../base/api-error";
+import { errorResponse } from "../http/api-error";
 import { isSameOrigin, sessionOf } from "./console-auth";
 import { CONSOLE_SCRIPT, CONSOLE_STYLE, SIGN_IN_SCRIPT } from "./generated/console-assets";
 import { APP_PAGE, SIGN_IN_PAGE } from "./pages";
-import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "./session-cookie";
-import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "./session-store";
+import { clearedSetCookie, newSessionId, sessionSetCookie, signSessionId } from "../auth/session-cookie";
+import { createSessionStatement, purgeExpiredSessions, revokeSessionStatement } from "../auth/session-store";
 import { authenticate, rawAuthSettings, rootTokenDigest } from "../auth/authenticate";
 import { ROOT_PRINCIPAL_ID } from "../auth/principal";
 import { accessAssertionOf, accessConfigured, verifyAccessAssertion } from "../auth/access";
@@ -59,9 +60,9 @@ function html(body: string): Response {
   return new Response(body, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
 }
 
-const unauthorized = () => jsonResponse(401, { error: "unauthorized", message: "Sign in at /console first (no live console session)." });
+const unauthorized = () => errorJson(401, { error: "unauthorized", message: "Sign in at /console first (no live console session)." });
 const methodNotAllowed = (allow: string) =>
-  jsonResponse(405, { error: "method_not_allowed", message: `This console route takes ${allow}.` }, { allow });
+  errorJson(405, { error: "method_not_allowed", message: `This console route takes ${allow}.` }, { allow });
 
 /** Every request under /console (the Worker's entry sends them here). */
 export async function handleConsoleRequest(request: Request, env: Env): Promise<Response> {
@@ -74,13 +75,13 @@ async function route(request: Request, env: Env): Promise<Response> {
     // Which setting and entry is wrong names servers and tools: only for a valid credential, as on the API.
     const auth = await authenticate(request.headers, { db: env.DB, config: rawAuthSettings(env), waitUntil: () => undefined });
     const trusted = auth.kind === "authenticated";
-    return jsonResponse(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
+    return errorJson(503, { error: "bad_config", message: loaded.message, ...(trusted ? { details: loaded.details } : {}) });
   }
   const secret = loaded.state === "ready" ? loaded.config.CONSOLE_SESSION_SECRET : undefined;
   // Behind Cloudflare Access the console needs no sign-in of its own (contract section 18).
   const behindAccess = loaded.state === "ready" && accessConfigured(loaded.config);
   if (loaded.state !== "ready" || (secret === undefined && !behindAccess)) {
-    return jsonResponse(503, {
+    return errorJson(503, {
       error: "not_configured",
       message: "The console is off: set CONSOLE_SESSION_SECRET (and API_TOKEN) with `wrangler secret put`, or in .dev.vars locally.",
     });
@@ -97,7 +98,7 @@ async function route(request: Request, env: Env): Promise<Response> {
     switch (request.method) {
       case "POST":
         if (secret === undefined)
-          return jsonResponse(503, {
+          return errorJson(503, {
             error: "not_configured",
             message: "Sign-in is off: set CONSOLE_SESSION_SECRET, or use the console through Cloudflare Access.",
           });
@@ -120,7 +121,7 @@ async function route(request: Request, env: Env): Promise<Response> {
   if (asset === undefined) {
     // Unknown paths say nothing about what exists to a caller without a session.
     if (!(await viewerOf(request, env))) return unauthorized();
-    return jsonResponse(404, { error: "not_found", message: `No console page ${pathname}.` });
+    return errorJson(404, { error: "not_found", message: `No console page ${pathname}.` });
   }
   if (!read) return methodNotAllowed("GET, HEAD");
   if (!asset.public && !(await viewerOf(request, env))) return unauthorized();
@@ -148,7 +149,7 @@ async function viewerOf(
 async function signIn(request: Request, env: Env, apiToken: string | undefined, secret: string, ttlSeconds: number): Promise<Response> {
   // Browsers send Origin on every POST; one from another site is a login-forgery attempt.
   if (request.headers.has("origin") && !isSameOrigin(request)) {
-    return jsonResponse(403, { error: "forbidden_origin", message: "Sign in from the console's own page." });
+    return errorJson(403, { error: "forbidden_origin", message: "Sign in from the console's own page." });
   }
   let body: z.output<typeof signInSchema>;
   try {
@@ -162,7 +163,7 @@ async function signIn(request: Request, env: Env, apiToken: string | undefined, 
   if (named === null && !isRoot) {
     const limited = await countAuthFailure(env, request.headers);
     if (limited !== null) return errorResponse(limited);
-    return jsonResponse(401, { error: "unauthorized", message: "That is neither API_TOKEN nor a live named token." });
+    return errorJson(401, { error: "unauthorized", message: "That is neither API_TOKEN nor a live named token." });
   }
   const id = newSessionId();
   // A session ends no later than the named token that opened it.
@@ -196,7 +197,7 @@ async function signOut(request: Request, env: Env): Promise<Response> {
   if (!session) return unauthorized();
   if (!isSameOrigin(request)) {
     await queueRefusal(env, session.principal, "DELETE /console/session", "forbidden_origin");
-    return jsonResponse(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
+    return errorJson(403, { error: "forbidden_origin", message: "Sign out from the console's own page (Origin header)." });
   }
   await env.DB.batch([
     revokeSessionStatement(env.DB, session.id),

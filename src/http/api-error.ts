@@ -1,38 +1,9 @@
-// HTTP errors of the API and their one JSON shape: {"error": code, "message", "details"?}.
-// Built on itty-router's StatusError so a handler can `throw apiError(...)`
-// anywhere and the router's single `catch` turns it into a response.
+// The router's one error handler: a thrown apiError (src/base/api-error.ts,
+// where the codes and the JSON shape live) keeps its status and code; anything
+// else is a bug, logged here and answered as a bare 500 internal_error.
 import { StatusError } from "itty-router";
+import { errorJson, jsonResponse } from "../base/api-error";
 import { logger } from "../operate/logger";
-
-type ErrorCode =
-  | "unauthorized"
-  | "not_configured"
-  | "bad_config"
-  | "invalid_request"
-  | "invalid_json"
-  | "payload_too_large"
-  | "unsupported_media_type"
-  | "not_found"
-  | "method_not_allowed"
-  | "replay_gap"
-  | "internal_error";
-
-export interface ErrorBody {
-  error: ErrorCode | string;
-  message: string;
-  details?: unknown;
-  [extra: string]: unknown;
-}
-
-export function apiError(status: number, body: ErrorBody): StatusError {
-  return new StatusError(status, body);
-}
-
-export function jsonResponse(status: number, body: unknown, headers?: HeadersInit): Response {
-  const h = new Headers(headers);
-  h.set("content-type", "application/json; charset=utf-8");
-  return new Response(JSON.stringify(body), { status, headers: h });
-}
 
 /** The router's one error handler: StatusErrors keep their code; anything else is a logged 500. */
 export function errorResponse(err: unknown): Response {
@@ -47,5 +18,5 @@ export function errorResponse(err: unknown): Response {
   }
   // A bug, not bad input: say nothing internal to the caller, keep the stack in the log.
   logger.error("unhandled error", { error: err instanceof Error ? (err.stack ?? String(err)) : String(err) });
-  return jsonResponse(500, { error: "internal_error", message: "The server hit an unexpected error; it has been logged." });
+  return errorJson(500, { error: "internal_error", message: "The server hit an unexpected error; it has been logged." });
 }

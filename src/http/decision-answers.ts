@@ -7,7 +7,7 @@ import type { Verdict } from "../execution/tool-calls";
 import type { ActionVerdict } from "../wire/run-protocol";
 import type { Decider } from "../policy/approval-policy";
 import { personOf } from "../policy/persons";
-import { jsonResponse } from "./api-error";
+import { errorJson, jsonResponse } from "../base/api-error";
 
 /** An API, console or CLI principal as the eligibility module sees it (contract section 19). */
 export function apiDecider(principal: Principal): Decider {
@@ -52,7 +52,7 @@ function verdictResponse(verdict: Verdict): Response {
         required: verdict.required,
       });
     case "refused":
-      return jsonResponse(403, {
+      return errorJson(403, {
         error: verdict.error,
         message:
           verdict.error === "not_an_approver"
@@ -69,13 +69,13 @@ function verdictResponse(verdict: Verdict): Response {
         status: "answered",
       });
     case "invalid_answer":
-      return jsonResponse(400, {
+      return errorJson(400, {
         error: "invalid_answer",
         message: "The answer's content does not fit the question's requested_schema; fix it and send it again. Nothing was changed.",
         details: verdict.issues,
       });
     case "already_resolved":
-      return jsonResponse(409, {
+      return errorJson(409, {
         error: "already_resolved",
         decision: verdict.decision,
         message:
@@ -84,7 +84,7 @@ function verdictResponse(verdict: Verdict): Response {
             : `This question was already ${verdict.decision}.`,
       });
     case "expired":
-      return jsonResponse(410, {
+      return errorJson(410, {
         error: "expired",
         message:
           verdict.what === "question"
@@ -92,11 +92,11 @@ function verdictResponse(verdict: Verdict): Response {
             : "The time to decide has passed; the call was not executed.",
       });
     case "confirmation_mismatch":
-      return jsonResponse(400, {
+      return errorJson(400, {
         error: "confirmation_mismatch",
         message: `Approving this call needs "confirmation" set to the tool name, ${verdict.tool_name}.`,
       });
     case "not_found":
-      return jsonResponse(404, { error: "not_found", message: `No ${verdict.what} ${JSON.stringify(verdict.id)} in this run.` });
+      return errorJson(404, { error: "not_found", message: `No ${verdict.what} ${JSON.stringify(verdict.id)} in this run.` });
   }
 }

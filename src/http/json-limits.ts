@@ -3,7 +3,7 @@
 // the engine can store as given. Both are checked without recursion, so no
 // body, however deep, can overflow the stack: the depth on the raw text
 // before it is parsed, the text on the parsed value with an explicit stack.
-import { apiError } from "./api-error";
+import { apiError } from "../base/api-error";
 
 /** Contract section 17: nesting deeper than 64 levels is a 400. `{}` is one level. */
 const MAX_JSON_DEPTH = 64;

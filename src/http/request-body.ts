@@ -3,7 +3,7 @@
 // storable text (json-limits.ts), parse errors and schema errors as 4xx with
 // details, never an exception.
 import type { z } from "zod";
-import { apiError } from "./api-error";
+import { apiError } from "../base/api-error";
 import { assertNesting, assertStorable } from "./json-limits";
 
 /** Contract section 2: a body over 64 KiB is 413. */

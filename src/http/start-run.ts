@@ -6,7 +6,7 @@
 // identity works (contract section 17). A repeated delivery identity gets the
 // first run's receipt and only finishes a start the first request may not have
 // reached (the receipt keeps no copy of the input: the duplicate brings its own).
-import type { RunObject } from "../../durable-objects/run-object";
+import type { RunStub } from "../agent/run-rpc";
 import type { StartRunInput } from "../agent/run-record";
 import type { Env } from "../config/env";
 import { claimDelivery, type DeliveryNamespace, principalNamespace, releaseDelivery, slackNamespace } from "./deliveries";
@@ -54,12 +54,13 @@ export function deliveryNamespaceOf(input: Pick<StartRunInput, "source" | "reque
   return input.source === "slack" ? slackNamespace() : principalNamespace(input.requested_by ?? "token:root");
 }
 
-export function runStubFor(env: Env, runId: string): DurableObjectStub<RunObject> {
+/** The run's stub, typed by its RPC surface (src/agent/run-rpc.ts): RunObject must fit it, or this fails to build. */
+export function runStubFor(env: Env, runId: string): RunStub {
   return env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId));
 }
 
 /** Whether the run's object holds a run; a broken object counts as none (the identity is freed). */
-async function runExists(stub: DurableObjectStub<RunObject>): Promise<boolean> {
+async function runExists(stub: RunStub): Promise<boolean> {
   try {
     return (await stub.summary()) !== null;
   } catch {

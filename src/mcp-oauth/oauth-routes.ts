@@ -11,14 +11,14 @@ import { authenticate } from "../auth/authenticate";
 import type { HostConfig } from "../config/config";
 import { loadConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { apiError, jsonResponse } from "../http/api-error";
+import { apiError, errorJson, jsonResponse } from "../base/api-error";
 import { beginConnect, clientMetadataDocument, finishConnect, issuerMatches, OAuthFlowError } from "./oauth-flow";
 import { OAuthStore } from "./oauth-store";
 import { listMcpTools } from "../execution/mcp-tool-list";
 import { recordMcpContact } from "../execution/mcp-contacts";
 import { redactText } from "../execution/redaction";
 
-const callbackQuerySchema = z.object({
+export const callbackQuerySchema = z.object({
   state: z.string().min(1).max(512),
   code: z.string().min(1).max(4_096).optional(),
   iss: z.string().max(2_048).optional(),
@@ -53,19 +53,19 @@ export async function handleConnect(db: D1Database, config: HostConfig, server: 
 
 export async function handleCallback(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
   const loaded = loadConfig(env);
-  if (loaded.state === "bad_config") return jsonResponse(503, { error: "bad_config", message: loaded.message });
+  if (loaded.state === "bad_config") return errorJson(503, { error: "bad_config", message: loaded.message });
   const oauth = oauthStore(env.DB, loaded.config);
-  if (oauth === null) return jsonResponse(404, { error: "not_found", message: "OAuth is off: set MCP_TOKEN_KEY and PUBLIC_URL." });
+  if (oauth === null) return errorJson(404, { error: "not_found", message: "OAuth is off: set MCP_TOKEN_KEY and PUBLIC_URL." });
   const query = callbackQuerySchema.safeParse(Object.fromEntries(new URL(request.url).searchParams));
   if (!query.success) {
-    return jsonResponse(400, {
+    return errorJson(400, {
       error: "bad_state",
       message: "The callback needs the state the connect made; start again with POST /api/mcp/servers/{server}/connect.",
       details: query.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
     });
   }
   const { state, code, iss, error } = query.data;
-  const badState = jsonResponse(400, {
+  const badState = errorJson(400, {
     error: "bad_state",
     message: "This state is unknown, used or older than 10 minutes; connect again to get a new authorization URL.",
   });
@@ -76,7 +76,7 @@ export async function handleCallback(request: Request, env: Env, ctx: ExecutionC
     // Audited as any 403 of a known principal is (contract section 18, access.refused).
     if (auth.kind === "authenticated") await queueRefusal(env, auth.principal.id, "GET /oauth/callback", "forbidden");
     // The state stays usable: the right person may still arrive with it.
-    return jsonResponse(403, {
+    return errorJson(403, {
       error: "forbidden",
       message: `Open this link signed in as the principal that asked to connect ${peeked.server} (console or Cloudflare Access).`,
     });
@@ -84,13 +84,13 @@ export async function handleCallback(request: Request, env: Env, ctx: ExecutionC
   const pending = await oauth.store.takeState(state);
   if (pending === null) return badState;
   if (!issuerMatches(pending, iss)) {
-    return jsonResponse(400, {
+    return errorJson(400, {
       error: "bad_iss",
       message: `The callback's iss is not ${pending.grant.metadata.issuer}, the issuer this connect started with (RFC 9207); connect again.`,
     });
   }
   if (error !== undefined || code === undefined) {
-    return jsonResponse(400, {
+    return errorJson(400, {
       error: "authorization_failed",
       message: `The authorization server answered ${error ?? "without a code"}; connect again.`,
     });
@@ -98,7 +98,7 @@ export async function handleCallback(request: Request, env: Env, ctx: ExecutionC
   try {
     await finishConnect(oauth.store, pending, code, iss);
   } catch (failure) {
-    if (failure instanceof OAuthFlowError) return jsonResponse(502, { error: failure.code, message: failure.message });
+    if (failure instanceof OAuthFlowError) return errorJson(502, { error: failure.code, message: failure.message });
     throw failure;
   }
   return connectedPage(pending.server, await firstContact(env.DB, oauth.store, loaded.config, pending.server));
@@ -138,7 +138,7 @@ export function handleClientDocument(env: Env): Response {
   const loaded = loadConfig(env);
   const publicUrl = loaded.state === "bad_config" ? undefined : loaded.config.PUBLIC_URL;
   if (publicUrl === undefined)
-    return jsonResponse(404, { error: "not_found", message: "Set PUBLIC_URL to serve the client metadata document." });
+    return errorJson(404, { error: "not_found", message: "Set PUBLIC_URL to serve the client metadata document." });
   return jsonResponse(200, clientMetadataDocument(publicUrl), { "cache-control": "public, max-age=300" });
 }
 

@@ -2,35 +2,48 @@
 // real probes behind src/operate/health.ts. Registered ahead of the router's
 // API guard, so it checks the credential itself: with a bad configuration
 // against the raw settings (any valid viewer credential but Access), and the
-// answer says `config: "bad"` instead of refusing.
+// answer says `config: "bad"` instead of refusing. The route table
+// (src/http/route-table.ts) hands it the route's role and the Slack app's
+// "stop posting" record, so this floor imports neither the table nor Slack.
 import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
 import type { Env } from "../config/env";
 import { authenticate, rawAuthSettings } from "../auth/authenticate";
 import type { Principal } from "../auth/principal";
 import { countAuthFailure } from "../auth/rate-limits";
-import { authorize, lacksRole } from "../auth/authorize";
-import { apiError, jsonResponse } from "../http/api-error";
-import { ruleOf } from "../http/route-roles";
+import { authorize, lacksRole, type RouteRule } from "../auth/authorize";
+import { apiError, jsonResponse } from "../base/api-error";
 import { McpTransportError } from "../execution/mcp-errors";
 import { listMcpTools } from "../execution/mcp-tool-list";
 import type { McpServerConfig } from "../execution/mcp-transport";
 import { oauthAuthorization } from "../mcp-oauth/server-access";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
-import { isPostingStopped } from "../slack/stop-posting";
 import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
 
 /** One cache per isolate: the contract's 30 s is per server, not per request. */
 const mcpProbes = new McpProbeCache();
+
+/** What the route table gives the route: its rule, and whether Slack said to stop posting with a bot token. */
+export interface HealthRoute {
+  rule: RouteRule;
+  isPostingStopped: (db: D1Database, botToken: string) => Promise<boolean>;
+}
+
+/**
+ * Without the table's (the probes' own tests): section 22's viewer, and a Slack app that was
+ * never told to stop. The Worker always passes the table's entry.
+ */
+const UNROUTED: HealthRoute = { rule: { role: "viewer" }, isPostingStopped: async () => false };
 
 export async function handleHealth(
   request: Request,
   env: Env,
   ctx: Pick<ExecutionContext, "waitUntil">,
   cache: McpProbeCache = mcpProbes,
+  route: HealthRoute = UNROUTED,
 ): Promise<Response> {
   const loaded = loadConfig(env);
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
-  await admitViewer(request, env, ctx, loaded);
+  await admitViewer(request, env, ctx, loaded, route.rule);
   const config = loaded.state === "ready" ? loaded.config : null;
   const waitMs = config?.STORAGE_WAIT_MS ?? DEFAULT_STORAGE_WAIT_MS;
   const connectMs = config?.MCP_CONNECT_TIMEOUT_MS ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS;
@@ -47,7 +60,7 @@ export async function handleHealth(
       // Uninstalled or revoked: every post is stopped until the app is installed again.
       return within(
         waitMs,
-        isPostingStopped(env.DB, botToken).then((stopped): Component => (stopped ? "degraded" : "ok")),
+        route.isPostingStopped(env.DB, botToken).then((stopped): Component => (stopped ? "degraded" : "ok")),
         "degraded",
       );
     },
@@ -97,6 +110,7 @@ async function admitViewer(
   env: Env,
   ctx: Pick<ExecutionContext, "waitUntil">,
   loaded: ReturnType<typeof loadConfig>,
+  rule: RouteRule,
 ): Promise<void> {
   const settings = loaded.state === "ready" ? loaded.config : rawAuthSettings(env);
   const auth = await authenticate(request.headers, { db: env.DB, config: settings, waitUntil: (p) => ctx.waitUntil(p) });
@@ -106,8 +120,7 @@ async function admitViewer(
       apiError(401, { error: "unauthorized", message: "Send Authorization: Bearer <token> (API_TOKEN or a named token)." })
     );
   }
-  const rule = ruleOf("GET", "/api/health");
-  const verdict = rule ? authorize(auth.principal.roles, rule) : ({ kind: "forbidden", role: "viewer" } as const);
+  const verdict = authorize(auth.principal.roles, rule);
   if (verdict.kind !== "allowed") {
     (request as Request & { principal?: Principal }).principal = auth.principal;
     throw apiError(403, { error: "forbidden", message: lacksRole(auth.principal.id, verdict.role) });

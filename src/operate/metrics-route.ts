@@ -3,7 +3,7 @@
 // D1 never hangs a Prometheus scrape), answered as Prometheus text 0.0.4.
 import type { HostConfig } from "../config/config";
 import type { Env } from "../config/env";
-import { jsonResponse } from "../http/api-error";
+import { errorJson } from "../base/api-error";
 import { boundedStorage } from "../outcomes/storage-guard";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
 import { readMetrics, renderMetrics } from "./metrics-scrape";
@@ -16,7 +16,7 @@ export async function handleMetrics(env: Env, config: Pick<HostConfig, "STORAGE_
   const pool = globalStoragePool(env.STORAGE_POOL);
   const result = await boundedStorage(config.STORAGE_WAIT_MS, () => readMetrics(env.DB, () => pool.stats()));
   if (result.status === "timeout") {
-    return jsonResponse(
+    return errorJson(
       503,
       { error: "storage_timeout", message: `Storage did not answer within ${config.STORAGE_WAIT_MS} ms; try the scrape again shortly.` },
       { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) },

@@ -3,7 +3,11 @@
 // routing) and slack-web-api-client (every Web API call, to
 // SLACK_API_BASE_URL). Verified events start runs through the same startRun
 // as POST /api/trigger; clicks and modal submissions decide through the
-// RunObject's RPC. Refusals are JSON, never slack-edge's plain text.
+// RunObject's RPC. Refusals are JSON, never slack-edge's plain text. The
+// app is built once per isolate (slackApp) and the signature is checked once,
+// here, before the body is read; each request's settings, client and scope
+// reach the shared app's listeners as its turn (an AsyncLocalStorage).
+import { AsyncLocalStorage } from "node:async_hooks";
 import { publishHomeNow, recordHomeOpened } from "./home-publish";
 import { type Authorize, SlackApp, type SlackEdgeAppEnv, verifySlackRequest } from "slack-edge";
 import type { SlackAPIClient } from "slack-web-api-client";
@@ -13,7 +17,7 @@ import type { Env } from "../config/env";
 import { type Decider, mayAnswerAsk } from "../policy/approval-policy";
 import { slackPersonOf } from "./slack-persons";
 import { emailTrustedTeams } from "../policy/persons";
-import { jsonResponse } from "../http/api-error";
+import { errorJson } from "../base/api-error";
 import { runStubFor, startRun } from "../http/start-run";
 import { isRunId, newRunId } from "../ids";
 import {
@@ -76,11 +80,11 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   const loaded = loadConfig(env);
   if (loaded.state === "bad_config") {
     // Anonymous callers learn nothing about which setting is wrong (contract section 13).
-    return jsonResponse(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
+    return errorJson(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
   }
   const config = loaded.config;
   if (config.SLACK_SIGNING_SECRET === undefined || config.SLACK_BOT_TOKEN === undefined) {
-    return jsonResponse(503, {
+    return errorJson(503, {
       error: "not_configured",
       message: "The Slack app is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (wrangler secret put) to turn it on.",
     });
@@ -89,9 +93,9 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   const rawBody = await readBoundedText(request);
   if (rawBody === null)
-    return jsonResponse(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
+    return errorJson(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
   if (!(await isVerified(request.headers, rawBody, slack.SLACK_SIGNING_SECRET))) {
-    return jsonResponse(401, {
+    return errorJson(401, {
       error: "unauthorized",
       message: "The request is not signed by Slack with this app's signing secret, or is too old.",
     });
@@ -99,7 +103,7 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Verified, so the body is Slack's: unparseable is a 400, a shape or type no listener takes is acknowledged here.
   const envelope = classifySlackRequest(route, request.headers.get("content-type") ?? "", rawBody);
-  if (envelope.kind === "bad_request") return jsonResponse(400, { error: "bad_request", message: envelope.message });
+  if (envelope.kind === "bad_request") return errorJson(400, { error: "bad_request", message: envelope.message });
   if (envelope.kind === "acknowledge") return new Response("", { status: 200 });
 
   // Contract section 19: only the installation's team, and (unless allowed) only its own users, start or decide.
@@ -132,15 +136,17 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
-  const app = buildApp(env, slack, ctx, starts, client, scope, new URL(request.url).origin);
+  const turn = slackTurn({ env, config: slack, ctx, starts, client, scope, origin: new URL(request.url).origin });
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
   let response: Response;
   try {
-    response = await app.run(forwarded, {
-      waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(lazyFailureLogged(promise)),
-      passThroughOnException: () => ctx.passThroughOnException(),
-      props: undefined,
-    } as ExecutionContext);
+    response = await turns.run(turn, () =>
+      slackApp().run(forwarded, {
+        waitUntil: (promise: Promise<unknown>) => ctx.waitUntil(lazyFailureLogged(promise)),
+        passThroughOnException: () => ctx.passThroughOnException(),
+        props: undefined,
+      } as ExecutionContext),
+    );
   } catch (err) {
     // A run that could not be started is answered below (Slack retries it); anything else thrown by a
     // payload the envelope check let through is acknowledged, so Slack does not retry it. The log names
@@ -160,10 +166,9 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     if (outcome !== "started" && outcome !== "slow") {
       // Not acknowledged, so Slack retries; the delivery id (event_id) keeps a retry from starting a second run.
       logger.error("slack: starting a run failed", { error: failureText(outcome) });
-      return jsonResponse(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
+      return errorJson(500, { error: "internal_error", message: "The run could not be started; Slack will retry this event." });
     }
   }
-  if (response.status === 401) return jsonResponse(401, { error: "unauthorized", message: "The request is not signed by Slack." });
   // A verified request no listener took (a payload type this app does not use): acknowledge it so Slack does not retry.
   if (response.status === 404) return new Response("", { status: 200 });
   return response;
@@ -177,7 +182,8 @@ async function readBoundedText(request: Request): Promise<string | null> {
 }
 
 /**
- * Slack's v0 signature, checked by slack-edge's verifySlackRequest (HMAC-SHA256
+ * The one check of Slack's v0 signature per request (the shared app does not check it
+ * again), by slack-edge's verifySlackRequest (HMAC-SHA256
  * with crypto.subtle.verify, constant time). Two checks it leaves out are
  * added here: a timestamp too far in the future (it only refuses old ones),
  * and a malformed signature header (its hex parser would throw on one).
@@ -196,80 +202,93 @@ interface InstallationScope {
   principal: string | undefined;
 }
 
-/** `origin`: the one Slack's request came to (console links from Slack, when PUBLIC_URL is unset). */
-function buildApp(
-  env: Env,
-  config: SlackOnConfig,
-  ctx: ExecutionContext,
-  starts: Promise<unknown>[],
-  client: SlackAPIClient,
-  scope: InstallationScope,
-  origin: string,
-): SlackApp<SlackEdgeAppEnv> {
-  // Contract section 19: only these teams' verified emails join an access: person.
-  const trusted = emailTrustedTeams(config.SLACK_EMAIL_TRUSTED_TEAMS, scope.team);
-  // Our own authorize: the bot token from config, the bot user id from the event's
-  // authorizations (else SLACK_BOT_USER_ID). slack-edge's default calls auth.test on slack.com per request.
-  const authorize: Authorize<SlackEdgeAppEnv> = async (req) => ({
-    botToken: config.SLACK_BOT_TOKEN,
-    // Unknown here; "" never equals an event's bot_id, so the self-event filter relies on the user id.
-    botId: "",
-    botUserId: botUserIdOf(req.body, config) ?? "",
-    botScopes: [],
-    teamId: req.context.teamId,
-  });
+/**
+ * One Slack request as the listeners see it: the Worker's bindings and context, the Slack
+ * settings, the Web API client, the installation's scope, and the run starts the events
+ * route waits for. The app is shared by every request of the isolate; this is not.
+ */
+interface SlackTurn {
+  env: Env;
+  config: SlackOnConfig;
+  ctx: ExecutionContext;
+  /** Promises the events route waits for (bounded) before acknowledging: the run's start. */
+  starts: Promise<unknown>[];
+  client: SlackAPIClient;
+  scope: InstallationScope;
+  /** The one Slack's request came to (console links from Slack, when PUBLIC_URL is unset). */
+  origin: string;
+  /** Contract section 19: only these teams' verified emails join an access: person. */
+  trusted: ReturnType<typeof emailTrustedTeams>;
+  /** The acting user as a principal (`slack:<team>:<user>`, contract section 18); "" when the request names none. */
+  actor: string;
+  /** SLACK_APPROVERS as principals of the installation's team. */
+  approvers: string[];
+}
+
+/** The request being handled, for the listeners of the one shared app (run through `turns.run`, so lazy listeners keep it). */
+const turns = new AsyncLocalStorage<SlackTurn>();
+
+function currentTurn(): SlackTurn {
+  const turn = turns.getStore();
+  if (turn === undefined) throw new Error("slack: a listener ran outside a verified request");
+  return turn;
+}
+
+function slackTurn(fields: Omit<SlackTurn, "trusted" | "actor" | "approvers">): SlackTurn {
+  return {
+    ...fields,
+    trusted: emailTrustedTeams(fields.config.SLACK_EMAIL_TRUSTED_TEAMS, fields.scope.team),
+    actor: fields.scope.principal ?? "",
+    approvers: approverPrincipals(fields.config.SLACK_APPROVERS, fields.scope.team),
+  };
+}
+
+let sharedApp: SlackApp<SlackEdgeAppEnv> | undefined;
+
+/**
+ * The Slack app, built once per isolate on first use. It depends on no setting: the bot
+ * token, the team and every other setting come with each request's turn. Signatures are
+ * checked once, by handleSlackRequest (isVerified) before anything is read: `socketMode: true`
+ * is slack-edge's switch for requests whose transport is already trusted, so it neither
+ * checks the signature again nor needs the signing secret. Our own `authorize` replaces
+ * slack-edge's default, which calls auth.test on slack.com per request.
+ */
+function slackApp(): SlackApp<SlackEdgeAppEnv> {
+  sharedApp ??= buildApp();
+  return sharedApp;
+}
+
+function buildApp(): SlackApp<SlackEdgeAppEnv> {
+  // The bot token from config, the bot user id from the event's authorizations (else SLACK_BOT_USER_ID).
+  const authorize: Authorize<SlackEdgeAppEnv> = async (req) => {
+    const { config } = currentTurn();
+    return {
+      botToken: config.SLACK_BOT_TOKEN,
+      // Unknown here; "" never equals an event's bot_id, so the self-event filter relies on the user id.
+      botId: "",
+      botUserId: botUserIdOf(req.body, config) ?? "",
+      botScopes: [],
+      teamId: req.context.teamId,
+    };
+  };
   const app = new SlackApp<SlackEdgeAppEnv>({
-    env: {
-      SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET,
-      SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN,
-      SLACK_LOGGING_LEVEL: SLACK_LIBRARY_LOG_LEVEL,
-    },
+    // No secret here: the signature was checked before the app runs (socketMode skips slack-edge's check).
+    env: { SLACK_SIGNING_SECRET: "", SLACK_LOGGING_LEVEL: SLACK_LIBRARY_LOG_LEVEL },
+    socketMode: true,
     authorize,
   });
 
-  const startFromEvent = async (event: unknown, body: { event_id?: string; authorizations?: { user_id?: string }[] }) => {
-    if (body.event_id === undefined) return;
-    const intake = intakeEvent(event, {
-      event_id: body.event_id,
-      bot_user_id: botUserIdOf(body, config),
-      scripted: config.MODEL_PROVIDER === "scripted",
-    });
-    if (intake.kind === "ignore" || scope.principal === undefined) return;
-    const principal = scope.principal;
-    // The console link in Slack's messages falls back to the origin Slack's request came to (PUBLIC_URL unset).
-    const slackPlace = intake.input.slack ? { slack: { ...intake.input.slack, request_origin: origin } } : {};
-    const requested = { ...intake.input, ...slackPlace, requested_by: principal };
-    const eventId = body.event_id;
-    // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
-    const started = (async () => {
-      // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
-      // a delivery already known (Slack's retry) is never counted.
-      if ((await getDelivery(env.DB, slackNamespace(), eventId)) === null) {
-        const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
-        if (retryAfter !== null) {
-          const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };
-          await ephemeral(client, where, requested.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
-          return;
-        }
-      }
-      // The requester's person (contract section 19) matters only where a tool forbids self-approval: asked only then.
-      const input = needsRequesterPerson(config)
-        ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id, trusted) }
-        : requested;
-      await startThreadRun(env, input);
-    })();
-    starts.push(started);
-    await started;
-  };
-  app.event("app_mention", async (req) => startFromEvent(req.payload, req.body));
-  app.event("message", async (req) => startFromEvent(req.payload, req.body));
+  app.event("app_mention", async (req) => startFromEvent(currentTurn(), req.payload, req.body));
+  app.event("message", async (req) => startFromEvent(currentTurn(), req.payload, req.body));
   const stop = (reason: "app_uninstalled" | "tokens_revoked") => async (req: { body: { team_id?: string } }) => {
+    const { env, config, starts } = currentTurn();
     const recorded = recordStop(env.DB, config.SLACK_BOT_TOKEN, reason, req.body.team_id, new Date());
     starts.push(recorded);
     await recorded;
   };
   // The Home tab (contract section 19): the opener is recorded (republished on changes for 7 days) and published to at once.
   app.event("app_home_opened", async (req) => {
+    const { env, config, ctx, client, scope, origin, trusted } = currentTurn();
     const { user, tab } = req.payload as { user?: unknown; tab?: unknown };
     if (typeof user !== "string" || !/^[UW][A-Z0-9]{1,30}$/.test(user) || tab !== "home" || scope.principal === undefined) return;
     const principal = scope.principal;
@@ -286,56 +305,11 @@ function buildApp(
   app.event("tokens_revoked", stop("tokens_revoked"));
 
   // ---- interactivity ------------------------------------------------------
-  // The acting user as a principal (`slack:<team>:<user>`, contract section 18), and SLACK_APPROVERS as principals.
-  const actor = scope.principal ?? "";
-  const approvers = approverPrincipals(config.SLACK_APPROVERS, scope.team);
-  /** The run's summary when the acting user may decide in it; otherwise the refusal is sent and null returned. */
-  const deciderSummary = async (runId: string, reply: (text: SlackText) => unknown) => {
-    const summary = await summaryOf(env, runId);
-    if (!summary) {
-      await reply(GONE_TEXT);
-      return null;
-    }
-    const requester = slackRequester(summary, scope.team);
-    if (!mayAnswerAsk(actor, requester, approvers)) {
-      await reply(refusalText(answerDeciders(slackUserOrId(requester), approvers.map(slackUserOrId))));
-      return null;
-    }
-    return summary;
-  };
   const clickAck = async () => "";
-  /** A Slack user as the eligibility module sees them (contract section 19), their person from users.info. */
-  const slackDecider = async (userId: string): Promise<Decider> => ({
-    via: "slack",
-    principal_id: actor,
-    person: await slackPersonOf(client, actor, userId, trusted),
-    listed_in_slack_approvers: approvers.includes(actor),
-  });
-  /**
-   * A Slack user's approve or deny, entered once (the run protocol): section 19 is judged by the
-   * run before anything about the approval's state is told, and a refused user hears who may
-   * decide (by exact Slack id), with the refusal audited. Returns the verdict still to render, or
-   * null once the refusal was told.
-   */
-  const decideAsSlackUser = async (
-    action: WithoutActor<Extract<PersonAction, { kind: "approve" | "deny" }>>,
-    runId: string,
-    userId: string,
-    reply: (text: SlackText) => unknown,
-  ): Promise<ActionVerdict | null> => {
-    const actor = await slackDecider(userId);
-    const verdict = await runStubFor(env, runId).act({ ...action, actor });
-    if (verdict.kind !== "refused") return verdict;
-    await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);
-    const requester = slackUserOrId(verdict.requester && slackRequester(verdict.requester, scope.team));
-    const deciders = verdict.policy
-      ? approvalDeciders(verdict.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId))
-      : { users: [], elsewhere: true };
-    await reply(policyRefusalText(verdict.error, deciders));
-    return null;
-  };
   for (const decision of ["approve", "deny"] as const) {
     app.action(decision === "approve" ? ACTION_APPROVE : ACTION_DENY, clickAck, async (req) => {
+      const turn = currentTurn();
+      const { client } = turn;
       const payload = req.payload;
       const action = payload.actions[0];
       const value = parseApprovalValue(action && "value" in action ? action.value : undefined);
@@ -344,6 +318,7 @@ function buildApp(
       const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
       // One action, one verdict: a confirm tool's approve comes back needs_confirmation and the modal opens.
       const answer = await decideAsSlackUser(
+        turn,
         { kind: decision, approval_id: value.approval_id, prompt: true },
         value.run_id,
         payload.user.id,
@@ -361,6 +336,8 @@ function buildApp(
   }
 
   app.action(ACTION_INPUT_ANSWER, clickAck, async (req) => {
+    const turn = currentTurn();
+    const { env, client } = turn;
     const payload = req.payload;
     const action = payload.actions[0];
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
@@ -377,7 +354,7 @@ function buildApp(
       await client.views.open({ trigger_id: payload.trigger_id, view: questionFormModal(pending.question, fields, metadata) });
       return;
     }
-    const summary = await deciderSummary(value.run_id, reply);
+    const summary = await deciderSummary(turn, value.run_id, reply);
     if (!summary) return;
     const pending = summary.pending_inputs.find((q) => q.tool_call_id === value.tool_call_id);
     if (!pending) return reply(STALE_TEXT);
@@ -385,33 +362,32 @@ function buildApp(
     await client.views.open({ trigger_id: payload.trigger_id, view: answerInputModal(pending.question, metadata) });
   });
 
-  /** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
-  const answerForm = async (runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<ActionVerdict> =>
-    answerFormQuestion(env, runId, inputId, answer, await slackDecider(userId));
-
   app.action(ACTION_INPUT_DECLINE, clickAck, async (req) => {
+    const turn = currentTurn();
     const payload = req.payload;
     const action = payload.actions[0];
     const value = parseInputValue(action && "value" in action ? action.value : undefined);
     const where = clickPlace(payload, value?.channel_id);
     if (!value?.input_id || !where) return;
-    const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
-    const text = formReplyText(await answerForm(value.run_id, value.input_id, { action: "decline" }, payload.user.id));
+    const reply = (text: SlackText) => ephemeral(turn.client, where, payload.user.id, text);
+    const text = formReplyText(await answerForm(turn, value.run_id, value.input_id, { action: "decline" }, payload.user.id));
     if (text) await reply(text);
   });
 
   // Submissions are decided inside the acknowledgement: a wrong confirmation must answer `errors` in it.
   app.viewSubmission(VIEW_CONFIRM_APPROVAL, async (req) => {
+    const turn = currentTurn();
     const payload = req.payload;
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "approval") return "";
     const user = payload.user.id;
     const later = (text: SlackText): "" => {
-      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      turn.ctx.waitUntil(ephemeral(turn.client, metadata, user, text));
       return "";
     };
     const typed = modalText(payload.view.state.values);
     const answer = await decideAsSlackUser(
+      turn,
       { kind: "approve", approval_id: metadata.approval_id, confirmation: typed },
       metadata.run_id,
       user,
@@ -427,21 +403,22 @@ function buildApp(
 
   // A form question's submission: checked against its schema here (errors in the acknowledgement), then by the engine.
   app.viewSubmission(VIEW_INPUT_FORM, async (req) => {
+    const turn = currentTurn();
     const payload = req.payload;
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "form") return "";
     const user = payload.user.id;
     const later = (text: SlackText): "" => {
-      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      turn.ctx.waitUntil(ephemeral(turn.client, metadata, user, text));
       return "";
     };
-    const pending = pendingFormQuestion(await summaryOf(env, metadata.run_id), metadata.input_id);
+    const pending = pendingFormQuestion(await summaryOf(turn.env, metadata.run_id), metadata.input_id);
     if (pending.kind !== "pending") return later(pending.kind === "gone" ? GONE_TEXT : STALE_TEXT);
     const fields = formFields(pending.requested_schema);
     if (fields === null) return later(FORM_NOT_SHOWN_TEXT);
     const reading = readForm(fields, enteredValues(fields, payload.view.state.values));
     if (reading.kind === "invalid") return { response_action: "errors", errors: modalErrors(fields, reading.errors) };
-    const verdict = await answerForm(metadata.run_id, metadata.input_id, { action: "accept", content: reading.content }, user);
+    const verdict = await answerForm(turn, metadata.run_id, metadata.input_id, { action: "accept", content: reading.content }, user);
     const errors = formVerdictErrors(verdict, fields);
     if (errors) return { response_action: "errors", errors: modalErrors(fields, errors) };
     const text = formReplyText(verdict);
@@ -450,20 +427,21 @@ function buildApp(
   });
 
   app.viewSubmission(VIEW_INPUT_ANSWER, async (req) => {
+    const turn = currentTurn();
     const payload = req.payload;
     const metadata = parseModalMetadata(payload.view.private_metadata);
     if (metadata?.kind !== "input") return "";
     const user = payload.user.id;
     const later = (text: SlackText): "" => {
-      ctx.waitUntil(ephemeral(client, metadata, user, text));
+      turn.ctx.waitUntil(ephemeral(turn.client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(metadata.run_id, later))) return "";
-    const answer = await runStubFor(env, metadata.run_id).act({
+    if (!(await deciderSummary(turn, metadata.run_id, later))) return "";
+    const answer = await runStubFor(turn.env, metadata.run_id).act({
       kind: "answer",
       tool_call_id: metadata.tool_call_id,
       answer: modalText(payload.view.state.values),
-      actor: await slackDecider(user),
+      actor: await slackDecider(turn, user),
     });
     const text = decisionReplyText(answer);
     if (text) later(text);
@@ -471,6 +449,103 @@ function buildApp(
   });
 
   return app;
+}
+
+/** A verified app_mention or message: a run starts for it (contract section 14), at most once per event_id. */
+async function startFromEvent(
+  turn: SlackTurn,
+  event: unknown,
+  body: { event_id?: string; authorizations?: { user_id?: string }[] },
+): Promise<void> {
+  const { env, config, starts, client, scope, origin, trusted } = turn;
+  if (body.event_id === undefined) return;
+  const intake = intakeEvent(event, {
+    event_id: body.event_id,
+    bot_user_id: botUserIdOf(body, config),
+    scripted: config.MODEL_PROVIDER === "scripted",
+  });
+  if (intake.kind === "ignore" || scope.principal === undefined) return;
+  const principal = scope.principal;
+  // The console link in Slack's messages falls back to the origin Slack's request came to (PUBLIC_URL unset).
+  const slackPlace = intake.input.slack ? { slack: { ...intake.input.slack, request_origin: origin } } : {};
+  const requested = { ...intake.input, ...slackPlace, requested_by: principal };
+  const eventId = body.event_id;
+  // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
+  const started = (async () => {
+    // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
+    // a delivery already known (Slack's retry) is never counted.
+    if ((await getDelivery(env.DB, slackNamespace(), eventId)) === null) {
+      const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
+      if (retryAfter !== null) {
+        const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };
+        await ephemeral(client, where, requested.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
+        return;
+      }
+    }
+    // The requester's person (contract section 19) matters only where a tool forbids self-approval: asked only then.
+    const input = needsRequesterPerson(config)
+      ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id, trusted) }
+      : requested;
+    await startThreadRun(env, input);
+  })();
+  starts.push(started);
+  await started;
+}
+
+/** The run's summary when the acting user may answer in it; otherwise the refusal is sent and null returned. */
+async function deciderSummary(turn: SlackTurn, runId: string, reply: (text: SlackText) => unknown): Promise<RunSummary | null> {
+  const summary = await summaryOf(turn.env, runId);
+  if (!summary) {
+    await reply(GONE_TEXT);
+    return null;
+  }
+  const requester = slackRequester(summary, turn.scope.team);
+  if (!mayAnswerAsk(turn.actor, requester, turn.approvers)) {
+    await reply(refusalText(answerDeciders(slackUserOrId(requester), turn.approvers.map(slackUserOrId))));
+    return null;
+  }
+  return summary;
+}
+
+/** A Slack user as the eligibility module sees them (contract section 19), their person from users.info. */
+async function slackDecider(turn: SlackTurn, userId: string): Promise<Decider> {
+  return {
+    via: "slack",
+    principal_id: turn.actor,
+    person: await slackPersonOf(turn.client, turn.actor, userId, turn.trusted),
+    listed_in_slack_approvers: turn.approvers.includes(turn.actor),
+  };
+}
+
+/**
+ * A Slack user's approve or deny, entered once (the run protocol): section 19 is judged by the
+ * run before anything about the approval's state is told, and a refused user hears who may
+ * decide (by exact Slack id), with the refusal audited. Returns the verdict still to render, or
+ * null once the refusal was told.
+ */
+async function decideAsSlackUser(
+  turn: SlackTurn,
+  action: WithoutActor<Extract<PersonAction, { kind: "approve" | "deny" }>>,
+  runId: string,
+  userId: string,
+  reply: (text: SlackText) => unknown,
+): Promise<ActionVerdict | null> {
+  const { env, config, scope, approvers } = turn;
+  const actor = await slackDecider(turn, userId);
+  const verdict = await runStubFor(env, runId).act({ ...action, actor });
+  if (verdict.kind !== "refused") return verdict;
+  await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);
+  const requester = slackUserOrId(verdict.requester && slackRequester(verdict.requester, scope.team));
+  const deciders = verdict.policy
+    ? approvalDeciders(verdict.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId))
+    : { users: [], elsewhere: true };
+  await reply(policyRefusalText(verdict.error, deciders));
+  return null;
+}
+
+/** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
+async function answerForm(turn: SlackTurn, runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<ActionVerdict> {
+  return answerFormQuestion(turn.env, runId, inputId, answer, await slackDecider(turn, userId));
 }
 
 /**

@@ -4,6 +4,7 @@
 // response, with 410 replay_gap and 204 for a finished run with nothing left
 // to send. It works over a minimal SQL interface, so it is unit-testable
 // without a Durable Object.
+import type { ErrorBody } from "../base/api-error";
 import { newSubscriptionId } from "../ids";
 import { type AppendedEvent, EventLog, type SqlLike } from "./event-log";
 import { isTerminalEventType, type EventType } from "../wire/events";
@@ -82,7 +83,7 @@ export class RunStream {
           error: "replay_gap",
           message: `Events up to sequence ${earliest - 1} are no longer retained; resume from sequence ${earliest - 1} or later.`,
           earliest_sequence: earliest,
-        },
+        } satisfies ErrorBody,
         { status: 410 },
       );
     }

@@ -2,8 +2,8 @@
 // validates the resume point; the RunObject's response (and its stream) is
 // handed back untouched, so a client closing its socket cancels the object's
 // stream and releases that subscriber.
-import type { RunObject } from "../../../durable-objects/run-object";
-import { apiError } from "../api-error";
+import type { RunStub } from "../../agent/run-rpc";
+import { apiError } from "../../base/api-error";
 import { MAX_IDENTIFIER_CHARS } from "../../ids";
 
 const NON_NEGATIVE_INTEGER = /^(0|[1-9][0-9]{0,15})$/;
@@ -39,14 +39,14 @@ function resumePoint(url: URL, lastEventId: string | null): number {
   return 0;
 }
 
-export function openEventStream(stub: DurableObjectStub<RunObject>, after: number, clientKey: string | undefined): Promise<Response> {
+export function openEventStream(stub: RunStub, after: number, clientKey: string | undefined): Promise<Response> {
   const url = new URL("https://run-object/events");
   url.searchParams.set("after", String(after));
   if (clientKey !== undefined) url.searchParams.set("client_key", clientKey);
   return stub.fetch(url.toString());
 }
 
-export async function handleEvents(request: Request, stub: DurableObjectStub<RunObject>): Promise<Response> {
+export async function handleEvents(request: Request, stub: RunStub): Promise<Response> {
   const url = new URL(request.url);
   const after = resumePoint(url, request.headers.get("last-event-id"));
   const clientKey = url.searchParams.get("client_key") ?? request.headers.get("x-client-key") ?? undefined;

@@ -4,7 +4,7 @@
 // storage_timeout with Retry-After past it, section 9), and answers the
 // section's envelope. A cursor that was not made here is a 400, never a 500.
 import type { z } from "zod";
-import { apiError, jsonResponse } from "../api-error";
+import { apiError, errorJson, jsonResponse } from "../../base/api-error";
 import { validate } from "../request-body";
 import { type BoundedResult, boundedStorage } from "../../outcomes/storage-guard";
 import { CursorError } from "../../listings/cursor";
@@ -52,7 +52,7 @@ export async function listing<S extends z.ZodType, T>(
     throw err;
   }
   if (result.status === "timeout") {
-    return jsonResponse(
+    return errorJson(
       503,
       { error: "storage_timeout", message: `Storage did not answer within ${waitMs} ms; nothing was changed. Try again shortly.` },
       { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) },

@@ -9,7 +9,7 @@ import { redactText } from "../../execution/redaction";
 import { readGrantSummaries } from "../../mcp-oauth/oauth-store";
 import type { mcpServersListingSchema } from "../../wire/listing-schemas";
 import type { z } from "zod";
-import { jsonResponse } from "../api-error";
+import { jsonResponse } from "../../base/api-error";
 
 type McpServersListing = z.output<typeof mcpServersListingSchema>;
 

@@ -9,7 +9,7 @@
 // Every 503 carries Retry-After; no request hangs.
 import { z } from "zod";
 import { globalStoragePool } from "../../outcomes/storage-pool-rpc";
-import { apiError, jsonResponse } from "../api-error";
+import { apiError, errorJson, jsonResponse } from "../../base/api-error";
 import type { HostConfig } from "../../config/config";
 import type { Env } from "../../config/env";
 import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, type OutcomeDb } from "../../outcomes/mutation-outcomes";
@@ -36,7 +36,7 @@ type Guarded<T> = { ok: true; value: T } | { ok: false; response: Response };
 const retryAfter = () => ({ "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) });
 
 function storageTimeout(config: HostConfig): Response {
-  return jsonResponse(
+  return errorJson(
     503,
     {
       error: "storage_timeout",
@@ -72,7 +72,7 @@ async function guarded<T>(
   if (result.status === "unavailable") {
     return {
       ok: false,
-      response: jsonResponse(
+      response: errorJson(
         503,
         {
           error: "storage_unavailable",

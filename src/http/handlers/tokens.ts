@@ -21,7 +21,7 @@ import {
   type TokenRecord,
 } from "../../auth/token-store";
 import { redactText } from "../../execution/redaction";
-import { apiError, jsonResponse } from "../api-error";
+import { apiError, jsonResponse } from "../../base/api-error";
 import { readJsonBody } from "../request-body";
 
 const DAY_MS = 86_400_000;

@@ -1,7 +1,7 @@
 // POST /api/trigger: validate, claim the delivery identity, start the run in
 // its RunObject, and answer 202 (or the initial stream for text/event-stream).
 // Nothing is claimed for an input that fails validation (contract section 17).
-import { apiError, jsonResponse } from "../api-error";
+import { apiError, jsonResponse } from "../../base/api-error";
 import { triggerPersons } from "../trigger-persons";
 import type { HostConfig } from "../../config/config";
 import { runStubFor, startRun } from "../start-run";

@@ -5,8 +5,8 @@
 // is: a named token neither revoked nor expired (its current roles apply), or
 // for `token:root` the API_TOKEN it was opened with. Sessions made before
 // principals existed (no principal) are never live.
-import { ROOT_PRINCIPAL_ID } from "../auth/principal";
-import { ROOT_ROLES, type Role, roleSchema } from "../auth/roles";
+import { ROOT_PRINCIPAL_ID } from "./principal";
+import { ROOT_ROLES, type Role, roleSchema } from "./roles";
 
 export interface ConsoleSession {
   id: string;

@@ -1,4 +1,4 @@
-// Bearer-token check for /api/*. Both sides are hashed first so the
+// The API_TOKEN check (contract sections 2 and 18). Both sides are hashed first so the
 // constant-time comparison works on equal-length inputs and leaks neither the
 // token's content nor its length.
 const encoder = new TextEncoder();

@@ -5,7 +5,7 @@
 // reference, never the API token; a forged or altered one fails the MAC
 // before any database read.
 
-import { readCookie } from "../auth/cookie-header";
+import { readCookie } from "./cookie-header";
 
 const SESSION_COOKIE = "console_session";
 /** 128 random bits: session ids are unguessable even without the MAC. */

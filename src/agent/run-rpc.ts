@@ -1,0 +1,22 @@
+// The run object's RPC surface as the Worker's surfaces call it (HTTP, Slack):
+// the type of a run's stub, declared below the Durable Object so a surface
+// never imports durable-objects/ (a floor above it). RunObject implements it:
+// `runStubFor` (src/http/start-run.ts) hands the namespace's stub out as a
+// RunStub, so a method missing or typed differently there fails the build.
+import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
+import type { ConversationItem } from "../providers/model-provider";
+import type { RunSummary, StartRunInput } from "./run-record";
+
+interface RunRpc extends Rpc.DurableObjectBranded {
+  /** Starts the run once; a second start (duplicate delivery) changes nothing. */
+  start(input: StartRunInput): Promise<{ created: boolean }>;
+  /** The run's turns as a later run in the same Slack thread continues them. */
+  threadTurns(): Promise<ConversationItem[]>;
+  summary(): Promise<RunSummary | null>;
+  /** A person's action, judged by the run, answered with one verdict (src/wire/run-protocol.ts). */
+  act(action: PersonAction): Promise<ActionVerdict>;
+  /** GET /events: the SSE stream (contract section 5). */
+  fetch(request: Request): Promise<Response>;
+}
+
+export type RunStub = DurableObjectStub<RunRpc>;
