@@ -19,6 +19,13 @@
 // The pipeline decides; the caller applies the decision to the call state
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
 //
+// Tool identity (contract section 23): right before a mutation's checkpoint,
+// its tool's digest in a complete listing of its server taken after the
+// approval (the session's `identify`, usually listed while the intent was
+// written) must be the one approved: a tool gone or changed ends the call
+// tool_changed, a listing that failed transport_unavailable; nothing is sent
+// and no checkpoint is written.
+//
 // Questions mid-call (contract section 21): a tools/call answered
 // input_required is not settled, and it ends the HTTP request: the pipeline
 // hands the round back (`ask`) and the caller keeps it in the run's storage
@@ -53,8 +60,21 @@ export type PipelineLedger = Pick<
  * refused (contract section 21).
  */
 export type CallSession =
-  | { kind: "open"; send: (followUp?: McpFollowUp) => Promise<SendOutcome>; close: () => Promise<void> }
+  | {
+      kind: "open";
+      send: (followUp?: McpFollowUp) => Promise<SendOutcome>;
+      close: () => Promise<void>;
+      /**
+       * The call's tool as a complete listing of its server taken after the approval and at most
+       * MCP_TOOL_LIST_MAX_AGE_MS ago lists it (contract section 23): its digest, null when it is
+       * not listed; `failed` when the listing failed (nothing was sent). Never throws.
+       */
+      identify: () => Promise<ToolListed>;
+    }
   | { kind: "unreachable"; message: string; reason?: "authorization_required" };
+
+/** A call's tool in a fresh listing of its server: its digest (null: not listed), or the listing failed. */
+export type ToolListed = { kind: "listed"; digest: string | null } | { kind: "failed"; message: string };
 
 /** One tools/call's answer: final, or input_required (contract section 21), the server's requests as it sent them. */
 export type SendOutcome = DispatchOutcome | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string };
@@ -80,6 +100,8 @@ export interface RowRef {
   approvals: { by: string; at: string }[];
   /** When the call became approved, epoch ms. */
   approved_at: number;
+  /** The tool's digest when the call was proposed (contract section 23); absent for a tool its server did not list. */
+  tool_digest?: string;
 }
 
 /**
@@ -90,7 +112,7 @@ export interface RowRef {
  */
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
-  | { kind: "refuse"; reason: DispatchRefusal }
+  | { kind: "refuse"; reason: DispatchRefusal; tool_digest?: string | null }
   | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
 /** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
@@ -217,6 +239,10 @@ export class DispatchPipeline {
     if (session.kind === "unreachable") return this.#refuse(row, session.reason ?? "transport_unavailable");
     try {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
+      // Contract section 23: the tool as listed now must be the one approved, or nothing is sent.
+      const listed = await session.identify();
+      if (listed.kind === "failed") return this.#refuse(row, "transport_unavailable");
+      if (listed.digest === null || listed.digest !== row.tool_digest) return this.#refuseChanged(row, listed.digest);
       const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
@@ -363,6 +389,12 @@ export class DispatchPipeline {
     return { kind: "refuse", reason };
   }
 
+  /** tool_changed, with the digest now listed (null: the tool is gone). */
+  #refuseChanged(row: RowRef, listed: string | null): PipelineDecision {
+    this.settleUnsent(row, "tool_changed");
+    return { kind: "refuse", reason: "tool_changed", tool_digest: listed };
+  }
+
   #intentInput(row: RowRef): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
     return {
@@ -376,6 +408,7 @@ export class DispatchPipeline {
       argumentsDigest: row.arguments_digest,
       approvedBy: row.approved_by,
       approvals: row.approvals,
+      ...(row.tool_digest !== undefined ? { toolDigest: row.tool_digest } : {}),
       // A call persisted before approved_at existed (an object that restarted across the deploy) is dated now.
       approvedAt: Number.isFinite(row.approved_at) ? new Date(row.approved_at).toISOString() : this.#iso(),
     };
@@ -409,6 +442,7 @@ function rowOf(call: Dispatched): RowRef | null {
     approved_by: approvedByOf(call.grant),
     approvals: call.grant === "automatic" ? [] : approvalsOf(call.grant),
     approved_at: call.approved_at,
+    ...(call.tool_digest !== undefined ? { tool_digest: call.tool_digest } : {}),
   };
 }
 
