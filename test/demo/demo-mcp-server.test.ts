@@ -432,11 +432,15 @@ describe("demo MCP server as a separate process (2025-11-25, initialize and sess
     expect(tools.map((tool) => tool.name)).not.toContain("update_dashboard");
     // The changed tool still runs with its new input.
     const fresh = await connectClient(mcpUrl);
-    expect(resultJson<{ id: string }>(await callTool(fresh.client, "create_kpi", { name: "k", query: "q", owner: "o" })).id).toMatch(/^kpi-/);
+    expect(resultJson<{ id: string }>(await callTool(fresh.client, "create_kpi", { name: "k", query: "q", owner: "o" })).id).toMatch(
+      /^kpi-/,
+    );
     await fresh.client.close();
     expect((await control(mcpUrl, "POST", "/control/reset")).status).toBe(200);
     const restored = await listed();
-    expect(restored.find((tool) => tool.name === "create_kpi")?.description).toBe("Create a KPI backed by a query, with an optional numeric target.");
+    expect(restored.find((tool) => tool.name === "create_kpi")?.description).toBe(
+      "Create a KPI backed by a query, with an optional numeric target.",
+    );
     expect(restored.map((tool) => tool.name)).toContain("update_dashboard");
   });
 

@@ -33,7 +33,9 @@ async function listedDigest(name: string): Promise<string | null> {
     if (tool === undefined) return null;
     const { title, description, inputSchema, outputSchema, annotations } = tool;
     const form = canonicalize({ server_url: SERVER_URL, name, title, description, inputSchema, outputSchema, annotations });
-    return `sha256:${createHash("sha256").update(form ?? "", "utf8").digest("hex")}`;
+    return `sha256:${createHash("sha256")
+      .update(form ?? "", "utf8")
+      .digest("hex")}`;
   } finally {
     await client.close();
   }
@@ -46,9 +48,12 @@ async function changeTool(change: Record<string, unknown>): Promise<void> {
 
 /** A run proposing one create_kpi call; resolves once its approval is asked. */
 async function proposeKpi(label: string) {
-  const run = await Scenario.start([{ tool_calls: [{ tool_name: KPI, tool_call_id: "kpi-1", arguments: { name: label, query: "q" } }] }, { text: "done" }], {
-    channel_id: `C-tool-identity-${label}-${Date.now()}`,
-  });
+  const run = await Scenario.start(
+    [{ tool_calls: [{ tool_name: KPI, tool_call_id: "kpi-1", arguments: { name: label, query: "q" } }] }, { text: "done" }],
+    {
+      channel_id: `C-tool-identity-${label}-${Date.now()}`,
+    },
+  );
   const requested = await run.waitFor("approval_requested", "kpi-1");
   return { run, requested };
 }

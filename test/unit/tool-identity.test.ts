@@ -45,7 +45,9 @@ describe("tool_digest (contract section 23)", () => {
     const digests = await Promise.all(changed);
     expect(new Set([digest, ...digests]).size).toBe(digests.length + 1);
     expect(await toolDigest(URL, { ...base, title: "T", annotations: { readOnlyHint: false } })).toBe(
-      sha256('{"annotations":{"readOnlyHint":false},"inputSchema":{"type":"object"},"name":"t","server_url":"http://127.0.0.1:3001/mcp","title":"T"}'),
+      sha256(
+        '{"annotations":{"readOnlyHint":false},"inputSchema":{"type":"object"},"name":"t","server_url":"http://127.0.0.1:3001/mcp","title":"T"}',
+      ),
     );
     // Members the contract does not list (icons, _meta, execution) do not count.
     const listed = { ...base, icons: [{ src: "https://x/i.png" }], _meta: { v: 2 }, execution: { taskSupport: "optional" } };
@@ -62,7 +64,12 @@ describe("tool_digest (contract section 23)", () => {
       "\u0080": "Control",
       "\u00f6": "Latin Small Letter O With Diaeresis",
     };
-    const text = toolIdentityText(URL, { name: "\u00fcn\u00efc\u00f6d\u00e9", description: "line\nbreak\u000f \u2028", inputSchema: {}, annotations });
+    const text = toolIdentityText(URL, {
+      name: "\u00fcn\u00efc\u00f6d\u00e9",
+      description: "line\nbreak\u000f \u2028",
+      inputSchema: {},
+      annotations,
+    });
     expect(text).toBe(
       '{"annotations":{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis",' +
         '"\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"},' +
@@ -73,9 +80,13 @@ describe("tool_digest (contract section 23)", () => {
   });
 
   it("writes numbers as ECMAScript does (RFC 8785 section 3.2.2.3)", async () => {
-    // RFC 8785's own sample: [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001].
-    const inputSchema = { enum: [333333333.33333329, 1e30, 4.5, 2e-3, 0.000000000000000000000000001, -0, 100] };
-    const canonical = '{"inputSchema":{"enum":[333333333.3333333,1e+30,4.5,0.002,1e-27,0,100]},"name":"n","server_url":"http://127.0.0.1:3001/mcp"}';
+    // RFC 8785's own sample, parsed from JSON text as a listing arrives, with -0 and an integer.
+    const inputSchema = JSON.parse('{"enum":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001,-0,100]}') as Record<
+      string,
+      unknown
+    >;
+    const canonical =
+      '{"inputSchema":{"enum":[333333333.3333333,1e+30,4.5,0.002,1e-27,0,100]},"name":"n","server_url":"http://127.0.0.1:3001/mcp"}';
     expect(toolIdentityText(URL, { name: "n", inputSchema })).toBe(canonical);
     expect(await toolDigest(URL, { name: "n", inputSchema })).toBe(sha256(canonical));
   });
