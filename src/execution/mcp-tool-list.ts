@@ -83,13 +83,14 @@ export interface TimedListing {
 const latestListings = new Map<string, TimedListing>();
 
 /**
- * The latest complete listing of `serverUrl` started at or after `notBefore` and at most `maxAgeMs`
- * before `now` (contract section 23); none with `maxAgeMs` 0, where every call lists for itself.
+ * The latest complete listing of `serverUrl` started after `notBefore` (strictly: a listing of the
+ * same millisecond may have begun before it) and at most `maxAgeMs` before `now` (contract section
+ * 23); none with `maxAgeMs` 0, where every call lists for itself.
  */
 export function listingSince(serverUrl: string, notBefore: number, maxAgeMs: number, now = Date.now()): TimedListing | undefined {
   const latest = latestListings.get(serverUrl);
   if (maxAgeMs <= 0 || latest === undefined) return undefined;
-  return latest.startedAt >= notBefore && now - latest.startedAt <= maxAgeMs ? latest : undefined;
+  return latest.startedAt > notBefore && now - latest.startedAt <= maxAgeMs ? latest : undefined;
 }
 
 /** Every page of tools/list on `session` (one call timeout for them all), kept as the server's latest listing. */

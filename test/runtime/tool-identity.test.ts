@@ -102,7 +102,8 @@ describe("the listing a mutation is checked against (contract section 23)", () =
 
   it("reuses a complete listing taken after the approval and at most the max age old; lists again for a later approval", async () => {
     const cfg = config(MINUTE_MS);
-    const approvedAt = Date.now();
+    // A millisecond before anything below starts.
+    const approvedAt = Date.now() - 1;
     const first = await identify(cfg, mutation(approvedAt));
     expect(await listings()).toBe(1);
     // Approved before that listing started: it is reused, nothing more is listed.
@@ -113,9 +114,10 @@ describe("the listing a mutation is checked against (contract section 23)", () =
     // Fresh exactly up to the max age, and only for approvals at or before it started.
     expect(listingSince(env.DEMO_MCP_URL, approvedAt, MINUTE_MS, latest.startedAt + MINUTE_MS)).toBe(latest);
     expect(listingSince(env.DEMO_MCP_URL, approvedAt, MINUTE_MS, latest.startedAt + MINUTE_MS + 1)).toBeUndefined();
-    expect(listingSince(env.DEMO_MCP_URL, latest.startedAt + 1, MINUTE_MS, latest.startedAt)).toBeUndefined();
-    // Approved after it started: that call lists for itself.
-    await identify(cfg, mutation(latest.startedAt + 1));
+    // A listing of the approval's own millisecond may have begun before it: not reused.
+    expect(listingSince(env.DEMO_MCP_URL, latest.startedAt, MINUTE_MS, latest.startedAt)).toBeUndefined();
+    // Approved when it started: that call lists for itself.
+    await identify(cfg, mutation(latest.startedAt));
     expect(await listings()).toBe(2);
   });
 
@@ -124,7 +126,8 @@ describe("the listing a mutation is checked against (contract section 23)", () =
     const catalog = new ToolCatalog(cfg);
     const info = await catalog.info(TOOL);
     expect(await listings()).toBe(1);
-    const approvedAt = (listingSince(env.DEMO_MCP_URL, 0, MINUTE_MS)?.startedAt ?? 0) + 1;
+    // Proposed (and approved at once) as the catalog's listing started: that listing does not count.
+    const approvedAt = listingSince(env.DEMO_MCP_URL, 0, MINUTE_MS)?.startedAt ?? 0;
     // The same tool, unchanged: the same digest as the catalog's, from a listing of its own.
     expect(await identify(cfg, mutation(approvedAt))).toBe(await catalog.digest(TOOL, info));
     expect(await listings()).toBe(2);
