@@ -9,13 +9,15 @@
 import { Client, StreamableHTTPClientTransport, type Tool } from "@modelcontextprotocol/client";
 import canonicalize from "canonicalize";
 import { createHash } from "node:crypto";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { demo, demoCalls, demoReset, engine, KPI, Scenario } from "../support/e2e-client";
 
 /** The MCP_SERVERS url as the shared Worker is configured with it (global-setup.ts). */
 const SERVER_URL = `${demo}/mcp`;
 
 beforeEach(demoReset);
+// The demo server is shared with the other files: its tools are left as they were.
+afterAll(demoReset);
 
 /** The tool's digest by contract section 23, over the tool as the demo server lists it now. */
 async function listedDigest(name: string): Promise<string | null> {
