@@ -93,6 +93,8 @@ function eventDetails(event: EngineEvent): string {
         `call=${event.tool_call_id}`,
         event.execution_status,
         ...(event.reason === undefined ? [] : [`reason=${event.reason}`]),
+        // Contract section 23: the tool's digest now listed, or that it is gone.
+        ...(event.tool_digest === undefined ? [] : [`tool_digest=${event.tool_digest ?? "gone"}`]),
         ...(event.error === undefined ? [] : [`error=${event.error.code}`]),
         ...(event.result === undefined ? [] : [`result=${event.result.is_error ? "tool_error" : "ok"},${event.result.content_bytes}B`]),
         ...(event.mutation_id === undefined ? [] : [`mutation=${event.mutation_id}`]),

@@ -19,7 +19,10 @@
  *    sit idle are evicted so per-call clients do not leak memory. The test suites run this kind.
  *  - Expose a JSON control API under /control so tests can count tools/call requests (and every
  *    HTTP request to the MCP endpoint, by JSON-RPC method, for the benchmark), inspect state,
- *    reset, and arm per-call faults (delay, error, commit_then_drop).
+ *    reset, and arm per-call faults (delay, error, commit_then_drop); and, for tests of contract
+ *    section 23's tool identity, change a tool as tools/list shows it from then on (POST
+ *    /control/tools: another description, one more optional input, or the tool removed) until
+ *    the next reset.
  *  - Serve the same tools at /mcp-protected only with `Authorization: Bearer demo-mcp-token`
  *    (401 with WWW-Authenticate otherwise), for the health probe's authorization_required.
  *
@@ -49,6 +52,7 @@ import {
   type McpHttpHandler,
   PARSE_ERROR,
   INTERNAL_ERROR,
+  type RegisteredTool,
   type RequestId,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
@@ -319,100 +323,162 @@ function registerQuestionTool(server: McpServer, state: DemoState): void {
   );
 }
 
-function registerTools(server: McpServer, state: DemoState): void {
-  server.registerTool(
-    "create_dashboard" satisfies ToolName,
-    {
-      description: "Create a dashboard. Returns the dashboard, including its id (dash-N).",
-      inputSchema: { title: z.string().min(1), panels: z.array(z.string()).optional() },
-      annotations: { ...MUTATING, idempotentHint: false },
-    },
-    ({ title, panels }) => jsonResult(state.createDashboard(title, panels ?? [])),
-  );
-  server.registerTool(
-    "update_dashboard" satisfies ToolName,
-    {
-      description: "Change a dashboard's title and/or panels.",
-      inputSchema: { dashboard_id: z.string(), title: z.string().min(1).optional(), panels: z.array(z.string()).optional() },
-      annotations: { ...MUTATING, idempotentHint: true },
-    },
-    ({ dashboard_id, title, panels }) => {
-      const changes = { ...(title === undefined ? {} : { title }), ...(panels === undefined ? {} : { panels }) };
-      const updated = state.updateDashboard(dashboard_id, changes);
-      return updated ? jsonResult(updated) : unknownDashboard(dashboard_id);
-    },
-  );
-  server.registerTool(
-    "create_kpi" satisfies ToolName,
-    {
-      description: "Create a KPI backed by a query, with an optional numeric target.",
-      inputSchema: { name: z.string().min(1), query: z.string().min(1), target: z.number().optional() },
-      annotations: { ...MUTATING, idempotentHint: false },
-    },
-    ({ name, query, target }) => jsonResult(state.createKpi(name, query, target)),
-  );
-  server.registerTool(
-    "create_alert_from_chart" satisfies ToolName,
-    {
-      description: "Create an alert on a chart of an existing dashboard.",
-      inputSchema: {
-        dashboard_id: z.string(),
-        chart: z.string().min(1),
-        threshold: z.number(),
-        channel: z.string().min(1).optional(),
+function registerTools(server: McpServer, state: DemoState): Map<string, RegisteredTool> {
+  const tools = new Map<string, RegisteredTool>();
+  tools.set(
+    "create_dashboard",
+    server.registerTool(
+      "create_dashboard" satisfies ToolName,
+      {
+        description: "Create a dashboard. Returns the dashboard, including its id (dash-N).",
+        inputSchema: { title: z.string().min(1), panels: z.array(z.string()).optional() },
+        annotations: { ...MUTATING, idempotentHint: false },
       },
-      annotations: { ...MUTATING, idempotentHint: false },
-    },
-    ({ dashboard_id, chart, threshold, channel }) => {
-      if (!state.getDashboard(dashboard_id)) return unknownDashboard(dashboard_id);
-      return jsonResult(state.createAlert({ dashboard_id, chart, threshold, channel: channel ?? null }));
-    },
+      ({ title, panels }) => jsonResult(state.createDashboard(title, panels ?? [])),
+    ),
   );
-  server.registerTool(
-    "delete_dashboard" satisfies ToolName,
-    {
-      description: "Delete a dashboard for good. Returns the dashboard as it was.",
-      inputSchema: { dashboard_id: z.string() },
-      // The one tool whose server says it destroys (contract section 21: confirm unless the host sets a level).
-      annotations: { ...MUTATING, destructiveHint: true, idempotentHint: true },
-    },
-    ({ dashboard_id }) => {
-      const deleted = state.deleteDashboard(dashboard_id);
-      return deleted ? jsonResult(deleted) : unknownDashboard(dashboard_id);
-    },
+  tools.set(
+    "update_dashboard",
+    server.registerTool(
+      "update_dashboard" satisfies ToolName,
+      {
+        description: "Change a dashboard's title and/or panels.",
+        inputSchema: { dashboard_id: z.string(), title: z.string().min(1).optional(), panels: z.array(z.string()).optional() },
+        annotations: { ...MUTATING, idempotentHint: true },
+      },
+      ({ dashboard_id, title, panels }) => {
+        const changes = { ...(title === undefined ? {} : { title }), ...(panels === undefined ? {} : { panels }) };
+        const updated = state.updateDashboard(dashboard_id, changes);
+        return updated ? jsonResult(updated) : unknownDashboard(dashboard_id);
+      },
+    ),
   );
-  server.registerTool(
-    "list_dashboards" satisfies ToolName,
-    { description: "List all dashboards.", inputSchema: {}, annotations: READ_ONLY },
-    () => jsonResult({ dashboards: state.listDashboards() }),
+  tools.set(
+    "create_kpi",
+    server.registerTool(
+      "create_kpi" satisfies ToolName,
+      {
+        description: "Create a KPI backed by a query, with an optional numeric target.",
+        inputSchema: { name: z.string().min(1), query: z.string().min(1), target: z.number().optional() },
+        annotations: { ...MUTATING, idempotentHint: false },
+      },
+      ({ name, query, target }) => jsonResult(state.createKpi(name, query, target)),
+    ),
   );
-  server.registerTool(
-    "get_dashboard" satisfies ToolName,
-    { description: "Get one dashboard by id.", inputSchema: { dashboard_id: z.string() }, annotations: READ_ONLY },
-    ({ dashboard_id }) => {
-      const dashboard = state.getDashboard(dashboard_id);
-      return dashboard ? jsonResult(dashboard) : unknownDashboard(dashboard_id);
-    },
-  );
-  server.registerTool(
-    "echo" satisfies ToolName,
-    {
-      description: "Answer with the arguments as given (any object), as a text line and as JSON.",
-      inputSchema: z.looseObject({}),
-      annotations: READ_ONLY,
-    },
-    (args) => ({
-      content: [
-        {
-          type: "text",
-          text: `echo: ${Object.entries(args)
-            .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
-            .join(" ")}`,
+  tools.set(
+    "create_alert_from_chart",
+    server.registerTool(
+      "create_alert_from_chart" satisfies ToolName,
+      {
+        description: "Create an alert on a chart of an existing dashboard.",
+        inputSchema: {
+          dashboard_id: z.string(),
+          chart: z.string().min(1),
+          threshold: z.number(),
+          channel: z.string().min(1).optional(),
         },
-        { type: "text", text: JSON.stringify(args) },
-      ],
-    }),
+        annotations: { ...MUTATING, idempotentHint: false },
+      },
+      ({ dashboard_id, chart, threshold, channel }) => {
+        if (!state.getDashboard(dashboard_id)) return unknownDashboard(dashboard_id);
+        return jsonResult(state.createAlert({ dashboard_id, chart, threshold, channel: channel ?? null }));
+      },
+    ),
   );
+  tools.set(
+    "delete_dashboard",
+    server.registerTool(
+      "delete_dashboard" satisfies ToolName,
+      {
+        description: "Delete a dashboard for good. Returns the dashboard as it was.",
+        inputSchema: { dashboard_id: z.string() },
+        // The one tool whose server says it destroys (contract section 21: confirm unless the host sets a level).
+        annotations: { ...MUTATING, destructiveHint: true, idempotentHint: true },
+      },
+      ({ dashboard_id }) => {
+        const deleted = state.deleteDashboard(dashboard_id);
+        return deleted ? jsonResult(deleted) : unknownDashboard(dashboard_id);
+      },
+    ),
+  );
+  tools.set(
+    "list_dashboards",
+    server.registerTool(
+      "list_dashboards" satisfies ToolName,
+      { description: "List all dashboards.", inputSchema: {}, annotations: READ_ONLY },
+      () => jsonResult({ dashboards: state.listDashboards() }),
+    ),
+  );
+  tools.set(
+    "get_dashboard",
+    server.registerTool(
+      "get_dashboard" satisfies ToolName,
+      { description: "Get one dashboard by id.", inputSchema: { dashboard_id: z.string() }, annotations: READ_ONLY },
+      ({ dashboard_id }) => {
+        const dashboard = state.getDashboard(dashboard_id);
+        return dashboard ? jsonResult(dashboard) : unknownDashboard(dashboard_id);
+      },
+    ),
+  );
+  tools.set(
+    "echo",
+    server.registerTool(
+      "echo" satisfies ToolName,
+      {
+        description: "Answer with the arguments as given (any object), as a text line and as JSON.",
+        inputSchema: z.looseObject({}),
+        annotations: READ_ONLY,
+      },
+      (args) => ({
+        content: [
+          {
+            type: "text",
+            text: `echo: ${Object.entries(args)
+              .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+              .join(" ")}`,
+          },
+          { type: "text", text: JSON.stringify(args) },
+        ],
+      }),
+    ),
+  );
+  return tools;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool changes (the control plane's, for contract section 23's tool identity)
+
+const ChangeToolRequest = z.strictObject({
+  tool: z.enum(TOOL_NAMES),
+  /** The tool's description from now on. */
+  description: z.string().max(2_000).optional(),
+  /** One more optional string input of this name in the tool's inputSchema. */
+  add_input: z
+    .string()
+    .regex(/^[a-z_]{1,40}$/)
+    .optional(),
+  /** The tool is no longer listed (nor callable). */
+  removed: z.literal(true).optional(),
+});
+type ToolChange = z.infer<typeof ChangeToolRequest>;
+
+/** Applies the armed changes to a fresh server's tools, before it is connected (so no list_changed is sent). */
+function applyToolChanges(tools: Map<string, RegisteredTool>, changes: ReadonlyMap<string, ToolChange>): void {
+  for (const [name, change] of changes) {
+    const tool = tools.get(name);
+    if (tool === undefined) continue;
+    if (change.removed) {
+      tool.remove();
+      continue;
+    }
+    const schema = tool.inputSchema as unknown as { extend?: (shape: Record<string, unknown>) => RegisteredTool["inputSchema"] };
+    tool.update({
+      ...(change.description !== undefined ? { description: change.description } : {}),
+      ...(change.add_input !== undefined && schema.extend !== undefined
+        ? { paramsSchema: schema.extend({ [change.add_input]: z.string().optional() }) }
+        : {}),
+    });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -698,6 +764,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
   const calls = new CallLog();
   const requests = new RequestLog();
   const faults = new FaultTable();
+  const toolChanges = new Map<string, ToolChange>();
   const sessions = new Map<string, LegacySession>();
 
   /** A fresh server instance; the question tool only for the 2026-07-28 revision, which has input_required. */
@@ -706,7 +773,7 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
       { name: "demo-observability", version: "1.0.0" },
       modern ? { requestState: { verify: reportStates.verify } } : {},
     );
-    registerTools(server, state);
+    applyToolChanges(registerTools(server, state), toolChanges);
     if (modern) registerQuestionTool(server, state);
     return server;
   };
@@ -821,7 +888,16 @@ export async function startDemoMcpServer(options: DemoMcpServerOptions = {}): Pr
         faults.arm(request.data);
         return writeJson(res, 200, { armed: faults.snapshot() });
       }
+      case "POST /control/tools": {
+        const parsed = await readJsonBody(req);
+        if (!parsed.ok) return invalidRequest(res, parsed.message);
+        const request = ChangeToolRequest.safeParse(parsed.value);
+        if (!request.success) return invalidRequest(res, z.prettifyError(request.error));
+        toolChanges.set(request.data.tool, { ...toolChanges.get(request.data.tool), ...request.data });
+        return writeJson(res, 200, { changed: Object.fromEntries(toolChanges) });
+      }
       case "POST /control/reset":
+        toolChanges.clear();
         state.reset();
         calls.reset();
         requests.reset();

@@ -153,7 +153,7 @@ export function mcpErasReport(results: EraFigures[]): string {
     "",
     "MCP eras (issue 21; one engine, two demo servers, runs alternating; requests counted at the server from the approval to the run's end)",
     ...lines,
-    `  goal: exactly ${GOAL_STATELESS_REQUESTS_PER_MUTATION} HTTP request (the tools/call, no handshake) per approved mutation on the stateless server: ${met ? "met" : "MISSED"}`,
+    `  goal: exactly ${GOAL_STATELESS_REQUESTS_PER_MUTATION} HTTP requests (the tools/list after the approval, contract section 23, and the tools/call; no handshake) per approved mutation on the stateless server: ${met ? "met" : "MISSED"}`,
     "",
   ].join("\n");
 }

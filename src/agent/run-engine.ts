@@ -522,13 +522,16 @@ export class RunEngine {
     const { catalog, config } = this.#deps;
     const prepared = [];
     for (const proposed of proposals) {
-      const tool = classifyTool(proposed.tool_name, await catalog.info(proposed.tool_name), config);
-      prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments) });
+      const info = await catalog.info(proposed.tool_name);
+      const tool = classifyTool(proposed.tool_name, info, config);
+      // Contract section 23: the tool's identity as listed, which its approval is bound to.
+      const toolDigest = await catalog.digest(proposed.tool_name, info);
+      prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments), toolDigest });
     }
     if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();
-    const calls: Proposed[] = prepared.map(({ proposed, tool, digest }, index) => ({
+    const calls: Proposed[] = prepared.map(({ proposed, tool, digest, toolDigest }, index) => ({
       turn,
       index,
       tool_call_id: proposed.tool_call_id ?? newToolCallId(),
@@ -536,6 +539,7 @@ export class RunEngine {
       arguments: proposed.arguments,
       arguments_digest: digest,
       ...tool,
+      ...(toolDigest !== undefined ? { tool_digest: toolDigest } : {}),
       started_at: now,
       state: "proposed",
     }));
@@ -611,7 +615,7 @@ export class RunEngine {
     this.#apply(
       decision.kind === "settle"
         ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
-        : refuseDispatch(this.#calls, call, decision.reason, now),
+        : refuseDispatch(this.#calls, call, decision.reason, now, decision.tool_digest),
     );
   }
 

@@ -123,7 +123,8 @@ export type NotExecutedReason =
   | "replay_blocked"
   | "prior_outcome_unknown"
   | "transport_unavailable"
-  | "authorization_required";
+  | "authorization_required"
+  | "tool_changed";
 
 /** An MCP tool's annotations as its server gave them (contract section 21). A `destructiveHint: true` is shown as "Destructive". */
 export interface ToolAnnotations {
@@ -162,6 +163,8 @@ export type EngineEvent =
       approvers: string[] | null;
       /** The tool's MCP annotations as its server gave them: claims, not facts (absent when it gave none, and from older servers). */
       annotations?: ToolAnnotations;
+      /** The tool's identity as listed when the call was proposed (contract section 23), `sha256:<hex>`; absent when unlisted. */
+      tool_digest?: string;
     })
   | (Envelope<"approval_vote"> & {
       tool_name: string;
@@ -207,6 +210,8 @@ export type EngineEvent =
       result?: ExecutionResult;
       error?: { code: ExecutedErrorCode; message: string };
       mutation_id?: string;
+      /** With not_executed(tool_changed) (contract section 23): the tool's digest now listed, null when it is gone. */
+      tool_digest?: string | null;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
   | Envelope<"heartbeat">
@@ -282,6 +287,8 @@ export interface MutationOutcome {
   created_at: string;
   settled_at?: string;
   reconciliation?: { outcome: "completed" | "not_executed"; reconciled_by: string; evidence: string; at: string };
+  /** The tool's digest its approval was bound to (contract section 23); absent on older rows and for an unlisted tool. */
+  tool_digest?: string;
 }
 
 export interface RunMutations {

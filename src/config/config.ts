@@ -21,6 +21,8 @@ const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const DEFAULT_MCP_MAX_RESPONSE_BYTES = 1_048_576;
 /** Contract section 21: rounds of questions one MCP tools/call may ask before it ends input_unsupported. */
 const DEFAULT_MCP_MAX_INPUT_ROUNDS = 3;
+/** Contract section 23: the oldest tool listing a mutation may be checked against (0: each call lists for itself). */
+const DEFAULT_MCP_TOOL_LIST_MAX_AGE_MS = 60_000;
 const DEFAULT_RUN_RETENTION_SECONDS = 86_400;
 const DEFAULT_RUN_MAX_EVENTS = 10_000;
 /** Most callers waiting in line for a storage-pool slot (section 9); past it an acquire is refused at once. */
@@ -288,6 +290,7 @@ export const hostConfigSchema = z.object({
   MCP_CALL_TIMEOUT_MS: intVar(DEFAULT_MCP_CALL_TIMEOUT_MS, 1),
   MCP_MAX_RESPONSE_BYTES: intVar(DEFAULT_MCP_MAX_RESPONSE_BYTES, 1),
   MCP_MAX_INPUT_ROUNDS: intVar(DEFAULT_MCP_MAX_INPUT_ROUNDS, 1),
+  MCP_TOOL_LIST_MAX_AGE_MS: intVar(DEFAULT_MCP_TOOL_LIST_MAX_AGE_MS),
   RUN_RETENTION_SECONDS: intVar(DEFAULT_RUN_RETENTION_SECONDS),
   // Contract section 22: the least level the engine's log lines are written at.
   LOG_LEVEL: z

@@ -19,6 +19,13 @@
 // The pipeline decides; the caller applies the decision to the call state
 // machine (settleDispatch / refuseDispatch in tool-calls.ts).
 //
+// Tool identity (contract section 23): right before a mutation's checkpoint,
+// its tool's digest in a complete listing of its server taken after the
+// approval (the session's `identify`, usually listed while the intent was
+// written) must be the one approved: a tool gone or changed ends the call
+// tool_changed, a listing that failed transport_unavailable; nothing is sent
+// and no checkpoint is written.
+//
 // Questions mid-call (contract section 21): a tools/call answered
 // input_required is not settled, and it ends the HTTP request: the pipeline
 // hands the round back (`ask`) and the caller keeps it in the run's storage
@@ -60,8 +67,21 @@ export type PipelineLedger = Pick<
  * refused (contract section 21).
  */
 export type CallSession =
-  | { kind: "open"; send: (followUp?: McpFollowUp) => Promise<SendOutcome>; close: () => Promise<void> }
+  | {
+      kind: "open";
+      send: (followUp?: McpFollowUp) => Promise<SendOutcome>;
+      close: () => Promise<void>;
+      /**
+       * The call's tool as a complete listing of its server taken after the approval and at most
+       * MCP_TOOL_LIST_MAX_AGE_MS ago lists it (contract section 23): its digest, null when it is
+       * not listed; `failed` when the listing failed (nothing was sent). Never throws.
+       */
+      identify: () => Promise<ToolListed>;
+    }
   | { kind: "unreachable"; message: string; reason?: "authorization_required" };
+
+/** A call's tool in a fresh listing of its server: its digest (null: not listed), or the listing failed. */
+export type ToolListed = { kind: "listed"; digest: string | null } | { kind: "failed"; message: string };
 
 /** One tools/call's answer: final, or input_required (contract section 21), the server's requests as it sent them. */
 export type SendOutcome = DispatchOutcome | { kind: "input_required"; inputRequests: Record<string, unknown>; requestState?: string };
@@ -85,7 +105,7 @@ export type { IntentRow as RowRef };
  */
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
-  | { kind: "refuse"; reason: DispatchRefusal }
+  | { kind: "refuse"; reason: DispatchRefusal; tool_digest?: string | null }
   | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
 /** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
@@ -212,6 +232,10 @@ export class DispatchPipeline {
     if (session.kind === "unreachable") return this.#refuse(row, session.reason ?? "transport_unavailable");
     try {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
+      // Contract section 23: the tool as listed now must be the one approved, or nothing is sent.
+      const listed = await session.identify();
+      if (listed.kind === "failed") return this.#refuse(row, "transport_unavailable");
+      if (listed.digest === null || listed.digest !== row.tool_digest) return this.#refuseChanged(row, listed.digest);
       const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
@@ -358,6 +382,12 @@ export class DispatchPipeline {
     return { kind: "refuse", reason };
   }
 
+  /** tool_changed, with the digest now listed (null: the tool is gone). */
+  #refuseChanged(row: IntentRow, listed: string | null): PipelineDecision {
+    this.settleUnsent(row, "tool_changed");
+    return { kind: "refuse", reason: "tool_changed", tool_digest: listed };
+  }
+
   #intentInput(row: IntentRow): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
     return {
@@ -371,6 +401,7 @@ export class DispatchPipeline {
       argumentsDigest: row.arguments_digest,
       approvedBy: row.approved_by,
       approvals: row.approvals,
+      ...(row.tool_digest !== undefined ? { toolDigest: row.tool_digest } : {}),
       // A call persisted before approved_at existed (an object that restarted across the deploy) is dated now.
       approvedAt: Number.isFinite(row.approved_at) ? new Date(row.approved_at).toISOString() : this.#iso(),
     };

@@ -9,12 +9,19 @@
 // input_required answer (contract section 21). A 2026-07-28 server not yet
 // listed in this isolate is listed on that session first, before the
 // checkpoint, so the call carries its `Mcp-Param-*` headers.
+// Tool identity (contract section 23): a mutation's session lists its server
+// too, while it opens, unless this isolate's latest complete listing was
+// taken after the approval and is at most MCP_TOOL_LIST_MAX_AGE_MS old (0:
+// every call lists for itself); `identify` gives the pipeline the tool's
+// digest in a listing that is still that fresh, listing again if it no longer
+// is.
 import type { HostConfig } from "../config/config";
 import { argumentsDigest } from "./arguments-digest";
 import type { McpContactSink } from "./mcp-contacts";
 import type { CallSession } from "./dispatch-pipeline";
 import { shapeAnswer } from "./mcp-result";
-import { listBeforeCall } from "./mcp-tool-list";
+import { listBeforeCall, listingSince, listOnSession, type TimedListing } from "./mcp-tool-list";
+import { toolDigest } from "./tool-identity";
 import { openMcpSession, type TransportCaps } from "./mcp-transport";
 import { HEADERS_ONLY, isAuthRefusal, type McpAuthorization } from "../mcp-oauth/server-access";
 import type { Dispatched } from "./tool-calls";
@@ -57,8 +64,16 @@ export async function openMcpCall(
   const authorized = access.server;
   const traced = traceparent === undefined ? authorized : { ...authorized, headers: { ...authorized.headers, traceparent } };
   const caps = transportCaps(config);
-  // A 2026-07-28 call from an isolate with no listing of its server lists first, so it carries its Mcp-Param-* headers.
-  const opened = await openMcpSession(traced, caps, (session) => listBeforeCall(session, traced.url, caps.callTimeoutMs));
+  const maxAgeMs = config.MCP_TOOL_LIST_MAX_AGE_MS;
+  /** The listing this call took on its own session, if it took one. */
+  let own: TimedListing | undefined;
+  const opened = await openMcpSession(traced, caps, async (session) => {
+    // A mutation lists its server now (while its intent is written), unless a fresh enough listing exists (section 23).
+    if (call.mutation_id !== null && listingSince(traced.url, call.approved_at, maxAgeMs) === undefined)
+      own = await listOnSession(session, traced.url, caps.callTimeoutMs);
+    // A 2026-07-28 call from an isolate with no listing of its server lists first, so it carries its Mcp-Param-* headers.
+    await listBeforeCall(session, traced.url, caps.callTimeoutMs);
+  });
   if (opened.kind === "failed") {
     contacts(target.server, { kind: "failed" });
     if (server.oauth !== undefined && isAuthRefusal(opened.httpStatus)) {
@@ -69,8 +84,21 @@ export async function openMcpCall(
   }
   const { session } = opened;
   contacts(target.server, { kind: "connected", protocol_version: session.protocolVersion });
+  const fresh = (listing: TimedListing | undefined): listing is TimedListing =>
+    listing !== undefined && (maxAgeMs === 0 || Date.now() - listing.startedAt <= maxAgeMs);
   return {
     kind: "open",
+    identify: async () => {
+      try {
+        let listing = listingSince(traced.url, call.approved_at, maxAgeMs) ?? (fresh(own) ? own : undefined);
+        listing ??= own = await listOnSession(session, traced.url, caps.callTimeoutMs);
+        const tool = listing.tools.find((t) => t.name === target.tool);
+        // Over the url as configured (contract section 23), whatever headers or token the session carries.
+        return { kind: "listed", digest: tool === undefined ? null : await toolDigest(server.url, tool.identity) };
+      } catch (error) {
+        return { kind: "failed", message: (error as Error).message };
+      }
+    },
     // A follow-up after input_required (contract section 21) carries the same arguments, the answers and the requestState.
     send: async (followUp) => {
       const answer = await session.call(target.tool, call.arguments, traceparent === undefined ? undefined : { traceparent }, followUp);

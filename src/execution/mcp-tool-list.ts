@@ -6,14 +6,19 @@
  * headers of later calls to the same server (mcp-param-headers.ts); a 2026-07-28 call from an
  * isolate that has no listing of its server lists first, on its own session (`listBeforeCall`).
  *
+ * Every complete listing is also kept, with when it started, as this isolate's latest listing of
+ * its server (contract section 23): a mutation's tool identity is checked against a listing taken
+ * after its approval and at most MCP_TOOL_LIST_MAX_AGE_MS old (`listingSince`), else its own.
+ *
  * Not responsible for: connecting, caps or failure classification (mcp-transport.ts,
- * mcp-errors.ts), nor caching the catalog (tool-catalog.ts).
+ * mcp-errors.ts), nor caching the catalog (tool-catalog.ts), nor the digest (tool-identity.ts).
  */
 import type { Tool } from "@modelcontextprotocol/client";
 import { forgetEra } from "./mcp-era-cache";
 import { McpTransportError, toTransportError } from "./mcp-errors";
 import { hasParamListing, rememberParamHeaders } from "./mcp-param-headers";
 import { connectMcp, type McpListingSession, type McpServerConfig, type TransportCaps } from "./mcp-transport";
+import { identityOf, type ToolIdentity } from "./tool-identity";
 
 export interface McpToolInfo {
   name: string;
@@ -21,6 +26,8 @@ export interface McpToolInfo {
   inputSchema: Record<string, unknown>;
   /** The server's `annotations`, the fields it gave of the five the contract names (section 21). Claims, not facts. */
   annotations?: McpToolAnnotations;
+  /** The members its `tool_digest` covers, as the server listed them (contract section 23). */
+  identity: ToolIdentity;
 }
 
 export interface McpToolAnnotations {
@@ -66,9 +73,37 @@ export async function listBeforeCall(session: McpListingSession, serverUrl: stri
   await listPages(session, serverUrl, timeoutMs);
 }
 
-/** Every page of tools/list on `session` within `timeoutMs`, remembered for the `Mcp-Param-*` headers. */
+/** A complete listing of a server and when it was started (epoch ms). */
+export interface TimedListing {
+  startedAt: number;
+  tools: McpToolInfo[];
+}
+
+/** This isolate's latest complete listing of each server, by url. */
+const latestListings = new Map<string, TimedListing>();
+
+/**
+ * The latest complete listing of `serverUrl` started after `notBefore` (strictly: a listing of the
+ * same millisecond may have begun before it) and at most `maxAgeMs` before `now` (contract section
+ * 23); none with `maxAgeMs` 0, where every call lists for itself.
+ */
+export function listingSince(serverUrl: string, notBefore: number, maxAgeMs: number, now = Date.now()): TimedListing | undefined {
+  const latest = latestListings.get(serverUrl);
+  if (maxAgeMs <= 0 || latest === undefined) return undefined;
+  return latest.startedAt > notBefore && now - latest.startedAt <= maxAgeMs ? latest : undefined;
+}
+
+/** Every page of tools/list on `session` (one call timeout for them all), kept as the server's latest listing. */
+export async function listOnSession(session: McpListingSession, serverUrl: string, timeoutMs: number): Promise<TimedListing> {
+  const startedAt = Date.now();
+  const tools = await listPages(session, serverUrl, timeoutMs);
+  return { startedAt, tools };
+}
+
+/** Every page of tools/list on `session` within `timeoutMs`, remembered for the `Mcp-Param-*` headers and as the latest listing. */
 async function listPages(session: McpListingSession, serverUrl: string, timeoutMs: number): Promise<McpToolInfo[]> {
-  const deadline = Date.now() + timeoutMs;
+  const startedAt = Date.now();
+  const deadline = startedAt + timeoutMs;
   const tools: McpToolInfo[] = [];
   const seenCursors = new Set<string>();
   let cursor: string | undefined;
@@ -78,6 +113,8 @@ async function listPages(session: McpListingSession, serverUrl: string, timeoutM
     cursor = result.nextCursor;
     if (cursor === undefined) {
       rememberParamHeaders(serverUrl, tools);
+      const latest = latestListings.get(serverUrl);
+      if (latest === undefined || latest.startedAt <= startedAt) latestListings.set(serverUrl, { startedAt, tools });
       return tools;
     }
     if (page === MAX_TOOL_LIST_PAGES)
@@ -96,10 +133,12 @@ const ANNOTATION_TYPES: Record<string, string> = {
   openWorldHint: "boolean",
 };
 
-function toToolInfo({ name, description, inputSchema, annotations }: Tool): McpToolInfo {
+function toToolInfo(tool: Tool): McpToolInfo {
+  const { name, description, inputSchema, annotations } = tool;
   const given = Object.entries(annotations ?? {}).filter(([field, value]) => ANNOTATION_TYPES[field] === typeof value);
   return {
     name,
+    identity: identityOf(tool),
     inputSchema: inputSchema as Record<string, unknown>,
     ...(description !== undefined ? { description } : {}),
     ...(given.length > 0 ? { annotations: Object.fromEntries(given) as McpToolAnnotations } : {}),

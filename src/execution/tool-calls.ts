@@ -32,6 +32,8 @@ import type { ExecutedErrorCode, NotExecutedReason } from "../client/types";
  * handshake, so it provably received nothing (contract section 7).
  * authorization_required: its OAuth token is missing, lapsed or was refused
  * (401/403), so the server processed nothing (contract section 21).
+ * tool_changed: its tool is gone from a fresh listing of its server, or listed with another
+ * `tool_digest` than the one approved (contract section 23), so nothing was sent.
  */
 export type DispatchRefusal =
   | "storage_unavailable"
@@ -39,6 +41,7 @@ export type DispatchRefusal =
   | "prior_outcome_unknown"
   | "transport_unavailable"
   | "authorization_required"
+  | "tool_changed"
   | "cancelled";
 
 export const HUMAN_ASK_TOOL = "human__ask";
@@ -59,6 +62,8 @@ interface CallBase {
   description: string;
   /** The MCP server's tool annotations as it gave them (contract section 21); absent when it gave none. */
   annotations?: McpToolAnnotations;
+  /** The tool's `tool_digest` as listed when the call was announced (contract section 23); absent when its server did not list it. */
+  tool_digest?: string;
   started_at: number;
 }
 
@@ -225,11 +230,13 @@ export interface IntentRow {
   approvals: { by: string; at: string }[];
   /** When the call became approved, epoch ms (the row keeps its ISO 8601 form). */
   approved_at: number;
+  /** The tool's digest when the call was proposed (contract section 23); absent for a tool its server did not list. */
+  tool_digest?: string;
 }
 
 /** The row of an approved mutation, from its granted call: the one place its facts are built. */
 export function intentRowOf(
-  call: Pick<CallBase, "tool_call_id" | "tool_name" | "arguments_digest"> & { grant: Grant; approved_at: number },
+  call: Pick<CallBase, "tool_call_id" | "tool_name" | "arguments_digest" | "tool_digest"> & { grant: Grant; approved_at: number },
   mutationId: string,
 ): IntentRow {
   const { grant } = call;
@@ -242,6 +249,7 @@ export function intentRowOf(
     approved_by: grant === "automatic" ? APPROVED_BY_AUTOMATIC : grant.decided_by,
     approvals: grant === "automatic" ? [] : approvalsOf(grant),
     approved_at: call.approved_at,
+    ...(call.tool_digest !== undefined ? { tool_digest: call.tool_digest } : {}),
   };
 }
 
@@ -369,6 +377,7 @@ export function announce(
       required: policy.approvals_required,
       approvers: policy.approvers === null ? null : [...policy.approvers],
       ...(call.annotations ? { annotations: shownAnnotations(call.annotations) } : {}),
+      ...(call.tool_digest !== undefined ? { tool_digest: call.tool_digest } : {}),
     }),
   );
   return effects;
@@ -658,8 +667,18 @@ export function settleDispatch(
   });
 }
 
-/** An admitted call that storage or replay protection stopped before it was sent (its row is the pipeline's to settle). */
-export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: DispatchRefusal, now: number): Effect[] {
+/**
+ * An admitted call that storage, replay protection or its tool's identity stopped before it was
+ * sent (its row is the pipeline's to settle). `listedDigest` (tool_changed): the tool's digest now
+ * listed, null when it is gone (contract section 23).
+ */
+export function refuseDispatch(
+  calls: ToolCall[],
+  call: Dispatched,
+  reason: DispatchRefusal,
+  now: number,
+  listedDigest?: string | null,
+): Effect[] {
   const why = {
     cancelled: "the run was cancelled before it was sent",
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
@@ -668,11 +687,13 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
       "an earlier identical call in this channel has not settled (it may still be waiting for an answer) or its outcome is unknown; wait for it, or reconcile it if it is unknown",
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
     authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
+    tool_changed: "the tool's schema changed after it was approved (nothing was sent); propose the call again",
   }[reason];
+  const changed = reason === "tool_changed" ? { tool_digest: listedDigest ?? null } : {};
   return finish(calls, call, {
     now,
     approved: true,
-    execution: { execution_status: "not_executed", reason },
+    execution: { execution_status: "not_executed", reason, ...changed },
     modelResult: `Not executed: ${why}.`,
   });
 }
@@ -797,6 +818,8 @@ interface ExecutionFields {
   reason?: NotExecutedReason;
   result?: ResultFacts;
   error?: { code: ExecutedErrorCode; message: string };
+  /** tool_changed (contract section 23): the tool's digest now listed, null when it is gone. */
+  tool_digest?: string | null;
 }
 
 /**
@@ -842,6 +865,7 @@ function finish(calls: ToolCall[], call: Exclude<ToolCall, Done>, ending: CallEn
     mutating: call.mutating,
     level: call.level,
     description: call.description,
+    ...(call.tool_digest !== undefined ? { tool_digest: call.tool_digest } : {}),
     started_at: call.started_at,
   };
   const questions = call.state === "dispatched" ? call.questions : undefined;

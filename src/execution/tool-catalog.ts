@@ -10,6 +10,7 @@ import { McpTransportError } from "./mcp-errors";
 import { listMcpTools, type McpToolInfo } from "./mcp-tool-list";
 import { transportCaps } from "./mcp-send";
 import { HUMAN_ASK_TOOL } from "./tool-calls";
+import { toolDigest } from "./tool-identity";
 import { parseMcpToolName } from "./tool-policy";
 import { HEADERS_ONLY, isAuthRefusal, type McpAuthorization } from "../mcp-oauth/server-access";
 
@@ -42,6 +43,17 @@ export class ToolCatalog {
     const server = target ? this.#config.MCP_SERVERS[target.server] : undefined;
     if (!target || !server) return undefined;
     return (await this.#list(target.server, server))?.find((t) => t.name === target.tool);
+  }
+
+  /**
+   * The tool's `tool_digest` as this catalog listed it (contract section 23), over the server's
+   * url as configured; undefined when `info` has no listing of it.
+   */
+  async digest(toolName: string, info: McpToolInfo | undefined): Promise<string | undefined> {
+    const target = parseMcpToolName(toolName);
+    const server = target ? this.#config.MCP_SERVERS[target.server] : undefined;
+    if (!server || info === undefined) return undefined;
+    return toolDigest(server.url, info.identity);
   }
 
   /** What the model may call. */

@@ -77,6 +77,8 @@ export interface MutationOutcomeRow {
   approvals_json: string | null;
   /** How many tools/call requests carried it (migrations/0016, contract section 21); NULL before a send settled it. */
   sends?: number | null;
+  /** The tool's digest its approval was bound to (migrations/0028, contract section 23); NULL before it, or for an unlisted tool. */
+  tool_digest?: string | null;
   reason: string | null;
   result_json: string | null;
   error_json: string | null;
@@ -121,6 +123,7 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     created_at: row.created_at,
     ...(row.settled_at !== null ? { settled_at: row.settled_at } : {}),
     ...(row.reconciliation_json !== null ? { reconciliation: reconciliationOf(row.reconciliation_json) } : {}),
+    ...(typeof row.tool_digest === "string" ? { tool_digest: row.tool_digest } : {}),
   };
 }
 
@@ -152,6 +155,8 @@ export interface IntentInput {
   approvedAt: string;
   /** Every counted vote, in order (contract section 19); [] for an automatic approval. */
   approvals?: { by: string; at: string }[];
+  /** The tool's digest when the call was proposed (contract section 23); absent for a tool its server did not list. */
+  toolDigest?: string;
   /** ISO 8601; now when absent. */
   createdAt?: string;
 }
@@ -165,8 +170,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
     .prepare(
       `INSERT INTO mutation_outcomes
          (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
-          approved_by, approved_at, approvals_json, state, dispatched, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
+          approved_by, approved_at, approvals_json, tool_digest, state, dispatched, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -182,6 +187,7 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       input.approvedBy,
       input.approvedAt,
       JSON.stringify(input.approvals ?? []),
+      input.toolDigest ?? null,
       input.createdAt ?? new Date().toISOString(),
     )
     .first<MutationOutcomeRow>();

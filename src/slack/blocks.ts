@@ -347,6 +347,8 @@ const NOT_EXECUTED_REASONS: Record<string, string> = {
     "an earlier identical call has not settled (it may be waiting for an answer) or its outcome is unknown; wait for it, or reconcile it if unknown",
   transport_unavailable: "the tool's server could not be reached; nothing was sent",
   authorization_required: "the tool's server needs an admin to connect it (OAuth); nothing was run",
+  // Contract section 23: the tool is gone, or listed with another tool_digest, since it was approved.
+  tool_changed: "the tool's schema changed after it was approved; nothing was sent",
 };
 
 export function mutationNotExecuted(toolName: string, reason: string): RenderedMessage {

@@ -32,6 +32,8 @@ const notExecutedReasonSchema = z.enum([
   "transport_unavailable",
   // Contract section 21: an OAuth server's token is missing, lapsed or refused.
   "authorization_required",
+  // Contract section 23: the tool is gone, or listed with another tool_digest, after it was approved.
+  "tool_changed",
 ]);
 const executedErrorCodeSchema = z.enum([
   "transport_timeout",
@@ -58,6 +60,9 @@ export const hiddenValueSchema = z
   .strict();
 
 const toolIds = { tool_name: z.string(), tool_call_id: z.string() };
+
+/** A tool's identity (contract section 23): `sha256:` and the hex SHA-256 of its RFC 8785 form as listed. */
+const toolDigestSchema = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 
 /** An MCP tool's annotations as its server gave them (contract section 21): claims, shown to the person deciding. */
 const toolAnnotationsSchema = z
@@ -106,6 +111,10 @@ const ownFields = {
       .nullable()
       .meta({ description: "The approvers patterns in force (contract section 19), or null for the default rule." }),
     annotations: toolAnnotationsSchema.optional(),
+    tool_digest: toolDigestSchema.optional().meta({
+      description:
+        "The tool's identity as listed when the call was proposed (contract section 23): `sha256:` and the hex SHA-256 of the RFC 8785 form of its server_url, name, title, description, inputSchema, outputSchema and annotations; absent when its server did not list it.",
+    }),
   },
   approval_vote: { ...toolIds, approval_id: z.string(), decided_by: z.string(), votes: z.number().int().min(1), required: requiredField },
   approval_resolved: {
@@ -152,6 +161,9 @@ const ownFields = {
     result: resultFactsSchema.optional(),
     error: z.object({ code: executedErrorCodeSchema, message: z.string() }).strict().optional(),
     mutation_id: z.string().optional(),
+    tool_digest: toolDigestSchema.nullable().optional().meta({
+      description: "With not_executed(tool_changed) (contract section 23): the tool's digest now listed, null when it is gone.",
+    }),
   },
   tool_completed: { ...toolIds, approval_id: z.string().optional(), approved: z.boolean(), duration_ms: z.number().int().min(0) },
   heartbeat: {},

@@ -56,6 +56,11 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
     created_at: times.created_at,
     settled_at: times.settled_at.optional(),
     reconciliation: reconciliationSchema.optional(),
+    /** The tool's digest its approval was bound to (contract section 23); absent before it, and for a tool its server did not list. */
+    tool_digest: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/)
+      .optional(),
   };
 }
 

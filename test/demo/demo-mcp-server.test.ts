@@ -411,6 +411,39 @@ describe("demo MCP server as a separate process (2025-11-25, initialize and sess
     expect(tools.find((tool) => tool.name === "delete_dashboard")?.annotations).toMatchObject({ destructiveHint: true });
   });
 
+  it("changes a tool as later listings show it (another description, one more input, removed) until the reset", async () => {
+    const listed = async () => {
+      const fresh = await connectClient(mcpUrl);
+      try {
+        return (await fresh.client.listTools()).tools;
+      } finally {
+        await fresh.client.close();
+      }
+    };
+    const change = (body: Record<string, unknown>) => control(mcpUrl, "POST", "/control/tools", JSON.stringify(body));
+    expect((await change({ tool: "create_kpi", description: "Changed.", add_input: "owner" })).status).toBe(200);
+    expect((await change({ tool: "update_dashboard", removed: true })).status).toBe(200);
+    expect((await change({ tool: "create_kpi", removed: false })).status).toBe(400);
+    expect((await change({ tool: "no_such_tool", description: "x" })).status).toBe(400);
+    const tools = await listed();
+    const kpi = tools.find((tool) => tool.name === "create_kpi");
+    expect(kpi?.description).toBe("Changed.");
+    expect(Object.keys(kpi?.inputSchema.properties ?? {}).sort()).toEqual(["name", "owner", "query", "target"]);
+    expect(tools.map((tool) => tool.name)).not.toContain("update_dashboard");
+    // The changed tool still runs with its new input.
+    const fresh = await connectClient(mcpUrl);
+    expect(resultJson<{ id: string }>(await callTool(fresh.client, "create_kpi", { name: "k", query: "q", owner: "o" })).id).toMatch(
+      /^kpi-/,
+    );
+    await fresh.client.close();
+    expect((await control(mcpUrl, "POST", "/control/reset")).status).toBe(200);
+    const restored = await listed();
+    expect(restored.find((tool) => tool.name === "create_kpi")?.description).toBe(
+      "Create a KPI backed by a query, with an optional numeric target.",
+    );
+    expect(restored.map((tool) => tool.name)).toContain("update_dashboard");
+  });
+
   it("commit_then_drop fault (SSE): the call gets no answer, yet the dashboard was committed once, and the session survives", async () => {
     await armFault(mcpUrl, { tool: "create_dashboard", mode: "commit_then_drop" });
     const error = await callTool(client, "create_dashboard", { title: "Ambiguous" }, DROPPED_CALL_TIMEOUT_MS).catch((e: unknown) => e);

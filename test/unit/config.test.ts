@@ -21,6 +21,7 @@ describe("parseConfig", () => {
       MCP_CALL_TIMEOUT_MS: 60000,
       MCP_MAX_RESPONSE_BYTES: 1048576,
       MCP_MAX_INPUT_ROUNDS: 3,
+      MCP_TOOL_LIST_MAX_AGE_MS: 60000,
       RUN_RETENTION_SECONDS: 86400,
       RUN_MAX_EVENTS: 10000,
     });
@@ -36,6 +37,16 @@ describe("parseConfig", () => {
     expect(result.state === "ready" && result.config.HEARTBEAT_INTERVAL_MS).toBe(250);
     expect(result.state === "ready" && result.config.MCP_SERVERS.demo?.url).toBe("http://127.0.0.1:3001/mcp");
     expect(result.state === "ready" && result.config.MUTATION_BUDGET).toEqual({ mcp__demo__create_dashboard: 2 });
+  });
+
+  it("reads MCP_TOOL_LIST_MAX_AGE_MS, 0 allowed (every call lists), and refuses a bad one as bad_config naming it (contract section 23)", () => {
+    const base = { API_TOKEN: "t".repeat(32) };
+    const zero = parseConfig({ ...base, MCP_TOOL_LIST_MAX_AGE_MS: "0" });
+    expect(zero.state === "ready" && zero.config.MCP_TOOL_LIST_MAX_AGE_MS).toBe(0);
+    for (const bad of ["-1", "1.5", "soon"]) {
+      const result = parseConfig({ ...base, MCP_TOOL_LIST_MAX_AGE_MS: bad });
+      expect(result.state === "bad_config" && result.details.map((d) => d.path)).toEqual(["MCP_TOOL_LIST_MAX_AGE_MS"]);
+    }
   });
 
   it("refuses an API_TOKEN shorter than 32 characters as bad_config, naming the setting", () => {

@@ -39,6 +39,13 @@ describe("card verdicts", () => {
     [card({ stage: "not_executed", reason: "denied" }), undefined, "stopped", "not executed: denied"],
     [card({ stage: "not_executed", reason: "cancelled" }), undefined, "stopped", "not executed: cancelled"],
     [card({ stage: "not_executed", reason: "budget_exhausted" }), undefined, "bad", "not executed: budget exhausted"],
+    // Contract section 23: the console names the change.
+    [
+      card({ stage: "not_executed", reason: "tool_changed" }),
+      undefined,
+      "bad",
+      "not executed: the tool's schema changed after it was approved",
+    ],
     [card({ result: { is_error: false, content_bytes: 2, summary: "ok" } }), undefined, "ok", "executed"],
     [card({ error: { code: "tool_error", message: "x" } }), undefined, "bad", "failed: tool error"],
     [card({ result: { is_error: true, content_bytes: 2, summary: "no" } }), undefined, "bad", "the tool answered with an error"],

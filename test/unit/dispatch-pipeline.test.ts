@@ -11,6 +11,7 @@ import {
   type PipelineRun,
   type RowRef,
   type SendOutcome,
+  type ToolListed,
 } from "../../src/execution/dispatch-pipeline";
 import type { McpFollowUp } from "../../src/execution/mcp-transport";
 import type { QuestionAnswer } from "../../src/execution/mcp-questions";
@@ -34,7 +35,12 @@ interface FakeOptions {
   duringCheckpoint?: () => void;
   /** Runs while the session is being opened. */
   duringOpen?: () => void;
+  /** What the session's fresh listing says of the call's tool (contract section 23); default: the approved digest. */
+  listed?: ToolListed;
 }
+
+/** The tool's digest the calls below were approved with. */
+const TOOL_DIGEST = `sha256:${"a".repeat(64)}`;
 
 const OK: DispatchOutcome = { kind: "result", is_error: false, content_bytes: 2, summary: "ok", model_text: "ok", sent: true };
 const APPROVED_AT = Date.parse("2026-11-20T10:00:00.000Z");
@@ -62,6 +68,8 @@ function fakes(options: FakeOptions = {}) {
   const followUps: (McpFollowUp | undefined)[] = [];
   /** Each conversation written ahead (the engine keeps it with the call in the run's storage). */
   const writtenAhead: McpConversation[] = [];
+  /** How many times the session's fresh listing was asked for the tool (contract section 23). */
+  const identified = { count: 0 };
   const ledger: PipelineLedger = {
     intent: async (input, intentOptions) => {
       steps.push("intent");
@@ -119,6 +127,10 @@ function fakes(options: FakeOptions = {}) {
       close: async () => {
         steps.push("close");
       },
+      identify: async () => {
+        identified.count += 1;
+        return options.listed ?? { kind: "listed", digest: TOOL_DIGEST };
+      },
     };
   };
   const pipeline = new DispatchPipeline({
@@ -134,7 +146,7 @@ function fakes(options: FakeOptions = {}) {
   /** The follow-up of a kept round, as the engine sends it once the round closed; resolves with its decision. */
   const followUp = (call: Dispatched, inputResponses: Record<string, QuestionAnswer>) =>
     new Promise<PipelineDecision>((resolve) => pipeline.followUp(call, inputResponses, resolve));
-  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run, followUps, writtenAhead, followUp };
+  return { pipeline, steps, unsent, intents, intentSince, settled, sent, run, followUps, writtenAhead, followUp, identified };
 }
 
 /** Lets the closes fired off the critical path run. */
@@ -157,6 +169,7 @@ function mutation(over: Partial<Dispatched> = {}): Dispatched {
     grant: { approval_id: "approval-1", level: "approve", expires_at: 1, decision: "approved", decided_by: "U1" },
     approved_at: APPROVED_AT,
     mutation_id: "mut-1",
+    tool_digest: TOOL_DIGEST,
     ...over,
   };
 }
@@ -271,6 +284,41 @@ describe("the write-ahead steps", () => {
     expect(f.sent).toEqual([]);
   });
 
+  it("checks the tool's identity right before the checkpoint, and records the approved digest with the intent (contract section 23)", async () => {
+    const f = fakes({ duringCheckpoint: () => expect(f.identified.count).toBe(1) });
+    await f.pipeline.execute(mutation());
+    expect(f.identified.count).toBe(1);
+    expect(f.steps).toContain("checkpoint");
+    expect(f.intents[0]).toMatchObject({ toolDigest: TOOL_DIGEST });
+  });
+
+  it.each([
+    ["listed with another digest", `sha256:${"b".repeat(64)}`],
+    ["gone from the listing", null],
+  ] as const)("a tool %s ends tool_changed with the digest now listed: no checkpoint, nothing sent, row unsent", async (_what, listed) => {
+    const f = fakes({ listed: { kind: "listed", digest: listed } });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "tool_changed", tool_digest: listed });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("tool_changed")]);
+    expect(f.sent).toEqual([]);
+  });
+
+  it("a call proposed while its tool was not listed (no digest) is not sent on a tool listed now", async () => {
+    const f = fakes();
+    const { tool_digest: _none, ...unlisted } = mutation();
+    expect(await f.pipeline.execute(unlisted)).toEqual({ kind: "refuse", reason: "tool_changed", tool_digest: TOOL_DIGEST });
+    expect(f.sent).toEqual([]);
+  });
+
+  it("a fresh listing that fails ends transport_unavailable: no checkpoint, nothing sent", async () => {
+    const f = fakes({ listed: { kind: "failed", message: "tools/list timed out" } });
+    expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "transport_unavailable" });
+    await settleBackground();
+    expect(f.steps).toEqual(["open", "intent", "unsent", "close"]);
+    expect(f.unsent).toEqual([UNSENT("transport_unavailable")]);
+  });
+
   it("lets a cancel that arrives during the checkpoint win: nothing is sent", async () => {
     const f = fakes({ duringCheckpoint: () => (f.run.cancel_requested = true) });
     expect(await f.pipeline.execute(mutation())).toEqual({ kind: "refuse", reason: "cancelled" });
@@ -322,6 +370,8 @@ describe("the write-ahead steps", () => {
     expect(await f.pipeline.execute(read)).toEqual({ kind: "settle", outcome: OK, settlementLate: false });
     await settleBackground();
     expect(f.steps).toEqual(["open", "send", "close"]);
+    // No checkpoint, so no tool identity check (contract section 23 binds mutations).
+    expect(f.identified.count).toBe(0);
     f.run.cancel_requested = true;
     expect(await f.pipeline.execute(read)).toEqual({ kind: "refuse", reason: "cancelled" });
     expect(f.steps).toEqual(["open", "send", "close"]);

@@ -238,6 +238,20 @@ describe("event → posts", () => {
       { type: "tool_execution", tool_name: "t", tool_call_id: "c1", execution_status: "not_executed", reason: "budget_exhausted" },
     ]);
     expect(JSON.stringify(approvedThenExpired)).toContain("budget_exhausted");
+    // Contract section 23: a tool that changed after its approval is named as such in the thread.
+    const changed = play([
+      { type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "approved", decided_by: "slack:U2" },
+      {
+        type: "tool_execution",
+        tool_name: "t",
+        tool_call_id: "c1",
+        execution_status: "not_executed",
+        reason: "tool_changed",
+        tool_digest: null,
+        mutation_id: "m",
+      },
+    ]);
+    expect(JSON.stringify(changed)).toContain("the tool's schema changed after it was approved");
     const denied = play([
       { type: "approval_resolved", tool_name: "t", tool_call_id: "c1", approval_id: "a1", decision: "denied", decided_by: "slack:U2" },
       { type: "tool_execution", tool_name: "t", tool_call_id: "c1", execution_status: "not_executed", reason: "denied" },

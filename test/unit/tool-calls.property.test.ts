@@ -49,7 +49,7 @@ const TOOL_OF: Record<CallKind, string> = {
 };
 
 type DispatchResult = "ok" | "tool_error" | "timeout" | "lost" | "late_settlement";
-type Refusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "transport_unavailable" | "cancelled";
+type Refusal = "storage_unavailable" | "replay_blocked" | "prior_outcome_unknown" | "transport_unavailable" | "tool_changed" | "cancelled";
 
 type Action =
   | { t: "approve"; i: number; confirmation: "right" | "wrong" | "none" }
@@ -92,6 +92,7 @@ const action = (calls: number): fc.Arbitrary<Action> => {
           "replay_blocked",
           "prior_outcome_unknown",
           "transport_unavailable",
+          "tool_changed",
           "cancelled",
         ),
       }),
@@ -282,7 +283,7 @@ function simulate(s: Scenario): Trace {
         case "refuse": {
           const inFlight = turnOf().find((c) => c.state === "dispatched");
           if (inFlight?.state !== "dispatched") break;
-          if (a.t === "refuse") take(refuseDispatch(calls, inFlight, a.reason, now));
+          if (a.t === "refuse") take(refuseDispatch(calls, inFlight, a.reason, now, a.reason === "tool_changed" ? null : undefined));
           else {
             const { outcome, late } = outcomeOf(a.result);
             take(settleDispatch(calls, inFlight, outcome, now, late));

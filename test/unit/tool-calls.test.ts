@@ -10,6 +10,7 @@ import {
   decideApproval,
   expireDue,
   nextDeadline,
+  refuseDispatch,
   settleDispatch,
   turnDone,
   type Decision,
@@ -219,6 +220,37 @@ describe("decideApproval", () => {
       "m",
     );
     expect(conflict).toMatchObject({ verdict: { kind: "already_resolved", decision: "approved" }, effects: [] });
+  });
+
+  it("binds the approval to the tool's digest: approval_requested carries it; a changed tool ends tool_changed with the digest now listed (contract section 23)", () => {
+    const approved = `sha256:${"a".repeat(64)}`;
+    const now = `sha256:${"b".repeat(64)}`;
+    for (const listed of [now, null]) {
+      const c = call(0, { tool_digest: approved });
+      const calls = turnOf(c);
+      expect(fields(announce(calls, c, NOTHING_SHOWN, limits, T0, ids("approval-1")), "approval_requested").tool_digest).toBe(approved);
+      approve(calls, "approval-1", T0 + 10);
+      const admitted = advanceAdmission(calls, 0, counters(), limits, T0 + 10);
+      const dispatched = admitted.find((e) => e.kind === "dispatch");
+      if (dispatched?.kind !== "dispatch") throw new Error("not dispatched");
+      const ended = refuseDispatch(calls, dispatched.call, "tool_changed", T0 + 20, listed);
+      expect(events(ended)).toEqual(["tool_execution", "tool_completed"]);
+      expect(fields(ended, "tool_execution")).toEqual({
+        tool_name: c.tool_name,
+        tool_call_id: "call-0",
+        approval_id: "approval-1",
+        execution_status: "not_executed",
+        reason: "tool_changed",
+        tool_digest: listed,
+        mutation_id: "mut-approval-1",
+      });
+      expect(fields(ended, "tool_completed")).toMatchObject({ approved: true });
+    }
+    // A tool its server did not list carries none on approval_requested.
+    const plain = call(0);
+    expect(fields(announce(turnOf(plain), plain, NOTHING_SHOWN, limits, T0, ids("approval-1")), "approval_requested")).not.toHaveProperty(
+      "tool_digest",
+    );
   });
 
   it("answers not_found for an approval the run never asked", () => {

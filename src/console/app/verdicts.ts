@@ -32,6 +32,11 @@ const STOPPED_REASONS: readonly NotExecutedReason[] = ["denied", "expired", "can
 
 const words = (reason: string) => reason.replace(/_/g, " ");
 
+/** Reasons whose words say more than their name (contract section 23: the change is named). */
+const REASON_WORDS: Partial<Record<NotExecutedReason, string>> = {
+  tool_changed: "the tool's schema changed after it was approved",
+};
+
 /** A mutation's durable outcome in words (contract section 8). */
 export function outcomeVerdict(row: MutationOutcome): Verdict {
   const by = row.reconciliation ? ` (reconciled by ${row.reconciliation.reconciled_by})` : "";
@@ -63,7 +68,8 @@ export function cardVerdict(card: CallCard, outcome: MutationOutcome | undefined
     case "not_executed": {
       const reason = card.reason ?? "not_executed";
       const stopped = card.reason !== undefined && STOPPED_REASONS.includes(card.reason);
-      return { tone: stopped ? "stopped" : "bad", words: `not executed: ${words(reason)}` };
+      const said = card.reason === undefined ? undefined : REASON_WORDS[card.reason];
+      return { tone: stopped ? "stopped" : "bad", words: `not executed: ${said ?? words(reason)}` };
     }
     case "executed": {
       if (card.mutation_id !== undefined) {
