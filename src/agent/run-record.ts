@@ -118,6 +118,8 @@ export interface RunSummary {
   last_sequence: number;
   earliest_sequence: number;
   subscribers: number;
+  /** The watchers by kind (contract section 27); `subscribers` is their sum. */
+  watchers: { sse: number; websocket: number };
   pending_approvals: PendingApproval[];
   pending_inputs: PendingInput[];
   created_at: string;

@@ -64,6 +64,10 @@ const runSummarySchema = z
     status: z.enum(["running", "completed", "failed"]),
     last_sequence: z.number().int(),
     subscribers: z.number().int(),
+    watchers: z
+      .object({ sse: z.number().int(), websocket: z.number().int() })
+      .optional()
+      .meta({ description: "The watchers by kind (contract section 27); subscribers is their sum" }),
     pending_approvals: z.array(pendingApproval),
     pending_inputs: z.array(pendingInput),
     created_at: z.string(),
