@@ -10,7 +10,7 @@
 // AbortSignal and a WebSocket: it runs in Node 20+, browsers and Workers alike.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { ApiError, errorFromResponse, ReplayGapError, StreamRetriesExhaustedError } from "./errors.js";
-import { socketMessages, type WebSocketLike } from "./socket-stream.js";
+import { type SocketEnd, socketMessages, type WebSocketLike } from "./socket-stream.js";
 import { TERMINAL_EVENT_TYPES, type EngineEvent } from "./types.js";
 
 export interface EventStreamOptions {
@@ -108,12 +108,13 @@ async function* socketEvents(
       }
       if (opened === null) return { kind: "fall_back", last };
       if ("refused" in opened) {
-        if (FINAL_UPGRADE_STATUSES.has(opened.refused.status)) throw await errorFromResponse(opened.refused, `GET events of ${runId}`, last);
+        if (FINAL_UPGRADE_STATUSES.has(opened.refused.status))
+          throw await errorFromResponse(opened.refused, `GET events of ${runId}`, last);
         await opened.refused.body?.cancel();
         return { kind: "fall_back", last };
       }
       const messages = socketMessages(opened.socket, connection.signal);
-      let end;
+      let end: SocketEnd;
       for (;;) {
         const step = await messages.next();
         if (step.done) {
@@ -136,7 +137,12 @@ async function* socketEvents(
         throw new ReplayGapError({ error: "replay_gap", message: end.reason, earliest_sequence: earliest }, last);
       }
       if (end.code === 4401) {
-        throw new ApiError(401, { error: "credential_ended", message: "The stream's credential was revoked, expired or its session ended." }, undefined, `GET events of ${runId}`);
+        throw new ApiError(
+          401,
+          { error: "credential_ended", message: "The stream's credential was revoked, expired or its session ended." },
+          undefined,
+          `GET events of ${runId}`,
+        );
       }
       if (end.code === 1008) throw new Error(`the server closed the stream of ${runId} as a policy violation: ${end.reason}`);
       if (end.code === 1000 && end.reason !== "reconnect") return { kind: "ended" };

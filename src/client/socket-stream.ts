@@ -10,7 +10,8 @@ export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
-  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: any) => void): void;
+  /** Each listener reads its own event's shape (`data` of a message, `code` and `reason` of a close). */
+  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: never) => void): void;
 }
 
 export interface SocketEnd {

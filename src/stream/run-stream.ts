@@ -101,7 +101,9 @@ export class RunStream {
       },
     });
     this.#subscribers.attach({ id: subscriptionId, clientKey, sink: stream })?.sink.close();
-    return new Response(stream.body, { headers: { ...SSE_HEADERS, "x-subscription-id": subscriptionId, "x-run-id": this.#identity.run_id } });
+    return new Response(stream.body, {
+      headers: { ...SSE_HEADERS, "x-subscription-id": subscriptionId, "x-run-id": this.#identity.run_id },
+    });
   }
 
   /** 410 replay_gap when retention dropped events the reader needs; 204 when the run ended and nothing follows `after`. */

@@ -16,7 +16,7 @@ export function watchUrl(after: number, kind: WatcherKind, credential: WatchCred
 }
 
 /** The watcher a socket request asks for; `now` is when its stream opened. */
-export function parseWatchRequest(url: URL, now: number): WatchRequest {
+function parseWatchRequest(url: URL, now: number): WatchRequest {
   const q = url.searchParams;
   return {
     kind: q.get("kind") === "sse" ? "sse" : "websocket",

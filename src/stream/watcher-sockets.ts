@@ -55,7 +55,7 @@ export interface WatcherOptions {
 }
 
 /** Close codes and reasons of contract section 27. */
-export const CLOSE = {
+const CLOSE = {
   normal: 1000,
   policy: 1008,
   credentialEnded: 4401,
@@ -140,8 +140,9 @@ export class WatcherSockets {
       if (state === undefined || ws.readyState !== WebSocket.OPEN) continue;
       if (this.#credentialEnded(ws, state, now)) continue;
       if (event.sequence > state.after) {
+        if (state.kind === "sse" && frame === undefined) frame = sseFrame(event.sequence, event.type, event.json);
         try {
-          ws.send(state.kind === "sse" ? (frame ??= sseFrame(event.sequence, event.type, event.json)) : event.json);
+          ws.send(state.kind === "sse" ? (frame as string) : event.json);
         } catch {
           continue; // closed under us; its close handler releases it
         }

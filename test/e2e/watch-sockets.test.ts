@@ -12,7 +12,10 @@ import { auth, engine, slowScript, token, url } from "../support/e2e-client";
 const wsUrl = (runId: string, after: number) => `${url.replace(/^http/, "ws")}/api/runs/${runId}/events?after=${after}`;
 
 /** Opens a WebSocket with the bearer header; resolves once open. */
-function openSocket(runId: string, after: number): Promise<{ ws: WebSocket; messages: string[]; closed: Promise<{ code: number; reason: string }> }> {
+function openSocket(
+  runId: string,
+  after: number,
+): Promise<{ ws: WebSocket; messages: string[]; closed: Promise<{ code: number; reason: string }> }> {
   const ws = new WebSocket(wsUrl(runId, after), { headers: auth } as never);
   const messages: string[] = [];
   ws.addEventListener("message", (e) => {
@@ -92,7 +95,9 @@ describe("the WebSocket stream over loopback", () => {
 describe("SSE served by the Worker, over a real EventSource", () => {
   it("drops and rejoins with after: every event once, in order", async () => {
     const { run_id: runId } = await engine.trigger({ message: "m", script: slowScript(8, 150) });
-    const withAuth = { fetch: (input: string | URL | Request, init?: RequestInit) => fetch(input, { ...init, headers: { ...init?.headers, ...auth } }) };
+    const withAuth = {
+      fetch: (input: string | URL | Request, init?: RequestInit) => fetch(input, { ...init, headers: { ...init?.headers, ...auth } }),
+    };
     const TYPES = ["run_started", "assistant_message", "heartbeat", "run_completed"];
     const received: { id: number; data: string; type: string }[] = [];
     const listen = (source: EventSource, stopAt: (n: number) => boolean) =>

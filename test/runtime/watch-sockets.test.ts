@@ -36,7 +36,8 @@ class Watcher {
   async until(what: string, done: () => boolean, timeoutMs = 5_000): Promise<void> {
     const end = Date.now() + timeoutMs;
     while (!done()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; got ${this.messages.length} messages, closed ${JSON.stringify(this.closed)}`);
+      if (Date.now() > end)
+        throw new Error(`timed out waiting for ${what}; got ${this.messages.length} messages, closed ${JSON.stringify(this.closed)}`);
       await sleep(10);
     }
   }
@@ -303,4 +304,3 @@ describe("a stream keeps its credential", () => {
     expect(again.events.at(-1).type).toBe("run_failed");
   });
 });
-

@@ -24,7 +24,7 @@ function event(sequence: number): EngineEvent {
 class FakeSocket implements WebSocketLike {
   readyState = 0;
   readonly sent: string[] = [];
-  #listeners = new Map<string, ((e: any) => void)[]>();
+  #listeners = new Map<string, ((e: unknown) => void)[]>();
 
   constructor(messages: string[], close: { code: number; reason?: string } | undefined, opens = true) {
     setTimeout(() => {
@@ -49,8 +49,8 @@ class FakeSocket implements WebSocketLike {
   close(): void {
     this.readyState = 3;
   }
-  addEventListener(type: string, listener: (e: any) => void): void {
-    this.#listeners.set(type, [...(this.#listeners.get(type) ?? []), listener]);
+  addEventListener(type: string, listener: (e: never) => void): void {
+    this.#listeners.set(type, [...(this.#listeners.get(type) ?? []), listener as (e: unknown) => void]);
   }
   #emit(type: string, e: unknown): void {
     for (const l of this.#listeners.get(type) ?? []) l(e);
