@@ -3,8 +3,8 @@
 // parts over its SQLite storage and its alarm (the stream in src/stream, the
 // alarm schedule in src/schedule, the agent loop and model source in
 // src/agent, the dispatch pipeline with the outcome ledger and the MCP sender
-// in src/execution and src/outcomes) and hands every RPC, SSE request and
-// alarm to them; what the run sends beyond its stream (the D1 run index, the
+// in src/execution and src/outcomes) and hands every RPC, watcher socket
+// (src/stream/watcher-sockets.ts, contract section 27) and alarm to them; what the run sends beyond its stream (the D1 run index, the
 // Slack outbox) hangs off the append path through src/agent/run-outputs.ts.
 // Until `start`, it creates nothing: a request for a run that never existed
 // leaves no storage behind.
@@ -37,6 +37,9 @@ import { AlarmSchedule } from "../src/schedule/alarm-schedule";
 import type { EventType, StoredEvent } from "../src/wire/events";
 import type { EventFields } from "../src/wire/event-schemas";
 import { RunStream } from "../src/stream/run-stream";
+import { WatcherSockets } from "../src/stream/watcher-sockets";
+import { serveEventsRequest } from "../src/stream/watch-request";
+import { streamCredentialLive } from "../src/auth/stream-credential";
 import { logger } from "../src/operate/logger";
 
 /** The parts of a live run the object itself talks to (beside the engine). */
@@ -56,6 +59,8 @@ export class RunObject extends DurableObject<Env> {
   /** After retention: the stream's purge marker only, answering 410 replay_gap or 204. */
   #purged: RunStream | undefined;
   readonly #catalog: () => ToolCatalog;
+  /** The watchers on hibernatable sockets; they outlive this instance (contract section 27). */
+  #sockets!: WatcherSockets;
   /** Each MCP contact, recorded in D1 without holding up the run (GET /api/mcp/servers). */
   readonly #contacts: McpContactSink = (server, contact) => {
     this.ctx.waitUntil(recordMcpContact(this.env.DB, server, contact));
@@ -72,10 +77,16 @@ export class RunObject extends DurableObject<Env> {
         throw new Error(`RunObject cannot start: ${loaded.message}`);
       }
       this.#config = loaded.config;
+      this.#sockets = new WatcherSockets(ctx, {
+        maxAgeMs: this.#config.STREAM_MAX_SECONDS * 1000,
+        recheckMs: this.#config.HEARTBEAT_INTERVAL_MS,
+        isLive: (credential) => streamCredentialLive(env.DB, credential, new Date()),
+        waitUntil: (promise) => ctx.waitUntil(promise),
+      });
       const found = RunStore.load(ctx.storage.sql);
       if (!found) {
         const purged = RunStore.purged(ctx.storage.sql);
-        if (purged) this.#purged = new RunStream(ctx.storage.sql, this.#config.RUN_MAX_EVENTS, purged, true);
+        if (purged) this.#purged = new RunStream(ctx.storage.sql, this.#config.RUN_MAX_EVENTS, purged, true).useSockets(this.#sockets);
         return;
       }
       const { run, script, calls } = found.stored;
@@ -161,16 +172,18 @@ export class RunObject extends DurableObject<Env> {
     return verdict;
   }
 
-  /**
-   * The SSE route, reached through the Worker with `after` already validated:
-   * GET /events?after=N[&client_key=K]. Replays from storage, then tails live.
-   */
+  /** The events route, `after` and the credential checked by the Worker: a watcher's socket, or an SSE response held here. */
   override async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const after = Number(url.searchParams.get("after") ?? "0");
-    if (this.#purged) return this.#purged.subscribe(after, undefined);
-    if (!this.#engine) return Response.json({ error: "not_found", message: "No such run." }, { status: 404 });
-    return this.#engine.subscribe(after, url.searchParams.get("client_key") ?? undefined);
+    return serveEventsRequest(request, this.#purged ?? this.#engine);
+  }
+
+  /** A client's message: `ping` is answered by the runtime and never gets here; anything else closes with 1008. */
+  override async webSocketMessage(ws: WebSocket): Promise<void> {
+    this.#sockets.message(ws);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    this.#sockets.closed(ws, code);
   }
 
   override async alarm(): Promise<void> {
@@ -197,7 +210,7 @@ export class RunObject extends DurableObject<Env> {
     this.#parts = undefined;
     await this.ctx.storage.deleteAlarm();
     await RunStore.scrub(this.ctx.storage.sql, this.ctx.storage);
-    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true);
+    this.#purged = new RunStream(this.ctx.storage.sql, this.#config.RUN_MAX_EVENTS, engine.run, true).useSockets(this.#sockets);
     // The index marks outlive the events: the run stays listed after retention.
     await this.#flushLeftovers(now);
   }
@@ -221,9 +234,9 @@ export class RunObject extends DurableObject<Env> {
     const config = this.#config;
     const sql = this.ctx.storage.sql;
     const terminal = run.lifecycle.status !== "running";
-    const stream = new RunStream(sql, config.RUN_MAX_EVENTS, run, terminal);
+    const stream = new RunStream(sql, config.RUN_MAX_EVENTS, run, terminal).useSockets(this.#sockets);
     let engine: RunEngine | undefined;
-    const schedule = new AlarmSchedule(sql, this.ctx.storage, armedAt, () => engine?.heartbeatDueAt());
+    const schedule = new AlarmSchedule(sql, this.ctx.storage, armedAt, () => engine?.streamDueAt());
     const provider = modelProviderFromConfig(config);
     const catalog = this.#catalog();
     const conversation = provider ? new Conversation(sql) : undefined;

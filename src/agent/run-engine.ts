@@ -58,6 +58,7 @@ import type { EventType, StoredEvent } from "../wire/events";
 import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
 import type { EventFields, RunEvent } from "../wire/event-schemas";
 import type { RunStream } from "../stream/run-stream";
+import type { WatchRequest } from "../stream/watcher-sockets";
 import type { ModelSource, ProposedCall } from "./model-source";
 import { cancelRequested, type CancelResult, type RunLifecycle, type RunRecord, type RunSummary } from "./run-record";
 import type { RunStore } from "./run-store";
@@ -190,6 +191,7 @@ export class RunEngine {
       last_sequence: stream.lastSequence,
       earliest_sequence: stream.earliestSequence,
       subscribers: stream.subscriberCount,
+      watchers: stream.watcherCounts(),
       pending_approvals: pendingApprovals,
       pending_inputs: pendingInputs,
       created_at: run.created_at,
@@ -395,11 +397,25 @@ export class RunEngine {
     return response;
   }
 
-  /** When the next heartbeat is due: while running with at least one subscriber. */
+  /** A watcher on a hibernatable socket (contract section 27); an SSE one may start the heartbeat, each has a STREAM_MAX_SECONDS. */
+  watch(request: WatchRequest): Response {
+    const response = this.#deps.stream.watch(request);
+    this.#deps.schedule.rearm();
+    return response;
+  }
+
+  /** When the next heartbeat is due: while running with at least one SSE watcher (WebSocket watchers ping instead). */
   heartbeatDueAt(): number | undefined {
     const { stream, config } = this.#deps;
-    if (!this.#running() || stream.subscriberCount === 0) return undefined;
+    if (!this.#running() || stream.watcherCounts().sse === 0) return undefined;
     return stream.lastAppendAt + config.HEARTBEAT_INTERVAL_MS;
+  }
+
+  /** The stream's next wake-up: a heartbeat, or a watcher's stream to close at its STREAM_MAX_SECONDS. */
+  streamDueAt(): number | undefined {
+    const heartbeat = this.heartbeatDueAt();
+    const watchers = this.#deps.stream.watchersDueAt();
+    return heartbeat === undefined ? watchers : watchers === undefined ? heartbeat : Math.min(heartbeat, watchers);
   }
 
   /** The alarm fired. Returns true when the run's retention ended (the object deletes it). */
@@ -432,6 +448,7 @@ export class RunEngine {
     }
     const heartbeatAt = this.heartbeatDueAt();
     if (heartbeatAt !== undefined && now >= heartbeatAt) this.append("heartbeat", {});
+    this.#deps.stream.sweepWatchers(now);
     if (!purge) schedule.rearm();
     return { purge };
   }

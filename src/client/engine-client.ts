@@ -4,7 +4,8 @@
 // neutral: `fetch` is injectable (a Worker's service binding, `SELF.fetch` in
 // runtime tests), nothing else is needed beyond TextDecoder and AbortSignal.
 import { ApiError, errorFromResponse } from "./errors.js";
-import { streamEvents, type EventStreamOptions } from "./event-stream.js";
+import { type OpenSocket, streamEvents, type EventStreamOptions } from "./event-stream.js";
+import type { WebSocketLike } from "./socket-stream.js";
 import { queryString, walkPages, type WalkOptions } from "./pages.js";
 import type {
   AuditPage,
@@ -51,6 +52,15 @@ export interface EngineClientOptions {
   /** The API's bearer token (`API_TOKEN`). */
   token: string;
   fetch?: FetchLike;
+  /**
+   * How the event stream may use a WebSocket (contract section 27): `auto`
+   * (the default) upgrades through `fetch` with the Authorization header in a
+   * Worker; `header` uses a global WebSocket that takes headers (Node's:
+   * `new WebSocket(url, { headers })`); `cookie` opens a browser WebSocket that
+   * the session cookie authenticates (the console); `off` keeps to SSE.
+   * Where none applies (a browser with a token, say), SSE.
+   */
+  webSocket?: "auto" | "header" | "cookie" | "off";
 }
 
 export interface RequestOptions {
@@ -74,6 +84,7 @@ export class EngineClient {
   readonly baseUrl: string;
   readonly #token: string;
   readonly #fetch: FetchLike;
+  readonly #socketMode: "fetch" | "node" | "cookie" | undefined;
 
   constructor(options: EngineClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -81,6 +92,7 @@ export class EngineClient {
     // Bound so a platform fetch is never called with the client as `this`.
     const injected = options.fetch;
     this.#fetch = injected ? (input, init) => injected(input, init) : (input, init) => fetch(input, init);
+    this.#socketMode = socketModeOf(options.webSocket ?? "auto");
   }
 
   // ---- section 3 ------------------------------------------------------------
@@ -110,7 +122,7 @@ export class EngineClient {
     return {
       runId,
       duplicate: response.headers.get("x-delivery-status") === "duplicate",
-      events: streamEvents(runId, this.#openEvents(runId), options, response),
+      events: streamEvents(runId, this.#openEvents(runId), options, response, this.#openSocket(runId)),
     };
   }
 
@@ -134,7 +146,7 @@ export class EngineClient {
    * throws ReplayGapError on 410 replay_gap and ApiError on other refusals.
    */
   events(runId: string, options: EventStreamOptions = {}): AsyncGenerator<EngineEvent, void, undefined> {
-    return streamEvents(runId, this.#openEvents(runId), options);
+    return streamEvents(runId, this.#openEvents(runId), options, undefined, this.#openSocket(runId));
   }
 
   // ---- section 6 ------------------------------------------------------------
@@ -287,6 +299,28 @@ export class EngineClient {
     return this.#fetch(`${this.baseUrl}${path}`, { method: init.method ?? "GET", headers, body: init.body, signal: init.signal });
   }
 
+  /** The events route as a WebSocket, where this runtime can open one that authenticates (contract section 27). */
+  #openSocket(runId: string): OpenSocket | undefined {
+    const mode = this.#socketMode;
+    if (mode === undefined) return undefined;
+    const path = `/api/runs/${enc(runId)}/events`;
+    return async (after, signal) => {
+      const url = `${this.baseUrl}${path}?after=${after}`;
+      const authorization = `Bearer ${this.#token}`;
+      if (mode === "fetch") {
+        const response = await this.#fetch(url, { headers: { upgrade: "websocket", authorization }, signal });
+        const socket = (response as Response & { webSocket?: (WebSocketLike & { accept(): void }) | null }).webSocket;
+        if (!socket) return { refused: response };
+        socket.accept();
+        return { socket };
+      }
+      const wsUrl = url.replace(/^http/, "ws");
+      const Socket = (globalThis as unknown as { WebSocket: new (url: string, init?: unknown) => WebSocketLike }).WebSocket;
+      // Node's WebSocket takes headers; a browser's sends the session cookie by itself.
+      return { socket: mode === "node" ? new Socket(wsUrl, { headers: { authorization } }) : new Socket(wsUrl) };
+    };
+  }
+
   #openEvents(runId: string) {
     return (after: number, signal: AbortSignal) =>
       this.raw(`/api/runs/${enc(runId)}/events?after=${after}`, { headers: { accept: "text/event-stream" }, signal });
@@ -318,4 +352,20 @@ const enc = encodeURIComponent;
 
 function idempotencyHeader(key: string | undefined): Record<string, string> {
   return key === undefined ? {} : { "idempotency-key": key };
+}
+
+/** Which WebSocket the stream can use here, if any. */
+function socketModeOf(option: "auto" | "header" | "cookie" | "off"): "fetch" | "node" | "cookie" | undefined {
+  const runtime = globalThis as { WebSocket?: unknown; navigator?: { userAgent?: string } };
+  const hasWebSocket = typeof runtime.WebSocket === "function";
+  switch (option) {
+    case "off":
+      return undefined;
+    case "cookie":
+      return hasWebSocket ? "cookie" : undefined;
+    case "header":
+      return hasWebSocket ? "node" : undefined;
+    case "auto":
+      return runtime.navigator?.userAgent === "Cloudflare-Workers" ? "fetch" : undefined;
+  }
 }

@@ -55,6 +55,8 @@ export interface RunSummary {
   /** Lowest sequence still retained; last_sequence + 1 once retention dropped every event. */
   earliest_sequence: number;
   subscribers: number;
+  /** The watchers by kind (contract section 27); `subscribers` is their sum. */
+  watchers: { sse: number; websocket: number };
   pending_approvals: { approval_id: string; tool_call_id: string; tool_name: string; expires_at: string }[];
   /** `input_id` and `requested_schema`: an MCP tool's question mid-call (contract section 21). */
   pending_inputs: {

@@ -12,6 +12,7 @@ import type { EventFields } from "../wire/event-schemas";
 import { encodeSseFrame, SSE_HEADERS } from "./sse";
 import { SubscriberRegistry } from "./subscriber-registry";
 import { SubscriberStream } from "./subscriber-stream";
+import type { WatcherSockets, WatchRequest } from "./watcher-sockets";
 
 export interface StreamIdentity {
   run_id: string;
@@ -23,6 +24,8 @@ export class RunStream {
   readonly #identity: StreamIdentity;
   readonly #subscribers = new SubscriberRegistry<SubscriberStream>();
   #terminal: boolean;
+  /** The watchers on hibernatable sockets (contract section 27), when the object hosts any. */
+  #sockets: WatcherSockets | undefined;
   /** When the last event was appended; heartbeats fill silences longer than the interval. */
   #lastAppendAt: number;
 
@@ -39,8 +42,20 @@ export class RunStream {
   get earliestSequence(): number {
     return this.#log.earliestSequence;
   }
+  /** Every watcher: SSE responses held here, SSE served by the Worker from a socket, and WebSocket clients. */
   get subscriberCount(): number {
-    return this.#subscribers.size;
+    const { sse, websocket } = this.watcherCounts();
+    return sse + websocket;
+  }
+  /** Watchers by kind (the summary's `watchers`); only SSE watchers need heartbeats. */
+  watcherCounts(): { sse: number; websocket: number } {
+    const sockets = this.#sockets?.counts() ?? { sse: 0, websocket: 0 };
+    return { sse: this.#subscribers.size + sockets.sse, websocket: sockets.websocket };
+  }
+  /** Serves watchers over the object's hibernatable sockets too. */
+  useSockets(sockets: WatcherSockets): this {
+    this.#sockets = sockets;
+    return this;
   }
   get lastAppendAt(): number {
     return this.#lastAppendAt;
@@ -66,6 +81,7 @@ export class RunStream {
       const bytes = encodeSseFrame(event.sequence, event.type, event.json);
       for (const { sink } of this.#subscribers.values()) sink.push(event, bytes);
     }
+    this.#sockets?.push(event, this.#terminal, now);
     return event;
   }
 
@@ -75,7 +91,25 @@ export class RunStream {
    * the run ended and nothing follows `after`.
    */
   subscribe(after: number, clientKey: string | undefined): Response {
-    const runHeader = { "x-run-id": this.#identity.run_id };
+    const refused = this.#refusal(after);
+    if (refused) return refused;
+    const subscriptionId = newSubscriptionId();
+    const stream = new SubscriberStream({
+      log: this.#log,
+      after,
+      isTerminal: () => this.#terminal,
+      onClosed: () => {
+        this.#subscribers.release(subscriptionId);
+      },
+    });
+    this.#subscribers.attach({ id: subscriptionId, clientKey, sink: stream })?.sink.close();
+    return new Response(stream.body, {
+      headers: { ...SSE_HEADERS, "x-subscription-id": subscriptionId, "x-run-id": this.#identity.run_id },
+    });
+  }
+
+  /** 410 replay_gap when retention dropped events the reader needs; 204 when the run ended and nothing follows `after`. */
+  #refusal(after: number): Response | undefined {
     if (this.#log.hasGapAfter(after)) {
       const earliest = this.#log.earliestSequence;
       return Response.json(
@@ -89,24 +123,40 @@ export class RunStream {
     }
     if (this.#terminal && after >= this.#log.lastSequence) {
       // Nothing will ever follow: 204 is how SSE tells an EventSource to stop reconnecting.
-      return new Response(null, { status: 204, headers: runHeader });
+      return new Response(null, { status: 204, headers: { "x-run-id": this.#identity.run_id } });
     }
-    const subscriptionId = newSubscriptionId();
-    const stream = new SubscriberStream({
-      log: this.#log,
-      after,
-      isTerminal: () => this.#terminal,
-      onClosed: () => {
-        this.#subscribers.release(subscriptionId);
-      },
-    });
-    this.#subscribers.attach({ id: subscriptionId, clientKey, sink: stream })?.sink.close();
-    return new Response(stream.body, { headers: { ...SSE_HEADERS, "x-subscription-id": subscriptionId, ...runHeader } });
+    return undefined;
+  }
+
+  /**
+   * A watcher on a hibernatable socket. An SSE watcher (the Worker's socket)
+   * is first answered like an SSE request: 410 replay_gap, or 204 for an
+   * ended run with nothing after `after`; a WebSocket client is always
+   * accepted, then closed with 4410 or 1000 for those.
+   */
+  watch(request: WatchRequest): Response {
+    if (!this.#sockets) throw new Error("RunStream.watch: no sockets");
+    if (request.kind === "sse") {
+      const refused = this.#refusal(request.after);
+      if (refused) return refused;
+    }
+    return this.#sockets.accept(request, this.#log, this.#terminal);
+  }
+
+  /** When the alarm must wake a watcher's stream (its STREAM_MAX_SECONDS), or undefined. */
+  watchersDueAt(): number | undefined {
+    return this.#sockets?.dueAt();
+  }
+
+  /** The alarm: closes the streams past STREAM_MAX_SECONDS. */
+  sweepWatchers(now: number): void {
+    this.#sockets?.sweep(now);
   }
 
   /** Retention: every event deleted, every response ended. */
   purge(): void {
     this.#log.purge();
     for (const { sink } of this.#subscribers.values()) sink.close();
+    this.#sockets?.closeAllForGap(this.#log.earliestSequence);
   }
 }

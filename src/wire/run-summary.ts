@@ -40,6 +40,8 @@ export const runSummarySchema = z.object({
   /** Lowest sequence still retained; last_sequence + 1 once retention dropped every event. */
   earliest_sequence: z.number().int(),
   subscribers: z.number().int(),
+  /** The watchers by kind (contract section 27); `subscribers` is their sum. */
+  watchers: z.object({ sse: z.number().int(), websocket: z.number().int() }),
   pending_approvals: z.array(pendingApprovalSchema),
   pending_inputs: z.array(pendingInputSchema),
   created_at: z.string(),

@@ -22,7 +22,14 @@ const UI_TIMEOUT_MS = 15_000;
 /** Every URL the pages loaded or fetched. */
 const urls: string[] = [];
 /** Not signed in: the first test signs in through the page. */
-const ui = useConsoleSuite({ signedIn: false, watch: (page) => page.on("request", (r) => urls.push(r.url())) });
+const ui = useConsoleSuite({
+  signedIn: false,
+  watch: (page) => {
+    page.on("request", (r) => urls.push(r.url()));
+    // The run page's stream is a WebSocket where the cookie opens one (contract section 27).
+    page.on("websocket", (ws) => urls.push(ws.url()));
+  },
+});
 
 const consoleUrl = (hash = "") => `${ui.stack.server.url}/console${hash}`;
 
@@ -102,8 +109,10 @@ describe.sequential("the console in Chromium", () => {
     await expect.poll(() => card("create-1").innerText()).toContain(PRINCIPAL);
     await expect.poll(() => ui.page.locator("h2 .status").innerText(), { timeout: UI_TIMEOUT_MS }).toBe("completed");
     expect((await demoState()).dashboards.map((d) => d.title)).toContain(title);
-    // One stream for the page (no reconnection was needed here).
-    expect(urls.filter((u) => u.includes("/events")).length - eventRequestsBefore).toBe(1);
+    // One stream for the page (no reconnection was needed here), on a WebSocket (contract section 27).
+    const streams = urls.filter((u) => u.includes("/events")).slice(eventRequestsBefore);
+    expect(streams).toHaveLength(1);
+    expect(streams[0]).toMatch(/^ws:\/\//);
     await expectNoSecrets();
   });
 

@@ -153,6 +153,8 @@ describe("run routes", () => {
       last_sequence: 3,
       earliest_sequence: 1,
       subscribers: 0,
+      // Contract section 27: the watchers by kind.
+      watchers: { sse: 0, websocket: 0 },
       pending_approvals: [],
       pending_inputs: [],
       created_at: expect.any(String),

@@ -25,6 +25,7 @@ describe("RunSummary is declared once", () => {
       last_sequence: 4,
       earliest_sequence: 1,
       subscribers: 0,
+      watchers: { sse: 0, websocket: 0 },
       pending_approvals: [
         { approval_id: "ap_1", tool_call_id: "call_1", tool_name: "mcp__demo__write", expires_at: "2026-12-01T10:05:00.000Z" },
       ],

@@ -22,8 +22,8 @@ async function cookieFetch(input: string, init: RequestInit = {}): Promise<Respo
   return response;
 }
 
-/** The engine's client, authenticated by the session cookie (the token field is never sent). */
-export const engine = new EngineClient({ baseUrl: location.origin, token: "session-cookie", fetch: cookieFetch });
+/** The engine's client, authenticated by the session cookie (the token field is never sent); its event stream on a WebSocket the cookie opens, else SSE. */
+export const engine = new EngineClient({ baseUrl: location.origin, token: "session-cookie", fetch: cookieFetch, webSocket: "cookie" });
 
 /** The contract's error code of a refusal (`expired`, `confirmation_mismatch`, ...), if it was one. */
 export function errorCode(err: unknown): string | undefined {

@@ -74,7 +74,7 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
 
   const eventsUrl = `/api/runs/${input.run_id}/events`;
   if (wantsEventStream(request)) {
-    const stream = await openEventStream(stub, 0, undefined);
+    const stream = await openEventStream(stub, 0, undefined, principal);
     const headers = new Headers(stream.headers);
     headers.set("x-run-id", input.run_id);
     headers.set("content-location", eventsUrl);
