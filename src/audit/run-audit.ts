@@ -23,6 +23,8 @@ export function auditOfEvent(
   at: string,
 ): AuditEntry | null {
   const id = `aud_${context.run_id}_${sequence}`;
+  // Where it came from (contract section 25): a Slack-started run's entries came through Slack.
+  const via = context.source === "slack" ? ("slack" as const) : ("api" as const);
   const text = (key: string): string | undefined => (typeof fields[key] === "string" ? (fields[key] as string) : undefined);
   switch (type) {
     case "run_started": {
@@ -35,6 +37,7 @@ export function auditOfEvent(
         action: "run.trigger",
         target: context.run_id,
         result: "ok",
+        via,
         ...(onBehalfOf !== undefined ? { details: { on_behalf_of: onBehalfOf } } : {}),
       };
     }
@@ -50,6 +53,7 @@ export function auditOfEvent(
         action: "approval.decide",
         target: `${context.run_id}/approvals/${text("approval_id") ?? ""}`,
         result: "ok",
+        via: decidedBy.startsWith("slack:") ? "slack" : "api",
         details: {
           // A vote before the Nth (contract section 19: one approval.decide per vote) is an approve.
           decision: type === "approval_vote" ? "approved" : fields.decision,
@@ -70,6 +74,7 @@ export function auditOfEvent(
         // An MCP question (contract section 21) is answered at its input_id, and says how.
         target: `${context.run_id}/inputs/${text("input_id") ?? text("tool_call_id") ?? ""}`,
         result: "ok",
+        via: answeredBy.startsWith("slack:") ? "slack" : "api",
         ...(text("action") !== undefined ? { details: { action: text("action"), tool_call_id: text("tool_call_id") } } : {}),
       };
     }

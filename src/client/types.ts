@@ -524,6 +524,8 @@ export const AUDIT_ACTIONS = [
   "input.answer",
   "mutation.reconcile",
   "access.refused",
+  "audit.checkpoint",
+  "audit.scrub",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -538,6 +540,16 @@ export interface AuditEntry {
   /** Refusals coalesced per principal, action, target and minute. */
   count?: number;
   details?: Record<string, unknown>;
+  /** Where it came from (contract section 25): `api`, `console`, `slack` or `engine`. */
+  via?: "api" | "console" | "slack" | "engine";
+  client_ip?: string;
+  policy_version?: number;
+  policy_hash?: string;
+  /** Set once the sealer has chained the entry (contract section 25); absent while unsealed. */
+  details_hash?: string;
+  seq?: number;
+  prev_hash?: string;
+  hash?: string;
 }
 
 export interface AuditQuery {
@@ -550,4 +562,6 @@ export interface AuditQuery {
 export interface AuditPage {
   entries: AuditEntry[];
   next_cursor: string | null;
+  /** The sealed head: every entry up to this seq is chained (0 before the first). */
+  sealed_through_seq: number;
 }

@@ -15,6 +15,10 @@ type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "replay_gap"
+  // An audit you can prove (contract section 25).
+  | "unsigned"
+  | "retained_from"
+  | "rate_limited"
   | "internal_error";
 
 export interface ErrorBody {

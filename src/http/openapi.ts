@@ -27,6 +27,8 @@ import { triggerBodySchema } from "./trigger-request";
 import { tokenCreateSchema } from "./handlers/tokens";
 import { roleSchema } from "../auth/roles";
 import { auditPageSchema, auditQuerySchema } from "../audit/audit-reads";
+import { auditExportQuerySchema } from "../audit/audit-export";
+import { checkpointsQuerySchema } from "./handlers/audit-proof";
 
 const OPENAPI_VERSION = "3.1.0";
 const API_VERSION = "0.1.0";
@@ -439,6 +441,54 @@ function buildDocument() {
     summary: "The audit log, newest first (contract section 18, admin)",
     request: { query: auditQuerySchema },
     responses: { 200: { description: "One page", content: json(auditPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+
+  // An audit you can prove (contract section 25).
+  const checkpointSchema = z
+    .object({ seq: z.number().int(), hash: z.string(), at: z.string(), kid: z.string(), signature: z.string() })
+    .strict()
+    .meta({ id: "AuditCheckpoint" });
+  registry.registerPath({
+    method: "get",
+    path: "/api/audit/export",
+    summary: "The sealed audit chain as JSON Lines or OCSF API Activity, streamed (contract section 25, admin)",
+    request: { query: auditExportQuerySchema },
+    responses: {
+      200: { description: "JSON Lines: {entry}, {checkpoint} or {anchor}", content: { "application/x-ndjson": { schema: z.string() } } },
+      ...errors(400, 410, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/audit/checkpoints",
+    summary: "Signed checkpoints, newest first (contract section 25, viewer)",
+    request: { query: checkpointsQuerySchema },
+    responses: {
+      200: {
+        description: "One page",
+        content: json(z.object({ checkpoints: z.array(checkpointSchema), next_cursor: z.string().nullable() }).strict()),
+      },
+      ...errors(400, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "post",
+    path: "/api/audit/checkpoints",
+    summary: "Seal and sign the audit chain's head now (contract section 25, admin; at most once a minute)",
+    responses: {
+      200: { description: "The head has not moved: the existing checkpoint", content: json(checkpointSchema) },
+      201: { description: "Signed", content: json(checkpointSchema) },
+      ...errors(409, ...API_ERRORS),
+    },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/audit/public-key",
+    summary: "Every public key (JWK with kid) that signed a kept checkpoint (contract section 25, viewer)",
+    responses: {
+      200: { description: "The keys", content: json(z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).strict()) },
+      ...errors(...API_ERRORS),
+    },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

@@ -40,6 +40,11 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/tokens": { role: "admin", accessSelf: true },
   "DELETE /api/tokens/:name": { role: "admin", accessSelf: true },
   "GET /api/audit": { role: "admin" },
+  // An audit you can prove (contract section 25).
+  "GET /api/audit/export": { role: "admin" },
+  "GET /api/audit/checkpoints": { role: "viewer" },
+  "POST /api/audit/checkpoints": { role: "admin" },
+  "GET /api/audit/public-key": { role: "viewer" },
   // Operating it (contract section 22). /api/health answers ahead of the guard (it is exempt from
   // bad_config) and checks this same rule itself (src/operate/health-route.ts).
   "GET /api/metrics": { role: "viewer" },

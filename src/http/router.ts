@@ -29,7 +29,8 @@ import { readJsonBody, validate } from "./request-body";
 import { z } from "zod";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
-import { auditQuerySchema, listAudit } from "../audit/audit-reads";
+import { auditQuerySchema, listAudit, sealedThrough } from "../audit/audit-reads";
+import { handleAuditExport, handleCreateCheckpoint, handleListCheckpoints, handlePublicKeys } from "./handlers/audit-proof";
 import { openApiDocument } from "./openapi";
 import { handleMetrics } from "../operate/metrics-route";
 import { handleHealth } from "../operate/health-route";
@@ -294,5 +295,10 @@ router
     handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal)),
   )
   .get("/api/audit", (request, env) =>
-    listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),
-  );
+    listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit, sealedThrough),
+  )
+  // An audit you can prove (contract section 25).
+  .get("/api/audit/export", (request, env) => handleAuditExport(new URL(request.url), env.DB))
+  .get("/api/audit/checkpoints", (request, env) => handleListCheckpoints(new URL(request.url), env.DB))
+  .post("/api/audit/checkpoints", (request, env) => handleCreateCheckpoint(env, request.principal.id))
+  .get("/api/audit/public-key", (_request, env) => handlePublicKeys(env.DB));
