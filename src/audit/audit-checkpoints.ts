@@ -16,7 +16,7 @@ export interface AuditSigningJwk {
 }
 
 /** Contract section 25: POST /api/audit/checkpoints at most once a minute. */
-export const ON_DEMAND_CHECKPOINT_INTERVAL_MS = 60_000;
+const ON_DEMAND_CHECKPOINT_INTERVAL_MS = 60_000;
 
 export type CheckpointOutcome =
   | { kind: "created"; checkpoint: AuditCheckpoint }
@@ -29,7 +29,7 @@ interface CheckpointRow extends AuditCheckpoint {
   r2_key: string | null;
 }
 
-export function publicJwkOf(key: AuditSigningJwk): AuditPublicJwk {
+function publicJwkOf(key: AuditSigningJwk): AuditPublicJwk {
   return { kty: key.kty, crv: key.crv, x: key.x };
 }
 

@@ -62,7 +62,7 @@ interface EntryRow {
 }
 
 /** The first seq still kept (retention deletes from the start), or null when none is. */
-export async function earliestKeptSeq(db: D1Database): Promise<number | null> {
+async function earliestKeptSeq(db: D1Database): Promise<number | null> {
   const row = await db.prepare("SELECT MIN(seq) AS seq FROM audit_log WHERE seq IS NOT NULL").first<{ seq: number | null }>();
   return row?.seq ?? null;
 }
@@ -96,7 +96,7 @@ export async function planExport(db: D1Database, query: AuditExportQuery): Promi
   };
 }
 
-export function entryOfRow(r: EntryRow): SealedAuditEntry {
+function entryOfRow(r: EntryRow): SealedAuditEntry {
   return {
     id: r.id,
     at: r.at,
@@ -137,7 +137,7 @@ const OCSF_ACTIVITY: Record<string, number> = {
   "slack.uninstall": 4,
 };
 
-export function ocsfEvent(entry: SealedAuditEntry): Record<string, unknown> {
+function ocsfEvent(entry: SealedAuditEntry): Record<string, unknown> {
   const activity = OCSF_ACTIVITY[entry.action] ?? 99;
   return {
     metadata: {

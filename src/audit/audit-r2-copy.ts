@@ -7,6 +7,7 @@
 // there, one copy at a time). Memory stays bounded by one part.
 import type { AuditCheckpoint } from "../client/audit-chain";
 import { exportLines, planExport } from "./audit-export";
+import { logger } from "../operate/logger";
 
 /** R2's smallest multipart part (all parts but the last are this size). */
 const PART_BYTES = 5 * 1024 * 1024;
@@ -15,7 +16,7 @@ interface DueCopy extends AuditCheckpoint {
   copy_from: number;
 }
 
-export function r2KeyOf(checkpoint: Pick<AuditCheckpoint, "at" | "seq">, fromSeq: number): string {
+function r2KeyOf(checkpoint: Pick<AuditCheckpoint, "at" | "seq">, fromSeq: number): string {
   const pad = (n: number) => String(n).padStart(12, "0");
   const [yyyy, mm, dd] = checkpoint.at.slice(0, 10).split("-");
   return `audit/${yyyy}/${mm}/${dd}/${pad(fromSeq)}-${pad(checkpoint.seq)}.jsonl`;
@@ -38,7 +39,10 @@ export async function copyDueCheckpoints(db: D1Database, bucket: R2Bucket): Prom
     const key = r2KeyOf(checkpoint, checkpoint.copy_from);
     try {
       await writeOnce(db, bucket, key, checkpoint);
-      await db.prepare("UPDATE audit_checkpoints SET r2_key = ?, copied_at = ? WHERE seq = ?").bind(key, new Date().toISOString(), checkpoint.seq).run();
+      await db
+        .prepare("UPDATE audit_checkpoints SET r2_key = ?, copied_at = ? WHERE seq = ?")
+        .bind(key, new Date().toISOString(), checkpoint.seq)
+        .run();
       copied.push(key);
     } catch (err) {
       return { copied, due: results.length - i, error: err instanceof Error ? err.message : String(err) };
@@ -76,8 +80,8 @@ async function writeOnce(db: D1Database, bucket: R2Bucket, key: string, checkpoi
         onlyIf: new Headers({ "if-none-match": "*" }),
         httpMetadata: { contentType: "application/x-ndjson" },
       });
-      // null: the key exists (a concurrent writer cannot be, so it is an earlier attempt's object).
-      if (put === null) return;
+      // null: the key exists (only the sealer writes there, so it is an earlier attempt's object): left as it is.
+      if (put === null) logger.warn("audit: an R2 copy was already there; kept", { key });
       return;
     }
     if (buffer.length > 0) parts.push(await upload.uploadPart(parts.length + 1, buffer));

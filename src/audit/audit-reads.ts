@@ -99,7 +99,15 @@ export async function listAudit(db: ListingDb, query: AuditQuery): Promise<Page<
       ...(r.count !== null ? { count: r.count } : {}),
       ...(r.details !== null ? { details: JSON.parse(r.details) as Record<string, unknown> } : {}),
       via: r.via,
-      ...(present(r, ["client_ip", "policy_version", "policy_hash", "details_hash", "seq", "prev_hash", "hash"] as const) as Partial<AuditEntry>),
+      ...(present(r, [
+        "client_ip",
+        "policy_version",
+        "policy_hash",
+        "details_hash",
+        "seq",
+        "prev_hash",
+        "hash",
+      ] as const) as Partial<AuditEntry>),
     })),
     next_cursor,
   };

@@ -116,11 +116,3 @@ export async function sealPending(db: D1Database, now: number): Promise<SealResu
   }
   return { sealed, head, waiting, ...(nextAt !== undefined ? { nextAt } : {}) };
 }
-
-/** The oldest entry still unsealed that could have been sealed (for health: sealing lags over 5 minutes). */
-export async function oldestUnsealedAt(db: D1Database): Promise<string | null> {
-  const row = await db
-    .prepare("SELECT MIN(at) AS at FROM audit_log WHERE seq IS NULL AND (coalesce_key IS NULL OR closed = 1)")
-    .first<{ at: string | null }>();
-  return row?.at ?? null;
-}

@@ -6,7 +6,7 @@ import type { Env } from "../config/env";
 import { logger } from "../operate/logger";
 
 /** The one sealer per deployment. */
-export const AUDIT_SEALER_NAME = "audit";
+const AUDIT_SEALER_NAME = "audit";
 
 export function sealerStub(env: Env) {
   return env.AUDIT_SEALER.get(env.AUDIT_SEALER.idFromName(AUDIT_SEALER_NAME));

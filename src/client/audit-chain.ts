@@ -87,7 +87,7 @@ function hex(bytes: ArrayBuffer): string {
 }
 
 /** `sha256:` and the lower-case hex SHA-256 of `text` in UTF-8. */
-export async function sha256Of(text: string): Promise<string> {
+async function sha256Of(text: string): Promise<string> {
   return `sha256:${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)))}`;
 }
 
@@ -183,7 +183,12 @@ function parseLine(text: string): Line | null {
   const inner = record[keys[0]!];
   if (typeof inner !== "object" || inner === null || Array.isArray(inner)) return null;
   const fields = inner as Record<string, unknown>;
-  if (keys[0] === "entry" && Number.isSafeInteger(fields.seq) && typeof fields.hash === "string" && Object.keys(fields).every((k) => ENTRY_MEMBERS.has(k)))
+  if (
+    keys[0] === "entry" &&
+    Number.isSafeInteger(fields.seq) &&
+    typeof fields.hash === "string" &&
+    Object.keys(fields).every((k) => ENTRY_MEMBERS.has(k))
+  )
     return { kind: "entry", entry: fields as unknown as SealedAuditEntry };
   if (
     keys[0] === "checkpoint" &&
@@ -288,7 +293,8 @@ export async function verifyAuditExport(lines: readonly string[], keys?: readonl
   const lastSeq = entries === 0 ? null : prevSeq;
   const report: AuditVerifyReport = { ok: true, entries, checkpoints, first_seq: firstSeq, last_seq: lastSeq };
   if (lastSeq !== null && (lastCheckpointSeq === null || lastCheckpointSeq < lastSeq)) {
-    report.unsigned_tail_from = lastCheckpointSeq === null || firstSeq === null || lastCheckpointSeq < firstSeq ? (firstSeq ?? 1) : lastCheckpointSeq + 1;
+    report.unsigned_tail_from =
+      lastCheckpointSeq === null || firstSeq === null || lastCheckpointSeq < firstSeq ? (firstSeq ?? 1) : lastCheckpointSeq + 1;
   }
   if (keys === undefined && checkpoints > 0) report.signatures_unchecked = true;
   if (unanchored) report.unanchored = true;

@@ -552,6 +552,12 @@ export interface AuditEntry {
   hash?: string;
 }
 
+/** GET /api/audit/checkpoints (contract section 25). */
+export interface AuditCheckpointPage {
+  checkpoints: { seq: number; hash: string; at: string; kid: string; signature: string }[];
+  next_cursor: string | null;
+}
+
 export interface AuditQuery {
   principal?: string;
   action?: AuditAction;

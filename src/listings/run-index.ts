@@ -376,12 +376,18 @@ export class RunIndex {
           this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
           continue;
         }
-        return { status: "failed", written, remaining: this.pending, error: err instanceof Error ? err.message : String(err), audit };
+        return {
+          status: "failed",
+          written,
+          remaining: this.pending,
+          error: err instanceof Error ? err.message : String(err),
+          ...(audit > 0 ? { audit } : {}),
+        };
       }
       this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
       written += 1;
     }
-    return { status: "ok", written, remaining: this.pending, audit };
+    return { status: "ok", written, remaining: this.pending, ...(audit > 0 ? { audit } : {}) };
   }
 
   #mark(kind: MarkKind, key: string, rank: Rank, fields: object): void {

@@ -13,7 +13,12 @@ import { verifyAuditExport } from "../../src/client/audit-chain";
 import { api, apiAs, namedToken } from "./helpers";
 
 const RFC8037_THUMBPRINT = "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k";
-const RFC8037_PUBLIC = { kty: "OKP", crv: "Ed25519", x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", kid: RFC8037_THUMBPRINT };
+const RFC8037_PUBLIC = {
+  kty: "OKP" as const,
+  crv: "Ed25519" as const,
+  x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+  kid: RFC8037_THUMBPRINT,
+};
 
 const sealer = () => env.AUDIT_SEALER.get(env.AUDIT_SEALER.idFromName("audit"));
 
@@ -83,7 +88,9 @@ describe("sealing (contract section 25)", () => {
     const sealed = await rowOf(id);
     expect(sealed.seq).toBe(top.seq + 1);
     await expect(
-      env.DB.prepare("UPDATE audit_log SET hash = ? WHERE id = ?").bind(`sha256:${"3".repeat(64)}`, id).run(),
+      env.DB.prepare("UPDATE audit_log SET hash = ? WHERE id = ?")
+        .bind(`sha256:${"3".repeat(64)}`, id)
+        .run(),
     ).rejects.toThrow(/already sealed/);
   });
 
@@ -92,7 +99,9 @@ describe("sealing (contract section 25)", () => {
     const name = `wake-${crypto.randomUUID().slice(0, 8)}`;
     const created = await apiAs(admin.token, "/api/tokens", { method: "POST", body: JSON.stringify({ name, roles: ["viewer"] }) });
     expect(created.status).toBe(201);
-    const entry = await env.DB.prepare("SELECT id, seq FROM audit_log WHERE target = ?").bind(`token:${name}`).first<{ id: string; seq: number | null }>();
+    const entry = await env.DB.prepare("SELECT id, seq FROM audit_log WHERE target = ?")
+      .bind(`token:${name}`)
+      .first<{ id: string; seq: number | null }>();
     expect(entry).not.toBeNull();
     // The Worker armed the alarm (after the response, in waitUntil); fire it now.
     await expect.poll(() => runDurableObjectAlarm(sealer()), { timeout: 5_000, interval: 20 }).toBe(true);
@@ -133,7 +142,13 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     const made = await api("/api/audit/checkpoints", { method: "POST" });
     expect(made.status).toBe(201);
     const checkpoint = await made.json<any>();
-    expect(checkpoint).toEqual({ seq: expect.any(Number), hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), at: expect.any(String), kid: RFC8037_THUMBPRINT, signature: expect.stringMatching(/^[A-Za-z0-9_-]{86}$/) });
+    expect(checkpoint).toEqual({
+      seq: expect.any(Number),
+      hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      at: expect.any(String),
+      kid: RFC8037_THUMBPRINT,
+      signature: expect.stringMatching(/^[A-Za-z0-9_-]{86}$/),
+    });
     expect(checkpoint).toMatchObject(await head());
     // The request itself is the last entry it signs.
     const last = await env.DB.prepare("SELECT action, principal FROM audit_log WHERE seq = ?").bind(checkpoint.seq).first();
@@ -161,8 +176,10 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     expect(results.length).toBeGreaterThan(0);
     for (const cp of results) {
       const pad = (n: number) => String(n).padStart(12, "0");
-      expect(cp.r2_key).toBe(`audit/${cp.at.slice(0, 4)}/${cp.at.slice(5, 7)}/${cp.at.slice(8, 10)}/${pad(cp.copy_from)}-${pad(cp.seq)}.jsonl`);
-      const object = await env.AUDIT_BUCKET!.get(cp.r2_key);
+      expect(cp.r2_key).toBe(
+        `audit/${cp.at.slice(0, 4)}/${cp.at.slice(5, 7)}/${cp.at.slice(8, 10)}/${pad(cp.copy_from)}-${pad(cp.seq)}.jsonl`,
+      );
+      const object = await env.AUDIT_BUCKET.get(cp.r2_key);
       expect(object).not.toBeNull();
       const text = await object!.text();
       const exported = await exportText(`?from_seq=${cp.copy_from}&to_seq=${cp.seq}`);
@@ -171,14 +188,16 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     }
     // A copy that is due again (its D1 mark lost) finds the object there and leaves it as it was.
     const first = results[0]!;
-    const before = await env.AUDIT_BUCKET!.head(first.r2_key);
+    const before = await env.AUDIT_BUCKET.head(first.r2_key);
     await env.DB.prepare("UPDATE audit_checkpoints SET r2_key = NULL WHERE seq = ?").bind(first.seq).run();
     await sealer().wake();
     await runDurableObjectAlarm(sealer());
-    const after = await env.AUDIT_BUCKET!.head(first.r2_key);
+    const after = await env.AUDIT_BUCKET.head(first.r2_key);
     expect(after!.etag).toBe(before!.etag);
     expect(after!.uploaded.getTime()).toBe(before!.uploaded.getTime());
-    expect((await env.DB.prepare("SELECT r2_key FROM audit_checkpoints WHERE seq = ?").bind(first.seq).first<any>()).r2_key).toBe(first.r2_key);
+    expect((await env.DB.prepare("SELECT r2_key FROM audit_checkpoints WHERE seq = ?").bind(first.seq).first<any>()).r2_key).toBe(
+      first.r2_key,
+    );
   });
 
   it("the export: the signed chain verifies with the key; a range opens at the checkpoint before it; bad queries are 400; OCSF API Activity", async () => {
@@ -197,7 +216,10 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
       expect(res.status, bad).toBe(400);
       expect(await res.json<any>(), bad).toMatchObject({ error: "invalid_request" });
     }
-    const ocsf = (await exportText("?format=ocsf&from_seq=1&to_seq=3")).text.trim().split("\n").map((l) => JSON.parse(l));
+    const ocsf = (await exportText("?format=ocsf&from_seq=1&to_seq=3")).text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const event = ocsf.find((l) => l.class_uid !== undefined && l.api.operation === "token.create");
     expect(event).toMatchObject({
       metadata: { version: "1.6.0", uid: expect.stringMatching(/^sha256:/), original_event_uid: expect.any(String) },
@@ -219,7 +241,12 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     const page = await (await api("/api/audit?limit=20")).json<any>();
     expect(page.sealed_through_seq).toBe((await head()).seq);
     const sealed = page.entries.find((e: any) => e.seq === page.sealed_through_seq);
-    expect(sealed).toMatchObject({ seq: expect.any(Number), prev_hash: expect.any(String), hash: expect.any(String), via: expect.any(String) });
+    expect(sealed).toMatchObject({
+      seq: expect.any(Number),
+      prev_hash: expect.any(String),
+      hash: expect.any(String),
+      via: expect.any(String),
+    });
     // Entries still unsealed (a refusal the queue wrote since) are listed without seq, prev_hash, hash.
     for (const e of page.entries.filter((x: any) => x.seq === undefined)) expect(e).not.toHaveProperty("hash");
   });

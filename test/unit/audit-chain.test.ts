@@ -153,7 +153,13 @@ describe("checkpoints (contract section 25)", () => {
     const made = await signHead(RFC8037_KEY, head, "2026-12-02T00:00:05.000Z");
     const literal = `{"at":"2026-12-02T00:00:05.000Z","hash":"${head.hash}","kid":"${RFC8037_THUMBPRINT}","seq":42}`;
     // Ed25519 is deterministic: node:crypto's signature of the literal is the same bytes.
-    expect(made).toEqual({ seq: 42, hash: head.hash, at: "2026-12-02T00:00:05.000Z", kid: RFC8037_THUMBPRINT, signature: nodeSign(literal) });
+    expect(made).toEqual({
+      seq: 42,
+      hash: head.hash,
+      at: "2026-12-02T00:00:05.000Z",
+      kid: RFC8037_THUMBPRINT,
+      signature: nodeSign(literal),
+    });
     expect(made.signature).toMatch(/^[A-Za-z0-9_-]{86}$/);
     expect(await checkpointSignatureValid(made, PUBLIC)).toBe(true);
     expect(await checkpointSignatureValid({ ...made, seq: 43 }, PUBLIC)).toBe(false);
@@ -189,10 +195,30 @@ describe("the verifier", () => {
         return JSON.stringify({ entry: e });
       });
     // lines: e1 e2 e3 e4 cp4 e5 e6 e7 e8 cp8
-    expect(await verifyAuditExport(at(2, (e) => (e.principal = "token:someone-else")), [PUBLIC])).toMatchObject({ ok: false, seq: 3, check: "hash" });
-    expect(await verifyAuditExport(at(6, (e) => (e.details = { tool: "t6", n: 7 })), [PUBLIC])).toMatchObject({ ok: false, seq: 6, check: "hash" });
-    expect(await verifyAuditExport(at(6, (e) => delete e.details), [PUBLIC])).toMatchObject({ ok: true }); // a scrub keeps the chain
-    expect(await verifyAuditExport(at(7, (e) => (e.prev_hash = sha("elsewhere"))), [PUBLIC])).toMatchObject({ ok: false, seq: 7, check: "hash" });
+    expect(
+      await verifyAuditExport(
+        at(2, (e) => (e.principal = "token:someone-else")),
+        [PUBLIC],
+      ),
+    ).toMatchObject({ ok: false, seq: 3, check: "hash" });
+    expect(
+      await verifyAuditExport(
+        at(6, (e) => (e.details = { tool: "t6", n: 7 })),
+        [PUBLIC],
+      ),
+    ).toMatchObject({ ok: false, seq: 6, check: "hash" });
+    expect(
+      await verifyAuditExport(
+        at(6, (e) => delete e.details),
+        [PUBLIC],
+      ),
+    ).toMatchObject({ ok: true }); // a scrub keeps the chain
+    expect(
+      await verifyAuditExport(
+        at(7, (e) => (e.prev_hash = sha("elsewhere"))),
+        [PUBLIC],
+      ),
+    ).toMatchObject({ ok: false, seq: 7, check: "hash" });
     const removed = lines.filter((_, i) => i !== 6);
     expect(await verifyAuditExport(removed, [PUBLIC])).toMatchObject({ ok: false, seq: 6, check: "gap" });
     const swapped = [...lines];
@@ -200,7 +226,9 @@ describe("the verifier", () => {
     expect(await verifyAuditExport(swapped, [PUBLIC])).toMatchObject({ ok: false, seq: 6, check: "order" });
     const duplicated = [...lines.slice(0, 3), lines[1]!, ...lines.slice(3)];
     expect(await verifyAuditExport(duplicated, [PUBLIC])).toMatchObject({ ok: false, seq: 2, check: "order" });
-    const forged = lines.map((l, i) => (i === 4 ? JSON.stringify({ checkpoint: { ...JSON.parse(l).checkpoint, at: "2027-01-01T00:00:00.000Z" } }) : l));
+    const forged = lines.map((l, i) =>
+      i === 4 ? JSON.stringify({ checkpoint: { ...JSON.parse(l).checkpoint, at: "2027-01-01T00:00:00.000Z" } }) : l,
+    );
     expect(await verifyAuditExport(forged, [PUBLIC])).toMatchObject({ ok: false, seq: 4, check: "signature" });
     // A member that is not in the export's format is an edit.
     const extra = lines.map((l, i) => (i === 0 ? l.replace('"via"', '"vio"') : l));
@@ -242,7 +270,17 @@ describe("the verifier", () => {
             case "insert": {
               // A well-formed entry claiming the next seq, hashed and linked correctly: the real one after it is then out of order.
               const prev = entryOf(copy[indexOf(change.after)]!);
-              const base = { id: "aud_forged", at: prev.at, principal: "token:forger", action: "run.cancel", target: "run_x", result: "ok", via: "api", seq: change.after + 1, prev_hash: prev.hash };
+              const base = {
+                id: "aud_forged",
+                at: prev.at,
+                principal: "token:forger",
+                action: "run.cancel",
+                target: "run_x",
+                result: "ok",
+                via: "api",
+                seq: change.after + 1,
+                prev_hash: prev.hash,
+              };
               const forged = JSON.stringify({ entry: { ...base, hash: sha(sortedJson(base)) } });
               copy.splice(indexOf(change.after + 1), 0, forged);
               expected = change.after + 1;
