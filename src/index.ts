@@ -35,12 +35,13 @@ export default {
   },
   /** The Cron Trigger (wrangler.toml [triggers]): retention in bounded batches (contract section 22). */
   async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
-    ctx.waitUntil(scheduledRetention(env, controller.scheduledTime));
-    // The audit chain (contract section 25): seal what a lost wake left, sign daily, retry R2 copies.
+    // The audit chain first (contract section 25): seal what a lost wake left, sign daily, retry R2 copies; then
+    // retention, which deletes only sealed entries up to a checkpoint.
     ctx.waitUntil(
       sealerStub(env)
         .scheduled()
-        .catch((err: Error) => logger.error("audit: the scheduled seal failed", { error: err.message })),
+        .catch((err: Error) => logger.error("audit: the scheduled seal failed", { error: err.message }))
+        .then(() => scheduledRetention(env, controller.scheduledTime)),
     );
   },
 } satisfies ExportedHandler<Env>;

@@ -11,6 +11,7 @@ import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { verifyAuditExport } from "../../src/client/audit-chain";
 import { api, apiAs, namedToken } from "./helpers";
+import { runRetention } from "../../src/operate/retention";
 
 const RFC8037_THUMBPRINT = "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k";
 const RFC8037_PUBLIC = {
@@ -249,5 +250,31 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     });
     // Entries still unsealed (a refusal the queue wrote since) are listed without seq, prev_hash, hash.
     for (const e of page.entries.filter((x: any) => x.seq === undefined)) expect(e).not.toHaveProperty("hash");
+  });
+});
+
+describe("retention up to a checkpoint (contract sections 22 and 25)", () => {
+  it("deletes entries through the newest checkpoint older than AUDIT_RETENTION_DAYS, keeps that checkpoint, and what is kept still verifies from it; an export from before is 410", async () => {
+    await writeEntry();
+    await sealer().seal();
+    const newest = (await env.DB.prepare("SELECT seq FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").first<{ seq: number }>())!.seq;
+    // 401 days from now every checkpoint made here is older than 400 days.
+    const later = Date.now() + 401 * 86_400_000;
+    const report = await runRetention(
+      env.DB,
+      { RECEIPT_RETENTION_DAYS: 30, INDEX_RETENTION_DAYS: 90, AUDIT_RETENTION_DAYS: 400, MUTATION_RETENTION_DAYS: undefined },
+      later,
+    );
+    expect(report.deleted.audit).toBe(newest);
+    const earliest = (await env.DB.prepare("SELECT MIN(seq) AS seq FROM audit_log WHERE seq IS NOT NULL").first<{ seq: number }>())!.seq;
+    expect(earliest).toBe(newest + 1);
+    expect(await env.DB.prepare("SELECT seq FROM audit_checkpoints WHERE seq = ?").bind(newest).first()).not.toBeNull();
+    const kept = await exportText();
+    const lines = kept.text.trim().split("\n");
+    expect(JSON.parse(lines[0]!)).toHaveProperty("checkpoint.seq", newest);
+    expect(await verifyAuditExport(lines, [RFC8037_PUBLIC])).toMatchObject({ ok: true, first_seq: newest + 1 });
+    const gone = await api("/api/audit/export?from_seq=1");
+    expect(gone.status).toBe(410);
+    expect(await gone.json()).toMatchObject({ error: "retained_from", earliest_seq: newest + 1 });
   });
 });
