@@ -7,7 +7,8 @@
 // each checkpoint's entries copied to R2 once and never overwritten; the
 // export streams what the verifier accepts. AUDIT_SIGNING_KEY is RFC 8037's
 // example key (vitest.config.ts), its thumbprint the RFC's.
-import { env, runDurableObjectAlarm } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { RefusalQueue } from "../../src/audit/refusal-queue";
 import { describe, expect, it } from "vitest";
 import { verifyAuditExport } from "../../src/client/audit-chain";
 import { api, apiAs, namedToken } from "./helpers";
@@ -109,29 +110,34 @@ describe("sealing (contract section 25)", () => {
     await expect.poll(async () => (await rowOf(entry!.id)).seq).not.toBeNull();
   });
 
-  it("a coalesced refusal is sealed only once its minute is closed, and a sealed refusal's count is never changed", async () => {
-    const id = `aud_refusal_${crypto.randomUUID()}`;
-    const key = JSON.stringify(["token:r", "access.refused", "GET /api/x", Math.floor(Date.now() / 60_000)]);
-    const upsert = (count: number, closed: number) =>
-      env.DB.prepare(
-        `INSERT INTO audit_log (id, at, principal, action, target, result, count, coalesce_key, closed)
-         VALUES (?, ?, 'token:r', 'access.refused', 'GET /api/x', 'refused', ?, ?, ?)
-         ON CONFLICT (coalesce_key) DO UPDATE SET count = excluded.count, closed = excluded.closed WHERE audit_log.seq IS NULL`,
-      )
-        .bind(id, new Date().toISOString(), count, key, closed)
-        .run();
-    await upsert(1, 0);
+  it("a coalesced refusal (the refusal queue's own flush) is sealed only once its minute is closed, and a sealed refusal's count is never changed", async () => {
+    const principal = `token:refused-${crypto.randomUUID().slice(0, 8)}`;
+    const queue = env.AUDIT_QUEUE.get(env.AUDIT_QUEUE.idFromName(principal));
+    // A minute that is already over by the wall clock, so the sealer's own grace rule does not decide it; the flush's `now` does.
+    const minuteStart = (Math.floor(Date.now() / 60_000) - 2) * 60_000;
+    const refuse = (flushAt: number) =>
+      runInDurableObject(queue, async (_instance, state) => {
+        const refusals = new RefusalQueue(state.storage.sql);
+        refusals.enqueue({ principal, action: "access.refused", target: "GET /api/x", at: new Date(minuteStart + 1_000).toISOString() });
+        return refusals.flush(env.DB, flushAt);
+      });
+    const row = () => env.DB.prepare("SELECT id, count, seq, closed FROM audit_log WHERE principal = ?").bind(principal).first<any>();
+    await refuse(minuteStart + 2_000);
+    await refuse(minuteStart + 3_000);
     const later = await writeEntry();
     await sealer().seal();
-    expect((await rowOf(id)).seq).toBeNull();
+    expect(await row()).toMatchObject({ count: 2, closed: 0, seq: null });
     // Entries after it are not held back.
     expect((await rowOf(later)).seq).not.toBeNull();
-    await upsert(4, 1);
+    // The minute closes: its last flush marks it closed, and the sealer chains it.
+    await refuse(minuteStart + 61_000);
+    expect(await row()).toMatchObject({ count: 3, closed: 1, seq: null });
     await sealer().seal();
-    const sealed = await rowOf(id);
-    expect(sealed).toMatchObject({ count: 4, seq: expect.any(Number) });
-    await upsert(9, 1);
-    expect((await rowOf(id)).count).toBe(4);
+    const sealed = await row();
+    expect(sealed).toMatchObject({ count: 3, seq: expect.any(Number) });
+    // A late refusal of that minute changes nothing sealed.
+    await refuse(minuteStart + 62_000);
+    expect(await row()).toMatchObject({ count: 3, seq: sealed.seq });
     const exported = await exportText();
     expect(await verifyAuditExport(exported.text.split("\n"))).toMatchObject({ ok: true });
   });

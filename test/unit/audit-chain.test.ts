@@ -219,6 +219,13 @@ describe("the verifier", () => {
         [PUBLIC],
       ),
     ).toMatchObject({ ok: false, seq: 7, check: "hash" });
+    // A forger who recomputes the hash after changing prev_hash breaks the link instead.
+    const relinked = at(7, (e) => {
+      e.prev_hash = sha("elsewhere");
+      const { hash: _hash, details: _details, ...rest } = e;
+      e.hash = sha(sortedJson(rest));
+    });
+    expect(await verifyAuditExport(relinked, [PUBLIC])).toMatchObject({ ok: false, seq: 7, check: "link" });
     const removed = lines.filter((_, i) => i !== 6);
     expect(await verifyAuditExport(removed, [PUBLIC])).toMatchObject({ ok: false, seq: 6, check: "gap" });
     const swapped = [...lines];
