@@ -491,6 +491,20 @@ function buildDocument() {
     },
   });
 
+  registry.registerPath({
+    method: "post",
+    path: "/api/audit/{auditId}/scrub",
+    summary: "Drop an audit entry's details, keeping its details_hash so the chain still verifies (contract section 25, admin)",
+    request: { params: z.object({ auditId: z.string() }) },
+    responses: {
+      200: {
+        description: "Scrubbed",
+        content: json(z.object({ id: z.string(), scrubbed: z.literal(true), details_hash: z.string().optional() }).strict()),
+      },
+      ...errors(404, ...API_ERRORS),
+    },
+  });
+
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: OPENAPI_VERSION,
     info: {

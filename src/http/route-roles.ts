@@ -45,6 +45,7 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/audit/checkpoints": { role: "viewer" },
   "POST /api/audit/checkpoints": { role: "admin" },
   "GET /api/audit/public-key": { role: "viewer" },
+  "POST /api/audit/:auditId/scrub": { role: "admin" },
   // Operating it (contract section 22). /api/health answers ahead of the guard (it is exempt from
   // bad_config) and checks this same rule itself (src/operate/health-route.ts).
   "GET /api/metrics": { role: "viewer" },

@@ -30,7 +30,7 @@ import { z } from "zod";
 import { isRunId } from "../ids";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
 import { auditQuerySchema, listAudit, sealedThrough } from "../audit/audit-reads";
-import { handleAuditExport, handleCreateCheckpoint, handleListCheckpoints, handlePublicKeys } from "./handlers/audit-proof";
+import { handleAuditExport, handleCreateCheckpoint, handleListCheckpoints, handlePublicKeys, handleScrub } from "./handlers/audit-proof";
 import { openApiDocument } from "./openapi";
 import { handleMetrics } from "../operate/metrics-route";
 import { handleHealth } from "../operate/health-route";
@@ -301,4 +301,5 @@ router
   .get("/api/audit/export", (request, env) => handleAuditExport(new URL(request.url), env.DB))
   .get("/api/audit/checkpoints", (request, env) => handleListCheckpoints(new URL(request.url), env.DB))
   .post("/api/audit/checkpoints", (request, env) => handleCreateCheckpoint(env, request.principal.id))
-  .get("/api/audit/public-key", (_request, env) => handlePublicKeys(env.DB));
+  .get("/api/audit/public-key", (_request, env) => handlePublicKeys(env.DB))
+  .post("/api/audit/:auditId/scrub", (request, env) => handleScrub(env.DB, decodePathParam(request.params.auditId), request.principal.id));

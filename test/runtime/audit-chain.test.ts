@@ -259,6 +259,30 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
   });
 });
 
+describe("scrub (contract section 25)", () => {
+  it("an admin drops an entry's details; its details_hash stays, the chain still verifies, and the scrub is audited", async () => {
+    const sealedId = await writeEntry({ secretish: "remove me" });
+    await sealer().seal();
+    const unsealedId = await writeEntry({ secretish: "me too" });
+    for (const id of [sealedId, unsealedId]) {
+      const res = await api(`/api/audit/${id}/scrub`, { method: "POST" });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ id, scrubbed: true, details_hash: expect.stringMatching(/^sha256:/) });
+    }
+    await sealer().seal();
+    const exported = await exportText();
+    expect(exported.text).not.toContain("remove me");
+    expect(exported.text).not.toContain("me too");
+    expect(await verifyAuditExport(exported.text.split("\n"))).toMatchObject({ ok: true });
+    expect(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE action = 'audit.scrub' AND target = ?").bind(sealedId).first(),
+    ).toEqual({ n: 1 });
+    expect((await api("/api/audit/aud_nope/scrub", { method: "POST" })).status).toBe(404);
+    const viewer = await namedToken(["viewer"], "scrubber");
+    expect((await apiAs(viewer.token, `/api/audit/${sealedId}/scrub`, { method: "POST" })).status).toBe(403);
+  });
+});
+
 describe("retention up to a checkpoint (contract sections 22 and 25)", () => {
   it("deletes entries through the newest checkpoint older than AUDIT_RETENTION_DAYS, keeps that checkpoint, and what is kept still verifies from it; an export from before is 410", async () => {
     await writeEntry();

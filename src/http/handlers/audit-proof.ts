@@ -1,7 +1,8 @@
 // The routes of an audit you can prove (contract section 25):
 // GET /api/audit/export (admin) streams the sealed chain, GET and POST
 // /api/audit/checkpoints list (viewer) and make (admin) signed checkpoints,
-// GET /api/audit/public-key (viewer) serves every key that signed one. The
+// GET /api/audit/public-key (viewer) serves every key that signed one, POST
+// /api/audit/{id}/scrub (admin) drops an entry's details. The
 // work is in src/audit; checkpoints are made by the one sealer object.
 import { z } from "zod";
 import { apiError, jsonResponse } from "../api-error";
@@ -12,6 +13,8 @@ import { listCheckpoints, signingKeys } from "../../audit/audit-checkpoints";
 import { sealerStub } from "../../audit/wake-sealer";
 import { CursorError, decodeCursor, encodeCursor } from "../../listings/cursor";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
+import { detailsHash } from "../../client/audit-chain";
+import { auditStatement, newAuditId } from "../../audit/audit-log";
 
 function queryOf(url: URL): Record<string, string> {
   return Object.fromEntries(url.searchParams);
@@ -83,4 +86,31 @@ export async function handleCreateCheckpoint(env: Env, principal: string): Promi
 
 export async function handlePublicKeys(db: D1Database): Promise<Response> {
   return jsonResponse(200, { keys: await signingKeys(db) });
+}
+
+/**
+ * POST /api/audit/{id}/scrub (admin): drops an entry's `details`, keeping its
+ * `details_hash` (taken now if the entry is not sealed yet), so the chain
+ * still verifies; audited `audit.scrub` in the same D1 batch.
+ */
+export async function handleScrub(db: D1Database, id: string, principal: string): Promise<Response> {
+  const row = await db
+    .prepare("SELECT details, details_hash FROM audit_log WHERE id = ?")
+    .bind(id)
+    .first<{ details: string | null; details_hash: string | null }>();
+  if (row === null) throw apiError(404, { error: "not_found", message: `No audit entry ${JSON.stringify(id)}.` });
+  const hash = row.details_hash ?? (row.details === null ? null : await detailsHash(JSON.parse(row.details) as Record<string, unknown>));
+  await db.batch([
+    db.prepare("UPDATE audit_log SET details_hash = COALESCE(details_hash, ?), details = NULL WHERE id = ?").bind(hash, id),
+    auditStatement(db, {
+      id: newAuditId(),
+      at: new Date().toISOString(),
+      principal,
+      action: "audit.scrub",
+      target: id,
+      result: "ok",
+      via: "api",
+    }),
+  ]);
+  return jsonResponse(200, { id, scrubbed: true, ...(hash !== null ? { details_hash: hash } : {}) });
 }
