@@ -9,6 +9,7 @@
 // example key (vitest.config.ts), its thumbprint the RFC's.
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { RefusalQueue } from "../../src/audit/refusal-queue";
+import { auditHealth } from "../../src/audit/audit-health";
 import { describe, expect, it } from "vitest";
 import { verifyAuditExport } from "../../src/client/audit-chain";
 import { api, apiAs, namedToken } from "./helpers";
@@ -256,6 +257,29 @@ describe("checkpoints and the R2 copy (contract section 25)", () => {
     });
     // Entries still unsealed (a refusal the queue wrote since) are listed without seq, prev_hash, hash.
     for (const e of page.entries.filter((x: any) => x.seq === undefined)) expect(e).not.toHaveProperty("hash");
+  });
+});
+
+describe("health (contract sections 22 and 25)", () => {
+  it("audit is degraded when an entry waits unsealed over 5 minutes or a checkpoint's R2 copy is missing, unsigned without the key", async () => {
+    const now = Date.now();
+    await sealer().seal();
+    expect(await auditHealth(env.DB, { signed: true, bucket: true, now })).toBe("ok");
+    expect(await auditHealth(env.DB, { signed: false, bucket: true, now })).toBe("unsigned");
+    const id = await writeEntry();
+    expect(await auditHealth(env.DB, { signed: true, bucket: true, now: now + 6 * 60_000 })).toBe("degraded");
+    await sealer().seal();
+    expect((await rowOf(id)).seq).not.toBeNull();
+    const cp = (await env.DB.prepare("SELECT seq, r2_key FROM audit_checkpoints ORDER BY seq DESC LIMIT 1").first<any>())!;
+    await env.DB.prepare("UPDATE audit_checkpoints SET r2_key = NULL WHERE seq = ?").bind(cp.seq).run();
+    expect(await auditHealth(env.DB, { signed: true, bucket: true, now: now + 2 * 60_000 })).toBe("degraded");
+    expect(await auditHealth(env.DB, { signed: true, bucket: false, now: now + 2 * 60_000 })).toBe("ok");
+    // The sealer's alarm lands the copy again (the object is already there and is kept).
+    await sealer().wake();
+    await runDurableObjectAlarm(sealer());
+    expect(await auditHealth(env.DB, { signed: true, bucket: true, now: now + 2 * 60_000 })).toBe("ok");
+    const health = await (await api("/api/health")).json<any>();
+    expect(health.audit).toBe("ok");
   });
 });
 
