@@ -63,6 +63,8 @@ export class AuditSealer extends DurableObject<Env> {
     try {
       const result = await this.seal();
       if (result.nextAt !== undefined) next = result.nextAt + AFTER_MINUTE_MS;
+      // A backlog larger than one call: the next alarm goes on at once.
+      if (result.more === true) next = Date.now();
     } catch (err) {
       logger.error("audit: sealing failed; retried", { error: (err as Error).message });
       next = Date.now() + RETRY_AFTER_FAILURE_MS;

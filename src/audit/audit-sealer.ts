@@ -10,6 +10,8 @@ import { REFUSAL_COALESCE_MS } from "./audit-log";
 
 /** Contract section 25: bulk work reads keyset pages of at most 500 rows. */
 export const AUDIT_PAGE_ROWS = 500;
+/** Pages one call seals at most (a backlog is sealed over several alarms, each within its CPU budget). */
+const MAX_PAGES_PER_CALL = 20;
 /** A coalesced refusal whose queue never closed it is sealed this long after its minute anyway. */
 const UNCLOSED_REFUSAL_GRACE_MS = 5 * 60_000;
 
@@ -44,6 +46,8 @@ export interface SealResult {
   waiting: number;
   /** When the earliest waiting refusal's minute closes (epoch ms). */
   nextAt?: number;
+  /** More unsealed entries than one call seals: call again at once. */
+  more?: true;
 }
 
 export async function chainHead(db: D1Database): Promise<ChainHead> {
@@ -58,7 +62,12 @@ export async function sealPending(db: D1Database, now: number): Promise<SealResu
   let sealed = 0;
   let waiting = 0;
   let nextAt: number | undefined;
-  for (;;) {
+  let more = false;
+  for (let pages = 0; ; pages++) {
+    if (pages === MAX_PAGES_PER_CALL) {
+      more = true;
+      break;
+    }
     const { results } = await db
       .prepare(
         `SELECT rowid AS row, id, at, principal, action, target, result, count, details, details_hash, via, client_ip,
@@ -114,5 +123,5 @@ export async function sealPending(db: D1Database, now: number): Promise<SealResu
     }
     if (results.length < AUDIT_PAGE_ROWS) break;
   }
-  return { sealed, head, waiting, ...(nextAt !== undefined ? { nextAt } : {}) };
+  return { sealed, head, waiting, ...(nextAt !== undefined ? { nextAt } : {}), ...(more ? { more: true as const } : {}) };
 }

@@ -19,6 +19,7 @@ import {
   verifyAuditExport,
 } from "../../src/client/audit-chain";
 import { signHead } from "../../src/audit/audit-checkpoints";
+import { parseConfig } from "../../src/config/config";
 
 /** RFC 8037 appendix A.1/A.3: the Ed25519 example key and its RFC 7638 thumbprint. */
 const RFC8037_KEY = {
@@ -163,6 +164,29 @@ describe("checkpoints (contract section 25)", () => {
     expect(made.signature).toMatch(/^[A-Za-z0-9_-]{86}$/);
     expect(await checkpointSignatureValid(made, PUBLIC)).toBe(true);
     expect(await checkpointSignatureValid({ ...made, seq: 43 }, PUBLIC)).toBe(false);
+  });
+});
+
+describe("AUDIT_SIGNING_KEY (contract section 25)", () => {
+  const settings = (key: string) => ({ API_TOKEN: "t".repeat(40), AUDIT_SIGNING_KEY: key });
+  it("an Ed25519 private JWK is taken; anything else is bad_config naming the setting, never echoing the value", () => {
+    const good = parseConfig(settings(JSON.stringify(RFC8037_KEY)));
+    expect(good.state).toBe("ready");
+    expect(good.state === "ready" && good.config.AUDIT_SIGNING_KEY).toEqual(RFC8037_KEY);
+    expect(parseConfig(settings("")).state).toBe("ready");
+    for (const bad of [
+      "not json",
+      JSON.stringify({ ...RFC8037_KEY, crv: "Ed448" }),
+      JSON.stringify({ ...RFC8037_KEY, kty: "EC" }),
+      JSON.stringify({ kty: "OKP", crv: "Ed25519", x: RFC8037_KEY.x }),
+      JSON.stringify({ ...RFC8037_KEY, d: "short" }),
+    ]) {
+      const result = parseConfig(settings(bad));
+      expect(result.state, bad).toBe("bad_config");
+      const details = result.state === "bad_config" ? result.details : [];
+      expect(details.map((d) => d.path.split(".")[0])).toContain("AUDIT_SIGNING_KEY");
+      expect(JSON.stringify(details)).not.toContain(RFC8037_KEY.d);
+    }
   });
 });
 
