@@ -110,7 +110,10 @@ function matchedRoute(method: string, pathname: string): { path: string; params:
 }
 
 /** Audit entries of a D1 change by this request's principal, for the change's own batch. */
-function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
+function tokenAudit(db: D1Database, principal: Principal, request: Request): TokenAudit {
+  // Contract section 25: where it came from (a console session's request is the console's) and, where known, the client's address.
+  const via = principal.credential.kind === "console_session" ? ("console" as const) : ("api" as const);
+  const clientIp = request.headers.get("cf-connecting-ip") ?? undefined;
   return {
     entry: (action, target, details) =>
       auditStatement(
@@ -123,6 +126,8 @@ function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
           target,
           result: "ok",
           ...(details ? { details } : {}),
+          via,
+          ...(clientIp ? { client_ip: clientIp } : {}),
         },
         { onlyIfPreviousChanged: action === "token.create" },
       ),
@@ -289,10 +294,12 @@ router
 
 // Named tokens and the audit log (contract section 18).
 router
-  .post("/api/tokens", (request, env) => handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal)))
+  .post("/api/tokens", (request, env) =>
+    handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal, request)),
+  )
   .get("/api/tokens", (request, env) => handleListTokens(env.DB, request.principal))
   .delete("/api/tokens/:name", (request, env) =>
-    handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal)),
+    handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal, request)),
   )
   .get("/api/audit", (request, env) =>
     listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit, sealedThrough),

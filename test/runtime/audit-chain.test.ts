@@ -7,7 +7,7 @@
 // each checkpoint's entries copied to R2 once and never overwritten; the
 // export streams what the verifier accepts. AUDIT_SIGNING_KEY is RFC 8037's
 // example key (vitest.config.ts), its thumbprint the RFC's.
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { RefusalQueue } from "../../src/audit/refusal-queue";
 import { auditHealth } from "../../src/audit/audit-health";
 import { describe, expect, it } from "vitest";
@@ -280,6 +280,34 @@ describe("health (contract sections 22 and 25)", () => {
     expect(await auditHealth(env.DB, { signed: true, bucket: true, now: now + 2 * 60_000 })).toBe("ok");
     const health = await (await api("/api/health")).json<any>();
     expect(health.audit).toBe("ok");
+  });
+});
+
+describe("via and client_ip (contract section 25)", () => {
+  it("an API change is via api with the client's address, a console sign-in via console; both are hashed and verify", async () => {
+    const name = `via-${crypto.randomUUID().slice(0, 8)}`;
+    const created = await api("/api/tokens", {
+      method: "POST",
+      headers: { "cf-connecting-ip": "203.0.113.7" },
+      body: JSON.stringify({ name, roles: ["viewer"] }),
+    });
+    expect(created.status).toBe(201);
+    const { token } = await created.json<any>();
+    const signIn = await SELF.fetch("https://engine.test/console/session", {
+      method: "POST",
+      headers: { "content-type": "application/json", "cf-connecting-ip": "198.51.100.9" },
+      body: JSON.stringify({ token }),
+    });
+    expect(signIn.status).toBe(204);
+    await sealer().seal();
+    const rows = await env.DB.prepare("SELECT action, via, client_ip, seq FROM audit_log WHERE target = ? OR principal = ? ORDER BY seq")
+      .bind(`token:${name}`, `token:${name}`)
+      .all<any>();
+    expect(rows.results).toEqual([
+      { action: "token.create", via: "api", client_ip: "203.0.113.7", seq: expect.any(Number) },
+      { action: "session.create", via: "console", client_ip: "198.51.100.9", seq: expect.any(Number) },
+    ]);
+    expect(await verifyAuditExport((await exportText()).text.split("\n"))).toMatchObject({ ok: true });
   });
 });
 
