@@ -69,7 +69,16 @@ export default defineConfig(async () => {
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                   STORAGE_WAIT_MS: "300",
                   MCP_CALL_TIMEOUT_MS: "2000",
+                  // Contract section 25: audit checkpoints signed with RFC 8037's example Ed25519 key (test/runtime/audit-chain.test.ts).
+                  AUDIT_SIGNING_KEY: JSON.stringify({
+                    kty: "OKP",
+                    crv: "Ed25519",
+                    d: "nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A",
+                    x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                  }),
                 },
+                // The audit's R2 copy (contract section 25) in miniflare's local R2.
+                r2Buckets: ["AUDIT_BUCKET"],
               },
             })),
           ],

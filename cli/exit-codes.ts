@@ -9,7 +9,10 @@ export const EXIT_REFUSED = 1;
 /** Bad usage: unknown command or option, a missing or malformed argument, missing settings. */
 export const EXIT_USAGE = 2;
 
-export type ExitCode = typeof EXIT_OK | typeof EXIT_REFUSED | typeof EXIT_USAGE;
+/** `audit verify` (contract section 25): all checks passed, but entries after the last checkpoint are unsigned, or no key was given. */
+export const EXIT_UNSIGNED = 3;
+
+export type ExitCode = typeof EXIT_OK | typeof EXIT_REFUSED | typeof EXIT_USAGE | typeof EXIT_UNSIGNED;
 
 /** The user asked for something the CLI cannot send; exits with EXIT_USAGE. */
 export class UsageError extends Error {

@@ -22,6 +22,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
+import { auditVerify } from "./audit-verify.js";
 import { approvalLine, auditLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
@@ -32,7 +33,8 @@ Environment:
                 decisions are recorded as the token's principal
 
 Exit codes: 0 success, 1 the service refused (its error code is printed) or
-could not be reached, or a watched run failed; 2 bad usage.`;
+could not be reached, or a watched run failed; 2 bad usage; \`audit verify\`
+also 1 for a bad entry or signature and 3 for an unsigned tail.`;
 
 interface GlobalOptions {
   json?: boolean;
@@ -365,9 +367,9 @@ function buildProgram(act: Act): Command {
       }),
     );
 
-  program
+  const audit = program
     .command("audit")
-    .description("the audit log, newest first (admin)")
+    .description("the audit log, newest first (admin); `audit verify <file>` checks an export offline")
     .option("--principal <id>", "only this principal (e.g. token:ci)")
     .addOption(new Option("--action <action>", "only this action").choices(AUDIT_ACTIONS))
     .option("--limit <n>", "entries (1..200, default 50)", nonNegativeInt)
@@ -387,6 +389,17 @@ function buildProgram(act: Act): Command {
         // On stderr, so stdout stays one entry per line.
         if (!out.json && page.next_cursor !== null) out.note(`older entries: audit --cursor ${page.next_cursor} (same filters)`);
         return EXIT_OK;
+      }),
+    );
+  audit
+    .command("verify")
+    .description("check an audit export (GET /api/audit/export) offline: hashes, links, seq steps, signatures (exit 0, 1 or 3)")
+    .argument("<file>", "the export, JSON Lines")
+    .option("--public-key <file>", "a JWK, or GET /api/audit/public-key's answer: checks the checkpoints' signatures")
+    .action(
+      act(async (file: string, opts: { publicKey?: string }, command: Command) => {
+        const { json } = command.optsWithGlobals<GlobalOptions>();
+        return auditVerify(output(json === true), file, opts.publicKey);
       }),
     );
 

@@ -9,6 +9,7 @@ import { REFUSAL_COALESCE_MS } from "../src/audit/audit-log";
 import { REFUSALS_TABLE, RefusalQueue } from "../src/audit/refusal-queue";
 import { createTables, type SqlTable } from "../src/stream/sql-schema";
 import type { Env } from "../src/config/env";
+import { wakeSealer } from "../src/audit/wake-sealer";
 
 /** The object's SQLite schema: the refusals' rows. */
 const AUDIT_QUEUE_TABLES: readonly SqlTable[] = [REFUSALS_TABLE];
@@ -33,6 +34,8 @@ export class AuditQueue extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const now = Date.now();
     const result = await this.#queue.flush(this.env.DB, now);
+    // Written (or closed) entries are chained by the sealer (contract section 25).
+    if (result.written > 0) await wakeSealer(this.env);
     if (result.remaining === 0) return;
     // Rows stay while their minute lasts (more refusals may join them) or while D1 fails.
     const next =

@@ -15,6 +15,7 @@ import { newRunRecord, type RunRecord, type RunSummary, type StartRunInput } fro
 import { RunStore } from "../src/agent/run-store";
 import { Conversation, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
+import { wakeSealer } from "../src/audit/wake-sealer";
 import { requestPreview } from "../src/listings/run-index";
 import { loadConfig, type HostConfig } from "../src/config/config";
 import type { Env } from "../src/config/env";
@@ -253,6 +254,7 @@ export class RunObject extends DurableObject<Env> {
         waitUntil: (promise) => this.ctx.waitUntil(promise),
         stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
         toolNameOf: (toolCallId) => engine?.toolNameOf(toolCallId),
+        auditWritten: () => this.ctx.waitUntil(wakeSealer(this.env)),
       },
       run,
     );

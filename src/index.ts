@@ -5,26 +5,41 @@
 // request's principal (section 18), /slack/* verified by Slack's signature
 // instead (section 14).
 // Every 401/429 is counted for the metrics, and the Cron Trigger runs
-// retention (contract section 22).
+// retention (contract section 22) and wakes the audit sealer (section 25).
 import type { Env } from "./config/env";
 import { handleConsoleRequest } from "./console/console-routes";
 import { router } from "./http/router";
 import { countRefusal } from "./operate/refusal-counters";
 import { scheduledRetention } from "./operate/retention-job";
+import { sealerStub, wakeSealer } from "./audit/wake-sealer";
+import { logger } from "./operate/logger";
+
+/** Requests that may have written an audit entry in a D1 batch: the sealer is woken after them (contract section 25). */
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export { RunObject } from "../durable-objects/run-object";
 export { StoragePool } from "../durable-objects/storage-pool";
 export { AuditQueue } from "../durable-objects/audit-queue";
 export { RateLimiter } from "../durable-objects/rate-limiter";
+export { AuditSealer } from "../durable-objects/audit-sealer";
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
     // Every 401 and 429 counts in the metrics (contract section 22), whoever refused.
-    return countRefusal(await routeRequest(request, env, ctx), env.DB, (p) => ctx.waitUntil(p));
+    const response = await countRefusal(await routeRequest(request, env, ctx), env.DB, (p) => ctx.waitUntil(p));
+    if (!READ_METHODS.has(request.method)) ctx.waitUntil(wakeSealer(env));
+    return response;
   },
   /** The Cron Trigger (wrangler.toml [triggers]): retention in bounded batches (contract section 22). */
   async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void> {
-    ctx.waitUntil(scheduledRetention(env, controller.scheduledTime));
+    // The audit chain first (contract section 25): seal what a lost wake left, sign daily, retry R2 copies; then
+    // retention, which deletes only sealed entries up to a checkpoint.
+    ctx.waitUntil(
+      sealerStub(env)
+        .scheduled()
+        .catch((err: Error) => logger.error("audit: the scheduled seal failed", { error: err.message }))
+        .then(() => scheduledRetention(env, controller.scheduledTime)),
+    );
   },
 } satisfies ExportedHandler<Env>;
 

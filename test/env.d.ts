@@ -17,6 +17,8 @@ declare global {
       ACCESS_TEST_TEAM_DOMAIN: string;
       /** Cases per property test ("" for each file's default); `npm run fuzz` raises it. */
       FUZZ_RUNS: string;
+      /** The audit's R2 copy in miniflare's local R2 (contract section 25). */
+      AUDIT_BUCKET: R2Bucket;
     }
   }
 }

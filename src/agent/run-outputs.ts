@@ -66,6 +66,8 @@ export interface RunOutputsDeps {
   stillPending: () => Pick<RunSummary, "pending_approvals" | "pending_inputs">;
   /** The name of the run's tool call (an MCP question's index row keeps it, for the Slack Home tab). */
   toolNameOf?: (toolCallId: string) => string | undefined;
+  /** Audit entries reached D1: wake the sealer to chain them (contract section 25). */
+  auditWritten?: () => void;
 }
 
 interface SlackSide {
@@ -266,6 +268,7 @@ export class RunOutputs implements EngineObserver {
     // If this flush is cut off, the alarm tries again.
     schedule.set("index", Date.now() + FLUSH_RETRY_AFTER_FAILURE_MS);
     const result = await this.#index.flush(db as IndexDb);
+    if ((result.audit ?? 0) > 0) this.#deps.auditWritten?.();
     const metrics = await this.#metrics.flush(db, Date.now());
     const error = result.status === "failed" ? result.error : metrics.status === "failed" ? metrics.error : null;
     if (error !== null) {

@@ -2,7 +2,8 @@
 // migrations/0010_audit_log.sql). Callers put the statement in the same D1
 // batch as the change it records; a refusal is an upsert that counts the
 // refusals of one principal, action and target within one minute. Details
-// are redacted before they are stored.
+// are redacted before they are stored. Entries are written unsealed; the
+// sealer (src/audit/audit-sealer.ts) chains them afterwards (section 25).
 import { ulid } from "ulidx";
 import type { AuditAction, AuditEntry } from "../client/types";
 import { redactSecrets } from "../execution/redaction";
@@ -43,19 +44,23 @@ export function auditStatement<S>(db: AuditDb<S>, entry: AuditEntry, options: Au
     entry.result,
     entry.count ?? null,
     detailsJson(entry.details),
+    entry.via ?? "api",
+    entry.client_ip ?? null,
+    entry.policy_version ?? null,
+    entry.policy_hash ?? null,
   ];
   if (options.onlyIfPreviousChanged) {
     return db
       .prepare(
-        `INSERT INTO audit_log (id, at, principal, action, target, result, count, details)
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE changes() > 0 ON CONFLICT (id) DO NOTHING`,
+        `INSERT INTO audit_log (id, at, principal, action, target, result, count, details, via, client_ip, policy_version, policy_hash)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE changes() > 0 ON CONFLICT (id) DO NOTHING`,
       )
       .bind(...values);
   }
   return db
     .prepare(
-      `INSERT INTO audit_log (id, at, principal, action, target, result, count, details)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING`,
+      `INSERT INTO audit_log (id, at, principal, action, target, result, count, details, via, client_ip, policy_version, policy_hash)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (id) DO NOTHING`,
     )
     .bind(...values);
 }

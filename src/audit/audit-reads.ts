@@ -29,17 +29,50 @@ export const auditEntrySchema = z
     result: z.enum(["ok", "refused"]),
     count: z.number().int().min(1).optional(),
     details: z.record(z.string(), z.unknown()).optional(),
+    // Contract section 25: where it came from, and once sealed its place in the chain.
+    via: z.enum(["api", "console", "slack", "engine"]).optional(),
+    client_ip: z.string().optional(),
+    policy_version: z.number().int().optional(),
+    policy_hash: z.string().optional(),
+    details_hash: z.string().optional(),
+    seq: z.number().int().min(1).optional(),
+    prev_hash: z.string().optional(),
+    hash: z.string().optional(),
   })
   .strict()
   .meta({ id: "AuditEntry" });
 
 export const auditPageSchema = z
-  .object({ entries: z.array(auditEntrySchema), next_cursor: nextCursor })
+  .object({
+    entries: z.array(auditEntrySchema),
+    next_cursor: nextCursor,
+    sealed_through_seq: z.number().int().min(0).meta({ description: "Every entry up to this seq is sealed (contract section 25)." }),
+  })
   .strict()
   .meta({ id: "AuditPage" });
 
-/** An audit_log row: the entry's own fields, with SQL's null for an absent count and details as JSON text. */
-type AuditRow = Record<string, unknown> & Omit<AuditEntry, "count" | "details"> & { count: number | null; details: string | null };
+/** An audit_log row: the entry's own fields, with SQL's null for what is absent and details as JSON text. */
+type AuditRow = Record<string, unknown> &
+  Pick<AuditEntry, "id" | "at" | "principal" | "action" | "target" | "result"> & {
+    count: number | null;
+    details: string | null;
+    via: NonNullable<AuditEntry["via"]>;
+  } & { [K in "client_ip" | "policy_hash" | "details_hash" | "prev_hash" | "hash"]: string | null } & {
+    [K in "policy_version" | "seq"]: number | null;
+  };
+
+/** The sealed head, for the listing's sealed_through_seq. */
+export async function sealedThrough(db: ListingDb): Promise<{ sealed_through_seq: number }> {
+  const { results } = await db.prepare("SELECT seq FROM audit_chain WHERE id = 1").all<{ seq: number }>();
+  return { sealed_through_seq: results[0]?.seq ?? 0 };
+}
+
+/** Members that are present only when the row has them. */
+function present<K extends string>(row: AuditRow, keys: readonly K[]): Partial<Record<K, unknown>> {
+  const out: Partial<Record<K, unknown>> = {};
+  for (const key of keys) if (row[key] !== null && row[key] !== undefined) out[key] = row[key];
+  return out;
+}
 
 const KEY = ["at", "id"];
 
@@ -65,6 +98,16 @@ export async function listAudit(db: ListingDb, query: AuditQuery): Promise<Page<
       result: r.result,
       ...(r.count !== null ? { count: r.count } : {}),
       ...(r.details !== null ? { details: JSON.parse(r.details) as Record<string, unknown> } : {}),
+      via: r.via,
+      ...(present(r, [
+        "client_ip",
+        "policy_version",
+        "policy_hash",
+        "details_hash",
+        "seq",
+        "prev_hash",
+        "hash",
+      ] as const) as Partial<AuditEntry>),
     })),
     next_cursor,
   };

@@ -69,28 +69,36 @@ export class RefusalQueue {
     return this.#sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM refusals").toArray()[0]?.n ?? 0;
   }
 
-  /** Writes every row whose count D1 does not have yet; drops rows of minutes that are over and written. */
+  /**
+   * Writes every row whose count D1 does not have yet, and once more each row
+   * whose minute is over (marked `closed`: its count is final, so the sealer
+   * may chain it, contract section 25); drops rows once closed in D1. A
+   * sealed entry is never changed.
+   */
   async flush(db: AuditDb<{ run(): Promise<unknown> }>, now: number): Promise<QueueFlush> {
-    const rows = this.#sql.exec<QueueRow>("SELECT * FROM refusals WHERE count > flushed ORDER BY key").toArray();
+    const currentMinute = Math.floor(now / REFUSAL_COALESCE_MS);
+    const rows = this.#sql
+      .exec<QueueRow>("SELECT * FROM refusals WHERE count > flushed OR minute < ? ORDER BY key", currentMinute)
+      .toArray();
     let written = 0;
     for (const row of rows) {
+      const closed = row.minute < currentMinute ? 1 : 0;
       try {
         await db
           .prepare(
-            `INSERT INTO audit_log (id, at, principal, action, target, result, count, details, coalesce_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'refused', ?6, ?7, ?8)
-             ON CONFLICT (coalesce_key) DO UPDATE SET count = excluded.count`,
+            `INSERT INTO audit_log (id, at, principal, action, target, result, count, details, coalesce_key, closed)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'refused', ?6, ?7, ?8, ?9)
+             ON CONFLICT (coalesce_key) DO UPDATE SET count = excluded.count, closed = excluded.closed WHERE audit_log.seq IS NULL`,
           )
-          .bind(newAuditId(), row.first_at, row.principal, row.action as AuditAction, row.target, row.count, row.details, row.key)
+          .bind(newAuditId(), row.first_at, row.principal, row.action as AuditAction, row.target, row.count, row.details, row.key, closed)
           .run();
       } catch (err) {
         return { written, remaining: this.pending, error: err instanceof Error ? err.message : String(err) };
       }
-      this.#sql.exec("UPDATE refusals SET flushed = ? WHERE key = ?", row.count, row.key);
+      if (closed === 1) this.#sql.exec("DELETE FROM refusals WHERE key = ?", row.key);
+      else this.#sql.exec("UPDATE refusals SET flushed = ? WHERE key = ?", row.count, row.key);
       written += 1;
     }
-    const currentMinute = Math.floor(now / REFUSAL_COALESCE_MS);
-    this.#sql.exec("DELETE FROM refusals WHERE minute < ? AND flushed = count", currentMinute);
     return { written, remaining: this.pending };
   }
 }

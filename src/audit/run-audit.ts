@@ -17,6 +17,8 @@ export interface RunAuditContext {
 
 export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: string): AuditEntry | null {
   const id = `aud_${context.run_id}_${event.sequence}`;
+  // Where it came from (contract section 25): a Slack-started run's entries came through Slack.
+  const via = context.source === "slack" ? ("slack" as const) : ("api" as const);
   switch (event.type) {
     case "run_started": {
       const principal = context.requested_by ?? (context.source === "slack" ? `slack:${context.user_id}` : context.user_id);
@@ -28,6 +30,7 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         action: "run.trigger",
         target: context.run_id,
         result: "ok",
+        via,
         ...(onBehalfOf !== undefined ? { details: { on_behalf_of: onBehalfOf } } : {}),
       };
     }
@@ -43,6 +46,7 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         action: "approval.decide",
         target: `${context.run_id}/approvals/${event.approval_id}`,
         result: "ok",
+        via: decidedBy.startsWith("slack:") ? "slack" : "api",
         details: {
           // A vote before the Nth (contract section 19: one approval.decide per vote) is an approve.
           decision: event.type === "approval_vote" ? "approved" : event.decision,
@@ -63,6 +67,7 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         // An MCP question (contract section 21) is answered at its input_id, and says how.
         target: `${context.run_id}/inputs/${event.input_id ?? event.tool_call_id}`,
         result: "ok",
+        via: answeredBy.startsWith("slack:") ? "slack" : "api",
         ...(event.action !== undefined ? { details: { action: event.action, tool_call_id: event.tool_call_id } } : {}),
       };
     }

@@ -50,6 +50,9 @@ export const ERROR_CODES = [
   "oauth_token_failed",
   // The Slack app (section 14): a verified body that is not Slack's shape.
   "bad_request",
+  // An audit you can prove (section 25): no signing key; an export from before what retention kept.
+  "unsigned",
+  "retained_from",
   // A bug, never bad input: logged, nothing internal said.
   "internal_error",
 ] as const;

@@ -7,8 +7,10 @@ import { ApiError, errorFromResponse } from "./errors.js";
 import { type OpenSocket, streamEvents, type EventStreamOptions } from "./event-stream.js";
 import type { WebSocketLike } from "./socket-stream.js";
 import { queryString, walkPages, type WalkOptions } from "./pages.js";
+import type { AuditPublicJwk } from "./audit-chain.js";
 import type {
   AuditPage,
+  AuditCheckpointPage,
   AuditQuery,
   TokenCreated,
   TokenCreateRequest,
@@ -229,6 +231,16 @@ export class EngineClient {
   /** GET /api/audit: one page of the audit log, newest first. */
   audit(query: AuditQuery = {}, options: RequestOptions = {}): Promise<AuditPage> {
     return this.#json("GET", `/api/audit${queryString({ ...query })}`, undefined, options);
+  }
+
+  /** GET /api/audit/checkpoints: signed checkpoints of the audit chain, newest first (contract section 25). */
+  auditCheckpoints(query: { limit?: number; cursor?: string } = {}, options: RequestOptions = {}): Promise<AuditCheckpointPage> {
+    return this.#json("GET", `/api/audit/checkpoints${queryString({ ...query })}`, undefined, options);
+  }
+
+  /** GET /api/audit/public-key: every key that signed a kept checkpoint (for `approved-exec audit verify --public-key`). */
+  auditPublicKeys(options: RequestOptions = {}): Promise<{ keys: AuditPublicJwk[] }> {
+    return this.#json("GET", "/api/audit/public-key", undefined, options);
   }
 
   // ---- section 15: listings across runs and the machine-readable contract -------

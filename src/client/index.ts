@@ -22,3 +22,18 @@ export {
   type TextFormat,
 } from "./requested-form.js";
 export { type AdapterHooks, createHookDispatcher } from "./adapter-hooks.js";
+export {
+  type AuditCheck,
+  type AuditCheckpoint,
+  type AuditPublicJwk,
+  type AuditVerifyReport,
+  canonicalJson,
+  checkpointSignatureValid,
+  detailsHash,
+  entryHash,
+  GENESIS_PREV_HASH,
+  hashedForm,
+  jwkThumbprint,
+  type SealedAuditEntry,
+  verifyAuditExport,
+} from "./audit-chain.js";

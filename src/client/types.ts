@@ -539,6 +539,8 @@ export const AUDIT_ACTIONS = [
   "input.answer",
   "mutation.reconcile",
   "access.refused",
+  "audit.checkpoint",
+  "audit.scrub",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -553,6 +555,22 @@ export interface AuditEntry {
   /** Refusals coalesced per principal, action, target and minute. */
   count?: number;
   details?: Record<string, unknown>;
+  /** Where it came from (contract section 25): `api`, `console`, `slack` or `engine`. */
+  via?: "api" | "console" | "slack" | "engine";
+  client_ip?: string;
+  policy_version?: number;
+  policy_hash?: string;
+  /** Set once the sealer has chained the entry (contract section 25); absent while unsealed. */
+  details_hash?: string;
+  seq?: number;
+  prev_hash?: string;
+  hash?: string;
+}
+
+/** GET /api/audit/checkpoints (contract section 25). */
+export interface AuditCheckpointPage {
+  checkpoints: { seq: number; hash: string; at: string; kid: string; signature: string }[];
+  next_cursor: string | null;
 }
 
 export interface AuditQuery {
@@ -565,4 +583,6 @@ export interface AuditQuery {
 export interface AuditPage {
   entries: AuditEntry[];
   next_cursor: string | null;
+  /** The sealed head: every entry up to this seq is chained (0 before the first). */
+  sealed_through_seq: number;
 }

@@ -234,6 +234,33 @@ const otlpHeadersVar = optionalText.transform((v, ctx) => {
   return headers;
 });
 
+const base64url32 = z.string().regex(/^[A-Za-z0-9_-]{43}$/, "32 bytes, unpadded base64url");
+
+/**
+ * AUDIT_SIGNING_KEY (contract section 25): a secret Ed25519 private JWK,
+ * `{"kty":"OKP","crv":"Ed25519","d","x"}`, as JSON text. Never echoed.
+ */
+const auditSigningKeyVar = optionalText
+  .transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: 'expected an Ed25519 private JWK as JSON: {"kty":"OKP","crv":"Ed25519","d":…,"x":…}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z
+      .object(
+        { kty: z.literal("OKP"), crv: z.literal("Ed25519"), d: base64url32, x: base64url32 },
+        { error: 'expected an Ed25519 private JWK: {"kty":"OKP","crv":"Ed25519","d":…,"x":…}' },
+      )
+      .loose()
+      .transform(({ kty, crv, d, x }) => ({ kty, crv, d, x }))
+      .optional(),
+  );
+
 /**
  * ACCESS_TEAM_DOMAIN (contract section 18): https, or plain http only on
  * loopback with a port (a local JWKS server in tests); no path.
@@ -363,6 +390,8 @@ export const hostConfigSchema = z.object({
   // Traces (contract section 22): off unless the endpoint is set; the headers are a secret.
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(z.url().optional()),
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeadersVar,
+  // Contract section 25: signs audit checkpoints (an Ed25519 private JWK); unset, the audit is unsigned.
+  AUDIT_SIGNING_KEY: auditSigningKeyVar,
   // Contract section 21: encrypts MCP OAuth tokens at rest; OAuth is off until it is set.
   MCP_TOKEN_KEY: optionalText.pipe(z.string().refine(isTokenKey, "base64 of 32 random bytes (e.g. `openssl rand -base64 32`)").optional()),
 });
@@ -404,6 +433,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     config.SLACK_BOT_TOKEN,
     config.CONSOLE_SESSION_SECRET,
     config.MCP_TOKEN_KEY,
+    config.AUDIT_SIGNING_KEY?.d,
   ]) {
     registerExactSecret(secret);
   }

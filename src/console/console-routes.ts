@@ -187,9 +187,18 @@ async function signIn(request: Request, env: Env, apiToken: string | undefined, 
       target: sessionTarget(id),
       result: "ok",
       details: { expires_at: session.expires_at },
+      // Contract section 25: the console's own action, from the client's address where known.
+      via: "console",
+      ...clientIpOf(request),
     }),
   ]);
   return new Response(null, { status: 204, headers: { "set-cookie": sessionSetCookie(await signSessionId(id, secret), ttlSeconds) } });
+}
+
+/** The client's address (CF-Connecting-IP) as an audit entry's client_ip, where known. */
+function clientIpOf(request: Request): { client_ip?: string } {
+  const ip = request.headers.get("cf-connecting-ip");
+  return ip ? { client_ip: ip } : {};
 }
 
 async function signOut(request: Request, env: Env): Promise<Response> {
@@ -208,6 +217,8 @@ async function signOut(request: Request, env: Env): Promise<Response> {
       action: "session.end",
       target: sessionTarget(session.id),
       result: "ok",
+      via: "console",
+      ...clientIpOf(request),
     }),
   ]);
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSetCookie() } });

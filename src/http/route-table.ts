@@ -26,7 +26,8 @@
 // pick the route up from here. Every error code it answers must be in
 // src/base/api-error.ts.
 import { z } from "zod";
-import { auditPageSchema, auditQuerySchema, listAudit } from "../audit/audit-reads";
+import { auditExportQuerySchema } from "../audit/audit-export";
+import { auditPageSchema, auditQuerySchema, listAudit, sealedThrough } from "../audit/audit-reads";
 import { errorBodySchema, jsonResponse } from "../base/api-error";
 import { callbackQuerySchema, handleCallback, handleClientDocument, handleConnect } from "../mcp-oauth/oauth-routes";
 import { healthSchema } from "../operate/health";
@@ -56,6 +57,14 @@ import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePo
 import { handleApprovalDecision, handleCancel, handleGetRun, handleInputAnswer } from "./handlers/runs";
 import { tokenAudit } from "./handlers/token-audit";
 import { handleCreateToken, handleListTokens, handleRevokeToken, tokenCreateSchema } from "./handlers/tokens";
+import {
+  checkpointsQuerySchema,
+  handleAuditExport,
+  handleCreateCheckpoint,
+  handleListCheckpoints,
+  handlePublicKeys,
+  handleScrub,
+} from "./handlers/audit-proof";
 import { handleTrigger } from "./handlers/trigger";
 import { openApiDocumentOf } from "./openapi-document";
 import {
@@ -101,6 +110,11 @@ const healthRule = { role: "viewer" } as const;
 const admin = { kind: "role", rule: { role: "admin" } } as const;
 const runParams = z.object({ runId: z.string().meta({ description: "run_ + a ULID" }) });
 const mutationParams = z.object({ mutationId: z.string().meta({ description: "mut_ + a ULID" }) });
+/** A signed checkpoint of the audit chain (contract section 25). */
+const auditCheckpointSchema = z
+  .object({ seq: z.number().int(), hash: z.string(), at: z.string(), kid: z.string(), signature: z.string() })
+  .strict()
+  .meta({ id: "AuditCheckpoint" });
 const listingResponses = (page: z.ZodType) => ({ 200: { description: "One page", content: json(page) }, ...errors(400, ...API_ERRORS) });
 
 /** Slack's signed requests (contract section 14): Events API JSON, or interactivity's form with a `payload`. */
@@ -433,7 +447,7 @@ export const ROUTES: readonly RouteSpec[] = [
       201: { description: "Made", content: json(tokenCreatedSchema) },
       ...errors(400, 409, 413, 415, ...API_ERRORS),
     },
-    handler: (request, env) => handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal)),
+    handler: (request, env) => handleCreateToken(request, env.DB, request.principal, tokenAudit(env.DB, request.principal, request)),
   },
   {
     method: "GET",
@@ -454,7 +468,7 @@ export const ROUTES: readonly RouteSpec[] = [
       ...errors(404, ...API_ERRORS),
     },
     handler: (request, env) =>
-      handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal)),
+      handleRevokeToken(env.DB, decodePathParam(request.params.name), request.principal, tokenAudit(env.DB, request.principal, request)),
   },
   {
     method: "GET",
@@ -464,7 +478,73 @@ export const ROUTES: readonly RouteSpec[] = [
     request: { query: auditQuerySchema },
     responses: listingResponses(auditPageSchema),
     handler: (request, env) =>
-      listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),
+      listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit, sealedThrough),
+  },
+  // An audit you can prove (contract section 25).
+  {
+    method: "GET",
+    path: "/api/audit/export",
+    auth: admin,
+    summary: "The sealed audit chain as JSON Lines or OCSF API Activity, streamed (contract section 25, admin)",
+    request: { query: auditExportQuerySchema },
+    responses: {
+      200: { description: "JSON Lines: {entry}, {checkpoint} or {anchor}", content: { "application/x-ndjson": { schema: z.string() } } },
+      ...errors(400, 410, ...API_ERRORS),
+    },
+    handler: (request, env) => handleAuditExport(new URL(request.url), env.DB),
+  },
+  {
+    method: "GET",
+    path: "/api/audit/checkpoints",
+    auth: viewer,
+    summary: "Signed checkpoints, newest first (contract section 25, viewer)",
+    request: { query: checkpointsQuerySchema },
+    responses: {
+      200: {
+        description: "One page",
+        content: json(z.object({ checkpoints: z.array(auditCheckpointSchema), next_cursor: z.string().nullable() }).strict()),
+      },
+      ...errors(400, ...API_ERRORS),
+    },
+    handler: (request, env) => handleListCheckpoints(new URL(request.url), env.DB),
+  },
+  {
+    method: "POST",
+    path: "/api/audit/checkpoints",
+    auth: admin,
+    summary: "Seal and sign the audit chain's head now (contract section 25, admin; at most once a minute)",
+    responses: {
+      200: { description: "The head has not moved: the existing checkpoint", content: json(auditCheckpointSchema) },
+      201: { description: "Signed", content: json(auditCheckpointSchema) },
+      ...errors(409, ...API_ERRORS),
+    },
+    handler: (request, env) => handleCreateCheckpoint(env, request.principal.id),
+  },
+  {
+    method: "GET",
+    path: "/api/audit/public-key",
+    auth: viewer,
+    summary: "Every public key (JWK with kid) that signed a kept checkpoint (contract section 25, viewer)",
+    responses: {
+      200: { description: "The keys", content: json(z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).strict()) },
+      ...errors(...API_ERRORS),
+    },
+    handler: (_request, env) => handlePublicKeys(env.DB),
+  },
+  {
+    method: "POST",
+    path: "/api/audit/:auditId/scrub",
+    auth: admin,
+    summary: "Drop an audit entry's details, keeping its details_hash so the chain still verifies (contract section 25, admin)",
+    request: { params: z.object({ auditId: z.string() }) },
+    responses: {
+      200: {
+        description: "Scrubbed",
+        content: json(z.object({ id: z.string(), scrubbed: z.literal(true), details_hash: z.string().optional() }).strict()),
+      },
+      ...errors(404, ...API_ERRORS),
+    },
+    handler: (request, env) => handleScrub(env.DB, decodePathParam(request.params.auditId), request.principal.id),
   },
 
   // The Slack app (contract section 14): Slack's signature instead of a credential.

@@ -43,6 +43,7 @@ const auditEntryMarkSchema = z
     result: z.enum(["ok", "refused"]),
     count: z.number().int().optional(),
     details: z.record(z.string(), z.unknown()).optional(),
+    via: z.enum(["api", "console", "slack", "engine"]).optional(),
   })
   .strip();
 
@@ -142,9 +143,9 @@ const FLUSH_BATCH_MARKS = 100;
 
 export type FlushResult =
   /** Every mark read was written (`remaining` > 0 only when more than a batch was pending). */
-  | { status: "ok"; written: number; remaining: number }
+  | { status: "ok"; written: number; remaining: number; audit?: number }
   /** D1 refused or failed: marks before the failure are written and deleted, the rest stay for the next flush. */
-  | { status: "failed"; written: number; remaining: number; error: string };
+  | { status: "failed"; written: number; remaining: number; error: string; audit?: number };
 
 /** After a failed flush, the object's alarm tries again this much later (D1 is down or slow; don't spin). */
 export const FLUSH_RETRY_AFTER_FAILURE_MS = 1_000;
@@ -345,9 +346,12 @@ export class RunIndex {
       .exec<MarkRow>(`SELECT kind, key, rank, fields, version FROM run_index_marks ORDER BY kind, key LIMIT ?`, batch)
       .toArray();
     let written = 0;
+    // Audit entries written: the sealer is woken to chain them (contract section 25).
+    let audit = 0;
     for (const mark of marks) {
       try {
         await writeMark(db, mark);
+        if (mark.kind === "audit") audit += 1;
       } catch (err) {
         if (err instanceof z.ZodError) {
           // Not a D1 failure: the mark itself is malformed (a bug), and retrying it would re-arm for ever.
@@ -355,12 +359,18 @@ export class RunIndex {
           this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
           continue;
         }
-        return { status: "failed", written, remaining: this.pending, error: err instanceof Error ? err.message : String(err) };
+        return {
+          status: "failed",
+          written,
+          remaining: this.pending,
+          error: err instanceof Error ? err.message : String(err),
+          ...(audit > 0 ? { audit } : {}),
+        };
       }
       this.#sql.exec(`DELETE FROM run_index_marks WHERE kind = ? AND key = ? AND version = ?`, mark.kind, mark.key, mark.version);
       written += 1;
     }
-    return { status: "ok", written, remaining: this.pending };
+    return { status: "ok", written, remaining: this.pending, ...(audit > 0 ? { audit } : {}) };
   }
 
   #mark(kind: MarkKind, key: string, rank: Rank, fields: object): void {

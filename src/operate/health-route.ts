@@ -18,6 +18,7 @@ import type { McpServerConfig } from "../execution/mcp-transport";
 import { oauthAuthorization } from "../mcp-oauth/server-access";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
 import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
+import { auditHealth } from "../audit/audit-health";
 
 /** One cache per isolate: the contract's 30 s is per server, not per request. */
 const mcpProbes = new McpProbeCache();
@@ -64,6 +65,12 @@ export async function handleHealth(
         "degraded",
       );
     },
+    audit: () =>
+      within(
+        waitMs,
+        auditHealth(env.DB, { signed: config?.AUDIT_SIGNING_KEY !== undefined, bucket: env.AUDIT_BUCKET !== undefined, now: Date.now() }),
+        "degraded",
+      ),
     mcp: Object.fromEntries(
       Object.entries(config?.MCP_SERVERS ?? {}).map(([name, server]) => [
         name,

@@ -21,6 +21,8 @@ export const healthSchema = z
     storage_pool: componentSchema,
     config: z.enum(["ok", "bad"]),
     slack: componentSchema,
+    // Contract sections 22 and 25: the audit chain; `unsigned` does not degrade the status.
+    audit: z.enum(["ok", "degraded", "unsigned"]),
     mcp: z.record(z.string(), mcpStateSchema),
   })
   .strict()
@@ -36,6 +38,7 @@ export interface HealthProbes {
   d1: () => Promise<Component>;
   storagePool: () => Promise<Component>;
   slack: () => Promise<Component>;
+  audit: () => Promise<"ok" | "degraded" | "unsigned">;
   /** Server name → its probe (already cached and bounded). */
   mcp: Record<string, () => Promise<McpState>>;
 }
@@ -44,21 +47,25 @@ export interface HealthProbes {
 export async function checkHealth(probes: HealthProbes): Promise<Health> {
   const safely = <T>(probe: () => Promise<T>, failed: T) => probe().catch(() => failed);
   const names = Object.keys(probes.mcp);
-  const [d1, storage_pool, slack, ...mcpStates] = await Promise.all([
+  const [d1, storage_pool, slack, audit, ...mcpStates] = await Promise.all([
     safely(probes.d1, "degraded" as Component),
     safely(probes.storagePool, "degraded" as Component),
     safely(probes.slack, "degraded" as Component),
+    safely(probes.audit, "degraded" as const),
     ...names.map((name) => safely(probes.mcp[name] as () => Promise<McpState>, "unreachable" as McpState)),
   ]);
   const mcp = Object.fromEntries(names.map((name, i) => [name, mcpStates[i] as McpState]));
   const degraded =
-    !probes.configOk || [d1, storage_pool, slack].some((c) => c === "degraded") || Object.values(mcp).some((state) => state !== "ok");
+    !probes.configOk ||
+    [d1, storage_pool, slack, audit].some((c) => c === "degraded") ||
+    Object.values(mcp).some((state) => state !== "ok");
   return {
     status: degraded ? "degraded" : "ok",
     d1: d1 as Component,
     storage_pool: storage_pool as Component,
     config: probes.configOk ? "ok" : "bad",
     slack: slack as Component,
+    audit: audit as Health["audit"],
     mcp,
   };
 }

@@ -125,11 +125,20 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
             cutoff(now, settings.MUTATION_RETENTION_DAYS),
           ),
     ],
-    // The audit log (contract section 18) past AUDIT_RETENTION_DAYS (default 400), oldest first (index audit_newest).
+    // The audit log (contract sections 18 and 25) past AUDIT_RETENTION_DAYS (default 400), sealed entries only and
+    // always from the start of the chain, so what is kept still verifies: with checkpoints, up to and including the
+    // newest checkpoint older than that (kept, so the rest verifies from it); without, the entries before the first
+    // one that is not that old (the chain then starts unanchored).
     [
       "audit",
       single(
-        `DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at, id LIMIT ?)`,
+        `DELETE FROM audit_log WHERE id IN (
+           SELECT id FROM audit_log WHERE seq IS NOT NULL AND seq <= (
+             CASE WHEN EXISTS (SELECT 1 FROM audit_checkpoints)
+               THEN COALESCE((SELECT MAX(seq) FROM audit_checkpoints WHERE at < ?1), 0)
+               ELSE COALESCE((SELECT MIN(seq) - 1 FROM audit_log WHERE seq IS NOT NULL AND at >= ?1), (SELECT seq FROM audit_chain WHERE id = 1))
+             END)
+           ORDER BY seq LIMIT ?2)`,
         cutoff(now, settings.AUDIT_RETENTION_DAYS),
       ),
     ],

@@ -57,7 +57,8 @@ describe("each role against each route, over HTTP", () => {
       const { token, principal } = await tokenWith(role);
       for (const route of routes) {
         const res = await call(token, route, runId);
-        const body = res.headers.get("content-type")?.includes("json") ? await res.json() : (await res.body?.cancel(), null);
+        // application/json only: the audit export (contract section 25) is JSON Lines.
+        const body = res.headers.get("content-type")?.includes("application/json") ? await res.json() : (await res.body?.cancel(), null);
         if (roleAllows(role, route, false)) {
           expect(res.status, `${role} on ${route}: ${JSON.stringify(body)}`).not.toBe(403);
           expect(res.status, `${role} on ${route}`).not.toBe(401);

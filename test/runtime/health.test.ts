@@ -26,7 +26,16 @@ describe("GET /api/health", () => {
   it("answers 200 with every dependency's state", async () => {
     const res = await api("/api/health");
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", d1: "ok", storage_pool: "ok", config: "ok", slack: "off", mcp: { demo: "ok" } });
+    // The runtime tests sign audit checkpoints (AUDIT_SIGNING_KEY in vitest.config.ts): audit is ok, not unsigned.
+    expect(await res.json()).toEqual({
+      status: "ok",
+      d1: "ok",
+      storage_pool: "ok",
+      config: "ok",
+      slack: "off",
+      audit: "ok",
+      mcp: { demo: "ok" },
+    });
   });
 
   it("needs a credential", async () => {

@@ -4,7 +4,7 @@
 // must delete exactly the old ones: receipts past RECEIPT_RETENTION_DAYS,
 // ended runs (with their approvals, questions and metric row) past
 // INDEX_RETENTION_DAYS, ended console sessions, audit entries past
-// AUDIT_RETENTION_DAYS, Home tab openers quiet for 7 days, expired MCP OAuth
+// AUDIT_RETENTION_DAYS up to a checkpoint (section 25), Home tab openers quiet for 7 days, expired MCP OAuth
 // connect states, and settled
 // mutation rows only with MUTATION_RETENTION_DAYS set. Running runs, pending entries, live
 // sessions, unresolved and outcome_unknown rows stay whatever their age.
@@ -128,6 +128,13 @@ async function fire(vars: Record<string, string> = {}): Promise<void> {
 describe("retention (the Cron Trigger)", () => {
   it("deletes what is old and nothing else; mutation rows stay without MUTATION_RETENTION_DAYS", async () => {
     await seed();
+    // Contract section 25: audit entries go only up to a checkpoint older than AUDIT_RETENTION_DAYS (the runtime
+    // tests sign with AUDIT_SIGNING_KEY): the seeded entries are sealed, and a checkpoint of 401 days ago signs audit-old.
+    await env.AUDIT_SEALER.get(env.AUDIT_SEALER.idFromName("audit")).seal();
+    const oldSeq = (await env.DB.prepare("SELECT seq FROM audit_log WHERE id = ?").bind(id("audit-old")).first<{ seq: number }>())!.seq;
+    await env.DB.prepare("INSERT INTO audit_checkpoints (seq, hash, at, kid, signature) VALUES (?, 'sha256:x', ?, 'kid', 'sig')")
+      .bind(oldSeq, ago(401))
+      .run();
     const startedBefore = await count(`SELECT value AS n FROM metric_counters WHERE name = 'aee_runs_started_total'`);
     await fire();
     expect(await exists("deliveries", "delivery_id", id("receipt-old"))).toBe(false);
@@ -146,6 +153,7 @@ describe("retention (the Cron Trigger)", () => {
     // Audit entries past AUDIT_RETENTION_DAYS (default 400), Home tab openers quiet for 7 days.
     expect(await exists("audit_log", "id", id("audit-old"))).toBe(false);
     expect(await exists("audit_log", "id", id("audit-new"))).toBe(true);
+    expect(await exists("audit_checkpoints", "seq", String(oldSeq))).toBe(true);
     expect(await exists("slack_home_openers", "user_id", id("opener-quiet"))).toBe(false);
     expect(await exists("slack_home_openers", "user_id", id("opener-recent"))).toBe(true);
     expect(await exists("mcp_oauth_states", "state_digest", id("state-expired"))).toBe(false);

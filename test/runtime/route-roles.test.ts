@@ -40,7 +40,9 @@ describe("each role against each route", () => {
       const { json } = await trigger({ message: "roles", script: [{ text: "hi" }] });
       for (const route of API_ROUTES) {
         const res = await call(token, route, json.run_id);
-        const body = res.headers.get("content-type")?.includes("json") ? await res.json<any>() : (await res.body?.cancel(), null);
+        const body = res.headers.get("content-type")?.includes("application/json")
+          ? await res.json<any>()
+          : (await res.body?.cancel(), null);
         if (roleAllows(role, route, false)) {
           expect(res.status, `${role} on ${route}: ${JSON.stringify(body)}`).not.toBe(403);
           expect(res.status, `${role} on ${route}`).not.toBe(401);

@@ -9,6 +9,7 @@ import worker from "../../src/index";
 export { StoragePool } from "../../durable-objects/storage-pool";
 export { AuditQueue } from "../../durable-objects/audit-queue";
 export { RateLimiter } from "../../durable-objects/rate-limiter";
+export { AuditSealer } from "../../durable-objects/audit-sealer";
 
 export class RunObject extends ProductionRunObject {
   #seam: OutcomeDb | undefined;

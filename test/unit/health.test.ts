@@ -13,11 +13,21 @@ const probes = (overrides: Partial<HealthProbes> = {}): HealthProbes => ({
   d1: async () => "ok",
   storagePool: async () => "ok",
   slack: async () => "off",
+  audit: async () => "unsigned",
   mcp: { demo: async () => "ok" },
   ...overrides,
 });
 
 describe("checkHealth", () => {
+  it("audit: unsigned does not degrade the status, degraded does (contract sections 22 and 25)", async () => {
+    expect(await checkHealth(probes({ audit: async () => "unsigned" }))).toMatchObject({ status: "ok", audit: "unsigned" });
+    expect(await checkHealth(probes({ audit: async () => "degraded" }))).toMatchObject({ status: "degraded", audit: "degraded" });
+    expect(await checkHealth(probes({ audit: async () => Promise.reject(new Error("D1 down")) }))).toMatchObject({
+      status: "degraded",
+      audit: "degraded",
+    });
+  });
+
   it("is ok when every component is ok or off and every MCP server ok", async () => {
     expect(await checkHealth(probes())).toEqual({
       status: "ok",
@@ -25,6 +35,7 @@ describe("checkHealth", () => {
       storage_pool: "ok",
       config: "ok",
       slack: "off",
+      audit: "unsigned",
       mcp: { demo: "ok" },
     });
   });

@@ -35,6 +35,8 @@ export async function listing<S extends z.ZodType, T>(
   schema: S,
   envelopeKey: string,
   read: (db: ListingDb, query: z.output<S>) => Promise<Page<T>>,
+  /** More members of the envelope, read after the page (the audit log's sealed_through_seq). */
+  extra?: (db: ListingDb) => Promise<Record<string, unknown>>,
 ): Promise<Response> {
   const query = validate(schema, queryObject(url));
   let result: BoundedResult<Page<T>>;
@@ -58,7 +60,11 @@ export async function listing<S extends z.ZodType, T>(
       { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) },
     );
   }
-  return jsonResponse(200, { [envelopeKey]: result.value.items, next_cursor: result.value.next_cursor });
+  return jsonResponse(200, {
+    [envelopeKey]: result.value.items,
+    next_cursor: result.value.next_cursor,
+    ...(extra !== undefined ? await extra(db) : {}),
+  });
 }
 
 /** GET /api/runs?channel_id=&status=&limit=&cursor= */

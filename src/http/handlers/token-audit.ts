@@ -4,7 +4,10 @@ import { auditStatement, newAuditId } from "../../audit/audit-log";
 import type { Principal } from "../../auth/principal";
 import type { TokenAudit } from "./tokens";
 
-export function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
+export function tokenAudit(db: D1Database, principal: Principal, request: Request): TokenAudit {
+  // Contract section 25: where it came from (a console session's request is the console's) and, where known, the client's address.
+  const via = principal.credential.kind === "console_session" ? ("console" as const) : ("api" as const);
+  const clientIp = request.headers.get("cf-connecting-ip") ?? undefined;
   return {
     entry: (action, target, details) =>
       auditStatement(
@@ -17,6 +20,8 @@ export function tokenAudit(db: D1Database, principal: Principal): TokenAudit {
           target,
           result: "ok",
           ...(details ? { details } : {}),
+          via,
+          ...(clientIp ? { client_ip: clientIp } : {}),
         },
         { onlyIfPreviousChanged: action === "token.create" },
       ),

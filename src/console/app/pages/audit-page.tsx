@@ -3,13 +3,17 @@
 // filters (the filters live in the fragment's query, so a filtered log is a
 // link), one page at a time with its keyset cursor. Anyone else sees why
 // they cannot read it, and the page sends nothing for them (a refused read
-// would only add an access.refused entry).
+// would only add an access.refused entry). Each entry's target links where
+// it leads (./audit-targets.ts), and the chain's state is shown above the log
+// (contract section 25): sealed through which seq, the last checkpoint and how
+// many entries came after it.
 import { useState } from "preact/hooks";
 import { AUDIT_ACTIONS, type AuditAction, type AuditEntry, type AuditQuery } from "../../../client/types";
 import { engine } from "../api";
 import { ErrorLine } from "../components/error-line";
 import { usePolled } from "../hooks";
 import { type AuditFilters, href } from "../router";
+import { targetLink } from "../audit-targets";
 
 /** Entries shown per page. */
 const AUDIT_PAGE_SIZE = 50;
@@ -83,8 +87,11 @@ function EntryRow({ entry, filters }: { entry: AuditEntry; filters: AuditFilters
           {entry.principal}
         </a>
       </td>
+      <td data-label="Seq" data-seq={entry.seq ?? ""}>
+        {entry.seq ?? <span class="meta">unsealed</span>}
+      </td>
       <td data-label="Target" class="run-link">
-        {entry.target}
+        <Target target={entry.target} />
       </td>
       <td data-label="Result">
         {entry.result}
@@ -92,6 +99,41 @@ function EntryRow({ entry, filters }: { entry: AuditEntry; filters: AuditFilters
       </td>
       <td data-label="Details">{entry.details ? <code>{JSON.stringify(entry.details)}</code> : null}</td>
     </tr>
+  );
+}
+
+function Target({ target }: { target: string }) {
+  const link = targetLink(target);
+  return link === null ? (
+    <>{target}</>
+  ) : (
+    <a href={link.href} title={link.title} data-target-link>
+      {target}
+    </a>
+  );
+}
+
+/** The chain's state (contract section 25): the sealed head, the last checkpoint and the entries after it. */
+function ChainState({ sealedThrough }: { sealedThrough: number | undefined }) {
+  const checkpoints = usePolled("audit checkpoints", (signal) => engine.auditCheckpoints({ limit: 1 }, { signal }));
+  if (sealedThrough === undefined) return null;
+  const last = checkpoints.data?.checkpoints[0];
+  return (
+    <p class="meta" data-chain-state data-sealed-through={sealedThrough} data-last-checkpoint={last?.seq ?? ""}>
+      Chain sealed through seq {sealedThrough}
+      {" · "}
+      {checkpoints.data === undefined ? (
+        "checkpoints loading…"
+      ) : last === undefined ? (
+        "no signed checkpoint yet (set AUDIT_SIGNING_KEY)"
+      ) : (
+        <>
+          last checkpoint at seq {last.seq}, <time dateTime={last.at}>{new Date(last.at).toLocaleString()}</time>
+          {" · "}
+          <span data-since-checkpoint={sealedThrough - last.seq}>{sealedThrough - last.seq} entries since</span>
+        </>
+      )}
+    </p>
   );
 }
 
@@ -106,6 +148,7 @@ function AuditLog({ filters }: { filters: AuditFilters }) {
   const next = log.data?.next_cursor ?? null;
   return (
     <>
+      <ChainState sealedThrough={log.data?.sealed_through_seq} />
       <AuditFilterForm key={JSON.stringify(filters)} filters={filters} />
       <ErrorLine message={log.error} />
       {log.data && entries.length === 0 ? (
@@ -117,6 +160,7 @@ function AuditLog({ filters }: { filters: AuditFilters }) {
             <th scope="col">At</th>
             <th scope="col">Action</th>
             <th scope="col">Principal</th>
+            <th scope="col">Seq</th>
             <th scope="col">Target</th>
             <th scope="col">Result</th>
             <th scope="col">Details</th>
