@@ -65,7 +65,7 @@
 //      GET /healthz, in one loop. `BENCH_ONLY=auth npm run bench` runs this
 //      phase alone.
 //  14. the two-person rule (issue 19): deciding vote → tool_execution_started
-//      for create_dashboard under approvals_required 2 (two owners' tokens
+//      for create_dashboard under approvals_required 2 (two Access users' own tokens
 //      voting), beside the same tool under one vote, each on its own server;
 //      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
 //  15. MCP eras (issue 21, phases/mcp-eras.ts): HTTP requests per approved
