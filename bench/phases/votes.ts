@@ -49,7 +49,8 @@ async function approverClient(root: Client, access: AccessIssuer, name: string, 
 
 async function measure(root: Client, access: AccessIssuer, required: number, demoBaseUrl: string): Promise<VoteFigures> {
   const voters: Client[] = [];
-  for (const email of VOTERS.slice(0, required)) voters.push(await approverClient(root, access, `bench-${email.split("@")[0]}-${required}`, email));
+  for (const email of VOTERS.slice(0, required))
+    voters.push(await approverClient(root, access, `bench-${email.split("@")[0]}-${required}`, email));
   const waiter = new Waiter();
   const figures: VoteFigures = { required, samples: 0, started: [], executions: new Map(), calls: 0 };
   const titles: string[] = [];
