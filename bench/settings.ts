@@ -122,3 +122,8 @@ export const SCRAPE_REPEATS = count(50, 5);
 /** Phase 13, authentication's cost: timed requests per credential (and for the bare route), after a warm-up each. */
 export const AUTH_REQUESTS = count(400, 40);
 export const AUTH_WARMUP_REQUESTS = count(20, 4);
+/** Phase 16 (issue 28): timed runs per path (Slack click, POST approvals), alternating, and discarded warm-up runs per path before them. */
+export const CLICK_TRIP_SAMPLES = count(20, 3);
+export const CLICK_TRIP_WARMUP = count(3, 1);
+/** Phase 16 goal (issue 28): sequential remote round trips from a Slack Approve click to the tools/call, at most (9 before). */
+export const GOAL_CLICK_TRIPS = 6;
