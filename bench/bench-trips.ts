@@ -1,23 +1,24 @@
 // The bench Worker's trip log (bench-only; on when the bench var BENCH_TRIPS
-// is "1", never in production code): every remote round trip the Worker and
-// the run objects start, as they start and end it. A trip is one call that
-// leaves the isolate and is awaited: a D1 statement (or batch), a Durable
-// Object RPC (the run's object, the storage pool, the audit queue, the rate
-// limiter), or an outbound fetch (the Slack Web API, an MCP server). Inbound
-// requests to the Worker are logged too, to mark where a path begins.
+// is "1", never in production code): every remote call the Worker and the
+// run objects start, noted as it starts and as it settles. A trip is one call
+// that leaves the isolate: a D1 statement (or batch), a Durable Object RPC
+// (the run's object, the storage pool, the audit queue, the rate limiter), or
+// an outbound fetch (the Slack Web API, an MCP server). Inbound requests to
+// the Worker are logged too, to mark where a path begins.
 //
 // How: the Worker hands the real Worker an env whose D1 and Durable Object
 // bindings are counting proxies (tripsEnv), the run's object is built over
 // the same kind of env (BenchRunObject's constructor), and the isolate's
 // global fetch is wrapped once (a fetch made while the Worker handles a
 // request, waitUntil work included, is told apart from a run object's by an
-// AsyncLocalStorage the Worker's handling runs in). The Worker and its Durable Objects share one
-// isolate under `wrangler dev`, so one log with one counter orders every
-// entry exactly; `GET /bench/trips?after=N` reads what came after tick N.
-// Each proxy passes the call through and notes its start and its settlement;
-// with BENCH_TRIP_DELAY_MS it first waits that long (every trip but the MCP
-// requests), so a path's sequential trips show as that much added time each
-// and trips beside the path add none (bench/phases/click-trips.ts).
+// AsyncLocalStorage the Worker's handling runs in). The Worker and its
+// Durable Objects share one isolate under `wrangler dev`, so one log with one
+// counter orders every entry; `GET /bench/trips?after=N` reads what came
+// after tick N. Each proxy passes the call through and notes its start and
+// its settlement; with BENCH_TRIP_DELAY_MS it first waits that long (every
+// trip but the MCP requests), so a path's sequential trips show as that much
+// added time each and trips beside the path add none
+// (bench/phases/click-trips.ts).
 
 import { AsyncLocalStorage } from "node:async_hooks";
 

@@ -1,13 +1,13 @@
 // Phase 16, a Slack Approve click → the tools/call at the MCP server (issue
 // 28): the sequential remote round trips on the way, counted, and the time,
 // beside the same approval through `POST /api/runs/{id}/approvals/{id}` (the
-// floor), on one server, runs alternating between the two paths, one at a
-// time. Every run is started by a signed app_mention (so its approval is
-// posted to the Slack stand-in with buttons, as a real click's is) and has
-// one create_dashboard call, on a demo MCP server of the 2026-07-28 revision
-// of its own (stateless: the tools/call is the one MCP request, so what is
-// counted is the engine's); it is approved by a signed block_actions click of
-// an approver in SLACK_APPROVERS, or by the root token over HTTP.
+// floor), runs alternating between the two paths, one at a time. Every run
+// is started by a signed app_mention (so its approval is posted to the Slack
+// stand-in with buttons, as a real click's is) and has one create_dashboard
+// call, on a demo MCP server of the 2026-07-28 revision of its own
+// (stateless: the tools/call is the one MCP request, so what is counted is
+// the engine's); it is approved by a signed block_actions click of an
+// approver in SLACK_APPROVERS, or by the root token over HTTP.
 //
 // Counted, not read from the code: the servers run with the bench seam
 // BENCH_TRIPS="1" (bench/bench-trips.ts), which logs every D1 statement,
@@ -16,13 +16,13 @@
 // waits for, one after another, is measured by time: a second server adds
 // TRIP_DELAY_MS before every logged trip but the MCP requests
 // (BENCH_TRIP_DELAY_MS), so each sequential round trip adds that much to the
-// approval → tools/call time and a trip beside the path (the run index's D1
-// writes, the Slack posts the decision triggers, a release nobody awaits)
-// adds nothing. Per run, sequential trips = (its window with the delay − the
-// path's median window without) / TRIP_DELAY_MS, rounded, the window taken on
-// the isolate's clock from the trip log: the approval's arrival at the Worker
-// to the tools/call leaving it. The log of the run
-// without the delay names what was in the window.
+// window and a trip beside the path (the run index's D1 writes, the Slack
+// posts the decision triggers, a release nobody awaits) adds nothing. Per
+// run, sequential trips = (its window with the delay − the path's median
+// window without) / TRIP_DELAY_MS, rounded; the window is taken on the
+// isolate's clock from the trip log, from the approval's arrival at the
+// Worker to the tools/call leaving it. The log of the runs without the delay
+// names what was in the window.
 import { performance } from "node:perf_hooks";
 import { startDemoMcpProcess } from "../../test/support/demo-mcp-process";
 import { postSlackInteraction } from "../../test/support/slack-signing";
@@ -37,7 +37,6 @@ interface Trip {
   origin: string;
   kind: string;
   start: number;
-  end: number | null;
   /** Wall-clock ms in the isolate at the start. */
   startAt: number;
 }
