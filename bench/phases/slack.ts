@@ -136,7 +136,7 @@ async function measureSlack(client: Client, url: string, slack: SlackStandIn, ar
     await waiter.until(() => update() !== undefined, `the chat.update after the click for ${eventId}`);
     const updated = update()!;
     if (buttonsOf(updated.call).length > 0) throw new Error(`the chat.update for ${eventId} still carries buttons`);
-    const { run_id } = await client.expect<{ run_id: string }>(200, "GET", `/api/deliveries/${encodeURIComponent(eventId)}`);
+    const { run_id } = await client.expect<{ run_id: string }>(200, "GET", `/api/deliveries/${encodeURIComponent(eventId)}?source=slack`);
     await waitForEnd(client, run_id);
     if (i < SLACK_WARMUP) continue;
     result.ack.push(acked - sent);
