@@ -23,6 +23,10 @@
 //   POST /bench/index/runs?count=N
 //        writes N ended runs straight into the D1 run index (one statement;
 //        the metrics triggers count them), for the scrape's cost over many runs.
+//   GET  /bench/trips?after=N
+//        the trip log (bench/bench-trips.ts, on with BENCH_TRIPS="1"): every
+//        D1 statement, Durable Object RPC and outbound fetch the Worker and the
+//        run objects started after tick N, with start and end ticks.
 //   GET  /bench/auth/bare             204 after the config check, nothing else
 //   GET  /bench/auth/check            the same, then the real authenticate()
 //        (src/auth/authenticate.ts) on the request's credential: 204 for a
@@ -57,6 +61,7 @@ export { RateLimiter } from "../durable-objects/rate-limiter";
 import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outcomes";
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 import { isRunId } from "../src/ids";
+import { asWorker, startTrip, tripsAfter, tripsEnv, tripsOn } from "./bench-trips";
 
 // Not exported: workerd rejects a Worker module exporting anything but handlers and classes.
 /** Events per append request: bounds one RPC's synchronous work and its response time. */
@@ -76,6 +81,10 @@ export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL"> {
   BENCH_STORAGE_DELAY_MS?: string;
   /** Bench seam: "1" stalls every outcome D1 statement forever. */
   BENCH_D1_STALL?: string;
+  /** Bench seam: "1" logs every remote trip of the Worker and the run objects (bench/bench-trips.ts). */
+  BENCH_TRIPS?: string;
+  /** Bench seam, with BENCH_TRIPS: ms added before every logged trip but the MCP requests. */
+  BENCH_TRIP_DELAY_MS?: string;
 }
 
 /** Entries kept in each bench log (a phase needs a few hundred); older ones are dropped. */
@@ -119,6 +128,11 @@ function syntheticText(label: string, bytes: number): string {
  */
 export class BenchRunObject extends RunObject {
   readonly #storageLog: StorageLogEntry[] = [];
+
+  /** With BENCH_TRIPS="1", the run's object is built over an env whose D1 and Durable Object bindings log their trips. */
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, tripsOn(env as unknown as BenchEnv) ? tripsEnv(env, "run") : env);
+  }
 
   /** The outcome ledger's D1, behind the bench seams (logged always; delayed or stalled when the bench says so). */
   protected override outcomeDb(): OutcomeDb {
@@ -353,6 +367,11 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
     if (!isRunId(runId)) return json(404, { error: "not_found", message: `No run ${JSON.stringify(runId)}.` });
     return json(200, { statements: await env.RUN_OBJECT.get(env.RUN_OBJECT.idFromName(runId)).benchStorageLog() });
   }
+  if (request.method === "GET" && path === "/bench/trips") {
+    const after = Number(url.searchParams.get("after") ?? "0");
+    if (!Number.isInteger(after) || after < 0) return json(400, { error: "invalid_request", message: "after: an integer >= 0" });
+    return json(200, tripsAfter(after));
+  }
   if (request.method === "POST" && path === "/bench/index/runs") {
     const count = Number(url.searchParams.get("count") ?? "0");
     if (!Number.isInteger(count) || count < 1 || count > 100_000) {
@@ -400,6 +419,10 @@ export default {
     if (env.BENCH === "1" && request.method === "GET" && url.pathname === "/bench/auth/check") return authRoute(request, env, ctx, true);
     if (env.BENCH === "1" && url.pathname.startsWith("/bench/")) return benchRoute(request, env, url);
     // BenchRunObject is a RunObject, so the real Worker's view of the binding holds.
-    return realWorker.fetch(request, env as unknown as Env, ctx);
+    if (!tripsOn(env)) return realWorker.fetch(request, env as unknown as Env, ctx);
+    const done = startTrip("worker", `in ${request.method} ${url.pathname}`);
+    const response = asWorker(() => realWorker.fetch(request, tripsEnv(env, "worker") as unknown as Env, ctx));
+    response.then(done, done);
+    return response;
   },
 } satisfies ExportedHandler<BenchEnv>;

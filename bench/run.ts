@@ -65,13 +65,17 @@
 //      GET /healthz, in one loop. `BENCH_ONLY=auth npm run bench` runs this
 //      phase alone.
 //  14. the two-person rule (issue 19): deciding vote → tool_execution_started
-//      for create_dashboard under approvals_required 2 (two owners' tokens
+//      for create_dashboard under approvals_required 2 (two Access users' own tokens
 //      voting), beside the same tool under one vote, each on its own server;
 //      every call executed once. `BENCH_ONLY=votes npm run bench` runs it alone.
 //  15. MCP eras (issue 21, phases/mcp-eras.ts): HTTP requests per approved
 //      mutation counted at the server (goal: exactly one, the tools/call, on a
 //      2026-07-28 server) and approval → tools/call arrival, beside the
 //      2025-11-25 server in the same run. `BENCH_ONLY=eras npm run bench`.
+//  16. a Slack Approve click → tools/call (issue 28, phases/click-trips.ts): the
+//      sequential remote round trips on the way (counted in the bench Worker's
+//      trip log, BENCH_TRIPS) and the time, beside POST .../approvals/... on
+//      the same server (goal: at most 6). `BENCH_ONLY=clicks npm run bench`.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -95,6 +99,7 @@ import { type Client, log } from "./http-client";
 import { approvalPhase } from "./phases/approvals";
 import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { votesPhase, votesReport } from "./phases/votes";
+import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
@@ -191,6 +196,10 @@ async function main(): Promise<void> {
     process.stdout.write(mcpErasReport(await mcpErasPhase()));
     return;
   }
+  if (process.env.BENCH_ONLY === "clicks") {
+    process.stdout.write(clickTripsReport(await clickTripsPhase()));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -221,6 +230,7 @@ async function main(): Promise<void> {
   const auth = await authCostPhase();
   const votes = await votesPhase(demo.url, demo.baseUrl);
   const eras = await mcpErasPhase();
+  const clicks = await clickTripsPhase();
   process.stdout.write(
     report({
       paths,
@@ -236,7 +246,8 @@ async function main(): Promise<void> {
       tracingCpuReport(tracing) +
       authCostReport(auth) +
       votesReport(votes) +
-      mcpErasReport(eras),
+      mcpErasReport(eras) +
+      clickTripsReport(clicks),
   );
 }
 

@@ -55,8 +55,9 @@ export const KEEP_RUNNING_DELAY_MS = 600_000;
 /** Bounds: one API request, one wait for frames, the whole benchmark (ms). */
 export const REQUEST_TIMEOUT_MS = 30_000;
 export const DELIVERY_TIMEOUT_MS = 30_000;
-// 15 min: phase 2 at 50 subscribers (issue 16) added about a minute per path to a run that took about ten.
-export const BENCH_DEADLINE_MS = 15 * 60_000;
+// 15 min: phase 2 at 50 subscribers (issue 16) added about a minute per path to a run that took about ten;
+// 25 min: phase 16 (issue 28) adds about five on a quiet machine and ten on a busy one.
+export const BENCH_DEADLINE_MS = 25 * 60_000;
 
 /** The mutating tool phases 5 and 6 call, on the demo MCP server the benchmark starts. */
 export const CREATE_DASHBOARD = "mcp__demo__create_dashboard";
@@ -122,3 +123,8 @@ export const SCRAPE_REPEATS = count(50, 5);
 /** Phase 13, authentication's cost: timed requests per credential (and for the bare route), after a warm-up each. */
 export const AUTH_REQUESTS = count(400, 40);
 export const AUTH_WARMUP_REQUESTS = count(20, 4);
+/** Phase 16 (issue 28): timed runs per path (Slack click, POST approvals), alternating, and discarded warm-up runs per path before them. */
+export const CLICK_TRIP_SAMPLES = count(20, 3);
+export const CLICK_TRIP_WARMUP = count(3, 1);
+/** Phase 16 goal (issue 28): sequential remote round trips from a Slack Approve click to the tools/call, at most (9 before). */
+export const GOAL_CLICK_TRIPS = 6;

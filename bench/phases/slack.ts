@@ -13,7 +13,7 @@ import { CREATE_DASHBOARD, DELIVERY_TIMEOUT_MS, SLACK_SAMPLES, SLACK_WARMUP } fr
 import { approvalVars } from "../watched-run";
 
 /** Bench-only Slack credentials and identities (never real ones). */
-const SIGNING_SECRET = "bench-slack-signing-secret";
+export const SIGNING_SECRET = "bench-slack-signing-secret";
 const BOT_TOKEN = "xoxb-bench-bot-token";
 const BOT = "UBENCHBOT";
 const REQUESTER = "UBENCHREQ";
@@ -41,7 +41,7 @@ interface Arrival {
 }
 
 type Block = { type: string; elements?: { action_id?: string; value?: string }[] };
-const buttonsOf = (call: RecordedCall) =>
+export const buttonsOf = (call: RecordedCall) =>
   ((call.params.blocks ?? []) as Block[]).flatMap((b) => (b.type === "actions" ? (b.elements ?? []) : []));
 
 const mentionText = (title: string) =>
@@ -49,7 +49,7 @@ const mentionText = (title: string) =>
     script: [{ tool_calls: [{ tool_name: CREATE_DASHBOARD, tool_call_id: "call-1", arguments: { title } }] }, { text: "done" }],
   })}\n\`\`\``;
 
-function clickPayload(channel: string, value: string, n: number): Record<string, unknown> {
+export function clickPayload(channel: string, value: string, n: number): Record<string, unknown> {
   return blockActionsPayload({
     actionId: "approval_approve",
     user: APPROVER,
@@ -58,6 +58,36 @@ function clickPayload(channel: string, value: string, n: number): Record<string,
     triggerId: `bench-trigger-${n}`,
     botUserId: BOT,
   });
+}
+
+/** A signed app_mention in `channel` whose script is one create_dashboard titled `title`; resolves once acknowledged with 200. */
+export async function mentionRun(url: string, channel: string, eventId: string, title: string, n: number): Promise<void> {
+  const event = {
+    type: "app_mention",
+    user: REQUESTER,
+    text: mentionText(title),
+    ts: `${Math.floor(Date.now() / 1000)}.${String(n).padStart(6, "0")}`,
+    channel,
+  };
+  const res = await postSlackEvent(`${url}/slack/events`, SIGNING_SECRET, eventEnvelope(event, eventId, BOT));
+  await res.text();
+  if (res.status !== 200) throw new Error(`app_mention ${eventId}: ${res.status}`);
+}
+
+/** The Slack Web API stand-in of a Slack phase, in this process; every call it receives is handed to `onCall`. */
+export function startBenchSlack(onCall: (call: RecordedCall) => void): Promise<SlackStandIn> {
+  return startSlackStandIn({ botToken: BOT_TOKEN, quiet: true, onCall });
+}
+
+/** A Slack phase's server settings: the approval vars, the Slack app on against `slack`, APPROVER in SLACK_APPROVERS. */
+export function slackVars(mcpUrl: string, slack: SlackStandIn): Record<string, string> {
+  return {
+    ...approvalVars(mcpUrl),
+    SLACK_SIGNING_SECRET: SIGNING_SECRET,
+    SLACK_BOT_TOKEN: BOT_TOKEN,
+    SLACK_API_BASE_URL: slack.apiBaseUrl,
+    SLACK_APPROVERS: JSON.stringify([APPROVER]),
+  };
 }
 
 /**
@@ -106,7 +136,7 @@ async function measureSlack(client: Client, url: string, slack: SlackStandIn, ar
     await waiter.until(() => update() !== undefined, `the chat.update after the click for ${eventId}`);
     const updated = update()!;
     if (buttonsOf(updated.call).length > 0) throw new Error(`the chat.update for ${eventId} still carries buttons`);
-    const { run_id } = await client.expect<{ run_id: string }>(200, "GET", `/api/deliveries/${encodeURIComponent(eventId)}`);
+    const { run_id } = await client.expect<{ run_id: string }>(200, "GET", `/api/deliveries/${encodeURIComponent(eventId)}?source=slack`);
     await waitForEnd(client, run_id);
     if (i < SLACK_WARMUP) continue;
     result.ack.push(acked - sent);
@@ -126,7 +156,7 @@ async function measureSlack(client: Client, url: string, slack: SlackStandIn, ar
 }
 
 /** Polls the run's summary until it has ended (bounded). */
-async function waitForEnd(client: Client, runId: string): Promise<void> {
+export async function waitForEnd(client: Client, runId: string): Promise<void> {
   const deadline = performance.now() + DELIVERY_TIMEOUT_MS;
   for (;;) {
     const { status } = await client.engine.summary(runId);
@@ -141,13 +171,9 @@ async function waitForEnd(client: Client, runId: string): Promise<void> {
 export async function slackPhase(mcpUrl: string): Promise<SlackLatency> {
   const arrivals: Arrival[] = [];
   const waiter = new Waiter();
-  const slack = await startSlackStandIn({
-    botToken: BOT_TOKEN,
-    quiet: true,
-    onCall: (call) => {
-      arrivals.push({ call, at: performance.now() });
-      waiter.notify();
-    },
+  const slack = await startBenchSlack((call) => {
+    arrivals.push({ call, at: performance.now() });
+    waiter.notify();
   });
   try {
     return await withServer(
@@ -155,13 +181,7 @@ export async function slackPhase(mcpUrl: string): Promise<SlackLatency> {
         log(`8. Slack: ${SLACK_WARMUP} + ${SLACK_SAMPLES} signed app_mention runs, one at a time, each approved by a signed click`);
         return measureSlack(client, server.url, slack, arrivals, waiter);
       },
-      {
-        ...approvalVars(mcpUrl),
-        SLACK_SIGNING_SECRET: SIGNING_SECRET,
-        SLACK_BOT_TOKEN: BOT_TOKEN,
-        SLACK_API_BASE_URL: slack.apiBaseUrl,
-        SLACK_APPROVERS: JSON.stringify([APPROVER]),
-      },
+      slackVars(mcpUrl, slack),
     );
   } finally {
     await slack.stop();

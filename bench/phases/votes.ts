@@ -1,12 +1,16 @@
 // Phase 14, the two-person rule's cost (issue 19, contract section 19): runs
-// whose one create_dashboard needs `approvals_required: 2`, two approver
-// tokens with different owners voting through the API, beside the same tool
+// whose one create_dashboard needs `approvals_required: 2`, two persons voting
+// through the API with approver tokens each minted for themselves as an Access
+// user (an Access stand-in in this process signs their assertions; a token an
+// admin made naming an owner proves nothing and would not count, contract
+// section 18), beside the same tool
 // under one vote, on a server of its own each, in the same bench run. Timed
 // from just before the deciding vote (the second, or the only one) is written
 // to the moment the run's subscriber has tool_execution_started: the call
 // leaving for the MCP server. Runs one at a time; every call must execute
 // exactly once (each run's title is unique; the demo server counts them).
 import { performance } from "node:perf_hooks";
+import { type AccessIssuer, startAccessIssuer } from "../../test/support/jwks-server";
 import { Client, log, percentile, range, sortedCopy, tally, Waiter } from "../http-client";
 import { withServer } from "../servers";
 import { APPROVAL_SAMPLES, APPROVAL_WARMUP, CREATE_DASHBOARD } from "../settings";
@@ -23,16 +27,30 @@ export interface VoteFigures {
   calls: number;
 }
 
-/** A named approver token owned by `owner`, made by the root token through the API. */
-async function approverClient(root: Client, name: string, owner: string): Promise<Client> {
-  const made = await root.api<{ token: string }>("POST", "/api/tokens", { name, roles: ["approver"], owner });
-  if (made.status !== 201) throw new Error(`POST /api/tokens ${name}: ${made.status}`);
-  return new Client(name, root.url, made.body.token, root.cpu);
+/** The Access audience of the phase's servers (bench-only). */
+const ACCESS_AUD = "bench-votes-aud";
+/** The voters, Access users with the approver role on the phase's servers. */
+const VOTERS = ["ann@bench.example", "bo@bench.example"] as const;
+
+/**
+ * A named approver token the Access user `email` minted for themselves (POST /api/tokens with their
+ * assertion): that person, so two such voters are two persons (contract sections 18-19).
+ */
+async function approverClient(root: Client, access: AccessIssuer, name: string, email: string): Promise<Client> {
+  const res = await fetch(`${root.url}/api/tokens`, {
+    method: "POST",
+    headers: { "cf-access-jwt-assertion": await access.assertion(email), origin: root.url, "content-type": "application/json" },
+    body: JSON.stringify({ name, roles: ["approver"] }),
+  });
+  if (res.status !== 201) throw new Error(`POST /api/tokens ${name} as ${email}: ${res.status} ${await res.text()}`);
+  const { token } = (await res.json()) as { token: string };
+  return new Client(name, root.url, token, root.cpu);
 }
 
-async function measure(root: Client, required: number, demoBaseUrl: string): Promise<VoteFigures> {
-  const voters = [await approverClient(root, `bench-ann-${required}`, "access:ann@bench.example")];
-  if (required > 1) voters.push(await approverClient(root, `bench-bo-${required}`, "access:bo@bench.example"));
+async function measure(root: Client, access: AccessIssuer, required: number, demoBaseUrl: string): Promise<VoteFigures> {
+  const voters: Client[] = [];
+  for (const email of VOTERS.slice(0, required))
+    voters.push(await approverClient(root, access, `bench-${email.split("@")[0]}-${required}`, email));
   const waiter = new Waiter();
   const figures: VoteFigures = { required, samples: 0, started: [], executions: new Map(), calls: 0 };
   const titles: string[] = [];
@@ -73,10 +91,22 @@ async function measure(root: Client, required: number, demoBaseUrl: string): Pro
 
 /** Phase 14: one vote, then two, each on a server of its own with the same tool and MCP server. */
 export async function votesPhase(mcpUrl: string, demoBaseUrl: string): Promise<VoteFigures[]> {
+  const access = await startAccessIssuer("bench-votes", ACCESS_AUD);
+  try {
+    return await measureBoth(access, mcpUrl, demoBaseUrl);
+  } finally {
+    await access.stop();
+  }
+}
+
+async function measureBoth(access: AccessIssuer, mcpUrl: string, demoBaseUrl: string): Promise<VoteFigures[]> {
   const results: VoteFigures[] = [];
   for (const required of [1, 2]) {
     const vars = {
       ...approvalVars(mcpUrl),
+      ACCESS_TEAM_DOMAIN: access.url,
+      ACCESS_AUD: ACCESS_AUD,
+      ACCESS_ROLES: JSON.stringify(Object.fromEntries(VOTERS.map((email) => [email, ["approver"]]))),
       TOOL_POLICY: JSON.stringify({ [CREATE_DASHBOARD]: { approvals_required: required } }),
       // 210 runs one after another from one principal: past the default 120 a minute.
       TRIGGER_RATE_PER_MINUTE: "0",
@@ -86,7 +116,7 @@ export async function votesPhase(mcpUrl: string, demoBaseUrl: string): Promise<V
         log(
           `14. votes: ${CREATE_DASHBOARD} with approvals_required ${required}, ${APPROVAL_WARMUP} + ${APPROVAL_SAMPLES} runs, one at a time`,
         );
-        return measure(client, required, demoBaseUrl);
+        return measure(client, access, required, demoBaseUrl);
       }, vars),
     );
   }

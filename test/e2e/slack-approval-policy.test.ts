@@ -6,12 +6,15 @@
 // token they own being one person, and approvers that name nobody in Slack;
 // and one person across every credential (API token, Access assertion
 // verified against the JWKS stand-in, signed Slack click) under one rule.
+// And a 2026-07-28 server's question mid-call under self_approval: false
+// (issue 28 point 10): its requester may decline it but not accept it.
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
 import { useSlackE2e } from "../support/slack-e2e-setup";
 import { type AccessIssuer, startAccessIssuer } from "../support/jwks-server";
 import { eventTypes, RawSseClient } from "../support/sse-client";
+import { type DemoMcpProcess, startDemoMcpProcess } from "../support/demo-mcp-process";
 
 const BOT = "UBOT0002";
 const REQUESTER = "UREQUESTER2";
@@ -23,15 +26,20 @@ const CREATE = "mcp__demo__create_dashboard";
 const ALERT = "mcp__demo__create_alert_from_chart";
 const demoBase = inject("demoMcpBaseUrl");
 const AUD = "aud-slack-policy";
+/** The demo server as `npm start` runs it (2026-07-28): its schedule_report asks a question mid-call. */
+const REPORT_DASHBOARD = "mcp__report__create_dashboard";
+const REPORT = "mcp__report__schedule_report";
 
 let access: AccessIssuer;
+let report: DemoMcpProcess;
 
 beforeAll(async () => {
-  access = await startAccessIssuer("k-policy", AUD);
+  [access, report] = await Promise.all([startAccessIssuer("k-policy", AUD), startDemoMcpProcess({ DEMO_MCP_ERA: "2026-07-28" })]);
 });
 
 afterAll(async () => {
   await access?.stop();
+  await report?.stop();
 });
 
 const e2e = useSlackE2e({
@@ -39,13 +47,16 @@ const e2e = useSlackE2e({
   botToken: "xoxb-test-bot-token-policy",
   bot: BOT,
   eventIdPrefix: "EvP",
-  vars: () => ({
+  vars: (base) => ({
     ACCESS_TEAM_DOMAIN: access.url,
     ACCESS_AUD: AUD,
-    ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["requester", "approver"] }),
+    ACCESS_ROLES: JSON.stringify({ "alice@example.com": ["requester", "approver"], "bob@example.com": ["approver"] }),
+    MCP_SERVERS: JSON.stringify({ ...JSON.parse(base.MCP_SERVERS ?? "{}"), report: { url: report.url } }),
+    MUTATION_BUDGET: JSON.stringify({ ...JSON.parse(base.MUTATION_BUDGET ?? "{}"), [REPORT_DASHBOARD]: 1, [REPORT]: 1 }),
     TOOL_POLICY: JSON.stringify({
       [CREATE]: { approvers: ["group:reviewers", `slack:${TEST_TEAM_ID}:${REQUESTER}`], approvals_required: 2, self_approval: false },
       [ALERT]: { level: "approve", approvers: ["token:ops-*"] },
+      [REPORT]: { self_approval: false },
     }),
     APPROVER_GROUPS: JSON.stringify({ reviewers: [`slack:${TEST_TEAM_ID}:${ALICE}`, `slack:${TEST_TEAM_ID}:${BOB}`, "token:alice-*"] }),
   }),
@@ -397,5 +408,107 @@ describe("Slack decisions under the approval policy", () => {
       const res = await postWith(adapter, "/api/trigger", { message: "padded", channel_id: CHANNEL, user_id: padded });
       expect(await errorOf(res), JSON.stringify(padded)).toEqual([400, "invalid_request"]);
     }
+  });
+});
+
+/** The 2026-07-28 demo server's call log and state (its control API). */
+async function reportServer(): Promise<{ schedule_report: number; reports: unknown[] }> {
+  const calls = (await (await fetch(`${report.baseUrl}/control/calls`)).json()) as { by_tool: Record<string, number> };
+  const state = (await (await fetch(`${report.baseUrl}/control/state`)).json()) as { reports?: unknown[] };
+  return { schedule_report: calls.by_tool.schedule_report ?? 0, reports: state.reports ?? [] };
+}
+
+/**
+ * A run Alice (an Access user) requests: a dashboard (approved by root), then schedule_report under
+ * self_approval: false, approved by Bob (another person), which asks its question mid-call. Answers
+ * the run and the question's input_id once the question waits.
+ */
+async function aliceAsksForAReport(): Promise<{ runId: string; inputId: string }> {
+  const started = await postAsAccess("alice@example.com", "/api/trigger", {
+    message: "send me the latency report",
+    channel_id: CHANNEL,
+    script: [
+      { tool_calls: [{ tool_name: REPORT_DASHBOARD, tool_call_id: "dash", arguments: { title: "Latency" } }] },
+      { tool_calls: [{ tool_name: REPORT, tool_call_id: "report", arguments: { dashboard_id: "dash-1" } }] },
+      { text: "Scheduled." },
+    ],
+  });
+  expect(started.status, await started.clone().text()).toBe(202);
+  const { run_id: runId } = (await started.json()) as { run_id: string };
+  const pendingOf = async (tool: string) => {
+    let id: string | undefined;
+    await expect
+      .poll(async () => (id = (await summary(runId)).pending_approvals.find((a) => a.tool_name === tool)?.approval_id), { timeout: 10_000 })
+      .toBeDefined();
+    return id!;
+  };
+  const dashboard = await e2e.server.api(`/api/runs/${runId}/approvals/${await pendingOf(REPORT_DASHBOARD)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ decision: "approve" }),
+  });
+  expect(dashboard.status, await dashboard.clone().text()).toBe(200);
+  const byBob = await decideAsAccess("bob@example.com", runId, await pendingOf(REPORT), "approve");
+  expect(byBob.status, await byBob.clone().text()).toBe(200);
+  let inputId: string | undefined;
+  await expect
+    .poll(
+      async () => {
+        const { pending_inputs } = (await summary(runId)) as unknown as { pending_inputs: { tool_call_id: string; input_id?: string }[] };
+        return (inputId = pending_inputs.find((q) => q.tool_call_id === "report")?.input_id);
+      },
+      { timeout: 10_000 },
+    )
+    .toBeDefined();
+  return { runId, inputId: inputId! };
+}
+
+const CONTENT = { frequency: "weekly", recipient: "#sre" };
+
+describe("a question mid-call under self_approval: false (issue 28 point 10; contract sections 19 and 21)", () => {
+  beforeEach(async () => {
+    await fetch(`${report.baseUrl}/control/reset`, { method: "POST" });
+  });
+
+  it("the requester's own accept is 403 self_approval_forbidden and nothing reaches the server; her decline is taken", async () => {
+    const { runId, inputId } = await aliceAsksForAReport();
+    // Only the first tools/call so far (the one the server answered with its question).
+    expect((await reportServer()).schedule_report).toBe(1);
+    const path = `/api/runs/${runId}/inputs/${encodeURIComponent(inputId)}`;
+    expect(await errorOf(await postAsAccess("alice@example.com", path, { action: "accept", content: CONTENT }))).toEqual([
+      403,
+      "self_approval_forbidden",
+    ]);
+    // Refused: the question still waits, and no follow-up went to the server.
+    const { pending_inputs } = (await summary(runId)) as unknown as { pending_inputs: { input_id?: string }[] };
+    expect(pending_inputs.map((q) => q.input_id)).toEqual([inputId]);
+    expect((await reportServer()).schedule_report).toBe(1);
+
+    const declined = await postAsAccess("alice@example.com", path, { action: "decline" });
+    expect(declined.status, await declined.clone().text()).toBe(200);
+    expect(await declined.json()).toMatchObject({ input_id: inputId, action: "decline", status: "answered" });
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    const events = await runEvents(runId);
+    expect(events.find((e) => e.type === "human_input_received" && e.tool_call_id === "report")).toMatchObject({
+      answered_by: "access:alice@example.com",
+    });
+    expect(events.find((e) => e.type === "tool_execution" && e.tool_call_id === "report")).toMatchObject({ execution_status: "executed" });
+    // The follow-up carried her decline: the server scheduled nothing.
+    expect(await reportServer()).toEqual({ schedule_report: 2, reports: [] });
+  });
+
+  it("another eligible person's accept is taken: the follow-up carries it and the report is scheduled", async () => {
+    const { runId, inputId } = await aliceAsksForAReport();
+    const path = `/api/runs/${runId}/inputs/${encodeURIComponent(inputId)}`;
+    const accepted = await postAsAccess("bob@example.com", path, { action: "accept", content: CONTENT });
+    expect(accepted.status, await accepted.clone().text()).toBe(200);
+    expect(await accepted.json()).toMatchObject({ input_id: inputId, action: "accept", status: "answered" });
+    await expect.poll(async () => (await summary(runId)).status, { timeout: 10_000 }).toBe("completed");
+    expect((await runEvents(runId)).find((e) => e.type === "human_input_received" && e.tool_call_id === "report")).toMatchObject({
+      answered_by: "access:bob@example.com",
+    });
+    const server = await reportServer();
+    expect(server.schedule_report).toBe(2);
+    expect(server.reports).toEqual([expect.objectContaining({ dashboard_id: "dash-1", frequency: "weekly", recipient: "#sre" })]);
   });
 });
