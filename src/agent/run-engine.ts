@@ -37,13 +37,15 @@ import {
   type Dispatched,
   type Done,
   type Effect,
+  type HaltCheck,
   type Limits,
   type McpQuestion,
   type Proposed,
   type ToolCall,
   type Verdict,
 } from "../execution/tool-calls";
-import { classifyTool } from "../execution/tool-policy";
+import { classifyTool, parseMcpToolName } from "../execution/tool-policy";
+import { type ActiveHalt, coveringHalt, type HaltSubject } from "../policy/halt-scope";
 import type { QuestionAnswer } from "../execution/mcp-questions";
 import {
   answerQuestion,
@@ -84,6 +86,8 @@ export interface EngineDeps {
   catalog: ToolCatalog;
   /** What the object does beside the stream on each append and in the summary (the run index, the Slack outbox). */
   observer?: EngineObserver;
+  /** The active halts from D1, uncached, within STORAGE_WAIT_MS (contract section 23); absent: none are read. */
+  halts?: () => Promise<readonly ActiveHalt[] | "unavailable">;
 }
 
 /**
@@ -127,7 +131,13 @@ export class RunEngine {
       open: deps.open,
       run: () => {
         const { run_id, channel_id, delivery_id } = this.#run;
-        return { run_id, channel_id, delivery_id, cancel_requested: cancelRequested(this.#run) };
+        return {
+          run_id,
+          channel_id,
+          delivery_id,
+          cancel_requested: cancelRequested(this.#run),
+          ...this.#pipelineRun(),
+        };
       },
       // A call's conversation with its server (contract section 21) is on disk before the follow-up it announces leaves.
       writeAhead: (call, conversation) => {
@@ -208,15 +218,16 @@ export class RunEngine {
    * A person's action, entered once (the run protocol, src/wire/run-protocol.ts): judged here
    * and answered with one verdict a surface renders as it is.
    */
-  act(action: PersonAction): ActionVerdict {
+  act(action: PersonAction, halts: readonly ActiveHalt[] | "unavailable" = []): ActionVerdict {
+    const haltOf = this.#haltCheck(halts);
     switch (action.kind) {
       case "approve":
       case "deny":
-        return this.#decide(action);
+        return this.#decide(action, haltOf);
       case "answer":
         return this.#answerInput(action.tool_call_id, action.answer, action.actor.principal_id);
       case "answer_form":
-        return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor);
+        return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor, haltOf);
       case "cancel":
         return { kind: "cancel", result: this.cancel() };
     }
@@ -228,7 +239,35 @@ export class RunEngine {
     return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
   }
 
-  #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>): ActionVerdict {
+  /** Whether a halt covers one of this run's calls (contract section 23), from the halts read for this action. */
+  #haltCheck(halts: readonly ActiveHalt[] | "unavailable"): HaltCheck {
+    return (call) => {
+      if (halts === "unavailable") return "unavailable";
+      return coveringHalt(halts, this.#haltSubject(call.tool_name))?.halt_id ?? null;
+    };
+  }
+
+  /** The run and one of its calls as a halt sees them: the same fields the row gives the checkpoint's statement. */
+  #haltSubject(toolName: string): HaltSubject {
+    const run = this.#pipelineRun();
+    return {
+      requested_by: run.requested_by ?? "",
+      on_behalf_of: run.on_behalf_of,
+      persons: [run.requester_person],
+      call: { tool_name: toolName, server: parseMcpToolName(toolName)?.server },
+    };
+  }
+
+  #pipelineRun() {
+    const requester = this.#requester();
+    return {
+      requested_by: requester.principal_id,
+      on_behalf_of: requester.on_behalf_of,
+      requester_person: requester.on_behalf_of !== undefined ? (requester.on_behalf_of_person ?? null) : requester.person,
+    };
+  }
+
+  #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>, haltOf: HaltCheck): ActionVerdict {
     const { approval_id: approvalId, actor, prompt } = action;
     const waiting = this.#calls.some((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
     const verdict = this.#decideApproval(approvalId, {
@@ -237,7 +276,7 @@ export class RunEngine {
       decider: actor,
       ...(action.reason !== undefined ? { reason: action.reason } : {}),
       ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
-    });
+    }, haltOf);
     // Refused only for an approval the run asked: its policy is there.
     const policy = approvalPolicyOf(this.#calls, approvalId);
     if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
@@ -267,7 +306,7 @@ export class RunEngine {
     return { found: true, status: "cancelling", already_ended: false };
   }
 
-  #decideApproval(approvalId: string, decision: Decision): Verdict {
+  #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
     const { config } = this.#deps;
     const now = Date.now();
     const result = decideApproval(
@@ -279,6 +318,7 @@ export class RunEngine {
       this.#limits(),
       now,
       newMutationId(),
+      haltOf,
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
@@ -301,7 +341,7 @@ export class RunEngine {
    * eligible to approve the call may answer (section 19's rule, checked before anything else is
    * told); when it closes the round, the follow-up tools/call goes out.
    */
-  #answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): ActionVerdict {
+  #answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider, haltOf: HaltCheck): ActionVerdict {
     const found = findQuestion(this.#calls, inputId);
     if (found === undefined) return { kind: "not_found", what: "question", id: inputId };
     const { call } = found;
@@ -318,6 +358,12 @@ export class RunEngine {
       action: answer.action,
     });
     if (refusal !== null) return this.#refused(refusal, policy);
+    if (answer.action === "accept" && call.mutating && call.state === "dispatched" && isOpen(found.question)) {
+      // Contract section 23: an accept while a halt covers the call is refused and changes nothing; decline and cancel are taken.
+      const halt = haltOf(call);
+      if (halt === "unavailable") return { kind: "storage_timeout" };
+      if (halt !== null) return { kind: "halted", halt_id: halt };
+    }
     const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");
@@ -531,6 +577,9 @@ export class RunEngine {
       const tool = classifyTool(proposed.tool_name, await catalog.info(proposed.tool_name), config);
       prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments) });
     }
+    // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
+    const halts = prepared.some(({ tool }) => tool.mutating) ? await this.#deps.halts?.() : undefined;
+    const haltOf = this.#haltCheck(halts === undefined || halts === "unavailable" ? [] : halts);
     if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();
@@ -553,7 +602,11 @@ export class RunEngine {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
-      this.#apply(announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy), now);
+      const halt = call.mutating ? haltOf(call) : null;
+      this.#apply(
+        announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy, halt === "unavailable" ? null : halt),
+        now,
+      );
     }
     this.#save();
   }
@@ -617,7 +670,7 @@ export class RunEngine {
     this.#apply(
       decision.kind === "settle"
         ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
-        : refuseDispatch(this.#calls, call, decision.reason, now),
+        : refuseDispatch(this.#calls, call, decision.reason, now, decision.halt_id),
     );
   }
 

@@ -117,7 +117,10 @@ export type NotExecutedReason =
   | "replay_blocked"
   | "prior_outcome_unknown"
   | "transport_unavailable"
-  | "authorization_required";
+  | "authorization_required"
+  /** Contract section 23: a halt covers the call (`halt_id`), or a mutation limit is full (`retry_after_s`). */
+  | "halted"
+  | "rate_limited";
 
 /** An MCP tool's annotations as its server gave them (contract section 21). A `destructiveHint: true` is shown as "Destructive". */
 export interface ToolAnnotations {
@@ -201,6 +204,10 @@ export type EngineEvent =
       result?: ExecutionResult;
       error?: { code: ExecutedErrorCode; message: string };
       mutation_id?: string;
+      /** With `rate_limited` (contract section 23): a hint of when the limit has room again. */
+      retry_after_s?: number;
+      /** With `halted` (contract section 23): the oldest halt covering the call. */
+      halt_id?: string;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
   | Envelope<"heartbeat">
@@ -276,6 +283,12 @@ export interface MutationOutcome {
   created_at: string;
   settled_at?: string;
   reconciliation?: { outcome: "completed" | "not_executed"; reconciled_by: string; evidence: string; at: string };
+  /** Contract section 23: D1's clock when the checkpoint committed, and who the row counts for. */
+  dispatched_at?: string;
+  server?: string;
+  requested_by?: string;
+  on_behalf_of?: string;
+  requester_person?: string;
 }
 
 export interface RunMutations {

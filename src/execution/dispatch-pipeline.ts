@@ -35,6 +35,7 @@
 import type { MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
+import { parseMcpToolName } from "./tool-policy";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
 import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched, type McpConversation } from "./tool-calls";
 
@@ -65,6 +66,11 @@ export interface PipelineRun {
   channel_id: string;
   delivery_id: string | null;
   cancel_requested: boolean;
+  /** Who the run is for, as its rows carry it (contract section 23: the checkpoint judges halts and limits by these). */
+  requested_by?: string | undefined;
+  on_behalf_of?: string | undefined;
+  /** on_behalf_of's person, else the requester's; null: nobody. */
+  requester_person?: string | null | undefined;
 }
 
 /** The row a mutation's durable work is about. */
@@ -90,7 +96,8 @@ export interface RowRef {
  */
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
-  | { kind: "refuse"; reason: DispatchRefusal }
+  /** `halt_id` with reason halted: the halt that refused the checkpoint (contract section 23). */
+  | { kind: "refuse"; reason: DispatchRefusal; halt_id?: string }
   | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
 /** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
@@ -219,6 +226,10 @@ export class DispatchPipeline {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
       const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
+      if (typeof checkpoint === "object") {
+        this.settleUnsent(row, "halted");
+        return { kind: "refuse", reason: "halted", halt_id: checkpoint.halt_id };
+      }
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
       // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
@@ -374,6 +385,10 @@ export class DispatchPipeline {
       approvalId: row.approval_id,
       toolName: row.tool_name,
       argumentsDigest: row.arguments_digest,
+      server: parseMcpToolName(row.tool_name)?.server ?? null,
+      requestedBy: run.requested_by ?? null,
+      onBehalfOf: run.on_behalf_of ?? null,
+      requesterPerson: run.requester_person ?? null,
       approvedBy: row.approved_by,
       approvals: row.approvals,
       // A call persisted before approved_at existed (an object that restarted across the deploy) is dated now.

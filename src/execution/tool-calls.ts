@@ -39,9 +39,18 @@ export type DispatchRefusal =
   | "prior_outcome_unknown"
   | "transport_unavailable"
   | "authorization_required"
-  | "cancelled";
+  | "cancelled"
+  /** A halt covers it (contract section 23): its checkpoint was refused. */
+  | "halted";
 
 export const HUMAN_ASK_TOOL = "human__ask";
+
+/**
+ * Whether a halt covers a mutating call (contract section 23), as the run read
+ * the active halts for this one action: the oldest covering halt's id, null
+ * for none, "unavailable" when D1 did not answer within STORAGE_WAIT_MS.
+ */
+export type HaltCheck = (call: { tool_name: string }) => string | null | "unavailable";
 
 /** What every call carries from its proposal to its end. */
 interface CallBase {
@@ -290,6 +299,8 @@ export function announce(
   now: number,
   newIds: NewIds,
   policy: ApprovalPolicy = DEFAULT_POLICY,
+  /** The halt covering this call when it was proposed (contract section 23); null or absent: none (or unread). */
+  haltId: string | null = null,
 ): Effect[] {
   const approvalId = newIds.approvalId;
   const { state: _proposed, ...base } = call;
@@ -310,6 +321,18 @@ export function announce(
         approved: false,
         execution: { execution_status: "not_executed", reason: "not_in_budget" },
         modelResult: "Not executed: this tool is not in the host's mutation budget.",
+      }),
+    );
+    return effects;
+  }
+  if (call.mutating && haltId !== null) {
+    // Contract section 23: proposed while halted, it ends at once: no approval is asked and no row is written.
+    effects.push(
+      ...finish(calls, call, {
+        now,
+        approved: false,
+        execution: { execution_status: "not_executed", reason: "halted", halt_id: haltId },
+        modelResult: "Not executed: mutations are halted by an operator; do not retry until the halt is released.",
       }),
     );
     return effects;
@@ -389,7 +412,11 @@ export type Verdict =
   /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
   | { kind: "expired"; what?: "question" }
   | { kind: "confirmation_mismatch"; tool_name: string }
-  | { kind: "not_found"; what: "approval" | "question"; id: string };
+  | { kind: "not_found"; what: "approval" | "question"; id: string }
+  /** An approve (or an MCP question's accept) while a halt covers the call (contract section 23); nothing changed. */
+  | { kind: "halted"; halt_id: string }
+  /** The active halts could not be read within STORAGE_WAIT_MS (section 9); nothing changed. */
+  | { kind: "storage_timeout" };
 
 export interface DecisionResult {
   verdict: Verdict;
@@ -410,6 +437,7 @@ export function decideApproval(
   limits: Limits,
   now: number,
   mutationId: string,
+  haltOf: HaltCheck = () => null,
 ): DecisionResult {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
@@ -430,6 +458,12 @@ export function decideApproval(
     return { verdict: { kind: "already_resolved", decision: decided ?? "unknown", what: "approval" }, effects: [] };
   }
   if (now >= call.approval.expires_at) return { verdict: { kind: "expired" }, effects: expireApproval(calls, call, now) };
+  if (wanted === "approved" && call.mutating) {
+    // Contract section 23: after "already resolved", before confirmation; a deny is always taken.
+    const halt = haltOf(call);
+    if (halt === "unavailable") return { verdict: { kind: "storage_timeout" }, effects: [] };
+    if (halt !== null) return { verdict: { kind: "halted", halt_id: halt }, effects: [] };
+  }
   if (wanted === "approved" && call.approval.level === "confirm" && input.confirmation !== call.tool_name) {
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
@@ -651,7 +685,7 @@ export function settleDispatch(
 }
 
 /** An admitted call that storage or replay protection stopped before it was sent (its row is the pipeline's to settle). */
-export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: DispatchRefusal, now: number): Effect[] {
+export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: DispatchRefusal, now: number, haltId?: string): Effect[] {
   const why = {
     cancelled: "the run was cancelled before it was sent",
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
@@ -660,11 +694,12 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
       "an earlier identical call in this channel has not settled (it may still be waiting for an answer) or its outcome is unknown; wait for it, or reconcile it if it is unknown",
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
     authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
+    halted: "mutations are halted by an operator; do not retry until the halt is released",
   }[reason];
   return finish(calls, call, {
     now,
     approved: true,
-    execution: { execution_status: "not_executed", reason },
+    execution: { execution_status: "not_executed", reason, ...(reason === "halted" && haltId !== undefined ? { halt_id: haltId } : {}) },
     modelResult: `Not executed: ${why}.`,
   });
 }
@@ -799,6 +834,9 @@ interface ExecutionFields {
   reason?: NotExecutedReason;
   result?: ResultFacts;
   error?: { code: ExecutedErrorCode; message: string };
+  /** Contract section 23: with halted, the halt; with rate_limited, the hint. */
+  halt_id?: string;
+  retry_after_s?: number;
 }
 
 /**

@@ -32,6 +32,9 @@ const notExecutedReasonSchema = z.enum([
   "transport_unavailable",
   // Contract section 21: an OAuth server's token is missing, lapsed or refused.
   "authorization_required",
+  // Contract section 23: a halt covers the call; a mutation limit is full.
+  "halted",
+  "rate_limited",
 ]);
 const executedErrorCodeSchema = z.enum([
   "transport_timeout",
@@ -152,6 +155,13 @@ const ownFields = {
     result: resultFactsSchema.optional(),
     error: z.object({ code: executedErrorCodeSchema, message: z.string() }).strict().optional(),
     mutation_id: z.string().optional(),
+    retry_after_s: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: "With rate_limited (contract section 23): seconds until the limit has room again; a hint, not a reservation." }),
+    halt_id: z.string().optional().meta({ description: "With halted (contract section 23): the oldest active halt covering the call." }),
   },
   tool_completed: { ...toolIds, approval_id: z.string().optional(), approved: z.boolean(), duration_ms: z.number().int().min(0) },
   heartbeat: {},
