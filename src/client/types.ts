@@ -537,6 +537,9 @@ export const AUDIT_ACTIONS = [
   "input.answer",
   "mutation.reconcile",
   "access.refused",
+  // Contract section 23.
+  "halt.engage",
+  "halt.release",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

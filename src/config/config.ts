@@ -284,6 +284,8 @@ export const hostConfigSchema = z.object({
   ADMISSION_TIMEOUT_MS: intVar(DEFAULT_ADMISSION_TIMEOUT_MS, 1),
   HEARTBEAT_INTERVAL_MS: intVar(DEFAULT_HEARTBEAT_INTERVAL_MS, 1),
   STORAGE_WAIT_MS: intVar(DEFAULT_STORAGE_WAIT_MS, 1),
+  // Contract section 23: persons needed to release a halt, 1..5.
+  HALT_RELEASE_APPROVALS: intVar(1, 1).pipe(z.number().max(5, "expected at most 5 persons")),
   STORAGE_LEASE_MS: intVar(DEFAULT_STORAGE_LEASE_MS, 1),
   MCP_CONNECT_TIMEOUT_MS: intVar(DEFAULT_MCP_CONNECT_TIMEOUT_MS, 1),
   MCP_CALL_TIMEOUT_MS: intVar(DEFAULT_MCP_CALL_TIMEOUT_MS, 1),

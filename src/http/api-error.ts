@@ -15,7 +15,13 @@ type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "replay_gap"
-  | "internal_error";
+  | "internal_error"
+  // Contract section 23.
+  | "halted"
+  | "invalid_scope"
+  | "self_release_forbidden"
+  | "second_person_required"
+  | "storage_timeout";
 
 export interface ErrorBody {
   error: ErrorCode | string;

@@ -27,6 +27,7 @@ import { triggerBodySchema } from "./trigger-request";
 import { tokenCreateSchema } from "./handlers/tokens";
 import { roleSchema } from "../auth/roles";
 import { auditPageSchema, auditQuerySchema } from "../audit/audit-reads";
+import { engageHaltSchema, haltReleaseSchema, haltSchema, haltsPageSchema, haltsQuerySchema } from "./handlers/halts";
 
 const OPENAPI_VERSION = "3.1.0";
 const API_VERSION = "0.1.0";
@@ -439,6 +440,40 @@ function buildDocument() {
     summary: "The audit log, newest first (contract section 18, admin)",
     request: { query: auditQuerySchema },
     responses: { 200: { description: "One page", content: json(auditPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+
+  // Halts (contract section 23).
+  registry.registerPath({
+    method: "post",
+    path: "/api/halts",
+    summary: "Engage a halt: mutating calls in its scope stop at once (contract section 23, approver or admin)",
+    request: jsonBody(engageHaltSchema),
+    responses: { 201: { description: "Engaged", content: json(haltSchema) }, ...errors(400, 413, 415, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/halts",
+    summary: "Halts, newest first (contract section 23, viewer)",
+    request: { query: haltsQuerySchema },
+    responses: { 200: { description: "One page", content: json(haltsPageSchema) }, ...errors(400, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/api/halts/{halt_id}",
+    summary: "One halt (contract section 23, viewer)",
+    request: { params: z.object({ halt_id: z.string() }) },
+    responses: { 200: { description: "The halt", content: json(haltSchema) }, ...errors(404, ...API_ERRORS) },
+  });
+  registry.registerPath({
+    method: "delete",
+    path: "/api/halts/{halt_id}",
+    summary: "A release vote; the HALT_RELEASE_APPROVALS-th distinct person releases it (contract section 23, admin)",
+    request: { params: z.object({ halt_id: z.string() }) },
+    responses: {
+      200: { description: "Released (by this vote or before it)", content: json(haltReleaseSchema) },
+      202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
+      ...errors(404, ...API_ERRORS),
+    },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

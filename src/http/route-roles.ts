@@ -40,6 +40,11 @@ export const ROUTE_ROLES: Readonly<Record<string, RouteRule>> = {
   "GET /api/tokens": { role: "admin", accessSelf: true },
   "DELETE /api/tokens/:name": { role: "admin", accessSelf: true },
   "GET /api/audit": { role: "admin" },
+  // Halts (contract section 23): an approver may engage one; only an admin releases.
+  "POST /api/halts": { role: "approver" },
+  "GET /api/halts": { role: "viewer" },
+  "GET /api/halts/:haltId": { role: "viewer" },
+  "DELETE /api/halts/:haltId": { role: "admin" },
   // Operating it (contract section 22). /api/health answers ahead of the guard (it is exempt from
   // bad_config) and checks this same rule itself (src/operate/health-route.ts).
   "GET /api/metrics": { role: "viewer" },

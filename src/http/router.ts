@@ -38,6 +38,7 @@ import { handleListMcpServers } from "./handlers/mcp-servers";
 import { handleCallback, handleClientDocument, handleConnect } from "../mcp-oauth/oauth-routes";
 import { auditStatement, newAuditId } from "../audit/audit-log";
 import { queueRefusal } from "../audit/queue-refusal";
+import { handleEngageHalt, handleGetHalt, handleListHalts, handleReleaseHalt } from "./handlers/halts";
 
 type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 type Args = [Env, ExecutionContext];
@@ -296,3 +297,10 @@ router
   .get("/api/audit", (request, env) =>
     listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit),
   );
+
+// Halts (contract section 23).
+router
+  .post("/api/halts", (request, env) => handleEngageHalt(request, env, request.config, request.principal))
+  .get("/api/halts", (request, env) => handleListHalts(new URL(request.url), env, request.config.STORAGE_WAIT_MS))
+  .get("/api/halts/:haltId", (request, env) => handleGetHalt(env, decodePathParam(request.params.haltId)))
+  .delete("/api/halts/:haltId", (request, env) => handleReleaseHalt(env, decodePathParam(request.params.haltId), request.principal));

@@ -175,7 +175,7 @@ export interface HaltPage {
 
 /** GET /api/halts: newest first, section 15's envelope and cursor. */
 export async function listHalts(
-  db: Pick<HaltDb, "prepare">,
+  db: { prepare(query: string): { bind(...values: unknown[]): { all<T>(): Promise<{ results: T[] }> } } },
   query: { status?: "active" | "released" | undefined; limit: number; cursor?: string | undefined },
 ): Promise<HaltPage> {
   const where: string[] = [];
