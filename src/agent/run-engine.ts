@@ -270,13 +270,17 @@ export class RunEngine {
   #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>, haltOf: HaltCheck): ActionVerdict {
     const { approval_id: approvalId, actor, prompt } = action;
     const waiting = this.#calls.some((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
-    const verdict = this.#decideApproval(approvalId, {
-      decision: action.kind,
-      decided_by: actor.principal_id,
-      decider: actor,
-      ...(action.reason !== undefined ? { reason: action.reason } : {}),
-      ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
-    }, haltOf);
+    const verdict = this.#decideApproval(
+      approvalId,
+      {
+        decision: action.kind,
+        decided_by: actor.principal_id,
+        decider: actor,
+        ...(action.reason !== undefined ? { reason: action.reason } : {}),
+        ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
+      },
+      haltOf,
+    );
     // Refused only for an approval the run asked: its policy is there.
     const policy = approvalPolicyOf(this.#calls, approvalId);
     if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);

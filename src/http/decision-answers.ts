@@ -107,7 +107,10 @@ function verdictResponse(verdict: Verdict): Response {
     case "storage_timeout":
       return jsonResponse(
         503,
-        { error: "storage_timeout", message: "Storage did not answer in time while checking for halts; nothing was changed. Try again shortly." },
+        {
+          error: "storage_timeout",
+          message: "Storage did not answer in time while checking for halts; nothing was changed. Try again shortly.",
+        },
         { "retry-after": "1" },
       );
   }

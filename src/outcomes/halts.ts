@@ -190,9 +190,7 @@ export async function listHalts(
     binds.push(at, at, id);
   }
   const { results } = await db
-    .prepare(
-      `${WITH_RELEASES} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY engaged_at DESC, halt_id DESC LIMIT ?`,
-    )
+    .prepare(`${WITH_RELEASES} ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY engaged_at DESC, halt_id DESC LIMIT ?`)
     .bind(...binds, query.limit + 1)
     .all<HaltRow>();
   const page = results.slice(0, query.limit);

@@ -108,7 +108,8 @@ describe("a halt racing approved mutations", () => {
       }),
     );
     const pending = await until(
-      async () => (await json(await server.api("/api/approvals?status=pending&limit=200"))).approvals as { run_id: string; approval_id: string }[],
+      async () =>
+        (await json(await server.api("/api/approvals?status=pending&limit=200"))).approvals as { run_id: string; approval_id: string }[],
       (list) => list.length === RUNS,
       "every approval to be asked",
     );
@@ -174,7 +175,10 @@ describe("a halt racing approved mutations", () => {
     }
     if (second !== undefined) expect((await decide(second, approvalOf.get(second)!, "deny")).status).toBe(200);
     // A trigger under `all` is refused too.
-    const trigger = await server.api("/api/trigger", { method: "POST", body: JSON.stringify({ message: "during", script: [{ text: "x" }] }) });
+    const trigger = await server.api("/api/trigger", {
+      method: "POST",
+      body: JSON.stringify({ message: "during", script: [{ text: "x" }] }),
+    });
     expect(trigger.status).toBe(409);
 
     // The release takes two distinct persons.

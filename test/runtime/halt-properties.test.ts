@@ -85,7 +85,14 @@ describe("halt properties", () => {
     await fc.assert(
       fc.asyncProperty(factsArb, scopeArb, async (facts, { scope, person }) => {
         const mutationId = await row(facts);
-        const halt = await engageHalt(env.DB, { scope, scopePerson: person, reason: "p", engagedBy: "token:root", required: 1, cancelRuns: false });
+        const halt = await engageHalt(env.DB, {
+          scope,
+          scopePerson: person,
+          reason: "p",
+          engagedBy: "token:root",
+          required: 1,
+          cancelRuns: false,
+        });
         const active: ActiveHalt = {
           halt_id: halt.halt_id,
           scope_kind: scope.kind,
@@ -153,11 +160,15 @@ describe("halt properties", () => {
           for (const h of all) {
             const inside = h.engaged_at < d.dispatched_at && (h.released_at === null || d.dispatched_at < h.released_at);
             if (inside && haltCovers(h, subjectOf(facts))) {
-              throw new Error(`row ${d.mutation_id} dispatched at ${d.dispatched_at} inside ${h.halt_id} [${h.engaged_at}, ${h.released_at})`);
+              throw new Error(
+                `row ${d.mutation_id} dispatched at ${d.dispatched_at} inside ${h.halt_id} [${h.engaged_at}, ${h.released_at})`,
+              );
             }
           }
         }
-        await env.DB.prepare(`UPDATE halts SET status = 'released', released_at = '2000-01-01T00:00:00.000Z' WHERE status = 'active'`).run();
+        await env.DB.prepare(
+          `UPDATE halts SET status = 'released', released_at = '2000-01-01T00:00:00.000Z' WHERE status = 'active'`,
+        ).run();
       }),
       { numRuns: runs(25) },
     );

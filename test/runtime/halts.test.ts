@@ -72,7 +72,10 @@ describe("the checkpoint's halt clause", () => {
       { scope: { kind: "server", value: "demo" }, row: {} },
       { scope: { kind: "tool", value: CREATE }, row: {} },
       { scope: { kind: "principal", value: "token:agent-1" }, row: { requestedBy: "token:agent-1" } },
-      { scope: { kind: "principal", value: "access:ann@example.com" }, row: { requestedBy: "token:adapter", onBehalfOf: "access:ann@example.com" } },
+      {
+        scope: { kind: "principal", value: "access:ann@example.com" },
+        row: { requestedBy: "token:adapter", onBehalfOf: "access:ann@example.com" },
+      },
       // The same person's other credential: a halt on access:bob also covers a row whose person is bob.
       {
         scope: { kind: "principal", value: "access:bob@example.com" },
@@ -94,7 +97,9 @@ describe("the checkpoint's halt clause", () => {
       const after = await getOutcome(env.DB, mutationId);
       expect(after?.dispatched).toBe(1);
       expect(after?.dispatched_at).toMatch(ISO_MS);
-      const released = await env.DB.prepare(`SELECT released_at FROM halts WHERE halt_id = ?`).bind(engaged.halt_id).first<{ released_at: string }>();
+      const released = await env.DB.prepare(`SELECT released_at FROM halts WHERE halt_id = ?`)
+        .bind(engaged.halt_id)
+        .first<{ released_at: string }>();
       expect(after!.dispatched_at! >= released!.released_at).toBe(true);
     }
   });
@@ -104,7 +109,11 @@ describe("the checkpoint's halt clause", () => {
       { scope: { kind: "server", value: "other" }, row: {} },
       { scope: { kind: "tool", value: "mcp__demo__update_dashboard" }, row: {} },
       { scope: { kind: "principal", value: "token:someone-else" }, row: { requestedBy: "token:agent-2" } },
-      { scope: { kind: "principal", value: "token:nobody" }, person: null as never, row: { requestedBy: "token:agent-3", requesterPerson: null } },
+      {
+        scope: { kind: "principal", value: "token:nobody" },
+        person: null as never,
+        row: { requestedBy: "token:agent-3", requesterPerson: null },
+      },
     ];
     for (const { scope, person, row } of cases) {
       const mutationId = await intentRow(row);
@@ -280,15 +289,24 @@ describe("a run under a halt", () => {
     expect(await pending()).toBe(2);
     // Order of refusals: an unknown approval is still 404 under a halt.
     expect(
-      (await api(`/api/runs/${runId}/approvals/approval_unknown`, { method: "POST", body: JSON.stringify({ decision: "approve" }) })).status,
+      (await api(`/api/runs/${runId}/approvals/approval_unknown`, { method: "POST", body: JSON.stringify({ decision: "approve" }) }))
+        .status,
     ).toBe(404);
     // Nothing changed: no approval event was written for the refused approve.
-    expect(reader.events.map((e) => JSON.parse(e.data)).filter((e) => e.type === "approval_resolved" || e.type === "approval_vote")).toEqual([]);
-    const deny = await api(`/api/runs/${runId}/approvals/${asked[1].approval_id}`, { method: "POST", body: JSON.stringify({ decision: "deny" }) });
+    expect(
+      reader.events.map((e) => JSON.parse(e.data)).filter((e) => e.type === "approval_resolved" || e.type === "approval_vote"),
+    ).toEqual([]);
+    const deny = await api(`/api/runs/${runId}/approvals/${asked[1].approval_id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "deny" }),
+    });
     expect(deny.status).toBe(200);
     // Released: the waiting approval can be approved and runs.
     expect((await api(`/api/halts/${engaged.halt_id}`, { method: "DELETE" })).status).toBe(200);
-    const ok = await api(`/api/runs/${runId}/approvals/${asked[0].approval_id}`, { method: "POST", body: JSON.stringify({ decision: "approve" }) });
+    const ok = await api(`/api/runs/${runId}/approvals/${asked[0].approval_id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve" }),
+    });
     expect(ok.status).toBe(200);
     const events = await readUntilFound(reader, (es) => es.some((e) => e.type === "run_completed"));
     const executions = events.filter((e) => e.type === "tool_execution");
