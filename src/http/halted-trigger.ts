@@ -8,7 +8,7 @@ import { coveringHalt, type HaltSubject } from "../policy/halt-scope";
 import { apiError } from "./api-error";
 
 /** The oldest active halt covering a trigger by `subject`, or null; "unavailable" when D1 did not answer in time. */
-export async function haltOfTrigger(
+async function haltOfTrigger(
   db: D1Database,
   waitMs: number,
   subject: Omit<HaltSubject, "call">,

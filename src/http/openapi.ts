@@ -459,16 +459,16 @@ function buildDocument() {
   });
   registry.registerPath({
     method: "get",
-    path: "/api/halts/{halt_id}",
+    path: "/api/halts/{haltId}",
     summary: "One halt (contract section 23, viewer)",
-    request: { params: z.object({ halt_id: z.string() }) },
+    request: { params: z.object({ haltId: z.string() }) },
     responses: { 200: { description: "The halt", content: json(haltSchema) }, ...errors(404, ...API_ERRORS) },
   });
   registry.registerPath({
     method: "delete",
-    path: "/api/halts/{halt_id}",
+    path: "/api/halts/{haltId}",
     summary: "A release vote; the HALT_RELEASE_APPROVALS-th distinct person releases it (contract section 23, admin)",
-    request: { params: z.object({ halt_id: z.string() }) },
+    request: { params: z.object({ haltId: z.string() }) },
     responses: {
       200: { description: "Released (by this vote or before it)", content: json(haltReleaseSchema) },
       202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },

@@ -74,7 +74,7 @@ export interface HaltProjection {
 
 const HALT_ID = /^halt_[0-9A-HJKMNP-TV-Z]{26}$/;
 
-export function newHaltId(): string {
+function newHaltId(): string {
   return `halt_${ulid()}`;
 }
 
@@ -154,18 +154,13 @@ export async function getHalt(db: HaltDb, haltId: string): Promise<HaltRow | nul
 }
 
 /** The active halts, oldest first, read from D1 (never cached: a decision must see a halt engaged a moment ago). */
-export async function activeHalts(db: Pick<HaltDb, "prepare">): Promise<ActiveHalt[]> {
+async function activeHalts(db: Pick<HaltDb, "prepare">): Promise<ActiveHalt[]> {
   const { results } = await db
     .prepare(
       `SELECT halt_id, scope_kind, scope_value, scope_person, engaged_at FROM halts WHERE status = 'active' ORDER BY engaged_at, halt_id`,
     )
     .all<ActiveHalt>();
   return results;
-}
-
-export async function countActiveHalts(db: Pick<HaltDb, "prepare">): Promise<number> {
-  const row = await db.prepare(`SELECT COUNT(*) AS n FROM halts WHERE status = 'active'`).first<{ n: number }>();
-  return Number(row?.n ?? 0);
 }
 
 export interface HaltPage {
@@ -226,20 +221,6 @@ export async function voteRelease(db: HaltDb, haltId: string, voter: string, pri
   const row = read?.results[0] as HaltRow | undefined;
   if (!row) return { kind: "not_found" };
   return { kind: "voted", counted: (inserted?.meta?.changes ?? 0) > 0, row };
-}
-
-/** The cancel job's progress (contract section 23: `cancel: {requested, done, finished_at?}`). */
-export async function recordCancelProgress(
-  db: Pick<HaltDb, "prepare">,
-  haltId: string,
-  progress: { requested: number; done: number; finished: boolean },
-): Promise<void> {
-  await db
-    .prepare(
-      `UPDATE halts SET cancel_requested = ?, cancel_done = ?, cancel_finished_at = CASE WHEN ? THEN ${D1_NOW} ELSE NULL END WHERE halt_id = ?`,
-    )
-    .bind(progress.requested, progress.done, progress.finished ? 1 : 0, haltId)
-    .first();
 }
 
 /**
