@@ -27,6 +27,7 @@ import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import { readActiveHalts } from "../src/outcomes/halts";
+import { limitBeforeAsking } from "../src/outcomes/mutation-limits";
 import { RowOutbox } from "../src/outcomes/row-outbox";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
 import { observeSends, observeTurns } from "../src/operate/run-hooks";
@@ -284,6 +285,7 @@ export class RunObject extends DurableObject<Env> {
         catalog,
         observer: outputs,
         halts: () => readActiveHalts(this.outcomeDb(), config.STORAGE_WAIT_MS),
+        limitRoom: (limits, call) => limitBeforeAsking(this.outcomeDb(), config.STORAGE_WAIT_MS, limits, call),
       },
       run,
       calls,

@@ -13,3 +13,6 @@ ALTER TABLE mutation_outcomes ADD COLUMN requested_by TEXT;
 ALTER TABLE mutation_outcomes ADD COLUMN on_behalf_of TEXT;
 ALTER TABLE mutation_outcomes ADD COLUMN requester_person TEXT;
 ALTER TABLE mutation_outcomes ADD COLUMN dispatched_at TEXT;
+
+-- Contract section 23: a limit's window reads the rows dispatched within its `per`.
+CREATE INDEX mutation_outcomes_dispatched_at ON mutation_outcomes (dispatched_at) WHERE dispatched = 1;

@@ -46,6 +46,7 @@ import {
 } from "../execution/tool-calls";
 import { classifyTool, parseMcpToolName } from "../execution/tool-policy";
 import { type ActiveHalt, coveringHalt, type HaltSubject } from "../policy/halt-scope";
+import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
 import type { QuestionAnswer } from "../execution/mcp-questions";
 import {
   answerQuestion,
@@ -88,6 +89,14 @@ export interface EngineDeps {
   observer?: EngineObserver;
   /** The active halts from D1, uncached, within STORAGE_WAIT_MS (contract section 23); absent: none are read. */
   halts?: () => Promise<readonly ActiveHalt[] | "unavailable">;
+  /**
+   * The check of a mutation's limits before anyone is asked (contract section 23), within
+   * STORAGE_WAIT_MS: the hint of a full limit, null when there is room, "unavailable" (ask as usual).
+   */
+  limitRoom?: (
+    limits: readonly MutationLimit[],
+    call: { tool_name: string; channel_id: string; requester_person: string | null | undefined; requested_by: string },
+  ) => Promise<{ retry_after_s: number } | null | "unavailable">;
 }
 
 /**
@@ -147,6 +156,7 @@ export class RunEngine {
         this.#save();
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
+      limitsOf: (toolName) => limitsFor(deps.config.TOOL_POLICY, toolName),
     });
   }
 
@@ -265,6 +275,26 @@ export class RunEngine {
       on_behalf_of: requester.on_behalf_of,
       requester_person: requester.on_behalf_of !== undefined ? (requester.on_behalf_of_person ?? null) : requester.person,
     };
+  }
+
+  /** Each mutating tool of a turn whose limit is full before anyone is asked (contract section 23); a failed read asks as usual. */
+  async #limitsBeforeAsking(tools: { tool_name: string; mutating: boolean }[]): Promise<Map<string, { retry_after_s: number }>> {
+    const full = new Map<string, { retry_after_s: number }>();
+    const check = this.#deps.limitRoom;
+    if (check === undefined) return full;
+    const run = this.#pipelineRun();
+    for (const name of new Set(tools.filter((t) => t.mutating).map((t) => t.tool_name))) {
+      const limits = limitsFor(this.#deps.config.TOOL_POLICY, name);
+      if (limits.length === 0) continue;
+      const room = await check(limits, {
+        tool_name: name,
+        channel_id: this.#run.channel_id,
+        requester_person: run.requester_person,
+        requested_by: run.requested_by,
+      });
+      if (room !== null && room !== "unavailable") full.set(name, room);
+    }
+    return full;
   }
 
   #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>, haltOf: HaltCheck): ActionVerdict {
@@ -584,6 +614,7 @@ export class RunEngine {
     // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
     const halts = prepared.some(({ tool }) => tool.mutating) ? await this.#deps.halts?.() : undefined;
     const haltOf = this.#haltCheck(halts === undefined || halts === "unavailable" ? [] : halts);
+    const limited = await this.#limitsBeforeAsking(prepared.map(({ proposed, tool }) => ({ tool_name: proposed.tool_name, mutating: tool.mutating })));
     if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();
@@ -608,7 +639,17 @@ export class RunEngine {
       const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
       const halt = call.mutating ? haltOf(call) : null;
       this.#apply(
-        announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy, halt === "unavailable" ? null : halt),
+        announce(
+          this.#calls,
+          call,
+          shownArguments(call.arguments),
+          limits,
+          now,
+          ids,
+          policy,
+          halt === "unavailable" ? null : halt,
+          limited.get(call.tool_name) ?? null,
+        ),
         now,
       );
     }
@@ -674,7 +715,7 @@ export class RunEngine {
     this.#apply(
       decision.kind === "settle"
         ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
-        : refuseDispatch(this.#calls, call, decision.reason, now, decision.halt_id),
+        : refuseDispatch(this.#calls, call, decision.reason, now, { halt_id: decision.halt_id, retry_after_s: decision.retry_after_s }),
     );
   }
 

@@ -36,6 +36,7 @@ import type { MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import { parseMcpToolName } from "./tool-policy";
+import type { MutationLimit } from "../policy/mutation-limits";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
 import { approvalsOf, approvedByOf, type DispatchOutcome, type DispatchRefusal, type Dispatched, type McpConversation } from "./tool-calls";
 
@@ -97,7 +98,7 @@ export interface RowRef {
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
   /** `halt_id` with reason halted: the halt that refused the checkpoint (contract section 23). */
-  | { kind: "refuse"; reason: DispatchRefusal; halt_id?: string }
+  | { kind: "refuse"; reason: DispatchRefusal; halt_id?: string; retry_after_s?: number }
   | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
 /** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
@@ -113,6 +114,8 @@ export interface PipelineDeps {
    * before the request it announces leaves: phase "sending" is the follow-up's write-ahead mark.
    */
   writeAhead: (call: Dispatched, conversation: McpConversation) => void;
+  /** The mutation limits a tool's checkpoint must respect (contract section 23); absent: none. */
+  limitsOf?: (toolName: string) => MutationLimit[];
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;
@@ -224,11 +227,14 @@ export class DispatchPipeline {
     if (session.kind === "unreachable") return this.#refuse(row, session.reason ?? "transport_unavailable");
     try {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
-      const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
+      const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
+      const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() }, limits);
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
       if (typeof checkpoint === "object") {
-        this.settleUnsent(row, "halted");
-        return { kind: "refuse", reason: "halted", halt_id: checkpoint.halt_id };
+        this.settleUnsent(row, checkpoint.kind);
+        return checkpoint.kind === "halted"
+          ? { kind: "refuse", reason: "halted", halt_id: checkpoint.halt_id }
+          : { kind: "refuse", reason: "rate_limited", retry_after_s: checkpoint.retry_after_s };
       }
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
       // Cancellation that arrived during the checkpoint still wins: nothing has been sent.

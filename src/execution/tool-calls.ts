@@ -41,7 +41,9 @@ export type DispatchRefusal =
   | "authorization_required"
   | "cancelled"
   /** A halt covers it (contract section 23): its checkpoint was refused. */
-  | "halted";
+  | "halted"
+  /** A mutation limit's window is full (contract section 23): its checkpoint was refused. */
+  | "rate_limited";
 
 export const HUMAN_ASK_TOOL = "human__ask";
 
@@ -301,6 +303,8 @@ export function announce(
   policy: ApprovalPolicy = DEFAULT_POLICY,
   /** The halt covering this call when it was proposed (contract section 23); null or absent: none (or unread). */
   haltId: string | null = null,
+  /** A full mutation limit found before asking (contract section 23): the call ends rate_limited with this hint. */
+  limited: { retry_after_s: number } | null = null,
 ): Effect[] {
   const approvalId = newIds.approvalId;
   const { state: _proposed, ...base } = call;
@@ -333,6 +337,18 @@ export function announce(
         approved: false,
         execution: { execution_status: "not_executed", reason: "halted", halt_id: haltId },
         modelResult: "Not executed: mutations are halted by an operator; do not retry until the halt is released.",
+      }),
+    );
+    return effects;
+  }
+  if (call.mutating && limited !== null) {
+    // Contract section 23: a full limit refuses the call before anyone is asked: no approval, no row.
+    effects.push(
+      ...finish(calls, call, {
+        now,
+        approved: false,
+        execution: { execution_status: "not_executed", reason: "rate_limited", retry_after_s: limited.retry_after_s },
+        modelResult: `Not executed: the tool's mutation limit is reached; room again in about ${limited.retry_after_s} seconds.`,
       }),
     );
     return effects;
@@ -685,7 +701,13 @@ export function settleDispatch(
 }
 
 /** An admitted call that storage or replay protection stopped before it was sent (its row is the pipeline's to settle). */
-export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: DispatchRefusal, now: number, haltId?: string): Effect[] {
+export function refuseDispatch(
+  calls: ToolCall[],
+  call: Dispatched,
+  reason: DispatchRefusal,
+  now: number,
+  extra: { halt_id?: string | undefined; retry_after_s?: number | undefined } = {},
+): Effect[] {
   const why = {
     cancelled: "the run was cancelled before it was sent",
     storage_unavailable: "its outcome could not be recorded first (storage unavailable)",
@@ -695,11 +717,17 @@ export function refuseDispatch(calls: ToolCall[], call: Dispatched, reason: Disp
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
     authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
     halted: "mutations are halted by an operator; do not retry until the halt is released",
+    rate_limited: `the tool's mutation limit is reached; room again in about ${extra.retry_after_s ?? "some"} seconds`,
   }[reason];
   return finish(calls, call, {
     now,
     approved: true,
-    execution: { execution_status: "not_executed", reason, ...(reason === "halted" && haltId !== undefined ? { halt_id: haltId } : {}) },
+    execution: {
+      execution_status: "not_executed",
+      reason,
+      ...(reason === "halted" && extra.halt_id !== undefined ? { halt_id: extra.halt_id } : {}),
+      ...(reason === "rate_limited" && extra.retry_after_s !== undefined ? { retry_after_s: extra.retry_after_s } : {}),
+    },
     modelResult: `Not executed: ${why}.`,
   });
 }

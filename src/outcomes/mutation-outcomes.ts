@@ -11,6 +11,8 @@ import type { z } from "zod";
 import { MUTATION_OUTCOME_SCHEMA, type mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { ulid } from "ulidx";
 import { D1_NOW, HALT_COVERS_ROW } from "./halts";
+import { fullLimit, limitClauses } from "./mutation-limits";
+import type { MutationLimit } from "../policy/mutation-limits";
 
 // ---- the D1 seam -----------------------------------------------------------
 
@@ -232,6 +234,8 @@ export type GuardedCheckpointResult =
   | { ok: false; error: "prior_outcome_unknown"; row: MutationOutcomeRow }
   /** An active halt covers the row (contract section 23): `halt_id` is the oldest such. */
   | { ok: false; error: "halted"; halt_id: string; row: MutationOutcomeRow }
+  /** A mutation limit's window is full (contract section 23): `retry_after_s` is the hint. */
+  | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
   | { ok: false; error: "not_checkpointable"; row: MutationOutcomeRow };
 
@@ -247,7 +251,9 @@ export type GuardedCheckpointResult =
  * the caller cannot pass a mismatched identity, and there is no separate read
  * a halt could slip past: D1 serialises writes, so a halt committed before
  * this statement refuses it, and one committed after it finds the row
- * dispatched at a `dispatched_at` before its `engaged_at`. (A D1 batch has no
+ * dispatched at a `dispatched_at` before its `engaged_at`. `limits` (contract
+ * section 23) add one clause each: the limit's window still has room, so
+ * concurrent checkpoints never exceed `max`. (A D1 batch has no
  * conditional abort, so the checks cannot be separate statements.)
  *
  * Only the refusal path reads again, to name its cause: a row no longer
@@ -255,7 +261,12 @@ export type GuardedCheckpointResult =
  * row (both row conditions only ever go one way: unresolved → settled,
  * dispatched 0 → 1).
  */
-export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: string): Promise<GuardedCheckpointResult> {
+export async function markDispatchedUnlessPrior(
+  db: OutcomeDb,
+  mutationId: string,
+  limits: readonly MutationLimit[] = [],
+): Promise<GuardedCheckpointResult> {
+  const limited = limitClauses(limits);
   // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
   const row = await db
     .prepare(
@@ -267,9 +278,10 @@ export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: strin
              AND p.run_id <> m.run_id AND p.state IN ('unresolved', 'outcome_unknown') AND p.mutation_id < m.mutation_id
          )
          AND NOT EXISTS (SELECT 1 FROM halts AS h WHERE ${HALT_COVERS_ROW})
+         ${limited.sql}
        RETURNING *`,
     )
-    .bind(mutationId)
+    .bind(mutationId, ...limited.binds)
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
@@ -283,6 +295,9 @@ export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: strin
     .bind(mutationId)
     .first<{ halt_id: string }>();
   if (halt) return { ok: false, error: "halted", halt_id: halt.halt_id, row: current };
+  // A full limit (its window read through LIMIT max); room that freed meanwhile reads as the prior row.
+  const full = limits.length > 0 ? await fullLimit(db, limits, "row", mutationId) : null;
+  if (full !== null) return { ok: false, error: "rate_limited", retry_after_s: full.retry_after_s, row: current };
   return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 
