@@ -9,6 +9,9 @@
 //    halt's engaged_at, or is not_executed(halted) with nothing sent; the
 //    demo server saw exactly the dispatched rows. Approvals refused 409 stay
 //    pending; a deny is taken (200) during the halt.
+//  - A limit of 3 per hour under 10 concurrent approvals: exactly 3 are
+//    sent, the others end not_executed(rate_limited) with retry_after_s; a
+//    run proposing the tool afterwards ends rate_limited before anyone is asked.
 //  - The release: the first person's vote is 202 (and again 202 when the same
 //    person repeats it), token:root (no person) is 403 second_person_required,
 //    the second person's vote releases (200); then the waiting approvals run.
@@ -20,6 +23,10 @@ import { e2eVars } from "./global-setup";
 
 const demo = inject("demoMcpBaseUrl");
 const CREATE = "mcp__demo__create_dashboard";
+const KPI = "mcp__demo__create_kpi";
+/** The limit on KPI here: 3 per hour, and LIMIT_RUNS approvals racing it. */
+const LIMIT_MAX = 3;
+const LIMIT_RUNS = 10;
 const AUD = "aud-halts";
 /** Runs racing the halt (the issue asks for 50). */
 const RUNS = 50;
@@ -43,6 +50,10 @@ beforeAll(async () => {
     ACCESS_TEAM_DOMAIN: access.url,
     ACCESS_AUD: AUD,
     ACCESS_ROLES: JSON.stringify({ "ann@example.com": ["admin"], "bob@example.com": ["admin"] }),
+    TOOL_POLICY: JSON.stringify({
+      mcp__demo__create_alert_from_chart: { level: "confirm" },
+      [KPI]: { limits: [{ max: LIMIT_MAX, per: "1h", by: "all" }] },
+    }),
   });
   await demoReset();
 }, 120_000);
@@ -215,4 +226,76 @@ describe("a halt racing approved mutations", () => {
       expect(row.dispatched_at! > released.released_at).toBe(true);
     }
   }, 110_000);
+});
+
+describe("a mutation limit under concurrent approvals", () => {
+  it(`${LIMIT_RUNS} concurrent approvals under a limit of ${LIMIT_MAX} per hour: exactly ${LIMIT_MAX} are sent`, async () => {
+    const stamp = Date.now();
+    const runs = await Promise.all(
+      Array.from({ length: LIMIT_RUNS }, async (_, i) => {
+        const res = await server.api("/api/trigger", {
+          method: "POST",
+          body: JSON.stringify({
+            message: `limit ${i}`,
+            channel_id: `C-limit-${i}`,
+            script: [
+              { tool_calls: [{ tool_name: KPI, tool_call_id: "k-1", arguments: { name: `kpi-${stamp}-${i}`, query: "q" } }] },
+              { text: "Done." },
+            ],
+          }),
+        });
+        expect(res.status).toBe(202);
+        return (await json(res)).run_id as string;
+      }),
+    );
+    const pending = await until(
+      async () =>
+        (
+          (await json(await server.api("/api/approvals?status=pending&limit=200"))).approvals as { run_id: string; approval_id: string }[]
+        ).filter((a) => runs.includes(a.run_id)),
+      (list) => list.length === LIMIT_RUNS,
+      "every limited approval to be asked",
+    );
+    const answers = await Promise.all(pending.map((a) => decide(a.run_id, a.approval_id, "approve")));
+    for (const a of answers) expect(a.status).toBe(200);
+    await until(
+      () => Promise.all(runs.map(async (runId) => (await json(await server.api(`/api/runs/${runId}`))).status)),
+      (list) => list.every((s) => s !== "running"),
+      "every limited run to end",
+    );
+    const sent = (await demoCalls()).calls.filter((c) => c.tool === "create_kpi" && String(c.arguments.name).startsWith(`kpi-${stamp}-`));
+    expect(sent).toHaveLength(LIMIT_MAX);
+    const rows: Row[] = (
+      await Promise.all(runs.map(async (runId) => (await json(await server.api(`/api/runs/${runId}/mutations`))).mutations as Row[]))
+    ).flat();
+    expect(rows.filter((r) => r.dispatched)).toHaveLength(LIMIT_MAX);
+    expect(rows.filter((r) => !r.dispatched).map((r) => [r.state, r.reason])).toEqual(
+      Array.from({ length: LIMIT_RUNS - LIMIT_MAX }, () => ["not_executed", "rate_limited"]),
+    );
+
+    // Proposed now, it is refused before anyone is asked: no approval, no row, and a hint.
+    const res = await server.api("/api/trigger", {
+      method: "POST",
+      body: JSON.stringify({
+        message: "over the limit",
+        script: [
+          { tool_calls: [{ tool_name: KPI, tool_call_id: "k-1", arguments: { name: `kpi-${stamp}-late`, query: "q" } }] },
+          { text: "Done." },
+        ],
+      }),
+    });
+    const runId = (await json(res)).run_id as string;
+    await until(
+      async () => (await json(await server.api(`/api/runs/${runId}`))).status,
+      (s) => s !== "running",
+      "the late run to end",
+    );
+    const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+    const events = [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, any>);
+    const ofCall = events.filter((e) => e.tool_call_id === "k-1");
+    expect(ofCall.map((e) => e.type)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
+    expect(ofCall[1]).toMatchObject({ execution_status: "not_executed", reason: "rate_limited" });
+    expect(ofCall[1]!.retry_after_s).toBeGreaterThan(3500);
+    expect((await json(await server.api(`/api/runs/${runId}/mutations`))).mutations).toEqual([]);
+  }, 60_000);
 });
