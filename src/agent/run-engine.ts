@@ -614,7 +614,9 @@ export class RunEngine {
     // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
     const halts = prepared.some(({ tool }) => tool.mutating) ? await this.#deps.halts?.() : undefined;
     const haltOf = this.#haltCheck(halts === undefined || halts === "unavailable" ? [] : halts);
-    const limited = await this.#limitsBeforeAsking(prepared.map(({ proposed, tool }) => ({ tool_name: proposed.tool_name, mutating: tool.mutating })));
+    const limited = await this.#limitsBeforeAsking(
+      prepared.map(({ proposed, tool }) => ({ tool_name: proposed.tool_name, mutating: tool.mutating })),
+    );
     if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();

@@ -525,6 +525,40 @@ export interface TokenRevoked {
   revoked_at: string;
 }
 
+/** POST /api/halts (contract section 23): `scope` is `all`, `server:<server>`, `tool:<tool_name>` or `principal:<principal id>`. */
+export interface HaltRequest {
+  scope: string;
+  /** 1..500 characters (redacted). */
+  reason: string;
+  /** Only for `all` and `principal:`. */
+  cancel_runs?: boolean;
+}
+
+/** A halt (contract section 23); the 201 of POST /api/halts is its first six fields. */
+export interface Halt {
+  halt_id: string;
+  scope: string;
+  reason: string;
+  engaged_by: string;
+  engaged_at: string;
+  status: "active" | "released";
+  releases?: number;
+  required?: number;
+  released_by?: string;
+  released_at?: string;
+  cancel?: { requested: number; done: number; finished_at?: string };
+}
+
+export interface HaltsPage {
+  halts: Halt[];
+  next_cursor: string | null;
+}
+
+/** DELETE /api/halts/{halt_id}: released (200), or the vote counted and more persons needed (202). */
+export type HaltReleaseAnswer =
+  | { halt_id: string; status: "released"; released_by: string; released_at: string }
+  | { halt_id: string; status: "active"; releases: number; required: number };
+
 /** Every action the audit log records (contract section 18), in the contract's order. */
 export const AUDIT_ACTIONS = [
   "token.create",

@@ -228,7 +228,11 @@ export class DispatchPipeline {
     try {
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
       const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
-      const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() }, limits);
+      const checkpoint = await ledger.checkpointUnlessPrior(
+        row.mutation_id,
+        { reason: "storage_unavailable", settledAt: this.#iso() },
+        limits,
+      );
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
       if (typeof checkpoint === "object") {
         this.settleUnsent(row, checkpoint.kind);

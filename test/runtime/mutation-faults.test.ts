@@ -198,7 +198,8 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
 }
 
 /** Section 23: a checkpointed row carries D1's time of its checkpoint. */
-const dispatchedAt = (fields: Record<string, unknown>) => (fields.dispatched === true ? { dispatched_at: expect.stringMatching(ISO_MS) } : {});
+const dispatchedAt = (fields: Record<string, unknown>) =>
+  fields.dispatched === true ? { dispatched_at: expect.stringMatching(ISO_MS) } : {};
 
 /** The run's events are one human-approved call's, between run_started and its terminal event. */
 function expectOneApprovedCall(events: any[], terminal = "run_completed"): void {

@@ -58,7 +58,9 @@ describe("the checkpoint's limit clauses", () => {
       expect(hint).toBeGreaterThan(3590);
       expect(hint).toBeLessThanOrEqual(3600);
     }
-    const n = await env.DB.prepare(`SELECT COUNT(*) AS n FROM mutation_outcomes WHERE tool_name = ? AND dispatched = 1`).bind(tool).first("n");
+    const n = await env.DB.prepare(`SELECT COUNT(*) AS n FROM mutation_outcomes WHERE tool_name = ? AND dispatched = 1`)
+      .bind(tool)
+      .first("n");
     expect(n).toBe(3);
   });
 

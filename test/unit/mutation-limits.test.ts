@@ -19,7 +19,12 @@ describe("limits in TOOL_POLICY", () => {
       paths({
         TOOL_POLICY: JSON.stringify({
           mcp__demo__create_dashboard: { limits: [{ max: 3, per: "1h", by: "principal" }] },
-          "*": { limits: [{ max: 10000, per: "30d", by: "all" }, { max: 1, per: "30s", by: "channel" }] },
+          "*": {
+            limits: [
+              { max: 10000, per: "30d", by: "all" },
+              { max: 1, per: "30s", by: "channel" },
+            ],
+          },
         }),
       }),
     ).toBe("ready");
