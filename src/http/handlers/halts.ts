@@ -110,6 +110,15 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
   if (body.cancel_runs === true && scope.kind !== "all" && scope.kind !== "principal") {
     throw invalidScope('cancel_runs is only for "all" and "principal:" scopes');
   }
+  if (body.cancel_runs === true) {
+    // Contract section 23's cancel job (an alarm cancelling the scope's runs in batches) is not built yet: refused, never silently ignored.
+    throw apiError(400, {
+      error: "invalid_request",
+      message:
+        "cancel_runs is not supported by this deployment yet; engage the halt without it and cancel runs with POST /api/runs/{id}/cancel.",
+      details: [{ path: "cancel_runs", message: "not supported yet" }],
+    });
+  }
   const reason = redactText(body.reason).slice(0, MAX_REASON_CHARS);
   const row = await engageHalt(
     env.DB,
@@ -119,7 +128,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
       reason,
       engagedBy: principal.id,
       required: config.HALT_RELEASE_APPROVALS,
-      cancelRuns: body.cancel_runs === true,
+      cancelRuns: false,
     },
     (haltId) => [
       auditStatement(env.DB, {
@@ -129,7 +138,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
         action: "halt.engage",
         target: haltId,
         result: "ok",
-        details: { scope: scopeText(scope), reason, ...(body.cancel_runs === true ? { cancel_runs: true } : {}) },
+        details: { scope: scopeText(scope), reason },
       }),
     ],
   );
