@@ -23,7 +23,7 @@ import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
 import { auditVerify } from "./audit-verify.js";
-import { approvalLine, auditLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
+import { approvalLine, auditLine, haltLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
 const ENVIRONMENT_HELP = `
@@ -283,6 +283,52 @@ function buildProgram(act: Act): Command {
         const { out, client } = context(command);
         const row = await client.reconcile(mutationId, { outcome: opts.outcome, evidence: opts.evidence });
         out.result(mutationLine(row), row);
+        return EXIT_OK;
+      }),
+    );
+
+  // Halts (contract section 23): engage, release, list.
+  program
+    .command("halt")
+    .description("stop mutations in a scope at once: all, server:<server>, tool:<tool_name> or principal:<id> (approver or admin)")
+    .argument("<scope>", "all | server:<server> | tool:<tool_name> | principal:<principal id>")
+    .requiredOption("--reason <text>", "why (1..500 characters)")
+    .option("--cancel-runs", "also cancel the running runs in scope (all and principal: only)")
+    .action(
+      act(async (scope: string, opts: { reason: string; cancelRuns?: boolean }, command: Command) => {
+        const { out, client } = context(command);
+        const halt = await client.engageHalt({ scope, reason: opts.reason, ...(opts.cancelRuns === true ? { cancel_runs: true } : {}) });
+        out.result(haltLine(halt), halt);
+        return EXIT_OK;
+      }),
+    );
+  program
+    .command("release")
+    .description("vote to release a halt; HALT_RELEASE_APPROVALS distinct persons release it (admin)")
+    .argument("<halt_id>")
+    .action(
+      act(async (haltId: string, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const answer = await client.releaseHalt(haltId);
+        const line =
+          answer.status === "released"
+            ? `${answer.halt_id} released by=${answer.released_by} at=${answer.released_at}`
+            : `${answer.halt_id} still active: ${answer.releases} of ${answer.required} release votes`;
+        out.result(line, answer);
+        return EXIT_OK;
+      }),
+    );
+  program
+    .command("halts")
+    .description("halts, newest first (viewer)")
+    .addOption(new Option("--status <status>", "only these").choices(["active", "released"]))
+    .action(
+      act(async (opts: { status?: "active" | "released" }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.listHalts(opts.status === undefined ? {} : { status: opts.status });
+        if (out.json) out.object(page);
+        else if (page.halts.length === 0) out.line(opts.status === "active" ? "no active halts" : "no halts");
+        else for (const h of page.halts) out.line(haltLine(h));
         return EXIT_OK;
       }),
     );

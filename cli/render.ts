@@ -6,6 +6,7 @@ import type {
   ApprovalListItem,
   AuditEntry,
   EngineEvent,
+  Halt,
   InputListItem,
   MutationOutcome,
   RunSummary,
@@ -205,6 +206,20 @@ export function mcpServerLine(s: McpServerListItem): string {
     `last_contact=${s.last_contact_at ?? "never"}`,
     ...(s.trust_annotations ? ["trust_annotations"] : []),
     ...(s.connected_by !== undefined ? [`connected_by=${s.connected_by}`] : []),
+  ].join(" ");
+}
+
+/** `<halt_id> <status> scope=<scope> by=<engaged_by> at=<engaged_at>[ releases=<n>/<required>][ released_by=…] reason="…"`: one halt. */
+export function haltLine(h: Halt): string {
+  return [
+    h.halt_id,
+    h.status,
+    `scope=${h.scope}`,
+    `by=${h.engaged_by}`,
+    `at=${h.engaged_at}`,
+    ...(h.releases !== undefined && h.required !== undefined && h.status === "active" ? [`releases=${h.releases}/${h.required}`] : []),
+    ...(h.released_by !== undefined ? [`released_by=${h.released_by}`] : []),
+    `reason=${quote(h.reason)}`,
   ].join(" ");
 }
 

@@ -27,6 +27,8 @@ import type { ToolCall } from "../src/execution/tool-calls";
 import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
+import { readActiveHalts } from "../src/outcomes/halts";
+import { limitBeforeAsking } from "../src/outcomes/mutation-limits";
 import { RowOutbox } from "../src/outcomes/row-outbox";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
 import { observeSends, observeTurns } from "../src/operate/run-hooks";
@@ -163,7 +165,12 @@ export class RunObject extends DurableObject<Env> {
   async act(action: PersonAction): Promise<ActionVerdict> {
     const parts = this.#parts;
     if (!parts) return { kind: "gone" };
-    const verdict = parts.engine.act(action);
+    // Contract section 23: an approve or an accept reads the active halts from D1, uncached, within STORAGE_WAIT_MS.
+    const halts =
+      action.kind === "approve" || (action.kind === "answer_form" && action.answer.action === "accept")
+        ? await readActiveHalts(this.outcomeDb(), this.#config.STORAGE_WAIT_MS)
+        : [];
+    const verdict = parts.engine.act(action, halts);
     if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
       const now = Date.now();
       const runId = parts.engine.run.run_id;
@@ -292,6 +299,8 @@ export class RunObject extends DurableObject<Env> {
         source,
         catalog,
         observer: outputs,
+        halts: () => readActiveHalts(this.outcomeDb(), config.STORAGE_WAIT_MS),
+        limitRoom: (limits, call) => limitBeforeAsking(this.outcomeDb(), config.STORAGE_WAIT_MS, limits, call),
       },
       run,
       calls,

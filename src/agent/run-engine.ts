@@ -31,13 +31,16 @@ import {
   type Dispatched,
   type Done,
   type Effect,
+  type HaltCheck,
   type Limits,
   type McpQuestion,
   type Proposed,
   type ToolCall,
   type Verdict,
 } from "../execution/tool-calls";
-import { classifyTool } from "../execution/tool-policy";
+import { classifyTool, parseMcpToolName } from "../execution/tool-policy";
+import { type ActiveHalt, coveringHalt, type HaltSubject } from "../policy/halt-scope";
+import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
 import type { QuestionAnswer } from "../execution/mcp-questions";
 import {
   answerQuestion,
@@ -79,6 +82,16 @@ export interface EngineDeps {
   catalog: ToolCatalog;
   /** What the object does beside the stream on each append and in the summary (the run index, the Slack outbox). */
   observer?: EngineObserver;
+  /** The active halts from D1, uncached, within STORAGE_WAIT_MS (contract section 23); absent: none are read. */
+  halts?: () => Promise<readonly ActiveHalt[] | "unavailable">;
+  /**
+   * The check of a mutation's limits before anyone is asked (contract section 23), within
+   * STORAGE_WAIT_MS: the hint of a full limit, null when there is room, "unavailable" (ask as usual).
+   */
+  limitRoom?: (
+    limits: readonly MutationLimit[],
+    call: { tool_name: string; channel_id: string; requester_person: string | null | undefined; requested_by: string },
+  ) => Promise<{ retry_after_s: number } | null | "unavailable">;
 }
 
 /**
@@ -122,7 +135,13 @@ export class RunEngine {
       open: deps.open,
       run: () => {
         const { run_id, channel_id, delivery_id } = this.#run;
-        return { run_id, channel_id, delivery_id, cancel_requested: cancelRequested(this.#run) };
+        return {
+          run_id,
+          channel_id,
+          delivery_id,
+          cancel_requested: cancelRequested(this.#run),
+          ...this.#pipelineRun(),
+        };
       },
       // A call's conversation with its server (contract section 21) is on disk before the follow-up it announces leaves.
       writeAhead: (call, conversation) => {
@@ -132,6 +151,7 @@ export class RunEngine {
         this.#save();
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
+      limitsOf: (toolName) => limitsFor(deps.config.TOOL_POLICY, toolName),
     });
   }
 
@@ -204,15 +224,16 @@ export class RunEngine {
    * A person's action, entered once (the run protocol, src/wire/run-protocol.ts): judged here
    * and answered with one verdict a surface renders as it is.
    */
-  act(action: PersonAction): ActionVerdict {
+  act(action: PersonAction, halts: readonly ActiveHalt[] | "unavailable" = []): ActionVerdict {
+    const haltOf = this.#haltCheck(halts);
     switch (action.kind) {
       case "approve":
       case "deny":
-        return this.#decide(action);
+        return this.#decide(action, haltOf);
       case "answer":
         return this.#answerInput(action.tool_call_id, action.answer, action.actor.principal_id);
       case "answer_form":
-        return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor);
+        return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor, haltOf);
       case "cancel":
         return { kind: "cancel", result: this.cancel() };
     }
@@ -224,16 +245,68 @@ export class RunEngine {
     return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
   }
 
-  #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>): ActionVerdict {
+  /** Whether a halt covers one of this run's calls (contract section 23), from the halts read for this action. */
+  #haltCheck(halts: readonly ActiveHalt[] | "unavailable"): HaltCheck {
+    return (call) => {
+      if (halts === "unavailable") return "unavailable";
+      return coveringHalt(halts, this.#haltSubject(call.tool_name))?.halt_id ?? null;
+    };
+  }
+
+  /** The run and one of its calls as a halt sees them: the same fields the row gives the checkpoint's statement. */
+  #haltSubject(toolName: string): HaltSubject {
+    const run = this.#pipelineRun();
+    return {
+      requested_by: run.requested_by ?? "",
+      on_behalf_of: run.on_behalf_of,
+      persons: [run.requester_person],
+      call: { tool_name: toolName, server: parseMcpToolName(toolName)?.server },
+    };
+  }
+
+  #pipelineRun() {
+    const requester = this.#requester();
+    return {
+      requested_by: requester.principal_id,
+      on_behalf_of: requester.on_behalf_of,
+      requester_person: requester.on_behalf_of !== undefined ? (requester.on_behalf_of_person ?? null) : requester.person,
+    };
+  }
+
+  /** Each mutating tool of a turn whose limit is full before anyone is asked (contract section 23); a failed read asks as usual. */
+  async #limitsBeforeAsking(tools: { tool_name: string; mutating: boolean }[]): Promise<Map<string, { retry_after_s: number }>> {
+    const full = new Map<string, { retry_after_s: number }>();
+    const check = this.#deps.limitRoom;
+    if (check === undefined) return full;
+    const run = this.#pipelineRun();
+    for (const name of new Set(tools.filter((t) => t.mutating).map((t) => t.tool_name))) {
+      const limits = limitsFor(this.#deps.config.TOOL_POLICY, name);
+      if (limits.length === 0) continue;
+      const room = await check(limits, {
+        tool_name: name,
+        channel_id: this.#run.channel_id,
+        requester_person: run.requester_person,
+        requested_by: run.requested_by,
+      });
+      if (room !== null && room !== "unavailable") full.set(name, room);
+    }
+    return full;
+  }
+
+  #decide(action: Extract<PersonAction, { kind: "approve" | "deny" }>, haltOf: HaltCheck): ActionVerdict {
     const { approval_id: approvalId, actor, prompt } = action;
     const waiting = this.#calls.some((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
-    const verdict = this.#decideApproval(approvalId, {
-      decision: action.kind,
-      decided_by: actor.principal_id,
-      decider: actor,
-      ...(action.reason !== undefined ? { reason: action.reason } : {}),
-      ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
-    });
+    const verdict = this.#decideApproval(
+      approvalId,
+      {
+        decision: action.kind,
+        decided_by: actor.principal_id,
+        decider: actor,
+        ...(action.reason !== undefined ? { reason: action.reason } : {}),
+        ...(action.kind === "approve" && action.confirmation !== undefined ? { confirmation: action.confirmation } : {}),
+      },
+      haltOf,
+    );
     // Refused only for an approval the run asked: its policy is there.
     const policy = approvalPolicyOf(this.#calls, approvalId);
     if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
@@ -263,7 +336,7 @@ export class RunEngine {
     return { found: true, status: "cancelling", already_ended: false };
   }
 
-  #decideApproval(approvalId: string, decision: Decision): Verdict {
+  #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
     const { config } = this.#deps;
     const now = Date.now();
     const result = decideApproval(
@@ -275,6 +348,7 @@ export class RunEngine {
       this.#limits(),
       now,
       newMutationId(),
+      haltOf,
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
@@ -297,7 +371,7 @@ export class RunEngine {
    * eligible to approve the call may answer (section 19's rule, checked before anything else is
    * told); when it closes the round, the follow-up tools/call goes out.
    */
-  #answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider): ActionVerdict {
+  #answerMcpInput(inputId: string, answer: QuestionAnswer, answeredBy: string, decider: Decider, haltOf: HaltCheck): ActionVerdict {
     const found = findQuestion(this.#calls, inputId);
     if (found === undefined) return { kind: "not_found", what: "question", id: inputId };
     const { call } = found;
@@ -314,6 +388,12 @@ export class RunEngine {
       action: answer.action,
     });
     if (refusal !== null) return this.#refused(refusal, policy);
+    if (answer.action === "accept" && call.mutating && call.state === "dispatched" && isOpen(found.question)) {
+      // Contract section 23: an accept while a halt covers the call is refused and changes nothing; decline and cancel are taken.
+      const halt = haltOf(call);
+      if (halt === "unavailable") return { kind: "storage_timeout" };
+      if (halt !== null) return { kind: "halted", halt_id: halt };
+    }
     const result = answerQuestion(this.#calls, inputId, answer, answeredBy, Date.now());
     this.#apply(result.effects);
     if (result.closed) this.#closeRound(result.closed.tool_call_id, "expired");
@@ -545,6 +625,12 @@ export class RunEngine {
       const toolDigest = await catalog.digest(proposed.tool_name, info);
       prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments), toolDigest });
     }
+    // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
+    const halts = prepared.some(({ tool }) => tool.mutating) ? await this.#deps.halts?.() : undefined;
+    const haltOf = this.#haltCheck(halts === undefined || halts === "unavailable" ? [] : halts);
+    const limited = await this.#limitsBeforeAsking(
+      prepared.map(({ proposed, tool }) => ({ tool_name: proposed.tool_name, mutating: tool.mutating })),
+    );
     if (!this.#running()) return; // cancelled while the tool lists were fetched
     // Taken after the tool listing: a slow listing takes nothing from a person's time to decide.
     const now = Date.now();
@@ -568,7 +654,21 @@ export class RunEngine {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
-      this.#apply(announce(this.#calls, call, shownArguments(call.arguments), limits, now, ids, policy), now);
+      const halt = call.mutating ? haltOf(call) : null;
+      this.#apply(
+        announce(
+          this.#calls,
+          call,
+          shownArguments(call.arguments),
+          limits,
+          now,
+          ids,
+          policy,
+          halt === "unavailable" ? null : halt,
+          limited.get(call.tool_name) ?? null,
+        ),
+        now,
+      );
     }
     this.#save();
   }
@@ -632,7 +732,11 @@ export class RunEngine {
     this.#apply(
       decision.kind === "settle"
         ? settleDispatch(this.#calls, call, decision.outcome, now, decision.settlementLate)
-        : refuseDispatch(this.#calls, call, decision.reason, now, decision.tool_digest),
+        : refuseDispatch(this.#calls, call, decision.reason, now, {
+            tool_digest: decision.tool_digest,
+            halt_id: decision.halt_id,
+            retry_after_s: decision.retry_after_s,
+          }),
     );
   }
 

@@ -53,6 +53,11 @@ export const ERROR_CODES = [
   // An audit you can prove (section 25): no signing key; an export from before what retention kept.
   "unsigned",
   "retained_from",
+  // Brakes and limits (section 23): a halt covers it; a malformed halt scope; release votes.
+  "halted",
+  "invalid_scope",
+  "self_release_forbidden",
+  "second_person_required",
   // A bug, never bad input: logged, nothing internal said.
   "internal_error",
 ] as const;

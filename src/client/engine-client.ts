@@ -43,6 +43,10 @@ import type {
   StoragePoolStats,
   TriggerReceipt,
   TriggerRequest,
+  Halt,
+  HaltReleaseAnswer,
+  HaltRequest,
+  HaltsPage,
 } from "./types.js";
 
 /** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
@@ -226,6 +230,24 @@ export class EngineClient {
   /** DELETE /api/tokens/{name}: revokes it and ends its console sessions. */
   revokeToken(name: string, options: RequestOptions = {}): Promise<TokenRevoked> {
     return this.#json("DELETE", `/api/tokens/${enc(name)}`, undefined, options);
+  }
+
+  /** POST /api/halts: engage a halt (contract section 23, approver or admin). */
+  engageHalt(body: HaltRequest, options: RequestOptions = {}): Promise<Halt> {
+    return this.#json("POST", "/api/halts", body, options);
+  }
+
+  /** GET /api/halts: one page of halts, newest first. */
+  listHalts(
+    query: { status?: "active" | "released"; limit?: number; cursor?: string } = {},
+    options: RequestOptions = {},
+  ): Promise<HaltsPage> {
+    return this.#json("GET", `/api/halts${queryString(query)}`, undefined, options);
+  }
+
+  /** DELETE /api/halts/{halt_id}: a release vote (admin). */
+  releaseHalt(haltId: string, options: RequestOptions = {}): Promise<HaltReleaseAnswer> {
+    return this.#json("DELETE", `/api/halts/${enc(haltId)}`, undefined, options);
   }
 
   /** GET /api/audit: one page of the audit log, newest first. */

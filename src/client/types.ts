@@ -126,7 +126,10 @@ export type NotExecutedReason =
   | "prior_outcome_unknown"
   | "transport_unavailable"
   | "authorization_required"
-  | "tool_changed";
+  | "tool_changed"
+  /** Contract section 23: a halt covers the call (`halt_id`), or a mutation limit is full (`retry_after_s`). */
+  | "halted"
+  | "rate_limited";
 
 /** An MCP tool's annotations as its server gave them (contract section 21). A `destructiveHint: true` is shown as "Destructive". */
 export interface ToolAnnotations {
@@ -214,6 +217,10 @@ export type EngineEvent =
       mutation_id?: string;
       /** With not_executed(tool_changed) (contract section 23): the tool's digest now listed, null when it is gone. */
       tool_digest?: string | null;
+      /** With `rate_limited` (contract section 23): a hint of when the limit has room again. */
+      retry_after_s?: number;
+      /** With `halted` (contract section 23): the oldest halt covering the call. */
+      halt_id?: string;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
   | Envelope<"heartbeat">
@@ -291,6 +298,12 @@ export interface MutationOutcome {
   reconciliation?: { outcome: "completed" | "not_executed"; reconciled_by: string; evidence: string; at: string };
   /** The tool's digest its approval was bound to (contract section 23); absent on older rows and for an unlisted tool. */
   tool_digest?: string;
+  /** Contract section 23: D1's clock when the checkpoint committed, and who the row counts for. */
+  dispatched_at?: string;
+  server?: string;
+  requested_by?: string;
+  on_behalf_of?: string;
+  requester_person?: string;
 }
 
 export interface RunMutations {
@@ -527,6 +540,40 @@ export interface TokenRevoked {
   revoked_at: string;
 }
 
+/** POST /api/halts (contract section 23): `scope` is `all`, `server:<server>`, `tool:<tool_name>` or `principal:<principal id>`. */
+export interface HaltRequest {
+  scope: string;
+  /** 1..500 characters (redacted). */
+  reason: string;
+  /** Only for `all` and `principal:`. */
+  cancel_runs?: boolean;
+}
+
+/** A halt (contract section 23); the 201 of POST /api/halts is its first six fields. */
+export interface Halt {
+  halt_id: string;
+  scope: string;
+  reason: string;
+  engaged_by: string;
+  engaged_at: string;
+  status: "active" | "released";
+  releases?: number;
+  required?: number;
+  released_by?: string;
+  released_at?: string;
+  cancel?: { requested: number; done: number; finished_at?: string };
+}
+
+export interface HaltsPage {
+  halts: Halt[];
+  next_cursor: string | null;
+}
+
+/** DELETE /api/halts/{halt_id}: released (200), or the vote counted and more persons needed (202). */
+export type HaltReleaseAnswer =
+  | { halt_id: string; status: "released"; released_by: string; released_at: string }
+  | { halt_id: string; status: "active"; releases: number; required: number };
+
 /** Every action the audit log records (contract section 18), in the contract's order. */
 export const AUDIT_ACTIONS = [
   "token.create",
@@ -541,6 +588,9 @@ export const AUDIT_ACTIONS = [
   "access.refused",
   "audit.checkpoint",
   "audit.scrub",
+  // Contract section 23.
+  "halt.engage",
+  "halt.release",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -139,6 +139,25 @@ const approvalPolicyFields = {
   approvals_required: z.number().int().min(1).max(MAX_APPROVALS_REQUIRED).optional(),
   self_approval: z.boolean().optional(),
 };
+/** A duration of contract section 23: `<n>s|m|h|d`, `n` a positive integer; its seconds, or undefined for anything else. */
+export function durationSeconds(text: string): number | undefined {
+  const match = /^([1-9][0-9]{0,8})([smhd])$/.exec(text);
+  if (!match) return undefined;
+  return Number(match[1]) * { s: 1, m: 60, h: 3_600, d: 86_400 }[match[2] as "s" | "m" | "h" | "d"];
+}
+/** Contract section 23: a limit's `per` is 30s to 30d. */
+const MIN_LIMIT_SECONDS = 30;
+const MAX_LIMIT_SECONDS = 30 * 86_400;
+const mutationLimitSchema = z
+  .object({
+    max: z.number().int().min(1).max(10_000),
+    per: z.string().refine((v) => {
+      const seconds = durationSeconds(v);
+      return seconds !== undefined && seconds >= MIN_LIMIT_SECONDS && seconds <= MAX_LIMIT_SECONDS;
+    }, "a duration <n>s|m|h|d (n a positive integer) from 30s to 30d"),
+    by: z.enum(["principal", "channel", "all"]),
+  })
+  .strict();
 const toolPolicySchema = z
   .record(
     toolName,
@@ -147,6 +166,8 @@ const toolPolicySchema = z
         level: z.enum(["approve", "confirm"]).nullable().optional(),
         read_only: z.boolean().optional(),
         ...approvalPolicyFields,
+        // Contract section 23: mutation limits; under "*" they count every tool's mutations together.
+        limits: z.array(mutationLimitSchema).min(1).max(20).optional(),
       })
       .strict(),
   )
@@ -158,7 +179,7 @@ const toolPolicySchema = z
         ctx.addIssue({
           code: "custom",
           path: [POLICY_DEFAULTS_KEY, field],
-          message: `"*" may carry only approvers, approvals_required and self_approval, not ${field}`,
+          message: `"*" may carry only approvers, approvals_required, self_approval and limits, not ${field}`,
         });
     }
   });
@@ -315,6 +336,8 @@ export const hostConfigSchema = z.object({
   HEARTBEAT_INTERVAL_MS: intVar(DEFAULT_HEARTBEAT_INTERVAL_MS, 1),
   STREAM_MAX_SECONDS: intVar(DEFAULT_STREAM_MAX_SECONDS, 1),
   STORAGE_WAIT_MS: intVar(DEFAULT_STORAGE_WAIT_MS, 1),
+  // Contract section 23: persons needed to release a halt, 1..5.
+  HALT_RELEASE_APPROVALS: intVar(1, 1).pipe(z.number().max(5, "expected at most 5 persons")),
   STORAGE_LEASE_MS: intVar(DEFAULT_STORAGE_LEASE_MS, 1),
   MCP_CONNECT_TIMEOUT_MS: intVar(DEFAULT_MCP_CONNECT_TIMEOUT_MS, 1),
   MCP_CALL_TIMEOUT_MS: intVar(DEFAULT_MCP_CALL_TIMEOUT_MS, 1),
@@ -463,6 +486,15 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
       details: unknownGroups,
     };
   }
+  // Contract section 23: rows must outlive every limit's window, or the limit would count too few.
+  const shortRetention = limitsOutlivingRetention(config);
+  if (shortRetention.length > 0) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: shortRetention,
+    };
+  }
   // Contract section 18: not_configured only when neither API_TOKEN nor Access is configured.
   if (config.API_TOKEN === undefined && config.ACCESS_TEAM_DOMAIN === undefined) {
     return {
@@ -474,6 +506,23 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
   }
   // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
   return { state: "ready", config };
+}
+
+/** Every TOOL_POLICY limit whose `per` is longer than MUTATION_RETENTION_DAYS keeps rows (contract section 23). */
+function limitsOutlivingRetention(config: HostConfig): { path: string; message: string }[] {
+  const days = config.MUTATION_RETENTION_DAYS;
+  if (days === undefined) return [];
+  const out: { path: string; message: string }[] = [];
+  for (const [tool, entry] of Object.entries(config.TOOL_POLICY)) {
+    (entry.limits ?? []).forEach((limit, i) => {
+      if ((durationSeconds(limit.per) ?? 0) > days * 86_400)
+        out.push({
+          path: `TOOL_POLICY.${tool}.limits.${i}.per`,
+          message: `${limit.per} is longer than MUTATION_RETENTION_DAYS (${days} days): rows would be deleted while the limit still counts them`,
+        });
+    });
+  }
+  return out;
 }
 
 /** What a server with `oauth` needs and the host lacks: MCP_TOKEN_KEY (the tokens' key) and PUBLIC_URL (the callback's origin). */

@@ -42,6 +42,8 @@
 import type { MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
+import { parseMcpToolName } from "./tool-policy";
+import type { MutationLimit } from "../policy/mutation-limits";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
 import {
   type DispatchOutcome,
@@ -92,6 +94,11 @@ export interface PipelineRun {
   channel_id: string;
   delivery_id: string | null;
   cancel_requested: boolean;
+  /** Who the run is for, as its rows carry it (contract section 23: the checkpoint judges halts and limits by these). */
+  requested_by?: string | undefined;
+  on_behalf_of?: string | undefined;
+  /** on_behalf_of's person, else the requester's; null: nobody. */
+  requester_person?: string | null | undefined;
 }
 
 /** The row a mutation's durable work is about (built by the state machine's intentRowOf). */
@@ -105,7 +112,8 @@ export type { IntentRow as RowRef };
  */
 export type PipelineDecision =
   | { kind: "settle"; outcome: DispatchOutcome; settlementLate: boolean }
-  | { kind: "refuse"; reason: DispatchRefusal; tool_digest?: string | null }
+  /** `halt_id` with reason halted: the halt that refused the checkpoint; `retry_after_s` with rate_limited; `tool_digest` with tool_changed (contract section 23). */
+  | { kind: "refuse"; reason: DispatchRefusal; halt_id?: string; retry_after_s?: number; tool_digest?: string | null }
   | { kind: "ask"; conversation: McpConversation; questions: AskedQuestion[] };
 
 /** `wait`: a round of questions waits for people and nothing is in flight: the call goes on waiting. */
@@ -121,6 +129,8 @@ export interface PipelineDeps {
    * before the request it announces leaves: phase "sending" is the follow-up's write-ahead mark.
    */
   writeAhead: (call: Dispatched, conversation: McpConversation) => void;
+  /** The mutation limits a tool's checkpoint must respect (contract section 23); absent: none. */
+  limitsOf?: (toolName: string) => MutationLimit[];
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;
@@ -236,8 +246,19 @@ export class DispatchPipeline {
       const listed = await session.identify();
       if (listed.kind === "failed") return this.#refuse(row, "transport_unavailable");
       if (listed.digest === null || listed.digest !== row.tool_digest) return this.#refuseChanged(row, listed.digest);
-      const checkpoint = await ledger.checkpointUnlessPrior(row.mutation_id, { reason: "storage_unavailable", settledAt: this.#iso() });
+      const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
+      const checkpoint = await ledger.checkpointUnlessPrior(
+        row.mutation_id,
+        { reason: "storage_unavailable", settledAt: this.#iso() },
+        limits,
+      );
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
+      if (typeof checkpoint === "object") {
+        this.settleUnsent(row, checkpoint.kind);
+        return checkpoint.kind === "halted"
+          ? { kind: "refuse", reason: "halted", halt_id: checkpoint.halt_id }
+          : { kind: "refuse", reason: "rate_limited", retry_after_s: checkpoint.retry_after_s };
+      }
       if (checkpoint !== "acknowledged") return this.#refuse(row, "storage_unavailable");
       // Cancellation that arrived during the checkpoint still wins: nothing has been sent.
       if (this.#deps.run().cancel_requested) return this.#refuse(row, "cancelled");
@@ -399,6 +420,10 @@ export class DispatchPipeline {
       approvalId: row.approval_id,
       toolName: row.tool_name,
       argumentsDigest: row.arguments_digest,
+      server: parseMcpToolName(row.tool_name)?.server ?? null,
+      requestedBy: run.requested_by ?? null,
+      onBehalfOf: run.on_behalf_of ?? null,
+      requesterPerson: run.requester_person ?? null,
       approvedBy: row.approved_by,
       approvals: row.approvals,
       ...(row.tool_digest !== undefined ? { toolDigest: row.tool_digest } : {}),

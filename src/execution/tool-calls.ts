@@ -42,9 +42,20 @@ export type DispatchRefusal =
   | "transport_unavailable"
   | "authorization_required"
   | "tool_changed"
-  | "cancelled";
+  | "cancelled"
+  /** A halt covers it (contract section 23): its checkpoint was refused. */
+  | "halted"
+  /** A mutation limit's window is full (contract section 23): its checkpoint was refused. */
+  | "rate_limited";
 
 export const HUMAN_ASK_TOOL = "human__ask";
+
+/**
+ * Whether a halt covers a mutating call (contract section 23), as the run read
+ * the active halts for this one action: the oldest covering halt's id, null
+ * for none, "unavailable" when D1 did not answer within STORAGE_WAIT_MS.
+ */
+export type HaltCheck = (call: { tool_name: string }) => string | null | "unavailable";
 
 /** What every call carries from its proposal to its end. */
 interface CallBase {
@@ -321,6 +332,10 @@ export function announce(
   now: number,
   newIds: NewIds,
   policy: ApprovalPolicy = DEFAULT_POLICY,
+  /** The halt covering this call when it was proposed (contract section 23); null or absent: none (or unread). */
+  haltId: string | null = null,
+  /** A full mutation limit found before asking (contract section 23): the call ends rate_limited with this hint. */
+  limited: { retry_after_s: number } | null = null,
 ): Effect[] {
   const approvalId = newIds.approvalId;
   const { state: _proposed, ...base } = call;
@@ -341,6 +356,30 @@ export function announce(
         approved: false,
         execution: { execution_status: "not_executed", reason: "not_in_budget" },
         modelResult: "Not executed: this tool is not in the host's mutation budget.",
+      }),
+    );
+    return effects;
+  }
+  if (call.mutating && haltId !== null) {
+    // Contract section 23: proposed while halted, it ends at once: no approval is asked and no row is written.
+    effects.push(
+      ...finish(calls, call, {
+        now,
+        approved: false,
+        execution: { execution_status: "not_executed", reason: "halted", halt_id: haltId },
+        modelResult: "Not executed: mutations are halted by an operator; do not retry until the halt is released.",
+      }),
+    );
+    return effects;
+  }
+  if (call.mutating && limited !== null) {
+    // Contract section 23: a full limit refuses the call before anyone is asked: no approval, no row.
+    effects.push(
+      ...finish(calls, call, {
+        now,
+        approved: false,
+        execution: { execution_status: "not_executed", reason: "rate_limited", retry_after_s: limited.retry_after_s },
+        modelResult: `Not executed: the tool's mutation limit is reached; room again in about ${limited.retry_after_s} seconds.`,
       }),
     );
     return effects;
@@ -427,6 +466,7 @@ export function decideApproval(
   limits: Limits,
   now: number,
   mutationId: string,
+  haltOf: HaltCheck = () => null,
 ): DecisionResult {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
@@ -447,6 +487,12 @@ export function decideApproval(
     return { verdict: { kind: "already_resolved", decision: decided ?? "unknown", what: "approval" }, effects: [] };
   }
   if (now >= call.approval.expires_at) return { verdict: { kind: "expired" }, effects: expireApproval(calls, call, now) };
+  if (wanted === "approved" && call.mutating) {
+    // Contract section 23: after "already resolved", before confirmation; a deny is always taken.
+    const halt = haltOf(call);
+    if (halt === "unavailable") return { verdict: { kind: "storage_timeout" }, effects: [] };
+    if (halt !== null) return { verdict: { kind: "halted", halt_id: halt }, effects: [] };
+  }
   if (wanted === "approved" && call.approval.level === "confirm" && input.confirmation !== call.tool_name) {
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
@@ -668,16 +714,17 @@ export function settleDispatch(
 }
 
 /**
- * An admitted call that storage, replay protection or its tool's identity stopped before it was
- * sent (its row is the pipeline's to settle). `listedDigest` (tool_changed): the tool's digest now
- * listed, null when it is gone (contract section 23).
+ * An admitted call that storage, replay protection, a halt, a limit or its tool's identity stopped
+ * before it was sent (its row is the pipeline's to settle). `extra.tool_digest` (tool_changed): the
+ * tool's digest now listed, null when it is gone; `halt_id` (halted); `retry_after_s` (rate_limited)
+ * (contract section 23).
  */
 export function refuseDispatch(
   calls: ToolCall[],
   call: Dispatched,
   reason: DispatchRefusal,
   now: number,
-  listedDigest?: string | null,
+  extra: { halt_id?: string | undefined; retry_after_s?: number | undefined; tool_digest?: string | null | undefined } = {},
 ): Effect[] {
   const why = {
     cancelled: "the run was cancelled before it was sent",
@@ -688,12 +735,20 @@ export function refuseDispatch(
     transport_unavailable: "its MCP server could not be reached (nothing was sent)",
     authorization_required: "its MCP server needs authorization; an admin connects it (mcp connect)",
     tool_changed: "the tool's schema changed after it was approved (nothing was sent); propose the call again",
+    halted: "mutations are halted by an operator; do not retry until the halt is released",
+    rate_limited: `the tool's mutation limit is reached; room again in about ${extra.retry_after_s ?? "some"} seconds`,
   }[reason];
-  const changed = reason === "tool_changed" ? { tool_digest: listedDigest ?? null } : {};
+  const changed = reason === "tool_changed" ? { tool_digest: extra.tool_digest ?? null } : {};
   return finish(calls, call, {
     now,
     approved: true,
-    execution: { execution_status: "not_executed", reason, ...changed },
+    execution: {
+      execution_status: "not_executed",
+      reason,
+      ...changed,
+      ...(reason === "halted" && extra.halt_id !== undefined ? { halt_id: extra.halt_id } : {}),
+      ...(reason === "rate_limited" && extra.retry_after_s !== undefined ? { retry_after_s: extra.retry_after_s } : {}),
+    },
     modelResult: `Not executed: ${why}.`,
   });
 }
@@ -820,6 +875,9 @@ interface ExecutionFields {
   error?: { code: ExecutedErrorCode; message: string };
   /** tool_changed (contract section 23): the tool's digest now listed, null when it is gone. */
   tool_digest?: string | null;
+  /** Contract section 23: with halted, the halt; with rate_limited, the hint. */
+  halt_id?: string;
+  retry_after_s?: number;
 }
 
 /**

@@ -98,5 +98,20 @@ function verdictResponse(verdict: Verdict): Response {
       });
     case "not_found":
       return errorJson(404, { error: "not_found", message: `No ${verdict.what} ${JSON.stringify(verdict.id)} in this run.` });
+    case "halted":
+      return errorJson(409, {
+        error: "halted",
+        halt_id: verdict.halt_id,
+        message: `Mutations in this call's scope are halted (${verdict.halt_id}); an approve or accept is refused until the halt is released. A deny is still taken. Nothing was changed.`,
+      });
+    case "storage_timeout":
+      return errorJson(
+        503,
+        {
+          error: "storage_timeout",
+          message: "Storage did not answer in time while checking for halts; nothing was changed. Try again shortly.",
+        },
+        { "retry-after": "1" },
+      );
   }
 }

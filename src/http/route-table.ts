@@ -65,6 +65,17 @@ import {
   handlePublicKeys,
   handleScrub,
 } from "./handlers/audit-proof";
+import {
+  engageHaltSchema,
+  haltReleaseSchema,
+  haltSchema,
+  haltsPageSchema,
+  haltsQuerySchema,
+  handleEngageHalt,
+  handleGetHalt,
+  handleListHalts,
+  handleReleaseHalt,
+} from "./handlers/halts";
 import { handleTrigger } from "./handlers/trigger";
 import { openApiDocumentOf } from "./openapi-document";
 import {
@@ -479,6 +490,47 @@ export const ROUTES: readonly RouteSpec[] = [
     responses: listingResponses(auditPageSchema),
     handler: (request, env) =>
       listing(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS, auditQuerySchema, "entries", listAudit, sealedThrough),
+  },
+  // Halts (contract section 23): an approver may engage one; only an admin releases.
+  {
+    method: "POST",
+    path: "/api/halts",
+    auth: { kind: "role", rule: { role: "approver" } },
+    summary: "Engage a halt: mutating calls in its scope stop at once (contract section 23, approver or admin)",
+    request: jsonBody(engageHaltSchema),
+    responses: { 201: { description: "Engaged", content: json(haltSchema) }, ...errors(400, 413, 415, ...API_ERRORS) },
+    handler: (request, env) => handleEngageHalt(request, env, request.config, request.principal),
+  },
+  {
+    method: "GET",
+    path: "/api/halts",
+    auth: viewer,
+    summary: "Halts, newest first (contract section 23, viewer)",
+    request: { query: haltsQuerySchema },
+    responses: { 200: { description: "One page", content: json(haltsPageSchema) }, ...errors(400, ...API_ERRORS) },
+    handler: (request, env) => handleListHalts(new URL(request.url), env, request.config.STORAGE_WAIT_MS),
+  },
+  {
+    method: "GET",
+    path: "/api/halts/:haltId",
+    auth: viewer,
+    summary: "One halt (contract section 23, viewer)",
+    request: { params: z.object({ haltId: z.string() }) },
+    responses: { 200: { description: "The halt", content: json(haltSchema) }, ...errors(404, ...API_ERRORS) },
+    handler: (request, env) => handleGetHalt(env, decodePathParam(request.params.haltId)),
+  },
+  {
+    method: "DELETE",
+    path: "/api/halts/:haltId",
+    auth: admin,
+    summary: "A release vote; the HALT_RELEASE_APPROVALS-th distinct person releases it (contract section 23, admin)",
+    request: { params: z.object({ haltId: z.string() }) },
+    responses: {
+      200: { description: "Released (by this vote or before it)", content: json(haltReleaseSchema) },
+      202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
+      ...errors(404, ...API_ERRORS),
+    },
+    handler: (request, env) => handleReleaseHalt(env, decodePathParam(request.params.haltId), request.principal),
   },
   // An audit you can prove (contract section 25).
   {

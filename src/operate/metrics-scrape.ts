@@ -1,7 +1,7 @@
-// GET /api/metrics (contract section 22): one D1 batch of a fixed three
+// GET /api/metrics (contract section 22): one D1 batch of a fixed four
 // statements (the pre-aggregated metric_counters, about sixty rows, and two
 // single-row index seeks for the oldest pending approval and the oldest
-// unknown outcome) plus the storage pool's stats() RPC, rendered as
+// unknown outcome, and the count of active halts) plus the storage pool's stats() RPC, rendered as
 // Prometheus text. The cost does not grow with the number of runs: nothing
 // here scans the index. The scrape reports its own statements and rows read.
 import type { StoragePoolStats } from "../outcomes/storage-pool-rpc";
@@ -17,6 +17,8 @@ export interface MetricsSnapshot {
   counters: Map<string, Map<string, number>>;
   oldestPendingApprovalAt: string | null;
   oldestUnknownMutationAt: string | null;
+  /** Active halts (contract section 23); absent: not read. */
+  haltsActive?: number;
   /** Null when the pool did not answer (its series are left out). */
   pool: StoragePoolStats | null;
   d1Statements: number;
@@ -27,6 +29,8 @@ const STATEMENTS = [
   `SELECT name, label, value FROM metric_counters`,
   `SELECT MIN(requested_at) AS oldest FROM approvals WHERE status = 'pending'`,
   `SELECT MIN(settled_at) AS oldest FROM mutation_outcomes WHERE state = 'outcome_unknown'`,
+  // Contract section 23: aee_halts_active (halts are few; an index seek on status).
+  `SELECT COUNT(*) AS n FROM halts WHERE status = 'active'`,
 ] as const;
 
 export async function readMetrics(db: ScrapeDb, pool: () => Promise<StoragePoolStats>): Promise<MetricsSnapshot> {
@@ -46,6 +50,7 @@ export async function readMetrics(db: ScrapeDb, pool: () => Promise<StoragePoolS
     counters,
     oldestPendingApprovalAt: oldest(1),
     oldestUnknownMutationAt: oldest(2),
+    haltsActive: Number((results[3]?.results[0] as { n: number } | undefined)?.n ?? 0),
     pool: await poolStats,
     d1Statements: STATEMENTS.length,
     d1RowsRead: results.reduce((n, r) => n + (r.meta?.rows_read ?? 0), 0),
@@ -101,6 +106,7 @@ export function metricFamilies(snapshot: MetricsSnapshot, now: number): Family[]
       );
     }
   }
+  families.push(gauge("aee_halts_active", "Halts engaged and not released (contract section 23).", snapshot.haltsActive ?? 0));
   const pool = snapshot.pool;
   if (pool) {
     families.push(

@@ -37,6 +37,7 @@ import {
 import type { RowOutbox, RowWork } from "./row-outbox";
 import { guardedStorage, type SlotPool } from "./storage-guard";
 import { logger } from "../operate/logger";
+import type { MutationLimit } from "../policy/mutation-limits";
 import { backoffMs, sleep } from "../schedule/deadline";
 
 /** Attempts for background storage work that found no free slot. */
@@ -45,7 +46,12 @@ const BACKGROUND_ATTEMPTS = 8;
 const BACKGROUND_FIRST_DELAY_MS = 50;
 
 export type IntentVerdict = "recorded" | "replay_blocked" | "unavailable";
-export type GuardedCheckpointVerdict = "acknowledged" | "prior_outcome_unknown" | "unavailable";
+export type GuardedCheckpointVerdict =
+  | "acknowledged"
+  | "prior_outcome_unknown"
+  | "unavailable"
+  | { kind: "halted"; halt_id: string }
+  | { kind: "rate_limited"; retry_after_s: number };
 export type SettleVerdict = "settled" | "late";
 
 /** Where background writes outlive the object: the run's row outbox, and the alarm that retries it (`wake` at epoch ms). */
@@ -97,16 +103,26 @@ export class MutationLedger {
    *    another run for the same channel, tool and digest is unknown; send.
    *  - "prior_outcome_unknown": such an earlier row exists; the row is left
    *    unresolved & dispatched: false, nothing may be sent.
+   *  - `{kind: "halted"}`: an active halt covers the row (contract section 23);
+   *    the row is left unresolved & dispatched: false, nothing may be sent.
+   *  - `{kind: "rate_limited"}`: a mutation limit's window is full (section 23); likewise nothing may be sent.
    *  - "unavailable": no slot or no answer within the bound, a D1 error, or
    *    the row was not unresolved & undispatched; nothing may be sent. A
    *    checkpoint that lands after its wait settles the row not_executed
    *    with `notSent`, since the call it would have allowed was not sent.
    */
-  async checkpointUnlessPrior(mutationId: string, notSent: Omit<Settlement, "state">): Promise<GuardedCheckpointVerdict> {
-    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatchedUnlessPrior(this.#db(), mutationId));
+  async checkpointUnlessPrior(
+    mutationId: string,
+    notSent: Omit<Settlement, "state">,
+    limits: readonly MutationLimit[] = [],
+  ): Promise<GuardedCheckpointVerdict> {
+    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatchedUnlessPrior(this.#db(), mutationId, limits));
     if (answer.status === "ok") {
-      if (answer.value.ok) return "acknowledged";
-      return answer.value.error === "prior_outcome_unknown" ? "prior_outcome_unknown" : "unavailable";
+      const result = answer.value;
+      if (result.ok) return "acknowledged";
+      if (result.error === "halted") return { kind: "halted", halt_id: result.halt_id };
+      if (result.error === "rate_limited") return { kind: "rate_limited", retry_after_s: result.retry_after_s };
+      return result.error === "prior_outcome_unknown" ? "prior_outcome_unknown" : "unavailable";
     }
     if (answer.status === "timeout") {
       void answer.late.then(

@@ -10,6 +10,9 @@
 import type { z } from "zod";
 import { MUTATION_OUTCOME_SCHEMA, type mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { ulid } from "ulidx";
+import { D1_NOW, HALT_COVERS_ROW } from "./halts";
+import { fullLimit, limitClauses } from "./mutation-limits";
+import type { MutationLimit } from "../policy/mutation-limits";
 
 // ---- the D1 seam -----------------------------------------------------------
 
@@ -79,6 +82,13 @@ export interface MutationOutcomeRow {
   sends?: number | null;
   /** The tool's digest its approval was bound to (migrations/0028, contract section 23); NULL before it, or for an unlisted tool. */
   tool_digest?: string | null;
+  /** Contract section 23 (migrations/0026): what the checkpoint's statement judges halts and limits by; NULL on rows written before. */
+  server?: string | null;
+  requested_by?: string | null;
+  on_behalf_of?: string | null;
+  requester_person?: string | null;
+  /** D1's clock when the checkpoint committed. */
+  dispatched_at?: string | null;
   reason: string | null;
   result_json: string | null;
   error_json: string | null;
@@ -124,6 +134,11 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     ...(row.settled_at !== null ? { settled_at: row.settled_at } : {}),
     ...(row.reconciliation_json !== null ? { reconciliation: reconciliationOf(row.reconciliation_json) } : {}),
     ...(typeof row.tool_digest === "string" ? { tool_digest: row.tool_digest } : {}),
+    ...(typeof row.dispatched_at === "string" ? { dispatched_at: row.dispatched_at } : {}),
+    ...(typeof row.server === "string" ? { server: row.server } : {}),
+    ...(typeof row.requested_by === "string" ? { requested_by: row.requested_by } : {}),
+    ...(typeof row.on_behalf_of === "string" ? { on_behalf_of: row.on_behalf_of } : {}),
+    ...(typeof row.requester_person === "string" ? { requester_person: row.requester_person } : {}),
   };
 }
 
@@ -159,6 +174,11 @@ export interface IntentInput {
   toolDigest?: string;
   /** ISO 8601; now when absent. */
   createdAt?: string;
+  /** Contract section 23: the tool's MCP server, the run's requester, its on_behalf_of, and the person the row counts for. */
+  server?: string | null;
+  requestedBy?: string | null;
+  onBehalfOf?: string | null;
+  requesterPerson?: string | null;
 }
 
 /** created: false means a row for (run_id, tool_call_id, approval_id) already existed: replay_blocked. */
@@ -170,8 +190,9 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
     .prepare(
       `INSERT INTO mutation_outcomes
          (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
-          approved_by, approved_at, approvals_json, tool_digest, state, dispatched, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?)
+          approved_by, approved_at, approvals_json, tool_digest, state, dispatched, created_at,
+          server, requested_by, on_behalf_of, requester_person)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -189,6 +210,10 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       JSON.stringify(input.approvals ?? []),
       input.toolDigest ?? null,
       input.createdAt ?? new Date().toISOString(),
+      input.server ?? null,
+      input.requestedBy ?? null,
+      input.onBehalfOf ?? null,
+      input.requesterPerson ?? null,
     )
     .first<MutationOutcomeRow>();
   if (inserted) return { created: true, row: inserted };
@@ -213,45 +238,72 @@ export type GuardedCheckpointResult =
   | { ok: true; row: MutationOutcomeRow }
   /** An earlier row of another run (same channel, tool, digest) is outcome_unknown or unresolved. */
   | { ok: false; error: "prior_outcome_unknown"; row: MutationOutcomeRow }
+  /** An active halt covers the row (contract section 23): `halt_id` is the oldest such. */
+  | { ok: false; error: "halted"; halt_id: string; row: MutationOutcomeRow }
+  /** A mutation limit's window is full (contract section 23): `retry_after_s` is the hint. */
+  | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
   | { ok: false; error: "not_checkpointable"; row: MutationOutcomeRow };
 
 /**
- * The checkpoint with the cross-run prior-outcome check folded in (section
- * 8), as ONE statement: the row becomes dispatched=1 only if it is still
- * unresolved & dispatched=0 AND no EARLIER row of another run for the same
- * channel, tool and arguments digest is outcome_unknown or unresolved.
- * "Earlier" is the row's sortable id (mutation_id, `mut_<ULID>`): of two
- * identical calls approved at the same moment exactly one has the smaller
- * id, so only the later can be refused, never both. The check reads the
- * row's own channel, tool, digest and run, so the caller cannot pass a
- * mismatched identity. (A D1 batch has no conditional abort, so the check
- * cannot be a separate statement in the same batch.)
+ * The checkpoint as ONE statement (sections 8 and 23): the row becomes
+ * dispatched=1, with `dispatched_at` from D1's clock, only if it is still
+ * unresolved & dispatched=0, AND no EARLIER row of another run for the same
+ * channel, tool and arguments digest is outcome_unknown or unresolved, AND no
+ * active halt covers it. "Earlier" is the row's sortable id (mutation_id,
+ * `mut_<ULID>`): of two identical calls approved at the same moment exactly
+ * one has the smaller id, so only the later can be refused, never both. The
+ * checks read the row's own channel, tool, digest, server and requesters, so
+ * the caller cannot pass a mismatched identity, and there is no separate read
+ * a halt could slip past: D1 serialises writes, so a halt committed before
+ * this statement refuses it, and one committed after it finds the row
+ * dispatched at a `dispatched_at` before its `engaged_at`. `limits` (contract
+ * section 23) add one clause each: the limit's window still has room, so
+ * concurrent checkpoints never exceed `max`. (A D1 batch has no
+ * conditional abort, so the checks cannot be separate statements.)
  *
- * Only the refusal path reads again, to tell a prior row from a row that is
- * not in the expected state: both conditions only ever go one way
- * (unresolved → settled, dispatched 0 → 1), so a row that still reads
- * unresolved & dispatched=0 was refused by a prior row.
+ * Only the refusal path reads again, to name its cause: a row no longer
+ * unresolved & undispatched, else an active halt covering it, else a prior
+ * row (both row conditions only ever go one way: unresolved → settled,
+ * dispatched 0 → 1).
  */
-export async function markDispatchedUnlessPrior(db: OutcomeDb, mutationId: string): Promise<GuardedCheckpointResult> {
+export async function markDispatchedUnlessPrior(
+  db: OutcomeDb,
+  mutationId: string,
+  limits: readonly MutationLimit[] = [],
+): Promise<GuardedCheckpointResult> {
+  const limited = limitClauses(limits);
   // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
   const row = await db
     .prepare(
-      `UPDATE mutation_outcomes AS m SET dispatched = 1
+      `UPDATE mutation_outcomes AS m SET dispatched = 1, dispatched_at = ${D1_NOW}
        WHERE m.mutation_id = ? AND m.state = 'unresolved' AND m.dispatched = 0
          AND NOT EXISTS (
            SELECT 1 FROM mutation_outcomes AS p
            WHERE p.channel_id = m.channel_id AND p.tool_name = m.tool_name AND p.arguments_digest = m.arguments_digest
              AND p.run_id <> m.run_id AND p.state IN ('unresolved', 'outcome_unknown') AND p.mutation_id < m.mutation_id
          )
+         AND NOT EXISTS (SELECT 1 FROM halts AS h WHERE ${HALT_COVERS_ROW})
+         ${limited.sql}
        RETURNING *`,
     )
-    .bind(mutationId)
+    .bind(mutationId, ...limited.binds)
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };
   if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
+  const halt = await db
+    .prepare(
+      `SELECT h.halt_id FROM halts AS h, mutation_outcomes AS m
+       WHERE m.mutation_id = ? AND ${HALT_COVERS_ROW} ORDER BY h.engaged_at, h.halt_id LIMIT 1`,
+    )
+    .bind(mutationId)
+    .first<{ halt_id: string }>();
+  if (halt) return { ok: false, error: "halted", halt_id: halt.halt_id, row: current };
+  // A full limit (its window read through LIMIT max); room that freed meanwhile reads as the prior row.
+  const full = limits.length > 0 ? await fullLimit(db, limits, "row", mutationId) : null;
+  if (full !== null) return { ok: false, error: "rate_limited", retry_after_s: full.retry_after_s, row: current };
   return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 

@@ -153,6 +153,10 @@ export function decisionReplyText(verdict: ActionVerdict): SlackText | null {
       return STALE_TEXT;
     case "confirmation_mismatch":
       return mrkdwn`Your decision was not taken: approving needs the tool name typed exactly (${untrustedCode(verdict.tool_name, NAME_MAX_CHARS)}).`;
+    case "halted":
+      return mrkdwn`Mutations are halted (${untrustedCode(verdict.halt_id, NAME_MAX_CHARS)}): this call cannot be approved until an admin releases the halt. You may still deny it. Nothing was changed.`;
+    case "storage_timeout":
+      return mrkdwn`Storage did not answer in time, so your decision was not taken. Nothing was changed; try again shortly.`;
   }
 }
 

@@ -55,7 +55,9 @@ import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
 import { installationTeam } from "./installation-team";
-import { EXTERNAL_USER_TEXT, rateLimitedText } from "./guard-replies";
+import { EXTERNAL_USER_TEXT, haltedTriggerText, rateLimitedText } from "./guard-replies";
+import { readActiveHalts } from "../outcomes/halts";
+import { coveringHalt } from "../policy/halt-scope";
 import { approverPrincipals, slackRequester, slackUserOf } from "./slack-principal";
 import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
 import { countTriggerRetryAfter } from "../auth/rate-limits";
@@ -474,10 +476,11 @@ async function startFromEvent(
   const started = (async () => {
     // Contract section 18: a Slack trigger over TRIGGER_RATE_PER_MINUTE is acknowledged and answered ephemerally;
     // a delivery already known (Slack's retry) is never counted.
-    if ((await getDelivery(env.DB, slackNamespace(), eventId)) === null) {
+    const known = (await getDelivery(env.DB, slackNamespace(), eventId)) !== null;
+    const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };
+    if (!known) {
       const retryAfter = await countTriggerRetryAfter(env, principal, config.TRIGGER_RATE_PER_MINUTE);
       if (retryAfter !== null) {
-        const where = { channel_id: requested.channel_id, ...(requested.slack ? { thread_ts: requested.slack.thread_ts } : {}) };
         await ephemeral(client, where, requested.user_id, rateLimitedText(config.TRIGGER_RATE_PER_MINUTE, retryAfter));
         return;
       }
@@ -486,6 +489,16 @@ async function startFromEvent(
     const input = needsRequesterPerson(config)
       ? { ...requested, requester_person: await slackPersonOf(client, principal, requested.user_id, trusted) }
       : requested;
+    // Contract section 23: a halt of `all` or of this principal (or its person) starts nothing; Slack's retry of a known delivery is not refused.
+    if (!known) {
+      const halts = await readActiveHalts(env.DB, config.STORAGE_WAIT_MS);
+      const persons = "requester_person" in input ? [input.requester_person] : [];
+      const halt = halts === "unavailable" ? null : coveringHalt(halts, { requested_by: principal, persons });
+      if (halt !== null) {
+        await ephemeral(client, where, requested.user_id, haltedTriggerText(halt.halt_id));
+        return;
+      }
+    }
     await startThreadRun(env, input);
   })();
   starts.push(started);

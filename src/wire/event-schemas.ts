@@ -34,6 +34,9 @@ const notExecutedReasonSchema = z.enum([
   "authorization_required",
   // Contract section 23: the tool is gone, or listed with another tool_digest, after it was approved.
   "tool_changed",
+  // Contract section 23: a halt covers the call; a mutation limit is full.
+  "halted",
+  "rate_limited",
 ]);
 const executedErrorCodeSchema = z.enum([
   "transport_timeout",
@@ -164,6 +167,13 @@ const ownFields = {
     tool_digest: toolDigestSchema.nullable().optional().meta({
       description: "With not_executed(tool_changed) (contract section 23): the tool's digest now listed, null when it is gone.",
     }),
+    retry_after_s: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .meta({ description: "With rate_limited (contract section 23): seconds until the limit has room again; a hint, not a reservation." }),
+    halt_id: z.string().optional().meta({ description: "With halted (contract section 23): the oldest active halt covering the call." }),
   },
   tool_completed: { ...toolIds, approval_id: z.string().optional(), approved: z.boolean(), duration_ms: z.number().int().min(0) },
   heartbeat: {},

@@ -61,6 +61,15 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
       .string()
       .regex(/^sha256:[0-9a-f]{64}$/)
       .optional(),
+    /** D1's clock when the checkpoint committed (contract section 23); absent before a checkpoint, and on rows written before it. */
+    dispatched_at: times.settled_at.optional(),
+    /** The tool's MCP server (section 23). */
+    server: z.string().optional(),
+    /** The run's requester (section 23). */
+    requested_by: z.string().optional(),
+    on_behalf_of: z.string().optional(),
+    /** The person the row counts for: on_behalf_of's, else the requester's (section 23); absent when nobody. */
+    requester_person: z.string().optional(),
   };
 }
 

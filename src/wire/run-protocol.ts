@@ -63,7 +63,11 @@ export type Verdict =
   /** `what: "question"`: an MCP question that can no longer be answered (its call goes on, or has ended). */
   | { kind: "expired"; what?: "question" }
   | { kind: "confirmation_mismatch"; tool_name: string }
-  | { kind: "not_found"; what: "approval" | "question"; id: string };
+  | { kind: "not_found"; what: "approval" | "question"; id: string }
+  /** An approve (or an MCP question's accept) while a halt covers the call (contract section 23); nothing changed. */
+  | { kind: "halted"; halt_id: string }
+  /** The active halts could not be read within STORAGE_WAIT_MS (section 9); nothing changed. */
+  | { kind: "storage_timeout" };
 
 /** A run's status (GET /runs/{id}'s `status`). */
 export type RunStatus = RunSummary["status"];

@@ -713,3 +713,36 @@ describe("approved-exec exit codes", () => {
     expect(unreachable.stderr).toMatch(/^error: cannot reach the engine at http:\/\/127\.0\.0\.1:9 \(/);
   });
 });
+
+describe("approved-exec halt, halts and release (contract section 23)", () => {
+  it("engages a halt that refuses an approve, lists it, and releases it; a bad scope is refused", async () => {
+    const bad = await cli(["halt", "server:nowhere", "--reason", "typo"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^error: invalid_scope \(400\)/);
+
+    const script = await scriptFile([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "write-1", arguments: { title: "halted-cli" } }] }]);
+    const started = await cli(["trigger", "make it", "--json", "--channel", channel("halt"), "--script", script]);
+    const runId: string = JSON.parse(started.stdout).run_id;
+    const requested = await waitForApproval(runId);
+
+    const engaged = await cli(["halt", "server:demo", "--reason", "dashboards look wrong", "--json"]);
+    expect(engaged.code, engaged.stderr).toBe(0);
+    const halt = JSON.parse(engaged.stdout);
+    expect(halt).toMatchObject({ scope: "server:demo", reason: "dashboards look wrong", engaged_by: ME, status: "active" });
+    try {
+      const listed = await cli(["halts", "--status", "active"]);
+      expect(listed.stdout).toMatch(
+        new RegExp(`^${halt.halt_id} active scope=server:demo by=${ME} at=\\S+ releases=0/1 reason="dashboards look wrong"$`, "m"),
+      );
+      const refused = await cli(["approve", runId, requested]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/^error: halted \(409\)/);
+    } finally {
+      const released = await cli(["release", halt.halt_id]);
+      expect(released.code, released.stderr).toBe(0);
+      expect(released.stdout).toMatch(new RegExp(`^${halt.halt_id} released by=${ME} at=\\S+\\n$`));
+    }
+    expect((await cli(["halts", "--status", "active"])).stdout).toBe("no active halts\n");
+    expect((await cli(["approve", runId, requested])).code).toBe(0);
+  });
+});

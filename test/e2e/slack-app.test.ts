@@ -329,6 +329,33 @@ describe("decisions from Slack", () => {
     await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
   });
 
+  it("under a halt (contract section 23): an approve click is told the halt and changes nothing; a mention starts nothing and is told why", async () => {
+    const runId = await startBySlack(scriptMessage(writeScript(CREATE)));
+    const approval = await pendingApproval(runId);
+    const engaged = await e2e.server.api("/api/halts", { method: "POST", body: JSON.stringify({ scope: "all", reason: "slack test" }) });
+    expect(engaged.status).toBe(201);
+    const { halt_id: haltId } = (await engaged.json()) as { halt_id: string };
+    try {
+      expect(
+        (await click("approval_approve", APPROVER, { run_id: runId, approval_id: approval.approval_id, level: "approve" })).status,
+      ).toBe(200);
+      await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === APPROVER));
+      const reply = e2e.slack.calls("chat.postEphemeral").find((x) => x.params.user === APPROVER);
+      expect(String(reply?.params.text)).toContain(haltId);
+      expect((await summary(runId)).pending_approvals).toHaveLength(1);
+
+      const id = eventId();
+      expect((await e2e.postEvent(e2e.envelope(mention("hello"), id))).status).toBe(200);
+      await e2e.slack.waitFor((c) => c.some((x) => x.method === "chat.postEphemeral" && x.params.user === REQUESTER));
+      const told = e2e.slack.calls("chat.postEphemeral").find((x) => x.params.user === REQUESTER);
+      expect(String(told?.params.text)).toContain(`halted (${haltId}), so this message started nothing`);
+      expect((await receipt(id)).status).toBe(404);
+    } finally {
+      await e2e.server.api(`/api/halts/${haltId}`, { method: "DELETE" });
+      await e2e.server.api(`/api/runs/${runId}/cancel`, { method: "POST" });
+    }
+  });
+
   it("confirm: approve opens a modal; the wrong text answers errors inside the ack and decides nothing; the right text approves", async () => {
     const runId = await startBySlack(scriptMessage(writeScript(ALERT)));
     const approval = await pendingApproval(runId);

@@ -191,8 +191,15 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     approved_at: expect.stringMatching(ISO_MS),
     // Section 19: one vote, the root token's (approvals_required is 1 here).
     approvals: [{ by: "token:root", at: expect.stringMatching(ISO_MS) }],
+    // Section 23: what the checkpoint's statement judges halts and limits by.
+    server: "demo",
+    requested_by: "token:root",
   };
 }
+
+/** Section 23: a checkpointed row carries D1's time of its checkpoint. */
+const dispatchedAt = (fields: Record<string, unknown>) =>
+  fields.dispatched === true ? { dispatched_at: expect.stringMatching(ISO_MS) } : {};
 
 /** The run's events are one human-approved call's, between run_started and its terminal event. */
 function expectOneApprovedCall(events: any[], terminal = "run_completed"): void {
@@ -214,12 +221,18 @@ function executionEvent(event: any, runId: string, channel: string, approvalId: 
 
 /** A settled row: the projection every row shares, the fields the fault decides, and both times. */
 function settledRow(runId: string, channel: string, approvalId: string, mutationId: string, fields: Record<string, unknown>) {
-  return { ...rowOf(runId, channel, approvalId, mutationId), ...fields, created_at: expect.any(String), settled_at: expect.any(String) };
+  return {
+    ...rowOf(runId, channel, approvalId, mutationId),
+    ...fields,
+    ...dispatchedAt(fields),
+    created_at: expect.any(String),
+    settled_at: expect.any(String),
+  };
 }
 
 /** A row not settled yet: no settled_at. */
 function unsettledRow(runId: string, channel: string, approvalId: string, mutationId: string, fields: Record<string, unknown>) {
-  return { ...rowOf(runId, channel, approvalId, mutationId), ...fields, created_at: expect.any(String) };
+  return { ...rowOf(runId, channel, approvalId, mutationId), ...fields, ...dispatchedAt(fields), created_at: expect.any(String) };
 }
 
 /** Seams of the current test: a test that fails half-way must not leave statements (and their pool slots) held. */

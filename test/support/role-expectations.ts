@@ -25,6 +25,8 @@ export function roleAllows(role: Role | "none", route: string, ownRun: boolean):
         "POST /api/runs/:runId/approvals/:approvalId",
         "POST /api/runs/:runId/inputs/:toolCallId",
         "POST /api/runs/:runId/cancel",
+        // Contract section 18: "approver may also engage halts" (section 23); releasing is admin's.
+        "POST /api/halts",
       ].includes(route);
     case "reconciler":
       return route === "POST /api/mutations/:mutationId/reconcile";

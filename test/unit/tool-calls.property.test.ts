@@ -283,7 +283,8 @@ function simulate(s: Scenario): Trace {
         case "refuse": {
           const inFlight = turnOf().find((c) => c.state === "dispatched");
           if (inFlight?.state !== "dispatched") break;
-          if (a.t === "refuse") take(refuseDispatch(calls, inFlight, a.reason, now, a.reason === "tool_changed" ? null : undefined));
+          if (a.t === "refuse")
+            take(refuseDispatch(calls, inFlight, a.reason, now, a.reason === "tool_changed" ? { tool_digest: null } : {}));
           else {
             const { outcome, late } = outcomeOf(a.result);
             take(settleDispatch(calls, inFlight, outcome, now, late));

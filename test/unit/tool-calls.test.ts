@@ -233,7 +233,7 @@ describe("decideApproval", () => {
       const admitted = advanceAdmission(calls, 0, counters(), limits, T0 + 10);
       const dispatched = admitted.find((e) => e.kind === "dispatch");
       if (dispatched?.kind !== "dispatch") throw new Error("not dispatched");
-      const ended = refuseDispatch(calls, dispatched.call, "tool_changed", T0 + 20, listed);
+      const ended = refuseDispatch(calls, dispatched.call, "tool_changed", T0 + 20, { tool_digest: listed });
       expect(events(ended)).toEqual(["tool_execution", "tool_completed"]);
       expect(fields(ended, "tool_execution")).toEqual({
         tool_name: c.tool_name,

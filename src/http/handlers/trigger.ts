@@ -16,6 +16,7 @@ import { grants } from "../../auth/roles";
 import { lacksRole } from "../../auth/authorize";
 import { countTrigger } from "../../auth/rate-limits";
 import { getDelivery, principalNamespace } from "../deliveries";
+import { refuseIfHalted } from "../halted-trigger";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, triggerBodySchema);
@@ -49,12 +50,19 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
   }
 
   // Contract section 18: a trigger whose delivery identity is already known is never counted (its receipt answers).
-  if (deliveryId === undefined || (await getDelivery(env.DB, principalNamespace(principal.id), deliveryId)) === null) {
-    await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
-  }
+  const known = deliveryId !== undefined && (await getDelivery(env.DB, principalNamespace(principal.id), deliveryId)) !== null;
+  if (!known) await countTrigger(env, principal.id, config.TRIGGER_RATE_PER_MINUTE);
 
   // Contract section 19: who the run is for, as persons, found once here and kept on the run.
   const persons = await triggerPersons(env, config, principal, requester.on_behalf_of);
+  // Contract section 23: a halt of `all` or of this run's principal refuses the trigger; a known delivery identity still gets its receipt.
+  if (!known) {
+    await refuseIfHalted(env.DB, config.STORAGE_WAIT_MS, {
+      requested_by: principal.id,
+      on_behalf_of: requester.on_behalf_of,
+      persons: [requester.on_behalf_of !== undefined ? persons.on_behalf_of_person : persons.requester_person],
+    });
+  }
   const started = await startRun(env, {
     run_id: newRunId(),
     channel_id: body.channel_id,
