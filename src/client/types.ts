@@ -524,6 +524,8 @@ export const AUDIT_ACTIONS = [
   "input.answer",
   "mutation.reconcile",
   "access.refused",
+  "slack.uninstall",
+  "slack.refresh_failed",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

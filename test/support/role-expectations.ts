@@ -5,7 +5,14 @@
 // loopback HTTP against wrangler dev (test/e2e/route-roles.test.ts).
 import type { Role } from "../../src/auth/roles";
 
-const ADMIN_ONLY = new Set(["GET /api/tokens", "POST /api/tokens", "DELETE /api/tokens/:name", "GET /api/audit"]);
+const ADMIN_ONLY = new Set([
+  "GET /api/tokens",
+  "POST /api/tokens",
+  "DELETE /api/tokens/:name",
+  "GET /api/audit",
+  // Contract section 26.
+  "GET /api/slack/installations",
+]);
 
 /** Whether `role` may use `route` ("<METHOD> <path>"); `ownRun` marks what a requester may do on the runs it requested. */
 export function roleAllows(role: Role | "none", route: string, ownRun: boolean): boolean {
