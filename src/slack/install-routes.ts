@@ -17,7 +17,8 @@ import { authenticate } from "../auth/authenticate";
 import { readCookie } from "../auth/cookie-header";
 import { grants } from "../auth/roles";
 import { newSessionId, signSessionId, verifySessionCookie } from "../auth/session-cookie";
-import { type HostConfig, isInstallationMode, loadConfig } from "../config/config";
+import { type HostConfig, loadConfig } from "../config/config";
+import { type InstallSettings, installSettingsOf } from "./install-settings";
 import type { Env } from "../config/env";
 import { logger } from "../operate/logger";
 import { openVerifier, sealVerifier } from "./installation-crypto";
@@ -37,32 +38,6 @@ import { withTimeout } from "./web-api";
 
 /** oauth.v2.access and auth.revoke are abandoned after this long (Slack unreachable: 502). */
 const OAUTH_CALL_TIMEOUT_MS = 10_000;
-
-/** Installation mode's settings, all present (config.ts refuses a partial set). */
-export interface InstallSettings {
-  clientId: string;
-  clientSecret: string;
-  keys: readonly string[];
-  allowed: readonly string[];
-  publicUrl: string;
-  oauthBaseUrl: string;
-  apiBaseUrl: string;
-}
-
-export function installSettingsOf(config: HostConfig): InstallSettings | null {
-  if (!isInstallationMode(config)) return null;
-  const { SLACK_CLIENT_ID, SLACK_CLIENT_SECRET, SLACK_INSTALL_KEY, SLACK_ALLOWED_TEAMS, PUBLIC_URL } = config;
-  if (!SLACK_CLIENT_ID || !SLACK_CLIENT_SECRET || !SLACK_INSTALL_KEY || !SLACK_ALLOWED_TEAMS || !PUBLIC_URL) return null;
-  return {
-    clientId: SLACK_CLIENT_ID,
-    clientSecret: SLACK_CLIENT_SECRET,
-    keys: SLACK_INSTALL_KEY,
-    allowed: SLACK_ALLOWED_TEAMS,
-    publicUrl: PUBLIC_URL,
-    oauthBaseUrl: config.SLACK_OAUTH_BASE_URL,
-    apiBaseUrl: config.SLACK_API_BASE_URL,
-  };
-}
 
 type Loaded = { settings: InstallSettings; config: HostConfig } | { failure: Response };
 

@@ -10,7 +10,7 @@ import type { HostConfig } from "../../config/config";
 import type { Env } from "../../config/env";
 import { logger } from "../../operate/logger";
 import { InstallationStore } from "../../slack/installation-store";
-import { installSettingsOf } from "../../slack/install-routes";
+import { installSettingsOf } from "../../slack/install-settings";
 import { SLACK_LIBRARY_LOG_LEVEL } from "../../slack/library-logging";
 import { withTimeout } from "../../slack/web-api";
 
