@@ -44,6 +44,8 @@ beforeAll(async () => {
       SLACK_RETRY_BASE_MS: "100",
       SLACK_RETRY_MAX_INTERVAL_MS: "300",
       PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // Any Slack user may approve a dashboard: only the installation rule keeps workspace B's users off A's runs.
+      TOOL_POLICY: JSON.stringify({ [CREATE]: { approvers: ["slack:*"] }, mcp__demo__create_alert_from_chart: { level: "confirm" } }),
       CONSOLE_SESSION_SECRET: randomBytes(24).toString("hex"),
     },
     { port },
