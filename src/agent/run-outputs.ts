@@ -179,7 +179,11 @@ export class RunOutputs implements EngineObserver {
             cached = { at: Date.now(), client };
           }
           const client = cached.client;
-          if (client === null) return { client: createSlackClient({ SLACK_BOT_TOKEN: "", SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }), isStopped: async () => true };
+          if (client === null)
+            return {
+              client: createSlackClient({ SLACK_BOT_TOKEN: "", SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }),
+              isStopped: async () => true,
+            };
           return { client, isStopped: async () => false };
         };
         this.#slack = { outbox, connect };

@@ -529,7 +529,10 @@ function slackModeGaps(config: HostConfig): { path: string; message: string }[] 
   }
   config.SLACK_APPROVERS.forEach((entry, i) => {
     if (!entry.includes(":"))
-      out.push({ path: `SLACK_APPROVERS.${i}`, message: "with installations a Slack approver is <team>:<user> (which installation's user)" });
+      out.push({
+        path: `SLACK_APPROVERS.${i}`,
+        message: "with installations a Slack approver is <team>:<user> (which installation's user)",
+      });
   });
   return out;
 }

@@ -8,7 +8,7 @@ import type { NewInstallation } from "./installation-store";
 import { slackPrincipal } from "./slack-principal";
 
 /** The bot scopes the app asks for: slack/manifest.yaml's `oauth_config.scopes.bot`, in its order. */
-export const SLACK_BOT_SCOPES = [
+const SLACK_BOT_SCOPES = [
   "app_mentions:read",
   "chat:write",
   "im:history",
@@ -23,7 +23,7 @@ export const SLACK_BOT_SCOPES = [
 
 /** The install cookie (contract section 26): sent back only on the redirect to /slack/oauth_redirect. */
 export const INSTALL_COOKIE = "slack_install";
-export const INSTALL_STATE_SECONDS = 600;
+const INSTALL_STATE_SECONDS = 600;
 
 export function installSetCookie(signedState: string): string {
   return `${INSTALL_COOKIE}=${signedState}; HttpOnly; Secure; SameSite=Lax; Path=/slack/oauth_redirect; Max-Age=${INSTALL_STATE_SECONDS}`;
@@ -86,7 +86,8 @@ export function installationOfAccess(answer: OAuthV2AccessResponse, installedBy:
     return { kind: "malformed", message: "oauth.v2.access answered no bot token or bot user" };
   const user = installed.user_id;
   if (user === undefined || !USER_ID.test(user)) return { kind: "malformed", message: "oauth.v2.access named no authorizing user" };
-  const expiresAt = installed.bot_token_expires_at === undefined ? undefined : new Date(installed.bot_token_expires_at * 1000).toISOString();
+  const expiresAt =
+    installed.bot_token_expires_at === undefined ? undefined : new Date(installed.bot_token_expires_at * 1000).toISOString();
   return {
     kind: "installation",
     installation: {
@@ -146,7 +147,11 @@ export function eventOrigin(body: unknown): RequestOrigin {
 
 /** A click's or submission's installation: its `team.id`, or `enterprise.id` for an org-wide install. */
 export function interactionOrigin(body: unknown): RequestOrigin {
-  const b = (body ?? {}) as { team?: { id?: unknown; enterprise_id?: unknown } | null; enterprise?: { id?: unknown } | null; is_enterprise_install?: unknown };
+  const b = (body ?? {}) as {
+    team?: { id?: unknown; enterprise_id?: unknown } | null;
+    enterprise?: { id?: unknown } | null;
+    is_enterprise_install?: unknown;
+  };
   const enterprise = text(b.enterprise?.id) ?? text(b.team?.enterprise_id);
   if (b.is_enterprise_install === true) return { team: undefined, enterprise };
   return { team: text(b.team?.id), enterprise };

@@ -101,7 +101,11 @@ export async function handleOAuthRedirect(request: Request, env: Env, ctx: Execu
   const { settings, config } = loaded;
   const query = new URL(request.url).searchParams;
   const state = query.get("state") ?? "";
-  const badState = page(400, "bad_state", "This install link is unknown, used, older than 10 minutes or not this browser's; start again at /slack/install.");
+  const badState = page(
+    400,
+    "bad_state",
+    "This install link is unknown, used, older than 10 minutes or not this browser's; start again at /slack/install.",
+  );
   const cookie = readCookie(request.headers.get("cookie"), INSTALL_COOKIE);
   const cookieState = cookie === null ? null : await verifySessionCookie(cookie, settings.clientSecret);
   if (state === "" || state.length > 512 || cookieState === null || cookieState !== state) return badState;
@@ -147,14 +151,19 @@ export async function handleOAuthRedirect(request: Request, env: Env, ctx: Execu
   const installation = outcome.installation;
   if (!isAllowedInstallation(installation, settings.allowed)) {
     // The token Slack just made is revoked at once; nothing is stored.
-    await withTimeout("auth.revoke", OAUTH_CALL_TIMEOUT_MS, () => client.auth.revoke({ token: installation.bot_token })).catch((err: unknown) =>
-      logger.error("slack: the token of a refused install could not be revoked", {
-        installation: installation.installation_id,
-        error: err instanceof Error ? err.name : String(err),
-      }),
+    await withTimeout("auth.revoke", OAUTH_CALL_TIMEOUT_MS, () => client.auth.revoke({ token: installation.bot_token })).catch(
+      (err: unknown) =>
+        logger.error("slack: the token of a refused install could not be revoked", {
+          installation: installation.installation_id,
+          error: err instanceof Error ? err.name : String(err),
+        }),
     );
     logger.warn("slack: an install into a team outside SLACK_ALLOWED_TEAMS was refused", { installation: installation.installation_id });
-    return page(403, "team_not_allowed", `${escapeHtml(installation.installation_id)} is not in SLACK_ALLOWED_TEAMS; nothing was installed.`);
+    return page(
+      403,
+      "team_not_allowed",
+      `${escapeHtml(installation.installation_id)} is not in SLACK_ALLOWED_TEAMS; nothing was installed.`,
+    );
   }
   await store.install(installation, Date.now());
   logger.info("slack: installed", { installation: installation.installation_id, by: peeked.principal });

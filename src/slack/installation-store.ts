@@ -7,7 +7,7 @@
 // is the D1 one. Tokens enter and leave sealed (installation-crypto.ts).
 import { openToken, sealToken } from "./installation-crypto";
 
-export type InstallationStatus = "active" | "refresh_failed" | "uninstalled";
+type InstallationStatus = "active" | "refresh_failed" | "uninstalled";
 
 /** One installation as the listing shows it (contract section 26), never its tokens. */
 export interface InstallationListing {
@@ -86,9 +86,7 @@ export class InstallationStore {
   /** A live, unused state's admin and sealed verifier; null otherwise (nothing changes). */
   async peekState(stateDigest: string, now: number): Promise<{ principal: string; code_verifier: string } | null> {
     return this.db
-      .prepare(
-        `SELECT principal, code_verifier FROM slack_install_states WHERE state_digest = ? AND used_at IS NULL AND expires_at > ?`,
-      )
+      .prepare(`SELECT principal, code_verifier FROM slack_install_states WHERE state_digest = ? AND used_at IS NULL AND expires_at > ?`)
       .bind(stateDigest, new Date(now).toISOString())
       .first<{ principal: string; code_verifier: string }>();
   }

@@ -17,8 +17,8 @@ import type { InstallationStore, ServedInstallation } from "./installation-store
 import { SLACK_LIBRARY_LOG_LEVEL } from "./library-logging";
 import { withTimeout } from "./web-api";
 
-export const REFRESH_AHEAD_MS = 2 * 60 * 60_000;
-export const REFRESH_LEASE_MS = 60_000;
+const REFRESH_AHEAD_MS = 2 * 60 * 60_000;
+const REFRESH_LEASE_MS = 60_000;
 const REFRESH_CALL_TIMEOUT_MS = 30_000;
 const REFUSED_FOR_GOOD = new Set(["invalid_refresh_token", "invalid_grant", "token_revoked"]);
 
@@ -77,7 +77,10 @@ export async function refreshInstallation(
             details: { error: err.error },
           }).run();
         }
-        logger.error("slack: an installation's refresh token was refused; reinstall it", { installation: installationId, error: err.error });
+        logger.error("slack: an installation's refresh token was refused; reinstall it", {
+          installation: installationId,
+          error: err.error,
+        });
         return "refresh_failed";
       }
       // A refusal of another kind is not retried at once; a lost answer is, once, with the same refresh token.

@@ -104,7 +104,11 @@ async function installations(): Promise<Listing[]> {
   return ((await res.json()) as { installations: Listing[] }).installations;
 }
 
-const tokenOf = (installation: string) => slack.issuedTokens().filter((t) => t.installation === installation).at(-1)!.token;
+const tokenOf = (installation: string) =>
+  slack
+    .issuedTokens()
+    .filter((t) => t.installation === installation)
+    .at(-1)!.token;
 
 /** An Events API envelope from a workspace (or from a workspace of an org-wide install). */
 function envelope(event: Record<string, unknown>, id: string, from: { team: string; enterprise?: string; orgWide?: boolean }) {
@@ -159,7 +163,10 @@ async function summary(runId: string): Promise<Record<string, any>> {
   return (await (await server.api(`/api/runs/${runId}`)).json()) as Record<string, any>;
 }
 
-const writeScript = (title: string) => [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: { title } }] }, { text: "done" }];
+const writeScript = (title: string) => [
+  { tool_calls: [{ tool_name: CREATE, tool_call_id: "w1", arguments: { title } }] },
+  { text: "done" },
+];
 
 async function pendingApproval(runId: string) {
   await expect.poll(async () => (await summary(runId)).pending_approvals.length, { timeout: 15_000 }).toBe(1);
@@ -179,7 +186,14 @@ function click(user: string, channel: string, value: unknown, team: string) {
     channel: { id: channel, name: "ops" },
     message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: "UBOTX", bot_id: "B0001" },
     actions: [
-      { type: "button", action_id: "approval_approve", block_id: "b", value: JSON.stringify(value), text: { type: "plain_text", text: "x" }, action_ts: "1" },
+      {
+        type: "button",
+        action_id: "approval_approve",
+        block_id: "b",
+        value: JSON.stringify(value),
+        text: { type: "plain_text", text: "x" },
+        action_ts: "1",
+      },
     ],
   });
 }
@@ -189,7 +203,10 @@ const postsIn = (channel: string) =>
 
 describe("installing (contract section 26)", () => {
   it("a forged state, a redirect without its cookie, another admin's browser and a replay install nothing", async () => {
-    const forged = await finish(`${server.url}/slack/oauth_redirect?state=${"f".repeat(32)}&code=code-1`, `slack_install=${"f".repeat(32)}.AAAA`);
+    const forged = await finish(
+      `${server.url}/slack/oauth_redirect?state=${"f".repeat(32)}&code=code-1`,
+      `slack_install=${"f".repeat(32)}.AAAA`,
+    );
     expect([forged.status, forged.headers.get("x-error-code")]).toEqual([400, "bad_state"]);
     expect(await forged.text()).toContain("bad_state");
 
@@ -206,7 +223,12 @@ describe("installing (contract section 26)", () => {
     expect([replay.status, replay.headers.get("x-error-code")]).toEqual([400, "bad_state"]);
     expect(slack.calls("oauth.v2.access")).toHaveLength(1);
     expect(await installations()).toEqual([
-      expect.objectContaining({ installation_id: TEAM_A, status: "active", installed_by: "token:root", authorized_by: `slack:${TEAM_A}:UADMINA` }),
+      expect.objectContaining({
+        installation_id: TEAM_A,
+        status: "active",
+        installed_by: "token:root",
+        authorized_by: `slack:${TEAM_A}:UADMINA`,
+      }),
     ]);
   });
 
@@ -251,7 +273,9 @@ describe("serving many installations", () => {
   });
 
   it("an org-wide install serves two of its workspaces, with its token", async () => {
-    expect((await install({ enterprise_id: GRID, is_enterprise_install: true, user_id: "UADMING", bot_user_id: "UBOTG" })).status).toBe(200);
+    expect((await install({ enterprise_id: GRID, is_enterprise_install: true, user_id: "UADMING", bot_user_id: "UBOTG" })).status).toBe(
+      200,
+    );
     const from = (team: string) => ({ team, enterprise: GRID, orgWide: true });
     const one = await runOf(await mention("hello one", "UGRID1", "C0GRID1", from("T0GRIDW1")));
     const two = await runOf(await mention("hello two", "UGRID2", "C0GRID2", from("T0GRIDW2")));
@@ -266,10 +290,7 @@ describe("serving many installations", () => {
     expect((await install({ team_id: TEAM_C, user_id: "UADMINC", bot_user_id: "UBOTC", expires_in: 3600 })).status).toBe(200);
     const first = slack.issuedTokens().find((t) => t.installation === TEAM_C)!;
     // Two events at once: each finds the token due (an hour left, under 2) and starts a refresh.
-    await Promise.all([
-      mention("hello c1", "UC1", "C0CHANC", { team: TEAM_C }),
-      mention("hello c2", "UC2", "C0CHANC", { team: TEAM_C }),
-    ]);
+    await Promise.all([mention("hello c1", "UC1", "C0CHANC", { team: TEAM_C }), mention("hello c2", "UC2", "C0CHANC", { team: TEAM_C })]);
     await expect
       .poll(async () => Date.parse((await installations()).find((i) => i.installation_id === TEAM_C)?.token_expires_at ?? "0"), {
         timeout: 15_000,

@@ -86,7 +86,13 @@ describe("the install flow's pure parts", () => {
     // RFC 7636 appendix B's example.
     expect(await codeChallengeOf(verifier)).toBe("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
     const url = new URL(
-      authorizeUrl({ oauthBaseUrl: "https://slack.com/", clientId: "1.2", publicUrl: "https://aee.example", state: "st", codeChallenge: "ch" }),
+      authorizeUrl({
+        oauthBaseUrl: "https://slack.com/",
+        clientId: "1.2",
+        publicUrl: "https://aee.example",
+        state: "st",
+        codeChallenge: "ch",
+      }),
     );
     expect(url.origin + url.pathname).toBe("https://slack.com/oauth/v2/authorize");
     expect(url.searchParams.get("redirect_uri")).toBe("https://aee.example/slack/oauth_redirect");
@@ -190,7 +196,9 @@ describe("which installation serves a request", () => {
     expect((await store.forRequest(own, enterprise))?.installation_id).toBe(enterprise);
     expect((await store.get(own))?.status).toBe("uninstalled");
     expect((await store.get(enterprise))?.status).toBe("active");
-    const row = await env.DB.prepare(`SELECT bot_token, refresh_token FROM slack_installations WHERE installation_id = ?`).bind(own).first();
+    const row = await env.DB.prepare(`SELECT bot_token, refresh_token FROM slack_installations WHERE installation_id = ?`)
+      .bind(own)
+      .first();
     expect(row).toEqual({ bot_token: null, refresh_token: null });
   });
 });

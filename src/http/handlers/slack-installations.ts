@@ -16,7 +16,7 @@ import { withTimeout } from "../../slack/web-api";
 
 const APPS_UNINSTALL_TIMEOUT_MS = 10_000;
 
-export const installationSchema = z
+const installationSchema = z
   .object({
     installation_id: z.string(),
     team_id: z.string().optional(),
@@ -36,7 +36,10 @@ export const installationsListingSchema = z.object({ installations: z.array(inst
 function storeOf(env: Env, config: HostConfig): { store: InstallationStore; clientId: string; clientSecret: string; apiBaseUrl: string } {
   const settings = installSettingsOf(config);
   if (settings === null)
-    throw apiError(404, { error: "not_found", message: "Slack installations are off (the app runs with one SLACK_BOT_TOKEN, or not at all)." });
+    throw apiError(404, {
+      error: "not_found",
+      message: "Slack installations are off (the app runs with one SLACK_BOT_TOKEN, or not at all).",
+    });
   return {
     store: new InstallationStore(env.DB, settings.keys),
     clientId: settings.clientId,
