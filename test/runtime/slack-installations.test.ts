@@ -9,6 +9,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config";
+import { McpProbeCache } from "../../src/operate/health";
+import { handleHealth } from "../../src/operate/health-route";
+import { TOKEN } from "./helpers";
 import { openToken, sealToken } from "../../src/slack/installation-crypto";
 import { digestOf, InstallationStore, type NewInstallation } from "../../src/slack/installation-store";
 import { refreshDue, refreshInstallation, usableInstallation } from "../../src/slack/installation-tokens";
@@ -256,5 +259,30 @@ describe("token rotation under the lease", () => {
     expect(await store.active(id)).toBeNull();
     const audit = await env.DB.prepare(`SELECT action FROM audit_log WHERE target = ?`).bind(`slack installation ${id}`).all();
     expect(audit.results).toEqual([{ action: "slack.refresh_failed" }]);
+  });
+});
+
+describe("GET /api/health with installations", () => {
+  it("says slack ok, and degraded while an installation is refresh_failed", async () => {
+    const vars = {
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_CLIENT_ID: "1.2",
+      SLACK_CLIENT_SECRET: "secret",
+      SLACK_INSTALL_KEY: KEY,
+      SLACK_ALLOWED_TEAMS: '["T0A"]',
+      PUBLIC_URL: "https://aee.example",
+    };
+    const health = async () => {
+      const request = new Request("https://engine.test/api/health", { headers: { authorization: `Bearer ${TOKEN}` } });
+      const res = await handleHealth(request, { ...env, ...vars } as typeof env, { waitUntil: () => undefined }, new McpProbeCache());
+      return ((await res.json()) as { slack: string }).slack;
+    };
+    await env.DB.prepare(`UPDATE slack_installations SET status = 'uninstalled' WHERE status = 'refresh_failed'`).run();
+    const store = new InstallationStore(env.DB, [KEY]);
+    const id = uniqueTeam();
+    await store.install(installation(id, { refresh_token: "xoxe-1-h" }), Date.now());
+    expect(await health()).toBe("ok");
+    expect(await store.markRefreshFailed(id, (await store.refreshTokenOf(id))!.generation, Date.now())).toBe(true);
+    expect(await health()).toBe("degraded");
   });
 });
