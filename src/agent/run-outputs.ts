@@ -124,7 +124,13 @@ export class RunOutputs implements EngineObserver {
     if (this.#slackOn && run.source === "slack" && run.slack) {
       const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
       // The Home tabs (contract section 19): published again through this outbox when this run's approvals or questions change.
-      const homeSettings = { ...config, console_origin: consoleOrigin };
+      // With installations (contract section 26) only the run's installation's tabs, with its items, are refreshed.
+      const installationTeam = install === null ? undefined : /^slack:([TE][A-Z0-9]{1,30}):/.exec(run.requested_by ?? "")?.[1];
+      const homeSettings = {
+        ...config,
+        console_origin: consoleOrigin,
+        ...(install === null ? {} : { installation_team: installationTeam ?? "-" }),
+      };
       const outbox = new SlackOutbox(
         deps.sql,
         config,

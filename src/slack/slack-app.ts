@@ -302,7 +302,8 @@ function currentTurn(): SlackTurn {
 function slackTurn(fields: Omit<SlackTurn, "trusted" | "actor" | "approvers">): SlackTurn {
   return {
     ...fields,
-    trusted: emailTrustedTeams(fields.config.SLACK_EMAIL_TRUSTED_TEAMS, fields.scope.team),
+    // Contract section 13: with installations no team's emails are trusted unless SLACK_EMAIL_TRUSTED_TEAMS names it.
+    trusted: emailTrustedTeams(fields.config.SLACK_EMAIL_TRUSTED_TEAMS, fields.installation_id === undefined ? fields.scope.team : null),
     actor: fields.scope.principal ?? "",
     approvers: approverPrincipals(fields.config.SLACK_APPROVERS, fields.scope.team),
   };
@@ -369,7 +370,8 @@ function buildApp(): SlackApp<SlackEdgeAppEnv> {
       // Judged as their click would be (contract section 19): their person from users.info.
       const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user, trusted) };
       await recordHomeOpened(env.DB, viewer, now);
-      await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
+      const installationTeam = currentTurn().installation_id === undefined ? {} : { installation_team: scope.team };
+      await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin, ...installationTeam }, now);
     })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
     ctx.waitUntil(published);
   });

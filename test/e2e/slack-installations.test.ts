@@ -259,6 +259,20 @@ describe("serving many installations", () => {
     const valueA = await pendingApproval(runA);
     await pendingApproval(runB);
     await slack.waitFor(() => postsIn("C0CHANA").length > 0 && postsIn("C0CHANB").length > 0);
+    // B's Home tab (a user any approval policy here admits) lists B's approval, never A's, published with B's token.
+    const home = { type: "app_home_opened", user: "UHOMEB", channel: "D0HOMEB", tab: "home" };
+    const tabsOfB = () => slack.calls("views.publish").filter((c) => c.params.user_id === "UHOMEB");
+    // The approval reaches the index (which the tab reads) a moment after it is asked: open the tab until it shows.
+    await expect
+      .poll(
+        async () => {
+          await postSlackEvent(`${server.url}/slack/events`, SECRET, envelope(home, `EvI${Date.now()}${++counter}`, { team: TEAM_B }));
+          return tabsOfB().some((c) => JSON.stringify(c.params.view).includes(runB));
+        },
+        { timeout: 15_000, interval: 500 },
+      )
+      .toBe(true);
+    expect(tabsOfB().every((c) => c.token === tokenOf(TEAM_B) && !JSON.stringify(c.params.view).includes(runA))).toBe(true);
     // The same user id in workspace B, clicking A's approval: nothing is decided.
     expect((await click("UREQ1", "C0CHANA", valueA, TEAM_B)).status).toBe(200);
     await slack.waitFor((calls) => calls.some((c) => c.method === "chat.postEphemeral"));
