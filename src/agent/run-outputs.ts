@@ -29,6 +29,9 @@ import type { AlarmSchedule } from "../schedule/alarm-schedule";
 import { DEFAULT_CALL_TIMEOUT_MS, SlackOutbox } from "../slack/outbox";
 import { isPostingStopped } from "../slack/stop-posting";
 import { createSlackClient } from "../slack/web-api";
+import { installSettingsOf } from "../slack/install-settings";
+import { InstallationStore } from "../slack/installation-store";
+import { usableInstallation } from "../slack/installation-tokens";
 import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType } from "../wire/events";
 import type { RunEvent } from "../wire/event-schemas";
@@ -72,9 +75,12 @@ export interface RunOutputsDeps {
 
 interface SlackSide {
   outbox: SlackOutbox;
-  client: SlackAPIClient;
-  botToken: string;
+  /** The client a drain posts with, and whether posting stopped (asked once per drain, only when something waits). */
+  connect: () => Promise<{ client: SlackAPIClient; isStopped: () => Promise<boolean> }>;
 }
+
+/** Contract section 26: a run object reads its installation's token from D1 at most this old. */
+const INSTALLATION_TOKEN_MAX_AGE_MS = 5 * 60_000;
 
 export class RunOutputs implements EngineObserver {
   readonly #deps: RunOutputsDeps;
@@ -116,11 +122,18 @@ export class RunOutputs implements EngineObserver {
             target: { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, headers: config.OTEL_EXPORTER_OTLP_HEADERS },
           };
     const token = config.SLACK_BOT_TOKEN;
-    this.#slackOn = config.SLACK_SIGNING_SECRET !== undefined && token !== undefined;
-    if (this.#slackOn && token !== undefined && run.source === "slack" && run.slack) {
+    const install = installSettingsOf(config);
+    this.#slackOn = (config.SLACK_SIGNING_SECRET !== undefined && token !== undefined) || install !== null;
+    if (this.#slackOn && run.source === "slack" && run.slack) {
       const consoleOrigin = config.PUBLIC_URL ?? run.slack.request_origin;
       // The Home tabs (contract section 19): published again through this outbox when this run's approvals or questions change.
-      const homeSettings = { ...config, console_origin: consoleOrigin };
+      // With installations (contract section 26) only the run's installation's tabs, with its items, are refreshed.
+      const installationTeam = install === null ? undefined : /^slack:([TE][A-Z0-9]{1,30}):/.exec(run.requested_by ?? "")?.[1];
+      const homeSettings = {
+        ...config,
+        console_origin: consoleOrigin,
+        ...(install === null ? {} : { installation_team: installationTeam ?? "-" }),
+      };
       const outbox = new SlackOutbox(
         deps.sql,
         config,
@@ -135,12 +148,10 @@ export class RunOutputs implements EngineObserver {
         message_ts: run.slack.message_ts,
         ...(consoleOrigin === undefined ? {} : { console_origin: consoleOrigin }),
       });
-      const client = createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL });
       const spans = this.#traces?.spans;
-      this.#slack = {
-        outbox,
-        // Each post is a `slack.post` span of the run's trace when tracing is on.
-        client: spans
+      // Each post is a `slack.post` span of the run's trace when tracing is on.
+      const observed = (client: SlackAPIClient): SlackAPIClient =>
+        spans
           ? observePosts(client, {
               started: (method) => {
                 const key = `slack:${crypto.randomUUID()}`;
@@ -151,9 +162,41 @@ export class RunOutputs implements EngineObserver {
                 if (spans.end(key, Date.now(), { "aee.outcome": ok ? "ok" : "error" }, !ok)) this.#exportSoon(Date.now());
               },
             })
-          : client,
-        botToken: token,
-      };
+          : client;
+      if (install === null && token !== undefined) {
+        // One workspace (contract section 14): one client; stopped once Slack said uninstalled or revoked.
+        const client = observed(createSlackClient({ SLACK_BOT_TOKEN: token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }));
+        const isStopped = () =>
+          isPostingStopped(deps.db, token).catch((err: unknown) => {
+            logger.warn("slack: the stop state could not be read; posting goes on", { run_id: run.run_id, error: String(err) });
+            return false;
+          });
+        this.#slack = { outbox, connect: async () => ({ client, isStopped }) };
+      } else if (install !== null) {
+        // Installations (contract section 26): the run posts with its own installation's token, read from D1
+        // at most 5 minutes old (refreshed first when due); none (uninstalled, refresh_failed): posts stop.
+        const installationId = run.slack.installation_id;
+        const store = new InstallationStore(deps.db, install.keys);
+        let cached: { at: number; client: SlackAPIClient | null } | undefined;
+        const connect = async () => {
+          if (cached === undefined || Date.now() - cached.at > INSTALLATION_TOKEN_MAX_AGE_MS) {
+            const served = installationId === undefined ? null : await usableInstallation(store, install, installationId);
+            const client =
+              served === null
+                ? null
+                : observed(createSlackClient({ SLACK_BOT_TOKEN: served.bot_token, SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }));
+            cached = { at: Date.now(), client };
+          }
+          const client = cached.client;
+          if (client === null)
+            return {
+              client: createSlackClient({ SLACK_BOT_TOKEN: "", SLACK_API_BASE_URL: config.SLACK_API_BASE_URL }),
+              isStopped: async () => true,
+            };
+          return { client, isStopped: async () => false };
+        };
+        this.#slack = { outbox, connect };
+      }
     }
   }
 
@@ -336,13 +379,9 @@ export class RunOutputs implements EngineObserver {
     if (!slack) return;
     // If this drain is cut off (eviction, a hung call), the alarm tries again.
     this.#deps.schedule.setEarliest("slack", now + DEFAULT_CALL_TIMEOUT_MS + DRAIN_WATCHDOG_MARGIN_MS);
-    const isStopped = () =>
-      isPostingStopped(this.#deps.db, slack.botToken).catch((err: unknown) => {
-        logger.warn("slack: the stop state could not be read; posting goes on", { run_id: this.#run.run_id, error: String(err) });
-        return false;
-      });
-    const drained = slack.outbox
-      .drain(slack.client, () => Date.now(), isStopped)
+    const drained = slack
+      .connect()
+      .then(({ client, isStopped }) => slack.outbox.drain(client, () => Date.now(), isStopped))
       .catch((err: unknown) => {
         logger.error("slack: the outbox stopped on an unexpected error", { run_id: this.#run.run_id, error: String(err) });
       })

@@ -105,6 +105,8 @@ interface SlackThreadRef {
   previous_run_id?: string;
   /** The origin the Slack event came to (contract section 13's PUBLIC_URL default): approval messages link to the console there. */
   request_origin?: string;
+  /** With Slack installations (contract section 26): the installation the run was started in; it posts with its token. */
+  installation_id?: string;
 }
 
 /** What the Worker hands a RunObject to start a run (RPC input). */

@@ -48,6 +48,9 @@ export const ERROR_CODES = [
   "oauth_discovery_failed",
   "oauth_no_client",
   "oauth_token_failed",
+  // Slack installations (section 26).
+  "team_not_allowed",
+  "slack_unavailable",
   // The Slack app (section 14): a verified body that is not Slack's shape.
   "bad_request",
   // An audit you can prove (section 25): no signing key; an export from before what retention kept.

@@ -591,6 +591,9 @@ export const AUDIT_ACTIONS = [
   // Contract section 23.
   "halt.engage",
   "halt.release",
+  // Contract section 26.
+  "slack.uninstall",
+  "slack.refresh_failed",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -31,6 +31,8 @@ const DEFAULT_RUN_MAX_EVENTS = 10_000;
 const DEFAULT_STORAGE_POOL_MAX_WAITERS = 256;
 /** Contract section 13/14: the Web API's public base, and how long the outbox keeps retrying one post (10 minutes). */
 const DEFAULT_SLACK_API_BASE_URL = "https://slack.com/api/";
+/** Contract section 26: where the browser is sent to authorize an installation (`<base>oauth/v2/authorize`). */
+const DEFAULT_SLACK_OAUTH_BASE_URL = "https://slack.com/";
 /** Contract section 19: at most once per user per 5 seconds. */
 const DEFAULT_SLACK_HOME_REPUBLISH_MS = 5_000;
 const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
@@ -313,6 +315,27 @@ const accessRolesSchema = z
       ctx.addIssue({ code: "custom", path: ["*"], message: `"*" may grant only viewer and requester, not ${wide.join(", ")}` });
   });
 
+/**
+ * SLACK_INSTALL_KEY (contract section 26): base64 of 32 bytes, or a JSON list of such (the
+ * first encrypts, all decrypt). Always read as the list.
+ */
+const slackInstallKeySchema = z.string().transform((text, ctx): string[] => {
+  const trimmed = text.trim();
+  let keys: unknown = [trimmed];
+  if (trimmed.startsWith("[")) {
+    try {
+      keys = JSON.parse(trimmed);
+    } catch {
+      keys = null;
+    }
+  }
+  if (!Array.isArray(keys) || keys.length === 0 || !keys.every((k) => typeof k === "string" && isTokenKey(k))) {
+    ctx.addIssue({ code: "custom", message: "base64 of 32 random bytes (e.g. `openssl rand -base64 32`), or a JSON list of such" });
+    return z.NEVER;
+  }
+  return keys as string[];
+});
+
 export const hostConfigSchema = z.object({
   API_TOKEN: optionalText.pipe(
     z.string().min(MIN_API_TOKEN_CHARS, `at least ${MIN_API_TOKEN_CHARS} characters (e.g. \`openssl rand -base64 32\`)`).optional(),
@@ -415,6 +438,21 @@ export const hostConfigSchema = z.object({
   OTEL_EXPORTER_OTLP_HEADERS: otlpHeadersVar,
   // Contract section 25: signs audit checkpoints (an Ed25519 private JWK); unset, the audit is unsigned.
   AUDIT_SIGNING_KEY: auditSigningKeyVar,
+  // Contract section 26: the Slack app installed into many workspaces (instead of SLACK_BOT_TOKEN's one).
+  SLACK_CLIENT_ID: optionalText,
+  SLACK_CLIENT_SECRET: optionalText,
+  SLACK_INSTALL_KEY: optionalText.pipe(slackInstallKeySchema.optional()),
+  SLACK_ALLOWED_TEAMS: jsonVar(
+    z
+      .array(z.string().regex(/^[TE][A-Z0-9]{1,30}$/, "a Slack team id such as T0123ABCD (or an enterprise id E0123ABCD)"))
+      .min(1, "at least one team or enterprise id")
+      .max(1_000)
+      .optional(),
+    undefined,
+  ),
+  SLACK_OAUTH_BASE_URL: optionalText
+    .pipe(z.url().optional())
+    .transform((v) => (v === undefined ? DEFAULT_SLACK_OAUTH_BASE_URL : v.endsWith("/") ? v : `${v}/`)),
   // Contract section 21: encrypts MCP OAuth tokens at rest; OAuth is off until it is set.
   MCP_TOKEN_KEY: optionalText.pipe(z.string().refine(isTokenKey, "base64 of 32 random bytes (e.g. `openssl rand -base64 32`)").optional()),
 });
@@ -457,6 +495,8 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     config.CONSOLE_SESSION_SECRET,
     config.MCP_TOKEN_KEY,
     config.AUDIT_SIGNING_KEY?.d,
+    config.SLACK_CLIENT_SECRET,
+    ...(config.SLACK_INSTALL_KEY ?? []),
   ]) {
     registerExactSecret(secret);
   }
@@ -475,6 +515,15 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
       state: "bad_config",
       message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
       details: oauthGaps,
+    };
+  }
+  // Contract section 26: one Slack mode or the other, each whole.
+  const slackGaps = slackModeGaps(config);
+  if (slackGaps.length > 0) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: slackGaps,
     };
   }
   // Contract section 19: a `group:` an approvers list names must exist, else the list would silently name nobody.
@@ -534,6 +583,41 @@ function oauthSettingGaps(config: HostConfig): { path: string; message: string }
   if (config.MCP_TOKEN_KEY === undefined)
     out.push({ path: "MCP_TOKEN_KEY", message: `${first} needs MCP_TOKEN_KEY to keep its tokens encrypted` });
   if (config.PUBLIC_URL === undefined) out.push({ path: "PUBLIC_URL", message: `${first} needs PUBLIC_URL for its /oauth/callback` });
+  return out;
+}
+
+/** The settings of Slack's installation mode (contract section 26); any one of them set means that mode. */
+const INSTALLATION_SETTINGS = ["SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET", "SLACK_INSTALL_KEY", "SLACK_ALLOWED_TEAMS"] as const;
+/** What the single-workspace mode sets and installation mode must not (the installation's own come from oauth.v2.access). */
+const SINGLE_WORKSPACE_SETTINGS = ["SLACK_BOT_TOKEN", "SLACK_TEAM_ID", "SLACK_BOT_USER_ID"] as const;
+
+/** True when the Slack app runs with installations (contract section 26) rather than one SLACK_BOT_TOKEN. */
+export function isInstallationMode(config: HostConfig): boolean {
+  return INSTALLATION_SETTINGS.some((name) => config[name] !== undefined);
+}
+
+/**
+ * Contract section 26: installation mode needs all of its settings (with SLACK_SIGNING_SECRET and
+ * PUBLIC_URL) and none of the single workspace's (SLACK_BOT_TOKEN, SLACK_TEAM_ID, SLACK_BOT_USER_ID,
+ * a bare `U…` in SLACK_APPROVERS). The single-workspace mode is checked as before (off until both set).
+ */
+function slackModeGaps(config: HostConfig): { path: string; message: string }[] {
+  if (!isInstallationMode(config)) return [];
+  const out: { path: string; message: string }[] = [];
+  for (const name of [...INSTALLATION_SETTINGS, "SLACK_SIGNING_SECRET", "PUBLIC_URL"] as const) {
+    if (config[name] === undefined) out.push({ path: name, message: `Slack installations (SLACK_CLIENT_ID, ...) need ${name} too` });
+  }
+  for (const name of SINGLE_WORKSPACE_SETTINGS) {
+    if (config[name] !== undefined)
+      out.push({ path: name, message: `${name} is the single-workspace mode's; with installations each installation has its own` });
+  }
+  config.SLACK_APPROVERS.forEach((entry, i) => {
+    if (!entry.includes(":"))
+      out.push({
+        path: `SLACK_APPROVERS.${i}`,
+        message: "with installations a Slack approver is <team>:<user> (which installation's user)",
+      });
+  });
   return out;
 }
 

@@ -23,6 +23,7 @@ function securityOf(auth: RouteAuth): Record<string, string[]>[] | undefined {
     case "slack_signature":
       return [{ slackSignature: [] }];
     case "oauth_state":
+    case "browser_role":
       return [{ consoleSession: [] }, { cloudflareAccess: [] }];
     case "public":
       return [];
@@ -44,7 +45,10 @@ function buildDocument(routes: readonly RouteSpec[]) {
   registry.registerComponent("securitySchemes", "slackSignature", { type: "apiKey", in: "header", name: "X-Slack-Signature" });
   for (const route of routes) {
     const security = securityOf(route.auth);
-    const role = route.auth.kind === "role" || route.auth.kind === "role_self" ? { "x-required-role": route.auth.rule.role } : {};
+    const role =
+      route.auth.kind === "role" || route.auth.kind === "role_self" || route.auth.kind === "browser_role"
+        ? { "x-required-role": route.auth.rule.role }
+        : {};
     registry.registerPath({
       method: route.method.toLowerCase() as Lowercase<RouteSpec["method"]>,
       path: openApiPath(route.path),

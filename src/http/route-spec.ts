@@ -24,6 +24,7 @@ type RouteMethod = "GET" | "HEAD" | "POST" | "DELETE";
  *  - `role_self`: the same rule, checked by the handler itself ahead of the guard (GET /api/health, exempt from bad_config);
  *  - `slack_signature`: Slack's v0 signature instead of a credential (contract section 14);
  *  - `oauth_state`: the authorization server's redirect, bound to the connecting principal by a single-use state (section 21);
+ *  - `browser_role`: the rule, held through a console session or an Access user only (never a bearer token), checked by the handler (section 26);
  *  - `public`: nobody needs to prove anything.
  */
 export type RouteAuth =
@@ -31,6 +32,7 @@ export type RouteAuth =
   | { kind: "role_self"; rule: RouteRule }
   | { kind: "slack_signature" }
   | { kind: "oauth_state" }
+  | { kind: "browser_role"; rule: RouteRule }
   | { kind: "public" };
 
 type RouteHandler = (request: ApiRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;

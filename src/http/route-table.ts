@@ -34,6 +34,7 @@ import { healthSchema } from "../operate/health";
 import { handleHealth } from "../operate/health-route";
 import { handleMetrics } from "../operate/metrics-route";
 import { handleSlackRequest } from "../slack/slack-app";
+import { handleInstall, handleOAuthRedirect } from "../slack/install-routes";
 import { isPostingStopped } from "../slack/stop-posting";
 import { runEventSchema } from "../wire/event-schemas";
 import {
@@ -53,6 +54,7 @@ import { handleGetDelivery } from "./handlers/delivery-receipt";
 import { handleEvents } from "./handlers/events";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
+import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool, reconcileRequestSchema } from "./handlers/mutations";
 import { handleApprovalDecision, handleCancel, handleGetRun, handleInputAnswer } from "./handlers/runs";
 import { tokenAudit } from "./handlers/token-audit";
@@ -107,7 +109,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   415: "Not a JSON body (JSON routes need Content-Type: application/json)",
   429: "rate_limited: too many failed authentications from this address, or triggers by this principal (Retry-After)",
   500: "A run could not be started (Slack retries the event)",
-  502: "The MCP server's authorization server could not be discovered or refused (contract section 21)",
+  502: "The MCP server's authorization server could not be discovered or refused (contract section 21), or Slack unreachable (section 26)",
   503: "Not configured, or storage busy or slow (Retry-After)",
 };
 const errors = (...statuses: number[]) =>
@@ -597,6 +599,65 @@ export const ROUTES: readonly RouteSpec[] = [
       ...errors(404, ...API_ERRORS),
     },
     handler: (request, env) => handleScrub(env.DB, decodePathParam(request.params.auditId), request.principal.id),
+  },
+
+  // Slack installations (contract section 26).
+  {
+    method: "GET",
+    path: "/slack/install",
+    auth: { kind: "browser_role", rule: { role: "admin" } },
+    summary: "Start installing the Slack app into a workspace or organisation: 302 to Slack's authorize page (contract section 26, admin)",
+    description:
+      "By a console session or Cloudflare Access user only, never a bearer token. Sets the `slack_install` cookie (SameSite=Lax) that binds the single-use state to the browser.",
+    responses: {
+      302: { description: "To `<SLACK_OAUTH_BASE_URL>oauth/v2/authorize` with PKCE S256 and the state" },
+      401: { description: "No console session or Access user", content: { "text/html": { schema: z.string() } } },
+      403: { description: "Not an admin, or a bearer token", content: { "text/html": { schema: z.string() } } },
+      503: { description: "Installations are off, or the configuration is bad", content: { "text/html": { schema: z.string() } } },
+    },
+    handler: (request, env, ctx) => handleInstall(request, env, ctx),
+  },
+  {
+    method: "GET",
+    path: "/slack/oauth_redirect",
+    auth: { kind: "oauth_state" },
+    summary: "Slack's redirect back: a live, unused state with its cookie, then oauth.v2.access (contract section 26)",
+    request: {
+      query: z.object({
+        state: z.string().max(512).optional(),
+        code: z.string().max(4_096).optional(),
+        error: z.string().max(256).optional(),
+      }),
+    },
+    responses: {
+      200: { description: "A page: installed", content: { "text/html": { schema: z.string() } } },
+      400: { description: "bad_state or authorization_failed (X-Error-Code)", content: { "text/html": { schema: z.string() } } },
+      403: { description: "forbidden (another principal) or team_not_allowed", content: { "text/html": { schema: z.string() } } },
+      502: { description: "slack_unavailable", content: { "text/html": { schema: z.string() } } },
+      503: { description: "Installations are off, or the configuration is bad", content: { "text/html": { schema: z.string() } } },
+    },
+    handler: (request, env, ctx) => handleOAuthRedirect(request, env, ctx),
+  },
+  {
+    method: "GET",
+    path: "/api/slack/installations",
+    auth: admin,
+    summary: "The Slack installations, never their tokens (contract section 26, admin)",
+    responses: { 200: { description: "Every installation", content: json(installationsListingSchema) }, ...errors(...API_ERRORS) },
+    handler: (request, env) => handleListInstallations(env, request.config),
+  },
+  {
+    method: "DELETE",
+    path: "/api/slack/installations/:installationId",
+    auth: admin,
+    summary: "Uninstall: delete its tokens, call apps.uninstall, stop its posts (contract section 26, admin)",
+    request: { params: z.object({ installationId: z.string() }) },
+    responses: {
+      200: { description: "Uninstalled", content: json(installationsListingSchema) },
+      ...errors(404, ...API_ERRORS),
+    },
+    handler: (request, env) =>
+      handleDeleteInstallation(env, request.config, decodePathParam(request.params.installationId), request.principal.id),
   },
 
   // The Slack app (contract section 14): Slack's signature instead of a credential.

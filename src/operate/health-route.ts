@@ -5,7 +5,7 @@
 // answer says `config: "bad"` instead of refusing. The route table
 // (src/http/route-table.ts) hands it the route's role and the Slack app's
 // "stop posting" record, so this floor imports neither the table nor Slack.
-import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS } from "../config/config";
+import { loadConfig, DEFAULT_MCP_CONNECT_TIMEOUT_MS, DEFAULT_STORAGE_WAIT_MS, isInstallationMode } from "../config/config";
 import type { Env } from "../config/env";
 import { authenticate, rawAuthSettings } from "../auth/authenticate";
 import type { Principal } from "../auth/principal";
@@ -57,6 +57,15 @@ export async function handleHealth(
     slack: async () => {
       const botToken = config?.SLACK_BOT_TOKEN;
       if (!config) return "degraded";
+      // Contract section 26: with installations, degraded while any installation is refresh_failed.
+      if (isInstallationMode(config)) {
+        const failed = env.DB.prepare(`SELECT 1 AS failed FROM slack_installations WHERE status = 'refresh_failed' LIMIT 1`).first();
+        return within(
+          waitMs,
+          failed.then((row): Component => (row === null ? "ok" : "degraded")),
+          "degraded",
+        );
+      }
       if (config.SLACK_SIGNING_SECRET === undefined || botToken === undefined) return "off";
       // Uninstalled or revoked: every post is stopped until the app is installed again.
       return within(

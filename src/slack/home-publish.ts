@@ -44,6 +44,17 @@ export interface HomeSettings extends HomeRules {
   SLACK_EMAIL_TRUSTED_TEAMS?: readonly string[] | undefined;
   /** The console's origin for the tab's links; absent: no link. */
   console_origin?: string | undefined;
+  /**
+   * With Slack installations (contract section 26): the installation's team. Only its runs' items are shown,
+   * and only its users' tabs are published (with its token); absent: the one workspace's, as before.
+   */
+  installation_team?: string | undefined;
+}
+
+/** The items of `team`'s runs only (its requesters are `slack:<team>:…`); every item without a team. */
+function ofInstallation(items: HomeItem[], team: string | undefined): HomeItem[] {
+  if (team === undefined) return items;
+  return items.filter((item) => item.requested_by?.startsWith(`slack:${team}:`) === true);
 }
 
 interface ApprovalRow extends Record<string, unknown> {
@@ -232,7 +243,8 @@ export async function publishHomeNow(
   settings: HomeSettings,
   now: number,
 ): Promise<void> {
-  const { items, retryAt } = await inAllowedChannels(db, client, await pendingItems(db, now), settings, now);
+  const pending = ofInstallation(await pendingItems(db, now), settings.installation_team);
+  const { items, retryAt } = await inAllowedChannels(db, client, pending, settings, now);
   // A channel not known yet (its lookup rate-limited): the tab as last published stays, hiding nothing it showed;
   // the next refresh publishes it whole.
   if (retryAt !== null) return;
@@ -252,13 +264,16 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
     )
     .bind(since, HOME_OPENERS_MAX)
     .all<OpenerRow>();
-  if (openers.results.length === 0) return null;
-  const allowed = await inAllowedChannels(db, client, await pendingItems(db, now), settings, now);
+  const team = settings.installation_team;
+  const mineOnly = openers.results.filter((opener) => team === undefined || opener.team === team);
+  if (mineOnly.length === 0) return null;
+  const pending = ofInstallation(await pendingItems(db, now), team);
+  const allowed = await inAllowedChannels(db, client, pending, settings, now);
   // A channel not known yet (its lookup rate-limited): nobody's tab changes until it is, so no item shown is hidden.
   if (allowed.retryAt !== null) return allowed.retryAt;
   const items = allowed.items;
   let retryAt: number | null = null;
-  for (const opener of openers.results) {
+  for (const opener of mineOnly) {
     const person = await openerPerson(db, client, opener, settings.SLACK_EMAIL_TRUSTED_TEAMS);
     const mine = decidableBy({ user: opener.user_id, principal: opener.principal, team: opener.team, person }, items, settings);
     if (homeDigest(mine) === opener.published_digest) continue;

@@ -54,6 +54,10 @@ import type { SlackText } from "./slack-text";
 import { recordStop } from "./stop-posting";
 import { latestRunInThread, recordThreadRun } from "./threads";
 import { createSlackClient } from "./web-api";
+import { type InstallSettings, installSettingsOf } from "./install-settings";
+import { InstallationStore, type ServedInstallation } from "./installation-store";
+import { refreshDue, refreshInstallation } from "./installation-tokens";
+import { eventOrigin, interactionOrigin } from "./install-flow";
 import { installationTeam } from "./installation-team";
 import { EXTERNAL_USER_TEXT, haltedTriggerText, rateLimitedText } from "./guard-replies";
 import { readActiveHalts } from "../outcomes/halts";
@@ -85,18 +89,20 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
     return errorJson(503, { error: "bad_config", message: "The host configuration is invalid; see the deployment's settings." });
   }
   const config = loaded.config;
-  if (config.SLACK_SIGNING_SECRET === undefined || config.SLACK_BOT_TOKEN === undefined) {
+  // Contract section 26: with installations, the bot token, team and bot user are the request's installation's.
+  const install = installSettingsOf(config);
+  const signingSecret = config.SLACK_SIGNING_SECRET;
+  if (signingSecret === undefined || (install === null && config.SLACK_BOT_TOKEN === undefined)) {
     return errorJson(503, {
       error: "not_configured",
       message: "The Slack app is off: set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN (wrangler secret put) to turn it on.",
     });
   }
-  const slack: SlackOnConfig = { ...config, SLACK_SIGNING_SECRET: config.SLACK_SIGNING_SECRET, SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN };
 
   const rawBody = await readBoundedText(request);
   if (rawBody === null)
     return errorJson(413, { error: "payload_too_large", message: `Slack requests are at most ${SLACK_BODY_MAX_BYTES} bytes.` });
-  if (!(await isVerified(request.headers, rawBody, slack.SLACK_SIGNING_SECRET))) {
+  if (!(await isVerified(request.headers, rawBody, signingSecret))) {
     return errorJson(401, {
       error: "unauthorized",
       message: "The request is not signed by Slack with this app's signing secret, or is too old.",
@@ -107,6 +113,29 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   const envelope = classifySlackRequest(route, request.headers.get("content-type") ?? "", rawBody);
   if (envelope.kind === "bad_request") return errorJson(400, { error: "bad_request", message: envelope.message });
   if (envelope.kind === "acknowledge") return new Response("", { status: 200 });
+
+  let slack: SlackOnConfig;
+  let installationId: string | undefined;
+  if (install === null) {
+    slack = { ...config, SLACK_SIGNING_SECRET: signingSecret, SLACK_BOT_TOKEN: config.SLACK_BOT_TOKEN ?? "" };
+  } else if (envelope.type === "url_verification") {
+    slack = { ...config, SLACK_SIGNING_SECRET: signingSecret, SLACK_BOT_TOKEN: "" };
+  } else {
+    const served = await servedInstallation(env, ctx, install, route, envelope.body);
+    if (served === null) {
+      logger.info("slack: a request of no installation was acknowledged and ignored", { type: envelope.type });
+      return new Response("", { status: 200 });
+    }
+    installationId = served.installation_id;
+    slack = {
+      ...config,
+      SLACK_SIGNING_SECRET: signingSecret,
+      SLACK_BOT_TOKEN: served.bot_token,
+      // Section 19's team scope per installation: its enterprise on Grid, else its workspace; its own bot user.
+      SLACK_TEAM_ID: served.enterprise_id ?? served.team_id ?? served.installation_id,
+      SLACK_BOT_USER_ID: served.bot_user_id,
+    };
+  }
 
   // Contract section 19: only the installation's team, and (unless allowed) only its own users, start or decide.
   const client = createSlackClient(slack);
@@ -138,7 +167,16 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
 
   // Promises the events route waits for (bounded) before acknowledging: the run's start.
   const starts: Promise<unknown>[] = [];
-  const turn = slackTurn({ env, config: slack, ctx, starts, client, scope, origin: new URL(request.url).origin });
+  const turn = slackTurn({
+    env,
+    config: slack,
+    ctx,
+    starts,
+    client,
+    scope,
+    origin: new URL(request.url).origin,
+    ...(installationId === undefined ? {} : { installation_id: installationId }),
+  });
   const forwarded = new Request(request.url, { method: "POST", headers: request.headers, body: rawBody });
   let response: Response;
   try {
@@ -174,6 +212,31 @@ export async function handleSlackRequest(request: Request, env: Env, ctx: Execut
   // A verified request no listener took (a payload type this app does not use): acknowledge it so Slack does not retry.
   if (response.status === 404) return new Response("", { status: 200 });
   return response;
+}
+
+/**
+ * The installation serving a verified request (contract section 26): the workspace's own install, else
+ * its organisation's org-wide one; null for none. A token due for rotation is refreshed in the
+ * background (under its lease): the current one still works for up to 2 hours.
+ */
+async function servedInstallation(
+  env: Env,
+  ctx: ExecutionContext,
+  install: InstallSettings,
+  route: SlackRoute,
+  body: unknown,
+): Promise<ServedInstallation | null> {
+  const origin = route === "events" ? eventOrigin(body) : interactionOrigin(body);
+  const store = new InstallationStore(env.DB, install.keys);
+  const served = await store.forRequest(origin.team, origin.enterprise);
+  if (served !== null && refreshDue(served.token_expires_at, Date.now())) {
+    ctx.waitUntil(
+      refreshInstallation(store, install, served.installation_id).catch((err: unknown) =>
+        logger.warn("slack: a token refresh failed", { installation: served.installation_id, error: failureText(err) }),
+      ),
+    );
+  }
+  return served;
 }
 
 async function readBoundedText(request: Request): Promise<string | null> {
@@ -219,6 +282,8 @@ interface SlackTurn {
   scope: InstallationScope;
   /** The one Slack's request came to (console links from Slack, when PUBLIC_URL is unset). */
   origin: string;
+  /** With installations (contract section 26): the installation serving this request. */
+  installation_id?: string;
   /** Contract section 19: only these teams' verified emails join an access: person. */
   trusted: ReturnType<typeof emailTrustedTeams>;
   /** The acting user as a principal (`slack:<team>:<user>`, contract section 18); "" when the request names none. */
@@ -239,7 +304,8 @@ function currentTurn(): SlackTurn {
 function slackTurn(fields: Omit<SlackTurn, "trusted" | "actor" | "approvers">): SlackTurn {
   return {
     ...fields,
-    trusted: emailTrustedTeams(fields.config.SLACK_EMAIL_TRUSTED_TEAMS, fields.scope.team),
+    // Contract section 13: with installations no team's emails are trusted unless SLACK_EMAIL_TRUSTED_TEAMS names it.
+    trusted: emailTrustedTeams(fields.config.SLACK_EMAIL_TRUSTED_TEAMS, fields.installation_id === undefined ? fields.scope.team : null),
     actor: fields.scope.principal ?? "",
     approvers: approverPrincipals(fields.config.SLACK_APPROVERS, fields.scope.team),
   };
@@ -283,8 +349,15 @@ function buildApp(): SlackApp<SlackEdgeAppEnv> {
   app.event("app_mention", async (req) => startFromEvent(currentTurn(), req.payload, req.body));
   app.event("message", async (req) => startFromEvent(currentTurn(), req.payload, req.body));
   const stop = (reason: "app_uninstalled" | "tokens_revoked") => async (req: { body: { team_id?: string } }) => {
-    const { env, config, starts } = currentTurn();
-    const recorded = recordStop(env.DB, config.SLACK_BOT_TOKEN, reason, req.body.team_id, new Date());
+    const { env, config, starts, installation_id } = currentTurn();
+    // Contract section 26: with installations, that installation's tokens are deleted, and only its.
+    const install = installSettingsOf(config);
+    const recorded =
+      installation_id !== undefined && install !== null
+        ? new InstallationStore(env.DB, install.keys).uninstall(installation_id, Date.now()).then(() => {
+            logger.info("slack: an installation was uninstalled or its tokens revoked", { installation: installation_id, reason });
+          })
+        : recordStop(env.DB, config.SLACK_BOT_TOKEN, reason, req.body.team_id, new Date());
     starts.push(recorded);
     await recorded;
   };
@@ -299,7 +372,8 @@ function buildApp(): SlackApp<SlackEdgeAppEnv> {
       // Judged as their click would be (contract section 19): their person from users.info.
       const viewer = { user, principal, team: scope.team, person: await slackPersonOf(client, principal, user, trusted) };
       await recordHomeOpened(env.DB, viewer, now);
-      await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin }, now);
+      const installationTeam = currentTurn().installation_id === undefined ? {} : { installation_team: scope.team };
+      await publishHomeNow(env.DB, client, viewer, { ...config, console_origin: config.PUBLIC_URL ?? origin, ...installationTeam }, now);
     })().catch((err: unknown) => logger.warn("slack: the Home tab was not published", { error: failureText(err) }));
     ctx.waitUntil(published);
   });
@@ -348,6 +422,7 @@ function buildApp(): SlackApp<SlackEdgeAppEnv> {
     const reply = (text: SlackText) => ephemeral(client, where, payload.user.id, text);
     if (value.input_id !== undefined) {
       // An MCP server's question (contract section 21): the engine decides who may answer, on submission.
+      if (await isForeignRun(turn, value.run_id)) return reply(GONE_TEXT);
       const pending = pendingFormQuestion(await summaryOf(env, value.run_id), value.input_id);
       if (pending.kind !== "pending") return reply(pending.kind === "gone" ? GONE_TEXT : STALE_TEXT);
       const fields = formFields(pending.requested_schema);
@@ -469,7 +544,8 @@ async function startFromEvent(
   if (intake.kind === "ignore" || scope.principal === undefined) return;
   const principal = scope.principal;
   // The console link in Slack's messages falls back to the origin Slack's request came to (PUBLIC_URL unset).
-  const slackPlace = intake.input.slack ? { slack: { ...intake.input.slack, request_origin: origin } } : {};
+  const installation = turn.installation_id === undefined ? {} : { installation_id: turn.installation_id };
+  const slackPlace = intake.input.slack ? { slack: { ...intake.input.slack, request_origin: origin, ...installation } } : {};
   const requested = { ...intake.input, ...slackPlace, requested_by: principal };
   const eventId = body.event_id;
   // Pushed before the first await: the acknowledgement waits for it (bounded), and a failure is answered so Slack retries.
@@ -499,16 +575,32 @@ async function startFromEvent(
         return;
       }
     }
-    await startThreadRun(env, input);
+    await startThreadRun(env, input, turn.installation_id);
   })();
   starts.push(started);
   await started;
 }
 
+/**
+ * Contract section 26: with installations, nothing from one installation decides or answers anything of
+ * another's runs. A run belongs to the installation whose team its Slack requester is of; any other run
+ * (another installation's, or one not started in Slack) is treated as gone.
+ */
+async function isForeignRun(turn: SlackTurn, runId: string): Promise<boolean> {
+  if (turn.installation_id === undefined) return false;
+  const summary = await summaryOf(turn.env, runId);
+  return summary !== null && !isOwnRun(summary, turn.scope.team);
+}
+
+function isOwnRun(summary: RunSummary, team: string): boolean {
+  return SLACK_TEAM_OF.exec(summary.requested_by ?? "")?.[1] === team;
+}
+const SLACK_TEAM_OF = /^slack:([TE][A-Z0-9]{1,30}):/;
+
 /** The run's summary when the acting user may answer in it; otherwise the refusal is sent and null returned. */
 async function deciderSummary(turn: SlackTurn, runId: string, reply: (text: SlackText) => unknown): Promise<RunSummary | null> {
   const summary = await summaryOf(turn.env, runId);
-  if (!summary) {
+  if (!summary || (turn.installation_id !== undefined && !isOwnRun(summary, turn.scope.team))) {
     await reply(GONE_TEXT);
     return null;
   }
@@ -544,6 +636,10 @@ async function decideAsSlackUser(
   reply: (text: SlackText) => unknown,
 ): Promise<ActionVerdict | null> {
   const { env, config, scope, approvers } = turn;
+  if (await isForeignRun(turn, runId)) {
+    await reply(GONE_TEXT);
+    return null;
+  }
   const actor = await slackDecider(turn, userId);
   const verdict = await runStubFor(env, runId).act({ ...action, actor });
   if (verdict.kind !== "refused") return verdict;
@@ -558,6 +654,7 @@ async function decideAsSlackUser(
 
 /** An answer to an MCP question through the run's RPC, as the Slack user (contract section 21: the engine checks eligibility). */
 async function answerForm(turn: SlackTurn, runId: string, inputId: string, answer: FormAnswer, userId: string): Promise<ActionVerdict> {
+  if (await isForeignRun(turn, runId)) return { kind: "gone" } as ActionVerdict;
   return answerFormQuestion(turn.env, runId, inputId, answer, await slackDecider(turn, userId));
 }
 
@@ -566,13 +663,16 @@ async function answerForm(turn: SlackTurn, runId: string, inputId: string, answe
  * the new run its latest run (whose turns the new conversation begins with),
  * and the new run becomes the thread's latest.
  */
-async function startThreadRun(env: Env, input: Omit<StartRunInput, "run_id">): Promise<void> {
+async function startThreadRun(env: Env, input: Omit<StartRunInput, "run_id">, installationId: string | undefined): Promise<void> {
   const slack = input.slack;
   if (!slack) {
     await startRun(env, { ...input, run_id: newRunId() });
     return;
   }
-  const thread = { channel_id: input.channel_id, thread_ts: slack.thread_ts };
+  // Contract section 26: thread records are keyed by (installation, channel, thread_ts); a channel shared by two
+  // installations keeps a thread for each.
+  const channelKey = installationId === undefined ? input.channel_id : `${installationId}/${input.channel_id}`;
+  const thread = { channel_id: channelKey, thread_ts: slack.thread_ts };
   const previous = await latestRunInThread(env.DB, thread);
   const started = await startRun(env, {
     ...input,

@@ -6,7 +6,15 @@
 import type { Role } from "../../src/auth/roles";
 
 // Contract section 18: /api/audit is admin's, but /api/audit/public-key and /api/audit/checkpoints are viewer's (section 25).
-const ADMIN_ONLY = new Set(["GET /api/tokens", "POST /api/tokens", "DELETE /api/tokens/:name", "GET /api/audit", "GET /api/audit/export"]);
+const ADMIN_ONLY = new Set([
+  "GET /api/tokens",
+  "POST /api/tokens",
+  "DELETE /api/tokens/:name",
+  "GET /api/audit",
+  "GET /api/audit/export",
+  // Contract section 26.
+  "GET /api/slack/installations",
+]);
 
 /** Whether `role` may use `route` ("<METHOD> <path>"); `ownRun` marks what a requester may do on the runs it requested. */
 export function roleAllows(role: Role | "none", route: string, ownRun: boolean): boolean {

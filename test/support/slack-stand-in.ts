@@ -2,12 +2,19 @@
 // answers chat.postMessage, chat.update, chat.postEphemeral, views.open, views.publish,
 // conversations.info, reactions.add, auth.test (naming its team) and users.info in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
-// to answer 429 with Retry-After, 500, or hang, for the next N calls. Used by
+// to answer 429 with Retry-After, 500, or hang, for the next N calls. For Slack
+// installations (contract section 26) it also plays Slack's OAuth: GET
+// /oauth/v2/authorize (records the PKCE challenge, redirects back with a code
+// for the grant queued by queueGrant), oauth.v2.access (the code with its
+// code_verifier, or a refresh token, spent once: token rotation), auth.revoke
+// and apps.uninstall (the token stops working); each call records the bearer
+// token it came with. Used by
 // the tests (in-process, or over HTTP at /_control from inside workerd) and
 // by the local demo, whose posts are drawn at GET / (roughly as Slack draws
 // them, test/support/block-kit-html.ts) and listed as JSON at /_calls.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createHash } from "node:crypto";
 import { standInPage } from "./block-kit-html";
 
 export interface RecordedCall {
@@ -18,6 +25,22 @@ export interface RecordedCall {
   at: number;
   /** What the stand-in answered: "ok", an error code, "429", "500" or "hang". */
   answered: string;
+  /** The bearer token the call came with ("" without one). */
+  token: string;
+}
+
+/** What oauth.v2.access answers for the next authorize (contract section 26): one installation's grant. */
+export interface InstallGrant {
+  team_id?: string;
+  enterprise_id?: string;
+  is_enterprise_install?: boolean;
+  /** The Slack user who clicked Allow. */
+  user_id: string;
+  bot_user_id: string;
+  /** With token rotation: the bot token lives this long (seconds) and comes with a refresh token. */
+  expires_in?: number;
+  /** Error Slack redirects back with instead of a code (e.g. access_denied). */
+  error?: string;
 }
 
 interface ChannelShareFlags {
@@ -47,6 +70,14 @@ export interface SlackStandIn {
   markExternal(channel: string, flags?: ChannelShareFlags): void;
   /** users.info reports `user` with this email, confirmed or not (other users have none). */
   setUserEmail(user: string, email: string, confirmed?: boolean): void;
+  /** The next GET /oauth/v2/authorize grants this (in order of queueing). */
+  queueGrant(grant: InstallGrant): void;
+  /** Every bot token issued (by a code or a refresh), in order, with its installation's team or enterprise. */
+  issuedTokens(): { token: string; installation: string; refresh_token?: string }[];
+  /** Refresh tokens presented to oauth.v2.access, in order, with what was answered. */
+  refreshAttempts(): { refresh_token: string; answered: string }[];
+  /** Refreshed tokens live this long (seconds); default 43200. */
+  setRefreshedExpiresIn(seconds: number): void;
   reset(): void;
   /** Resolves when `predicate` holds for the recorded calls, or rejects after `timeoutMs`. */
   waitFor(predicate: (calls: RecordedCall[]) => boolean, timeoutMs?: number): Promise<RecordedCall[]>;
@@ -75,12 +106,75 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
   const external = new Map<string, ChannelShareFlags>();
   const emails = new Map<string, { email: string; confirmed: boolean }>();
   const hung = new Set<ServerResponse>();
+  const grants: InstallGrant[] = [];
+  /** Codes issued by the authorize page: their grant, PKCE challenge and redirect URI; spent once. */
+  const codes = new Map<string, { grant: InstallGrant; challenge: string; redirect_uri: string; spent: boolean }>();
+  const issued: { token: string; installation: string; refresh_token?: string }[] = [];
+  const revoked = new Set<string>();
+  /** Refresh token -> its installation's grant, until spent. */
+  const refreshTokens = new Map<string, { grant: InstallGrant; spent: boolean }>();
+  const refreshAttempts: { refresh_token: string; answered: string }[] = [];
+  let refreshedExpiresIn = 43_200;
+  let tokenCounter = 0;
   let seq = 0;
   let tsCounter = 0;
 
   const nextTs = () => `${Math.floor(Date.now() / 1000)}.${String(++tsCounter).padStart(6, "0")}`;
 
-  function answer(method: string, params: Record<string, unknown>): Record<string, unknown> {
+  function issueTokens(grant: InstallGrant, expiresIn: number | undefined): Record<string, unknown> {
+    const n = ++tokenCounter;
+    const installation = (grant.is_enterprise_install ? grant.enterprise_id : grant.team_id) ?? "";
+    const token = `xoxb-stand-in-${installation}-${n}`;
+    const refresh = expiresIn === undefined ? undefined : `xoxe-1-stand-in-${installation}-${n}`;
+    issued.push({ token, installation, ...(refresh === undefined ? {} : { refresh_token: refresh }) });
+    if (refresh !== undefined) refreshTokens.set(refresh, { grant, spent: false });
+    return {
+      access_token: token,
+      ...(refresh === undefined ? {} : { refresh_token: refresh, expires_in: expiresIn }),
+    };
+  }
+
+  function oauthAccess(params: Record<string, unknown>): Record<string, unknown> {
+    if (params.grant_type === "refresh_token") {
+      const presented = String(params.refresh_token ?? "");
+      const known = refreshTokens.get(presented);
+      if (!known || known.spent) {
+        refreshAttempts.push({ refresh_token: presented, answered: "invalid_refresh_token" });
+        return { ok: false, error: "invalid_refresh_token" };
+      }
+      known.spent = true;
+      refreshAttempts.push({ refresh_token: presented, answered: "ok" });
+      return { ok: true, token_type: "bot", ...issueTokens(known.grant, refreshedExpiresIn) };
+    }
+    const code = codes.get(String(params.code ?? ""));
+    if (!code || code.spent) return { ok: false, error: "invalid_code" };
+    if (params.redirect_uri !== code.redirect_uri) return { ok: false, error: "bad_redirect_uri" };
+    const verifier = String(params.code_verifier ?? "");
+    const challenge = createHash("sha256").update(verifier).digest("base64url");
+    if (challenge !== code.challenge) return { ok: false, error: "invalid_code_verifier" };
+    code.spent = true;
+    const g = code.grant;
+    return {
+      ok: true,
+      app_id: "A0STANDIN",
+      token_type: "bot",
+      scope: "app_mentions:read,chat:write",
+      bot_user_id: g.bot_user_id,
+      authed_user: { id: g.user_id },
+      team: g.is_enterprise_install ? null : { id: g.team_id, name: "Stand-in" },
+      enterprise: g.enterprise_id ? { id: g.enterprise_id, name: "Stand-in Grid" } : null,
+      is_enterprise_install: g.is_enterprise_install ?? false,
+      ...issueTokens(g, g.expires_in),
+    };
+  }
+
+  function answer(method: string, params: Record<string, unknown>, token: string): Record<string, unknown> {
+    if (method === "oauth.v2.access") return oauthAccess(params);
+    if (token !== "" && revoked.has(token)) return { ok: false, error: "token_revoked" };
+    if (method === "auth.revoke" || method === "apps.uninstall") {
+      revoked.add(typeof params.token === "string" ? params.token : token);
+      return method === "auth.revoke" ? { ok: true, revoked: true } : { ok: true };
+    }
     const channel = typeof params.channel === "string" ? params.channel : undefined;
     if (channel && refused.has(channel)) return { ok: false, error: refused.get(channel) };
     switch (method) {
@@ -170,6 +264,28 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
       return;
     }
     if (path === "/_calls") return send(res, 200, calls);
+    if (path === "/_refresh_attempts") return send(res, 200, refreshAttempts);
+    if (path === "/oauth/v2/authorize" && req.method === "GET") {
+      // Slack's authorize page, agreed at once: back to redirect_uri with a code for the next queued grant.
+      const query = new URL(req.url ?? "/", "http://stand-in").searchParams;
+      const grant = grants.shift();
+      const redirect = new URL(query.get("redirect_uri") ?? "http://invalid/");
+      redirect.searchParams.set("state", query.get("state") ?? "");
+      if (!grant || grant.error) redirect.searchParams.set("error", grant?.error ?? "access_denied");
+      else {
+        const code = `code-${++tokenCounter}`;
+        codes.set(code, {
+          grant,
+          challenge: query.get("code_challenge_method") === "S256" ? (query.get("code_challenge") ?? "") : "",
+          redirect_uri: query.get("redirect_uri") ?? "",
+          spent: false,
+        });
+        redirect.searchParams.set("code", code);
+      }
+      res.writeHead(302, { location: redirect.toString() });
+      res.end();
+      return;
+    }
     if (path === "/_control" && req.method === "POST") {
       const command = JSON.parse(body || "{}") as {
         reset?: boolean;
@@ -178,7 +294,14 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         external?: string;
         external_flags?: ChannelShareFlags;
         email?: { user: string; email: string; confirmed?: boolean };
+        /** A refresh token the stand-in honours once (a runtime test's installation, made without the browser flow). */
+        seed_refresh?: { refresh_token: string; team_id: string };
       };
+      if (command.seed_refresh)
+        refreshTokens.set(command.seed_refresh.refresh_token, {
+          grant: { team_id: command.seed_refresh.team_id, user_id: "U0SEED", bot_user_id: "UBOTSEED" },
+          spent: false,
+        });
       if (command.reset) control.reset();
       if (command.fail) control.failNext(command.fail.count, command.fail.fault);
       if (command.refuse) control.refuseChannel(command.refuse.channel, command.refuse.error);
@@ -189,7 +312,8 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     if (!path.startsWith("/api/")) return send(res, 404, { ok: false, error: "not_found" });
     const method = path.slice("/api/".length);
     const params = parseForm(body, req.headers["content-type"]);
-    const record: RecordedCall = { seq: ++seq, method, params, at: Date.now(), answered: "ok" };
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+    const record: RecordedCall = { seq: ++seq, method, params, at: Date.now(), answered: "ok", token: bearer };
     calls.push(record);
     options.onCall?.(record);
     const fault = faults.shift();
@@ -211,11 +335,11 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
       record.answered = fault.error;
       return send(res, 200, { ok: false, error: fault.error });
     }
-    if (options.botToken !== undefined && req.headers.authorization !== `Bearer ${options.botToken}`) {
+    if (options.botToken !== undefined && method !== "oauth.v2.access" && req.headers.authorization !== `Bearer ${options.botToken}`) {
       record.answered = "invalid_auth";
       return send(res, 200, { ok: false, error: "invalid_auth" });
     }
-    const result = answer(method, params);
+    const result = answer(method, params, bearer);
     record.answered = result.ok ? "ok" : String(result.error);
     if (!options.quiet) console.log(`[slack stand-in] ${method} ${record.answered} ${JSON.stringify(params).slice(0, 300)}`);
     return send(res, 200, result);
@@ -235,6 +359,12 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
     refuseChannel: (channel, error) => void refused.set(channel, error),
     markExternal: (channel, flags = EXTERNAL_BY_DEFAULT) => void external.set(channel, flags),
     setUserEmail: (user, email, confirmed = true) => void emails.set(user, { email, confirmed }),
+    queueGrant: (grant) => void grants.push(grant),
+    issuedTokens: () => [...issued],
+    refreshAttempts: () => [...refreshAttempts],
+    setRefreshedExpiresIn: (seconds) => {
+      refreshedExpiresIn = seconds;
+    },
     reset() {
       calls.length = 0;
       faults.length = 0;

@@ -31,7 +31,11 @@ describe("the route table", () => {
     for (const route of ROUTES) {
       const label = key(route.method, route.path);
       if (route.path.startsWith("/api/")) expect(["role", "role_self"], label).toContain(route.auth.kind);
-      if (route.path.startsWith("/slack/")) expect(route.auth.kind, label).toBe("slack_signature");
+      if (route.path.startsWith("/slack/"))
+        expect(route.auth.kind, label).toBe(
+          // Contract section 26: the install is an admin's browser; Slack's redirect back is bound by its state.
+          route.path === "/slack/install" ? "browser_role" : route.path === "/slack/oauth_redirect" ? "oauth_state" : "slack_signature",
+        );
     }
     // Contract section 2's Slack routes, and the ones served without any credential.
     expect(TABLE).toEqual(expect.arrayContaining(["POST /slack/events", "POST /slack/interactivity"]));
