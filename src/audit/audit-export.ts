@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { AuditCheckpoint, SealedAuditEntry } from "../client/audit-chain";
 import { AUDIT_PAGE_ROWS, type ChainHead, chainHead } from "./audit-sealer";
 import { checkpointOf } from "./audit-checkpoints";
+import { type AuditRow, entryOfRow } from "./audit-reads";
 
 const seqParam = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
@@ -42,24 +43,8 @@ export type ExportPlan =
       format: "jsonl" | "ocsf";
     };
 
-interface EntryRow {
-  id: string;
-  at: string;
-  principal: string;
-  action: string;
-  target: string;
-  result: "ok" | "refused";
-  count: number | null;
-  details: string | null;
-  details_hash: string | null;
-  via: string;
-  client_ip: string | null;
-  policy_version: number | null;
-  policy_hash: string | null;
-  seq: number;
-  prev_hash: string;
-  hash: string;
-}
+/** A sealed row: seq and its hashes are set. */
+type EntryRow = AuditRow & { seq: number };
 
 /** The first seq still kept (retention deletes from the start), or null when none is. */
 async function earliestKeptSeq(db: D1Database): Promise<number | null> {
@@ -96,25 +81,9 @@ export async function planExport(db: D1Database, query: AuditExportQuery): Promi
   };
 }
 
-function entryOfRow(r: EntryRow): SealedAuditEntry {
-  return {
-    id: r.id,
-    at: r.at,
-    principal: r.principal,
-    action: r.action,
-    target: r.target,
-    result: r.result,
-    ...(r.count !== null ? { count: r.count } : {}),
-    ...(r.details !== null ? { details: JSON.parse(r.details) as Record<string, unknown> } : {}),
-    ...(r.details_hash !== null ? { details_hash: r.details_hash } : {}),
-    via: r.via,
-    ...(r.client_ip !== null ? { client_ip: r.client_ip } : {}),
-    ...(r.policy_version !== null ? { policy_version: r.policy_version } : {}),
-    ...(r.policy_hash !== null ? { policy_hash: r.policy_hash } : {}),
-    seq: r.seq,
-    prev_hash: r.prev_hash,
-    hash: r.hash,
-  };
+/** A sealed row as the export writes it: the listing's one row-to-entry mapping (src/audit/audit-reads.ts). */
+function sealedEntryOf(r: EntryRow): SealedAuditEntry {
+  return entryOfRow(r) as SealedAuditEntry;
 }
 
 /** OCSF 1.6.0 API Activity (class 6003): activity_id per action, contract section 25. */
@@ -190,7 +159,7 @@ export async function* exportLines(db: D1Database, plan: Extract<ExportPlan, { k
     const bySeq = new Map(checkpoints.map((c) => [c.seq, checkpointOf(c)]));
     let chunk = "";
     for (const row of results) {
-      const entry = entryOfRow(row);
+      const entry = sealedEntryOf(row);
       chunk += line(plan.format === "ocsf" ? ocsfEvent(entry) : { entry });
       const checkpoint = bySeq.get(row.seq);
       if (checkpoint !== undefined) chunk += line({ checkpoint });

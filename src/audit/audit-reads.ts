@@ -51,8 +51,8 @@ export const auditPageSchema = z
   .strict()
   .meta({ id: "AuditPage" });
 
-/** An audit_log row: the entry's own fields, with SQL's null for what is absent and details as JSON text. */
-type AuditRow = Record<string, unknown> &
+/** An audit_log row (also the export's, src/audit/audit-export.ts): the entry's own fields, with SQL's null for what is absent and details as JSON text. */
+export type AuditRow = Record<string, unknown> &
   Pick<AuditEntry, "id" | "at" | "principal" | "action" | "target" | "result"> & {
     count: number | null;
     details: string | null;
@@ -89,26 +89,27 @@ export async function listAudit(db: ListingDb, query: AuditQuery): Promise<Page<
     query.cursor,
   );
   return {
-    items: rows.map((r) => ({
-      id: r.id,
-      at: r.at,
-      principal: r.principal,
-      action: r.action,
-      target: r.target,
-      result: r.result,
-      ...(r.count !== null ? { count: r.count } : {}),
-      ...(r.details !== null ? { details: JSON.parse(r.details) as Record<string, unknown> } : {}),
-      via: r.via,
-      ...(present(r, [
-        "client_ip",
-        "policy_version",
-        "policy_hash",
-        "details_hash",
-        "seq",
-        "prev_hash",
-        "hash",
-      ] as const) as Partial<AuditEntry>),
-    })),
+    items: rows.map(entryOfRow),
     next_cursor,
+  };
+}
+
+/**
+ * An entry as GET /api/audit lists it and the export writes it (contract sections 18 and 25): the
+ * row's fields in one order, absent ones left out, details parsed. The one place a row becomes an entry.
+ */
+export function entryOfRow(r: AuditRow): AuditEntry {
+  return {
+    id: r.id,
+    at: r.at,
+    principal: r.principal,
+    action: r.action,
+    target: r.target,
+    result: r.result,
+    ...(r.count !== null ? { count: r.count } : {}),
+    ...(r.details !== null ? { details: JSON.parse(r.details) as Record<string, unknown> } : {}),
+    ...(present(r, ["details_hash"] as const) as Partial<AuditEntry>),
+    via: r.via,
+    ...(present(r, ["client_ip", "policy_version", "policy_hash", "seq", "prev_hash", "hash"] as const) as Partial<AuditEntry>),
   };
 }

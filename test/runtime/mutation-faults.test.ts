@@ -194,6 +194,8 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     // Section 23: what the checkpoint's statement judges halts and limits by.
     server: "demo",
     requested_by: "token:root",
+    // Section 23: the listed tool's identity its approval was bound to.
+    tool_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
   };
 }
 
