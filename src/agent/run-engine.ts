@@ -53,7 +53,15 @@ import {
   roundOpen,
   roundResponses,
 } from "../execution/mcp-rounds";
-import { answerRefusal, type ApprovalPolicy, type Decider, effectivePolicy, type Requester, runRequester } from "../policy/approval-policy";
+import {
+  answerRefusal,
+  askAnswerRefusal,
+  type ApprovalPolicy,
+  type Decider,
+  effectivePolicy,
+  type Requester,
+  runRequester,
+} from "../policy/approval-policy";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
 import type { AlarmSchedule } from "../schedule/alarm-schedule";
@@ -230,8 +238,11 @@ export class RunEngine {
       case "approve":
       case "deny":
         return this.#decide(action, haltOf);
-      case "answer":
+      case "answer": {
+        const refusal = askAnswerRefusal(action.actor, this.#run.requested_by);
+        if (refusal !== null) return this.#refusedAnswer(refusal);
         return this.#answerInput(action.tool_call_id, action.answer, action.actor.principal_id);
+      }
       case "answer_form":
         return this.#answerMcpInput(action.input_id, action.answer, action.actor.principal_id, action.actor, haltOf);
       case "cancel":
@@ -243,6 +254,12 @@ export class RunEngine {
   #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy): ActionVerdict {
     const { requested_by, user_id } = this.#run;
     return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
+  }
+
+  /** A human__ask answer refused (no approval policy governs it): told with the run's requester. */
+  #refusedAnswer(error: "not_an_approver"): ActionVerdict {
+    const { requested_by, user_id } = this.#run;
+    return { kind: "refused", error, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
   }
 
   /** Whether a halt covers one of this run's calls (contract section 23), from the halts read for this action. */

@@ -183,6 +183,18 @@ export function mayAnswerAsk(actor: string, requester: string | undefined, slack
   return (requester !== undefined && id === normalisePrincipalId(requester)) || slackApprovers.some((a) => normalisePrincipalId(a) === id);
 }
 
+/**
+ * The run's judgment of a `human__ask` answer (contract sections 6, 19): an API, console or CLI principal
+ * got here through its route's role, so only a Slack user is judged, by mayAnswerAsk's rule (the run's
+ * requester, or listed in SLACK_APPROVERS). The run object asks this for every answer, whatever surface
+ * it came from; the Slack click asks mayAnswerAsk only to refuse before opening its modal.
+ */
+export function askAnswerRefusal(decider: Decider, requestedBy: string | undefined): "not_an_approver" | null {
+  if (decider.via !== "slack") return null;
+  const listed = decider.listed_in_slack_approvers ? [decider.principal_id] : [];
+  return mayAnswerAsk(decider.principal_id, requestedBy, listed) ? null : "not_an_approver";
+}
+
 /** A vote as a listing keeps it: the principal that voted, and the person it counted for when known. */
 interface CountedVote {
   by: string;

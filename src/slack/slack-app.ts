@@ -513,14 +513,20 @@ function buildApp(): SlackApp<SlackEdgeAppEnv> {
       turn.ctx.waitUntil(ephemeral(turn.client, metadata, user, text));
       return "";
     };
-    if (!(await deciderSummary(turn, metadata.run_id, later))) return "";
+    // The run judges who may answer (contract section 19: its requester or SLACK_APPROVERS); one act, its verdict told.
+    if (await isForeignRun(turn, metadata.run_id)) return later(GONE_TEXT);
     const answer = await runStubFor(turn.env, metadata.run_id).act({
       kind: "answer",
       tool_call_id: metadata.tool_call_id,
       answer: modalText(payload.view.state.values),
       actor: await slackDecider(turn, user),
     });
-    const text = decisionReplyText(answer);
+    const text =
+      answer.kind === "refused"
+        ? refusalText(
+            answerDeciders(slackUserOrId(slackRequester(answer.requester ?? {}, turn.scope.team)), turn.approvers.map(slackUserOrId)),
+          )
+        : decisionReplyText(answer);
     if (text) later(text);
     return "";
   });

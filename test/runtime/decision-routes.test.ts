@@ -4,7 +4,7 @@
 // them changes the run.
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/client";
-import { engine } from "./helpers";
+import { engine, runStub } from "./helpers";
 
 const UNKNOWN_RUN = "run_01ARZ3NDEKTSV4RRFFQ69G5FAV";
 
@@ -76,6 +76,27 @@ describe("decision routes", () => {
     expect(notJson.status).toBe(400);
     // The question is still waiting: nothing above answered it.
     expect((await engine.summary(runId)).pending_inputs).toEqual([expect.objectContaining({ tool_call_id: "ask-1" })]);
+    await engine.cancel(runId);
+  });
+
+  it("a human__ask answer from Slack is judged by the run: a Slack user neither its requester nor in SLACK_APPROVERS is refused, one listed there answers", async () => {
+    // Contract section 19: a human__ask question is answered in Slack by the run's requester or SLACK_APPROVERS.
+    // The run is the API's (requested_by token:root), so only a listed Slack user may answer it.
+    const { run_id: runId } = await engine.trigger({
+      message: "m",
+      script: [{ tool_calls: [{ tool_name: "human__ask", tool_call_id: "ask-1", arguments: { question: "?" } }] }],
+    });
+    await expect.poll(async () => (await engine.summary(runId)).pending_inputs.length).toBe(1);
+    const slackUser = (user: string, listed: boolean) =>
+      ({ via: "slack", principal_id: `slack:T0001:${user}`, person: `slack:T0001:${user}`, listed_in_slack_approvers: listed }) as const;
+    const before = (await engine.summary(runId)).last_sequence;
+    const refused = await runStub(runId).act({ kind: "answer", tool_call_id: "ask-1", answer: "a", actor: slackUser("USTRANGER", false) });
+    expect(refused).toMatchObject({ kind: "refused", error: "not_an_approver", requester: { requested_by: "token:root" } });
+    const unchanged = await engine.summary(runId);
+    expect(unchanged.last_sequence).toBe(before);
+    expect(unchanged.pending_inputs).toHaveLength(1);
+    const taken = await runStub(runId).act({ kind: "answer", tool_call_id: "ask-1", answer: "b", actor: slackUser("UAPPROVER", true) });
+    expect(taken).toMatchObject({ kind: "answered", tool_call_id: "ask-1" });
     await engine.cancel(runId);
   });
 });
