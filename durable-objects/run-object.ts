@@ -13,7 +13,7 @@ import { ProviderSource, ScriptedSource, type ModelSource } from "../src/agent/m
 import { RunEngine } from "../src/agent/run-engine";
 import { newRunRecord, type RunRecord, type RunSummary, type StartRunInput } from "../src/agent/run-record";
 import { RunStore } from "../src/agent/run-store";
-import { Conversation, threadTurns } from "../src/agent/conversation-log";
+import { Conversation, earlierThreadTurns, threadTurns } from "../src/agent/conversation-log";
 import { flushLeftoverMarks, RunOutputs } from "../src/agent/run-outputs";
 import { wakeSealer } from "../src/audit/wake-sealer";
 import { requestPreview } from "../src/listings/run-index";
@@ -43,7 +43,6 @@ import { RunStream } from "../src/stream/run-stream";
 import { WatcherSockets } from "../src/stream/watcher-sockets";
 import { serveEventsRequest } from "../src/stream/watch-request";
 import { streamCredentialLive } from "../src/auth/stream-credential";
-import { logger } from "../src/operate/logger";
 
 /** The parts of a live run the object itself talks to (beside the engine). */
 interface RunParts {
@@ -116,7 +115,10 @@ export class RunObject extends DurableObject<Env> {
     if (this.#engine || this.#purged) return { created: false };
     // A Slack thread follow-up: the thread's earlier turns, from the thread's latest run (contract section 14).
     const previous = input.slack?.previous_run_id;
-    const earlier = previous !== undefined && modelProviderFromConfig(this.#config) ? await this.#threadTurnsOf(previous) : [];
+    const earlier =
+      previous !== undefined && modelProviderFromConfig(this.#config)
+        ? await earlierThreadTurns(() => this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(previous)).threadTurns(), previous)
+        : [];
     if (this.#engine) return { created: false }; // a duplicate start got here while the earlier turns were read
     const now = Date.now();
     const scripted = new ScriptedSource(input.script, input.message);
@@ -138,19 +140,6 @@ export class RunObject extends DurableObject<Env> {
   async threadTurns(): Promise<ConversationItem[]> {
     const conversation = this.#parts?.conversation;
     return conversation ? threadTurns(conversation.items()) : [];
-  }
-
-  async #threadTurnsOf(runId: string): Promise<ConversationItem[]> {
-    try {
-      return await this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(runId)).threadTurns();
-    } catch (err) {
-      // The follow-up still runs, only without the thread's earlier turns.
-      logger.error("run object: the earlier turns of a thread's run could not be read", {
-        previous_run_id: runId,
-        error: (err as Error).message,
-      });
-      return [];
-    }
   }
 
   async summary(): Promise<RunSummary | null> {

@@ -5,6 +5,7 @@ import type { SqlLike } from "../stream/event-log";
 import type { ConversationItem } from "../providers/model-provider";
 import type { Done } from "../execution/tool-calls";
 import type { SqlTable } from "../stream/sql-schema";
+import { logger } from "../operate/logger";
 
 export const CONVERSATION_TABLE: SqlTable = {
   name: "conversation",
@@ -65,4 +66,20 @@ export function threadTurns(items: readonly ConversationItem[]): ConversationIte
     else turns.push({ role: "assistant", text: item.text, tool_calls: [] });
   }
   return turns;
+}
+
+/**
+ * A Slack thread follow-up's earlier turns, read from the thread's latest run (contract section 14); on
+ * a failed read the follow-up still runs, only without them.
+ */
+export async function earlierThreadTurns(read: () => Promise<ConversationItem[]>, runId: string): Promise<ConversationItem[]> {
+  try {
+    return await read();
+  } catch (err) {
+    logger.error("run object: the earlier turns of a thread's run could not be read", {
+      previous_run_id: runId,
+      error: (err as Error).message,
+    });
+    return [];
+  }
 }
