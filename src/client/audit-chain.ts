@@ -4,7 +4,7 @@
 // and the offline verifier of an export that `approved-exec audit verify`
 // runs. Pure and runtime-neutral: the Worker's sealer and the CLI (Node's
 // WebCrypto) share this one module, so both hash exactly alike.
-import canonicalize from "canonicalize";
+import { canonicalize } from "json-canonicalize";
 
 /** The `prev_hash` of the first entry ever: `sha256:` and 64 zeros. */
 export const GENESIS_PREV_HASH = `sha256:${"0".repeat(64)}`;
@@ -65,10 +65,18 @@ export interface AuditPublicJwk {
   [member: string]: unknown;
 }
 
+/**
+ * A lone surrogate as json-canonicalize writes it: escaped `\udXXX` (a pair is written as the
+ * character itself), after an even run of backslashes (so a text's own `\\ud800` is not one).
+ */
+const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
 /** RFC 8785 canonical JSON of a value (throws on what JSON cannot carry, e.g. a lone surrogate). */
 export function canonicalJson(value: unknown): string {
   const text = canonicalize(value);
   if (text === undefined) throw new TypeError("not JSON-serializable");
+  // RFC 8785 (I-JSON): a lone surrogate is no Unicode text and must be refused; json-canonicalize passes it on.
+  if (LONE_SURROGATE.test(text)) throw new TypeError("not valid Unicode (a lone surrogate)");
   return text;
 }
 

@@ -9,7 +9,7 @@
  * Not responsible for: listing (mcp-tool-list.ts), nor deciding when a listing is fresh enough
  * (mcp-send.ts, with MCP_TOOL_LIST_MAX_AGE_MS).
  */
-import canonicalize from "canonicalize";
+import { canonicalJson } from "../client/audit-chain";
 
 /** The members of a listed tool its digest covers, as the server gave them. */
 export interface ToolIdentity {
@@ -36,9 +36,7 @@ export function identityOf(tool: ToolIdentity): ToolIdentity {
 
 /** The RFC 8785 text a tool's digest is taken over (absent members omitted; canonicalize drops undefined). */
 export function toolIdentityText(serverUrl: string, identity: ToolIdentity): string {
-  const text = canonicalize({ server_url: serverUrl, ...identityOf(identity) });
-  if (text === undefined) throw new Error(`tool ${identity.name} has no JSON form`);
-  return text;
+  return canonicalJson({ server_url: serverUrl, ...identityOf(identity) });
 }
 
 /** `sha256:<64 lower-case hex>` of the tool's RFC 8785 form. */

@@ -124,7 +124,7 @@ describe("what a consumer's install pulls in (issue 29: not the Worker's SDKs)",
     const imported = await importedPackages(js);
     imported.delete(PACKAGE_NAME); // the CLI imports the client through the package's own name
     expect(Object.keys(pkg.dependencies).sort()).toEqual([...imported].sort());
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(["commander", "eventsource-parser", "ora"]);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(["commander", "eventsource-parser", "json-canonicalize", "ora"]);
     // What `npm install` of this package puts in a consumer's node_modules: the lockfile's non-dev entries.
     const lock = JSON.parse(await readFile(join(PROJECT_ROOT, "package-lock.json"), "utf8")) as {
       packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
@@ -146,13 +146,14 @@ describe("what a consumer's install pulls in (issue 29: not the Worker's SDKs)",
     const fresh = await mkdtemp(join(tmpdir(), "aee-consumer-"));
     try {
       await run("npm", ["init", "-y"], { cwd: fresh });
-      // What `npm install <tarball>` leaves, offline: the packed files, and the one package the client imports.
+      // What `npm install <tarball>` leaves, offline: the packed files, and the packages the client imports.
       const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", fresh], { cwd: PROJECT_ROOT });
       const [packed] = JSON.parse(stdout) as [{ filename: string }];
       const installed = join(fresh, "node_modules", PACKAGE_NAME);
       await mkdir(installed, { recursive: true });
       await run("tar", ["-xzf", join(fresh, packed.filename), "-C", installed, "--strip-components=1"]);
-      await symlink(join(PROJECT_ROOT, "node_modules", "eventsource-parser"), join(fresh, "node_modules", "eventsource-parser"));
+      for (const dependency of ["eventsource-parser", "json-canonicalize"])
+        await symlink(join(PROJECT_ROOT, "node_modules", dependency), join(fresh, "node_modules", dependency));
       await writeFile(join(fresh, file ?? "watch.mjs"), snippet);
       const { stdout: printed } = await run(process.execPath, [file ?? "watch.mjs"], {
         cwd: fresh,

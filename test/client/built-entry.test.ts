@@ -51,7 +51,7 @@ describe("the built client entry point", () => {
     expect(result.refusal).toEqual({ isApiError: true, status: 404, code: "not_found" });
   });
 
-  it("ships JavaScript with declarations that imports only itself and eventsource-parser", async () => {
+  it("ships JavaScript with declarations that imports only itself, eventsource-parser and json-canonicalize (RFC 8785, for the audit verifier)", async () => {
     const pkg = JSON.parse(await readFile(join(PROJECT_ROOT, "package.json"), "utf8"));
     expect(pkg.exports["./client"]).toEqual({ types: "./dist/client/index.d.ts", default: "./dist/client/index.js" });
     const dir = join(PROJECT_ROOT, "dist/client");
@@ -61,7 +61,7 @@ describe("the built client entry point", () => {
       const source = await readFile(join(dir, file), "utf8");
       const specifiers = [...source.matchAll(/\b(?:from|import)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]);
       for (const specifier of specifiers)
-        expect([file, specifier]).toEqual([file, expect.stringMatching(/^(\.\/[\w-]+\.js|eventsource-parser)$/)]);
+        expect([file, specifier]).toEqual([file, expect.stringMatching(/^(\.\/[\w-]+\.js|eventsource-parser|json-canonicalize)$/)]);
       expect(source).not.toMatch(/\brequire\(|\bprocess\.|\bBuffer\b/);
     }
   });

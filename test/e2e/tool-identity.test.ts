@@ -7,7 +7,7 @@
 // computed here from the contract's definition (RFC 8785 via `canonicalize`, SHA-256 via
 // node:crypto) over the tool as an MCP client lists it, never by the engine's code.
 import { Client, StreamableHTTPClientTransport, type Tool } from "@modelcontextprotocol/client";
-import canonicalize from "canonicalize";
+import { canonicalize } from "json-canonicalize";
 import { createHash } from "node:crypto";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { demo, demoCalls, demoReset, engine, KPI, Scenario } from "../support/e2e-client";
