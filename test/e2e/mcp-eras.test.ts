@@ -49,8 +49,12 @@ const ASK_URL = "mcp__stateless__ask_url";
 /** The demo server as `npm start` runs it (2026-07-28), whose schedule_report asks mid-call (the README's example). */
 const MODERN_DEMO_DASHBOARD = "mcp__report__create_dashboard";
 const MODERN_DEMO_REPORT = "mcp__report__schedule_report";
-/** Short, so the expiry case waits seconds (the run's alarm expires the question, as it does approvals). */
-const APPROVAL_TIMEOUT_MS = 4_000;
+/**
+ * Short, so the expiry cases wait seconds (the run's alarm expires the question, as it does approvals),
+ * yet longer than a SIGKILLed wrangler dev takes to restart on a busy two-core machine, so a question
+ * answered after a restart is still open.
+ */
+const APPROVAL_TIMEOUT_MS = 10_000;
 
 let stateless: StatelessMcpServer;
 let everything: EverythingMcpProcess;
@@ -713,7 +717,7 @@ describe("MCP questions in GET /api/inputs (contract sections 15 and 21)", () =>
     ]);
     const runOf = (events: EngineEvent[]) => events[0]?.run_id ?? "";
     await expect.poll(() => listed(runOf(declined)), { timeout: 10_000 }).toEqual([["l-decline:1:confirm", "answered"]]);
-    await expect.poll(() => listed(runOf(expired)), { timeout: 10_000 }).toEqual([["l-expire:1:confirm", "expired"]]);
+    await expect.poll(() => listed(runOf(expired)), { timeout: APPROVAL_TIMEOUT_MS + 10_000 }).toEqual([["l-expire:1:confirm", "expired"]]);
     await expect.poll(() => listed(runOf(cancelled)), { timeout: 10_000 }).toEqual([["l-cancel:1:confirm", "cancelled"]]);
   });
 });
