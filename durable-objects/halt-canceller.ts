@@ -29,7 +29,10 @@ export class HaltCanceller extends DurableObject<Env> {
       const step = await cancelStep(this.env.DB, haltId, progress, async (runId, principal) => {
         const stub = this.env.RUN_OBJECT.get(this.env.RUN_OBJECT.idFromName(runId));
         // The engager may engage a halt, so it holds approver or admin (contract section 23).
-        await stub.act({ kind: "cancel", actor: { via: "api", principal_id: principal, person: personOf(principal), has_approver_role: true } });
+        await stub.act({
+          kind: "cancel",
+          actor: { via: "api", principal_id: principal, person: personOf(principal), has_approver_role: true },
+        });
       });
       if (step.kind !== "nothing") await this.ctx.storage.put("progress", step.progress);
       if (step.kind === "more") await this.ctx.storage.setAlarm(Date.now());

@@ -15,7 +15,7 @@
 import { D1_NOW, getHalt, type HaltRow } from "./halts";
 
 /** Contract section 23: batches of at most 50 runs. */
-export const CANCEL_BATCH_RUNS = 50;
+const CANCEL_BATCH_RUNS = 50;
 
 /** The run's cancel as the engaging principal; resolves when the run took it (an ended or unknown run too). */
 export type CancelRun = (runId: string, asPrincipal: string) => Promise<void>;
@@ -53,7 +53,10 @@ export async function cancelStep(db: D1Database, haltId: string, progress: Cance
       .prepare(`SELECT COUNT(*) AS n FROM runs WHERE status = 'running' AND ${scope.sql}`)
       .bind(...scope.binds)
       .first<{ n: number }>();
-    await db.prepare(`UPDATE halts SET cancel_requested = ? WHERE halt_id = ?`).bind(Number(n?.n ?? 0), haltId).run();
+    await db
+      .prepare(`UPDATE halts SET cancel_requested = ? WHERE halt_id = ?`)
+      .bind(Number(n?.n ?? 0), haltId)
+      .run();
   }
   const keyset = after === null ? "" : "AND (created_at, run_id) > (?, ?)";
   const { results } = await db
@@ -65,7 +68,10 @@ export async function cancelStep(db: D1Database, haltId: string, progress: Cance
     .all<{ run_id: string; created_at: string }>();
   for (const { run_id } of results) await cancelRun(run_id, halt.engaged_by);
   const last = results.at(-1);
-  const next: CancelProgress = { after: last ? { created_at: last.created_at, run_id: last.run_id } : after, done: progress.done + results.length };
+  const next: CancelProgress = {
+    after: last ? { created_at: last.created_at, run_id: last.run_id } : after,
+    done: progress.done + results.length,
+  };
   const finished = results.length < CANCEL_BATCH_RUNS;
   await db
     .prepare(

@@ -293,7 +293,7 @@ export interface HomeHalt {
 }
 
 /** Contract section 23: the line atop the tab naming the active halts. */
-export function homeHaltsText(halts: readonly HomeHalt[]): string {
+function homeHaltsText(halts: readonly HomeHalt[]): string {
   const named = joined(
     halts.map((h) => mrkdwn`${untrustedCode(h.halt_id, 100)} (${untrustedCode(h.scope, 200)})`),
     ", ",

@@ -70,7 +70,10 @@ describe("POST /api/halts with cancel_runs", () => {
     expect(res.status, await res.clone().text()).toBe(201);
     const engaged = await json(res);
     // From the 201 on, the halt carries its job (before the first batch: nothing requested or done yet).
-    expect((await json(await api(`/api/halts/${engaged.halt_id}`))).cancel).toMatchObject({ requested: expect.any(Number), done: expect.any(Number) });
+    expect((await json(await api(`/api/halts/${engaged.halt_id}`))).cancel).toMatchObject({
+      requested: expect.any(Number),
+      done: expect.any(Number),
+    });
 
     const halt = await jobFinished(engaged.halt_id);
     expect(halt.cancel).toMatchObject({ requested: 1, done: 1 });

@@ -40,7 +40,10 @@ describe("GET /api/health", () => {
   });
 
   it("counts the active halts in halts_active, which only informs (contract sections 22 and 23)", async () => {
-    const engaged = await api("/api/halts", { method: "POST", body: JSON.stringify({ scope: "tool:mcp__demo__create_dashboard", reason: "health test" }) });
+    const engaged = await api("/api/halts", {
+      method: "POST",
+      body: JSON.stringify({ scope: "tool:mcp__demo__create_dashboard", reason: "health test" }),
+    });
     expect(engaged.status, await engaged.clone().text()).toBe(201);
     const { halt_id } = (await engaged.json()) as { halt_id: string };
     const res = await api("/api/health");

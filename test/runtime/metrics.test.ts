@@ -66,7 +66,12 @@ describe("GET /api/metrics", () => {
     const key = (r: { name: string; label: string }) => `${r.name}|${r.label}`;
     // A series with open label values gains its rows as they occur (migrations/0032).
     const open = new Set(STORED_SERIES.filter((s) => s.openValues).map((s) => s.name));
-    expect(results.filter((r) => !open.has(r.name)).map(key).sort()).toEqual(storedRows().map(key).sort());
+    expect(
+      results
+        .filter((r) => !open.has(r.name))
+        .map(key)
+        .sort(),
+    ).toEqual(storedRows().map(key).sort());
   });
 
   it("needs a credential, and the refusal counts in aee_auth_failures_total", async () => {
