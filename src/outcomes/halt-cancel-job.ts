@@ -83,3 +83,22 @@ export async function cancelStep(db: D1Database, haltId: string, progress: Cance
     .run();
   return finished ? { kind: "finished", progress: next } : { kind: "more", progress: next };
 }
+
+/** Unfinished jobs the Cron Trigger arms again, at most this many per firing. */
+const RESUME_MAX = 100;
+
+/**
+ * The Cron Trigger's safety net: arms again (`arm`) every cancel job not finished, so a job whose
+ * first arming failed after the halt committed still runs. Returns the halts armed.
+ */
+export async function resumeCancelJobs(db: D1Database, arm: (haltId: string) => Promise<void>): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT halt_id FROM halts WHERE cancel_requested IS NOT NULL AND cancel_finished_at IS NULL
+        AND scope_kind IN ('all', 'principal') ORDER BY engaged_at LIMIT ?`,
+    )
+    .bind(RESUME_MAX)
+    .all<{ halt_id: string }>();
+  for (const { halt_id } of results) await arm(halt_id);
+  return results.map((r) => r.halt_id);
+}

@@ -7,7 +7,7 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { newRunId } from "../../src/ids";
-import { CANCEL_START, type CancelProgress, cancelStep } from "../../src/outcomes/halt-cancel-job";
+import { CANCEL_START, type CancelProgress, cancelStep, resumeCancelJobs } from "../../src/outcomes/halt-cancel-job";
 import { engageHalt, getHalt, toHaltProjection } from "../../src/outcomes/halts";
 import { api, apiAs, namedToken, runStub } from "./helpers";
 
@@ -146,6 +146,10 @@ describe("the cancel job's batches", () => {
       cancelRuns: true,
     });
 
+    // Never armed (as if the 201's arming was lost): the Cron Trigger arms it.
+    const armed: string[] = [];
+    expect(await resumeCancelJobs(env.DB, async (id) => void armed.push(id))).toContain(halt.halt_id);
+    expect(armed).toContain(halt.halt_id);
     const cancelled: string[] = [];
     const batches: number[] = [];
     let failAt: number | null = 60;
@@ -181,6 +185,8 @@ describe("the cancel job's batches", () => {
     const final = toHaltProjection((await getHalt(env.DB, halt.halt_id))!);
     expect(final.cancel).toMatchObject({ requested: 120, done: 120 });
     expect(final.cancel?.finished_at).toBeDefined();
+    // The Cron Trigger's safety net armed it while unfinished, and no longer once finished.
+    expect(await resumeCancelJobs(env.DB, async () => undefined)).not.toContain(halt.halt_id);
     // Finished: a further step does nothing.
     expect(await cancelStep(env.DB, halt.halt_id, progress, async () => expect.unreachable())).toEqual({ kind: "nothing" });
   });

@@ -17,6 +17,7 @@ import { type HaltScope, parseHaltScope, scopeText } from "../../policy/halt-sco
 import { personOf, restrictingPersonOf } from "../../policy/persons";
 import { apiError, jsonResponse } from "../../base/api-error";
 import { readJsonBody } from "../request-body";
+import { logger } from "../../operate/logger";
 import { listing } from "./listings";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
 
@@ -135,7 +136,12 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
   );
   if (body.cancel_runs === true) {
     // The job runs on the halt's own alarm (durable-objects/halt-canceller.ts), in batches of at most 50.
-    await env.HALT_CANCELLER.get(env.HALT_CANCELLER.idFromName(row.halt_id)).start(row.halt_id);
+    // The halt is engaged whatever happens here: a lost arming is armed again by the Cron Trigger (resumeCancelJobs).
+    await env.HALT_CANCELLER.get(env.HALT_CANCELLER.idFromName(row.halt_id))
+      .start(row.halt_id)
+      .catch((err: Error) =>
+        logger.warn("halts: the cancel job was not armed; the Cron Trigger arms it", { halt_id: row.halt_id, error: err.message }),
+      );
   }
   return jsonResponse(201, {
     halt_id: row.halt_id,
