@@ -11,6 +11,7 @@ import { handleConsoleRequest } from "./console/console-routes";
 import { router } from "./http/router";
 import { countRefusal } from "./operate/refusal-counters";
 import { scheduledRetention } from "./operate/retention-job";
+import { resumeCancelJobs } from "./outcomes/halt-cancel-job";
 import { sealerStub, wakeSealer } from "./audit/wake-sealer";
 import { logger } from "./operate/logger";
 
@@ -22,6 +23,7 @@ export { StoragePool } from "../durable-objects/storage-pool";
 export { AuditQueue } from "../durable-objects/audit-queue";
 export { RateLimiter } from "../durable-objects/rate-limiter";
 export { AuditSealer } from "../durable-objects/audit-sealer";
+export { HaltCanceller } from "../durable-objects/halt-canceller";
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -39,6 +41,12 @@ export default {
         .scheduled()
         .catch((err: Error) => logger.error("audit: the scheduled seal failed", { error: err.message }))
         .then(() => scheduledRetention(env, controller.scheduledTime)),
+    );
+    // Contract section 23: a halt's cancel job whose arming was lost is armed again.
+    ctx.waitUntil(
+      resumeCancelJobs(env.DB, (haltId) => env.HALT_CANCELLER.get(env.HALT_CANCELLER.idFromName(haltId)).start(haltId)).catch(
+        (err: Error) => logger.error("halts: resuming cancel jobs failed", { error: err.message }),
+      ),
     );
   },
 } satisfies ExportedHandler<Env>;

@@ -92,6 +92,15 @@ export async function handleHealth(
           }),
       ]),
     ),
+    // Contract section 23: active halts only inform; read within STORAGE_WAIT_MS (an index seek on status).
+    haltsActive: async () => {
+      const counted = env.DB.prepare(`SELECT COUNT(*) AS n FROM halts WHERE status = 'active'`)
+        .first<{ n: number }>()
+        .then((row) => Number(row?.n ?? 0));
+      const n = await within<number | null>(waitMs, counted, null);
+      if (n === null) throw new Error("halts unread");
+      return n;
+    },
   });
   return jsonResponse(health.status === "ok" ? 200 : 503, health);
 }

@@ -24,6 +24,8 @@ export const healthSchema = z
     // Contract sections 22 and 25: the audit chain; `unsigned` does not degrade the status.
     audit: z.enum(["ok", "degraded", "unsigned"]),
     mcp: z.record(z.string(), mcpStateSchema),
+    // Contract sections 22 and 23: how many halts are active; only informs (never degrades the status).
+    halts_active: z.number().int().nonnegative().optional(),
   })
   .strict()
   .meta({ id: "Health", description: "Each dependency's state (contract section 22): 200 when ok, 503 when degraded." });
@@ -41,12 +43,15 @@ export interface HealthProbes {
   audit: () => Promise<"ok" | "degraded" | "unsigned">;
   /** Server name → its probe (already cached and bounded). */
   mcp: Record<string, () => Promise<McpState>>;
+  /** Active halts (contract section 23); a failed read leaves `halts_active` out. */
+  haltsActive?: () => Promise<number>;
 }
 
 /** Runs every probe at once; a probe that throws counts as degraded (or unreachable). */
 export async function checkHealth(probes: HealthProbes): Promise<Health> {
   const safely = <T>(probe: () => Promise<T>, failed: T) => probe().catch(() => failed);
   const names = Object.keys(probes.mcp);
+  const haltsActive = probes.haltsActive ? safely(probes.haltsActive, null) : Promise.resolve(null);
   const [d1, storage_pool, slack, audit, ...mcpStates] = await Promise.all([
     safely(probes.d1, "degraded" as Component),
     safely(probes.storagePool, "degraded" as Component),
@@ -55,6 +60,7 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
     ...names.map((name) => safely(probes.mcp[name] as () => Promise<McpState>, "unreachable" as McpState)),
   ]);
   const mcp = Object.fromEntries(names.map((name, i) => [name, mcpStates[i] as McpState]));
+  const halts = await haltsActive;
   const degraded =
     !probes.configOk ||
     [d1, storage_pool, slack, audit].some((c) => c === "degraded") ||
@@ -67,6 +73,7 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
     slack: slack as Component,
     audit: audit as Health["audit"],
     mcp,
+    ...(halts === null ? {} : { halts_active: halts }),
   };
 }
 

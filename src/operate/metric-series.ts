@@ -19,6 +19,13 @@ export interface SeriesSpec {
   label?: string;
   /** Stored label values (a histogram: its bucket bounds, "+Inf" and "sum"). Absent: the one unlabelled series. */
   values?: readonly string[];
+  /**
+   * The label's values are not fixed: D1 adds a row per value the first time
+   * a run object's batch names it (migrations/0032), so only values that
+   * occurred are stored and printed. Bounded by what the run objects send
+   * (aee_mutations_limited_total: a configured tool's name).
+   */
+  openValues?: true;
 }
 
 const bucketLabels = (bounds: readonly number[]): string[] => [...bounds.map(String), "+Inf", "sum"];
@@ -49,6 +56,13 @@ export const STORED_SERIES: readonly SeriesSpec[] = [
   { name: "aee_rate_limited_total", type: "counter", help: "Requests refused 429." },
   { name: "aee_trace_spans_dropped_total", type: "counter", help: "Trace spans dropped after their retry window." },
   {
+    name: "aee_mutations_limited_total",
+    type: "counter",
+    help: "Mutating calls ended not_executed(rate_limited), by tool (contract section 23).",
+    label: "tool",
+    openValues: true,
+  },
+  {
     name: "aee_approval_decision_seconds",
     type: "histogram",
     help: "Approval asked to resolved.",
@@ -64,7 +78,7 @@ export const STORED_SERIES: readonly SeriesSpec[] = [
 
 /** Every (name, label) row metric_counters must hold. */
 export function storedRows(): { name: string; label: string }[] {
-  return STORED_SERIES.flatMap((s) => (s.values ?? [""]).map((label) => ({ name: s.name, label })));
+  return STORED_SERIES.filter((s) => !s.openValues).flatMap((s) => (s.values ?? [""]).map((label) => ({ name: s.name, label })));
 }
 
 /** The bucket row one observation of `seconds` lands in (non-cumulative; the scrape sums). */
@@ -78,5 +92,6 @@ export type DeltaSeries =
   | "aee_slack_posts_pending"
   | "aee_slack_posts_failed_total"
   | "aee_trace_spans_dropped_total"
+  | "aee_mutations_limited_total"
   | "aee_approval_decision_seconds"
   | "aee_approval_to_dispatch_seconds";

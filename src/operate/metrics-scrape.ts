@@ -79,7 +79,8 @@ export function metricFamilies(snapshot: MetricsSnapshot, now: number): Family[]
       samples.push({ name: `${spec.name}_sum`, value: value(spec.name, "sum") }, { name: `${spec.name}_count`, value: cumulative });
     } else if (spec.label !== undefined) {
       const label = spec.label;
-      samples = (spec.values ?? []).map((v) => ({ name: spec.name, labels: { [label]: v }, value: value(spec.name, v) }));
+      const values = spec.openValues ? [...(snapshot.counters.get(spec.name)?.keys() ?? [])].sort() : (spec.values ?? []);
+      samples = values.map((v) => ({ name: spec.name, labels: { [label]: v }, value: value(spec.name, v) }));
     } else {
       samples = [{ name: spec.name, value: value(spec.name) }];
     }

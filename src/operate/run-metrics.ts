@@ -1,6 +1,7 @@
 // A run object's share of the metrics (contract section 22): the counters
 // only the run sees (Slack posts pending and given up, approval decision
-// times, approval → tools/call times, dropped spans), kept as durable deltas
+// times, approval → tools/call times, dropped spans, calls refused by a
+// mutation limit), kept as durable deltas
 // in the object's SQLite (written in the same storage turn as the event that
 // caused them) and sent to D1's metric_sources from the alarm, beside the
 // run-index flush. Never on the append path's network side.
@@ -102,6 +103,11 @@ export class RunMetrics {
    * timer of its call. Returns whether a delta was recorded.
    */
   observeEvent(event: RunEvent, now: number): boolean {
+    if (event.type === "tool_execution" && event.execution_status === "not_executed" && event.reason === "rate_limited") {
+      // Contract section 23: aee_mutations_limited_total{tool}; the tool is a configured one (limits apply to no other).
+      this.add("aee_mutations_limited_total", event.tool_name, 1);
+      return true;
+    }
     if (event.type === "approval_requested") {
       this.#startTimer(`approval:${event.approval_id}`, now);
       return false;

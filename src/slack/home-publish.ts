@@ -9,12 +9,14 @@
 // list changed is published again, at most once per SLACK_HOME_REPUBLISH_MS.
 // Each opener is judged as their click would be: their person (users.info)
 // is kept with the opener (migration 0020), the requester's with the run.
+// Each publish names the active halts atop the tab (contract section 23).
 import type { SlackAPIClient } from "slack-web-api-client";
 import type { Person } from "../policy/persons";
 import {
   type DecidableItem,
   type HomeApproval,
   type HomeFormQuestion,
+  type HomeHalt,
   type HomeItem,
   type HomeQuestion,
   type HomeRules,
@@ -225,9 +227,36 @@ interface OpenerRow extends Record<string, unknown> {
   published_digest: string | null;
 }
 
-async function publish(db: D1Database, client: SlackAPIClient, user: string, items: DecidableItem[], settings: HomeSettings, now: number) {
+/** Halts named atop the tab at most (the rest are in the console). */
+const HOME_HALTS_MAX = 10;
+
+/**
+ * The active halts for the tab's top line (contract section 23), read with each publish: a tab
+ * shows them from its next publish; none is published for a halt. A failed read names none.
+ */
+async function activeHomeHalts(db: D1Database): Promise<HomeHalt[]> {
+  try {
+    const { results } = await db
+      .prepare(`SELECT halt_id, scope FROM halts WHERE status = 'active' ORDER BY engaged_at, halt_id LIMIT ?`)
+      .bind(HOME_HALTS_MAX)
+      .all<{ halt_id: string; scope: string }>();
+    return results.map((r) => ({ halt_id: r.halt_id, scope: r.scope }));
+  } catch {
+    return [];
+  }
+}
+
+async function publish(
+  db: D1Database,
+  client: SlackAPIClient,
+  user: string,
+  items: DecidableItem[],
+  settings: HomeSettings,
+  now: number,
+  halts: readonly HomeHalt[],
+) {
   await withTimeout("views.publish", CALL_TIMEOUT_MS, () =>
-    client.views.publish({ user_id: user, view: homeView(items, settings.console_origin) }),
+    client.views.publish({ user_id: user, view: homeView(items, settings.console_origin, halts) }),
   );
   await db
     .prepare(`UPDATE slack_home_openers SET published_at = ?, published_digest = ? WHERE user_id = ?`)
@@ -248,7 +277,7 @@ export async function publishHomeNow(
   // A channel not known yet (its lookup rate-limited): the tab as last published stays, hiding nothing it showed;
   // the next refresh publishes it whole.
   if (retryAt !== null) return;
-  await publish(db, client, viewer.user, decidableBy(viewer, items, settings), settings, now);
+  await publish(db, client, viewer.user, decidableBy(viewer, items, settings), settings, now, await activeHomeHalts(db));
 }
 
 /**
@@ -272,6 +301,7 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
   // A channel not known yet (its lookup rate-limited): nobody's tab changes until it is, so no item shown is hidden.
   if (allowed.retryAt !== null) return allowed.retryAt;
   const items = allowed.items;
+  const halts = await activeHomeHalts(db);
   let retryAt: number | null = null;
   for (const opener of mineOnly) {
     const person = await openerPerson(db, client, opener, settings.SLACK_EMAIL_TRUSTED_TEAMS);
@@ -282,7 +312,7 @@ export async function refreshHomes(db: D1Database, client: SlackAPIClient, setti
       retryAt = retryAt === null ? due : Math.min(retryAt, due);
       continue;
     }
-    await publish(db, client, opener.user_id, mine, settings, now);
+    await publish(db, client, opener.user_id, mine, settings, now, halts);
   }
   return retryAt;
 }

@@ -286,11 +286,30 @@ const itemBlocks = (item: DecidableItem, consoleOrigin: string | undefined): Any
       ? formQuestionBlocks(item, consoleOrigin)
       : questionBlocks(item);
 
-/** The Home tab of one user: what they may decide, newest last, or that nothing waits for them. */
-export function homeView(items: readonly DecidableItem[], consoleOrigin?: string): HomeTabView {
+/** An active halt as the tab's top line names it (contract section 23). */
+export interface HomeHalt {
+  halt_id: string;
+  scope: string;
+}
+
+/** Contract section 23: the line atop the tab naming the active halts. */
+function homeHaltsText(halts: readonly HomeHalt[]): string {
+  const named = joined(
+    halts.map((h) => mrkdwn`${untrustedCode(h.halt_id, 100)} (${untrustedCode(h.scope, 200)})`),
+    ", ",
+  );
+  return mrkdwn`:octagonal_sign: Mutations are halted: ${named}. Calls in scope are not sent, and approving them is refused until an admin releases the halt.`;
+}
+
+/**
+ * The Home tab of one user: the active halts first (contract section 23), then what
+ * they may decide, newest last, or that nothing waits for them.
+ */
+export function homeView(items: readonly DecidableItem[], consoleOrigin?: string, halts: readonly HomeHalt[] = []): HomeTabView {
   const listedItems = items.slice(0, HOME_ITEMS_MAX);
   const more = items.length - listedItems.length;
   const blocks: AnyHomeTabBlock[] = [
+    ...(halts.length > 0 ? [{ type: "section" as const, text: { type: "mrkdwn" as const, text: homeHaltsText(halts) } }] : []),
     { type: "header", text: { type: "plain_text", text: "Waiting for you" } },
     {
       type: "context",

@@ -176,8 +176,8 @@ describe("the halt routes", () => {
       [{ scope: "principal:someone", reason: "r" }, "invalid_scope"],
       [{ scope: "server:", reason: "r" }, "invalid_scope"],
       [{ scope: "tool:mcp__demo__create_dashboard", reason: "r", cancel_runs: true }, "invalid_scope"],
-      // Not built yet (the cancel job): refused rather than ignored.
-      [{ scope: "all", reason: "r", cancel_runs: true }, "invalid_request"],
+      [{ scope: "server:demo", reason: "r", cancel_runs: true }, "invalid_scope"],
+      [{ scope: "all", reason: "r", cancel_runs: "yes" }, "invalid_request"],
       [{ scope: "all", reason: "" }, "invalid_request"],
       [{ scope: "all", reason: "x".repeat(501) }, "invalid_request"],
       [{ scope: "all" }, "invalid_request"],

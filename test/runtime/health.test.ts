@@ -35,7 +35,22 @@ describe("GET /api/health", () => {
       slack: "off",
       audit: "ok",
       mcp: { demo: "ok" },
+      halts_active: 0,
     });
+  });
+
+  it("counts the active halts in halts_active, which only informs (contract sections 22 and 23)", async () => {
+    const engaged = await api("/api/halts", {
+      method: "POST",
+      body: JSON.stringify({ scope: "tool:mcp__demo__create_dashboard", reason: "health test" }),
+    });
+    expect(engaged.status, await engaged.clone().text()).toBe(201);
+    const { halt_id } = (await engaged.json()) as { halt_id: string };
+    const res = await api("/api/health");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: "ok", halts_active: 1 });
+    expect((await api(`/api/halts/${halt_id}`, { method: "DELETE" })).status).toBe(200);
+    expect(await (await api("/api/health")).json()).toMatchObject({ halts_active: 0 });
   });
 
   it("needs a credential", async () => {

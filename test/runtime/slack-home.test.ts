@@ -5,11 +5,12 @@
 // with the clock passed in, never slept); each opener judged as their click
 // would be, their person from users.info (kept with the opener, migration
 // 0020) and the requester's as the run's index keeps it.
-import { env } from "cloudflare:test";
+import { env, SELF } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordChannelCheck } from "../../src/slack/channel-checks";
 import { publishHomeNow, recordHomeOpened, refreshHomes } from "../../src/slack/home-publish";
 import { createSlackClient } from "../../src/slack/web-api";
+import { freshAddress, TOKEN } from "./helpers";
 
 const standIn = env.SLACK_STAND_IN_URL;
 const client = createSlackClient({ SLACK_BOT_TOKEN: "xoxb-runtime-test", SLACK_API_BASE_URL: `${standIn}/api/` });
@@ -65,6 +66,35 @@ beforeEach(async () => {
 
 const lookups = async (): Promise<number> =>
   ((await (await fetch(`${standIn}/_calls`)).json()) as Call[]).filter((c) => c.method === "conversations.info").length;
+
+describe("the Home tab's halt line (contract section 23)", () => {
+  it("names the active halts atop the tab from its next publish, and no longer once released", async () => {
+    const now = Date.now();
+    await recordHomeOpened(env.DB, viewer("U0HOMEAPP"), now);
+    const engaged = await (
+      await SELF.fetch("https://engine.test/api/halts", {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", "cf-connecting-ip": freshAddress() },
+        body: JSON.stringify({ scope: "server:demo", reason: "home tab test" }),
+      })
+    ).json<{ halt_id: string }>();
+    // No tab is published for the halt itself.
+    expect(await published("U0HOMEAPP")).toEqual([]);
+    await publishHomeNow(env.DB, client, viewer("U0HOMEAPP"), settings, now);
+    const view = JSON.parse((await published("U0HOMEAPP"))[0]!);
+    expect(view.blocks[0].type).toBe("section");
+    expect(view.blocks[0].text.text).toContain("Mutations are halted");
+    expect(view.blocks[0].text.text).toContain(engaged.halt_id);
+    expect(view.blocks[0].text.text).toContain("server:demo");
+    const released = await SELF.fetch(`https://engine.test/api/halts/${engaged.halt_id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${TOKEN}`, "cf-connecting-ip": freshAddress() },
+    });
+    expect(released.status).toBe(200);
+    await publishHomeNow(env.DB, client, viewer("U0HOMEAPP"), settings, now + 10 * INTERVAL_MS);
+    expect((await published("U0HOMEAPP")).at(-1)).not.toContain("Mutations are halted");
+  });
+});
 
 describe("the Home tab's republishing", () => {
   it("asks conversations.info once per channel, not for every user's tab on every publish; the run's own check serves (issue 29)", async () => {

@@ -10,6 +10,7 @@ export { StoragePool } from "../../durable-objects/storage-pool";
 export { AuditQueue } from "../../durable-objects/audit-queue";
 export { RateLimiter } from "../../durable-objects/rate-limiter";
 export { AuditSealer } from "../../durable-objects/audit-sealer";
+export { HaltCanceller } from "../../durable-objects/halt-canceller";
 
 export class RunObject extends ProductionRunObject {
   #seam: OutcomeDb | undefined;

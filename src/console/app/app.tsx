@@ -1,9 +1,10 @@
 // The console's shell (contract section 16): the header with the pages and
-// the counts of what waits, who is signed in and sign-out, and the page the
-// URL's hash names. Everything shown comes from the API as the engine sent it
+// the counts of what waits, who is signed in and sign-out, the halt banner
+// (contract section 23), and the page the URL's hash names. Everything shown comes from the API as the engine sent it
 // (arguments already redacted); Preact escapes all text.
 import { useEffect, useState } from "preact/hooks";
 import { session } from "./api";
+import { HaltBanner } from "./components/halt-banner";
 import { useNow } from "./hooks";
 import { ApprovalsPage } from "./pages/approvals-page";
 import { AuditPage, type Viewer } from "./pages/audit-page";
@@ -113,6 +114,7 @@ export function App() {
           </button>
         </p>
       </header>
+      <HaltBanner roles={who?.roles} />
       <main>
         <Page route={route} now={now} waiting={waiting} who={who} />
       </main>

@@ -17,6 +17,7 @@ import { type HaltScope, parseHaltScope, scopeText } from "../../policy/halt-sco
 import { personOf, restrictingPersonOf } from "../../policy/persons";
 import { apiError, jsonResponse } from "../../base/api-error";
 import { readJsonBody } from "../request-body";
+import { logger } from "../../operate/logger";
 import { listing } from "./listings";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
 
@@ -110,15 +111,6 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
   if (body.cancel_runs === true && scope.kind !== "all" && scope.kind !== "principal") {
     throw invalidScope('cancel_runs is only for "all" and "principal:" scopes');
   }
-  if (body.cancel_runs === true) {
-    // Contract section 23's cancel job (an alarm cancelling the scope's runs in batches) is not built yet: refused, never silently ignored.
-    throw apiError(400, {
-      error: "invalid_request",
-      message:
-        "cancel_runs is not supported by this deployment yet; engage the halt without it and cancel runs with POST /api/runs/{id}/cancel.",
-      details: [{ path: "cancel_runs", message: "not supported yet" }],
-    });
-  }
   const reason = redactText(body.reason).slice(0, MAX_REASON_CHARS);
   const row = await engageHalt(
     env.DB,
@@ -128,7 +120,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
       reason,
       engagedBy: principal.id,
       required: config.HALT_RELEASE_APPROVALS,
-      cancelRuns: false,
+      cancelRuns: body.cancel_runs === true,
     },
     (haltId) => [
       auditStatement(env.DB, {
@@ -142,6 +134,15 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
       }),
     ],
   );
+  if (body.cancel_runs === true) {
+    // The job runs on the halt's own alarm (durable-objects/halt-canceller.ts), in batches of at most 50.
+    // The halt is engaged whatever happens here: a lost arming is armed again by the Cron Trigger (resumeCancelJobs).
+    await env.HALT_CANCELLER.get(env.HALT_CANCELLER.idFromName(row.halt_id))
+      .start(row.halt_id)
+      .catch((err: Error) =>
+        logger.warn("halts: the cancel job was not armed; the Cron Trigger arms it", { halt_id: row.halt_id, error: err.message }),
+      );
+  }
   return jsonResponse(201, {
     halt_id: row.halt_id,
     scope: row.scope,
