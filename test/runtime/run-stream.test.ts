@@ -226,8 +226,10 @@ describe("retention", () => {
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec(`UPDATE deadlines SET due_at = 0 WHERE name = 'retention'`);
     });
-    // The object's own alarm may be running right now (an index flush): fire once it is free, with a bound.
-    expect(await fireAlarm(stub)).toBe(true);
+    // The object's own alarm may be running right now (an index flush), or fire first now that the retention
+    // deadline is past: fire it once it is free, with a bound, and wait until the run is gone either way.
+    await fireAlarm(stub);
+    await expect.poll(async () => (await api(`/api/runs/${json.run_id}`)).status, { timeout: 5_000 }).toBe(404);
     // Only the purge marker (last sequence) and the run's identity stay: no event, argument, script or record.
     // The run index's marks table stays (contract section 15: the listings outlive the events), emptied by the flush,
     // and so do the metrics' counter deltas not yet in D1 (contract section 22; the flush of leftovers opens the
