@@ -27,7 +27,8 @@ import type { ToolCall } from "../src/execution/tool-calls";
 import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
-import { readActiveHalts } from "../src/outcomes/halts";
+import { needsHalts, readActiveHalts } from "../src/outcomes/halts";
+import type { ActiveHalts } from "../src/agent/run-rpc";
 import { limitBeforeAsking } from "../src/outcomes/mutation-limits";
 import { RowOutbox } from "../src/outcomes/row-outbox";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
@@ -151,14 +152,11 @@ export class RunObject extends DurableObject<Env> {
    * answered with one verdict; `gone` for a run that never started or was purged. An accepted
    * cancel is audited through the index's marks (contract section 18).
    */
-  async act(action: PersonAction): Promise<ActionVerdict> {
+  async act(action: PersonAction, read?: ActiveHalts): Promise<ActionVerdict> {
     const parts = this.#parts;
     if (!parts) return { kind: "gone" };
     // Contract section 23: an approve or an accept reads the active halts from D1, uncached, within STORAGE_WAIT_MS.
-    const halts =
-      action.kind === "approve" || (action.kind === "answer_form" && action.answer.action === "accept")
-        ? await readActiveHalts(this.outcomeDb(), this.#config.STORAGE_WAIT_MS)
-        : [];
+    const halts = !needsHalts(action) ? [] : (read ?? (await readActiveHalts(this.outcomeDb(), this.#config.STORAGE_WAIT_MS)));
     const verdict = parts.engine.act(action, halts);
     if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
       const now = Date.now();

@@ -4,6 +4,14 @@
 // `runStubFor` (src/http/start-run.ts) hands the namespace's stub out as a
 // RunStub, so a method missing or typed differently there fails the build.
 import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
+import type { ActiveHalt } from "../policy/halt-scope";
+
+/**
+ * The active halts as a surface read them from D1 when the action arrived (contract section 23),
+ * beside its own lookups so the read adds no sequential round trip; the run reads them itself
+ * when a surface passes none.
+ */
+export type ActiveHalts = readonly ActiveHalt[] | "unavailable";
 import type { ConversationItem } from "../providers/model-provider";
 import type { RunSummary, StartRunInput } from "./run-record";
 
@@ -14,7 +22,7 @@ interface RunRpc extends Rpc.DurableObjectBranded {
   threadTurns(): Promise<ConversationItem[]>;
   summary(): Promise<RunSummary | null>;
   /** A person's action, judged by the run, answered with one verdict (src/wire/run-protocol.ts). */
-  act(action: PersonAction): Promise<ActionVerdict>;
+  act(action: PersonAction, halts?: ActiveHalts): Promise<ActionVerdict>;
   /** GET /events: the SSE stream (contract section 5). */
   fetch(request: Request): Promise<Response>;
 }

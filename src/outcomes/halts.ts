@@ -236,3 +236,9 @@ export async function readActiveHalts(db: Pick<HaltDb, "prepare">, waitMs: numbe
     return "unavailable";
   }
 }
+
+/** Whether a person's action is judged against the active halts (contract section 23): an approve, or an MCP question's accept. */
+export function needsHalts(action: { kind: string; answer?: unknown }): boolean {
+  if (action.kind === "approve") return true;
+  return action.kind === "answer_form" && (action.answer as { action?: string } | undefined)?.action === "accept";
+}

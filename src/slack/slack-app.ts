@@ -646,8 +646,12 @@ async function decideAsSlackUser(
     await reply(GONE_TEXT);
     return null;
   }
-  const actor = await slackDecider(turn, userId);
-  const verdict = await runStubFor(env, runId).act({ ...action, actor });
+  // Contract section 23: an approve is judged against the active halts, read from D1 beside users.info (one trip, not two).
+  const [actor, halts] = await Promise.all([
+    slackDecider(turn, userId),
+    action.kind === "approve" ? readActiveHalts(env.DB, config.STORAGE_WAIT_MS) : undefined,
+  ]);
+  const verdict = await runStubFor(env, runId).act({ ...action, actor }, halts);
   if (verdict.kind !== "refused") return verdict;
   await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);
   const requester = slackUserOrId(verdict.requester && slackRequester(verdict.requester, scope.team));
