@@ -85,7 +85,8 @@ export function isHaltId(value: string): boolean {
 
 const WITH_RELEASES = `SELECT halts.*, (SELECT COUNT(*) FROM halt_releases r WHERE r.halt_id = halts.halt_id) AS releases FROM halts`;
 
-export function toHaltProjection(row: HaltRow): HaltProjection {
+/** A halt's first six fields: the 201 of POST /api/halts, and the start of every projection (contract section 23). */
+export function engagedHalt(row: HaltRow): Pick<HaltProjection, "halt_id" | "scope" | "reason" | "engaged_by" | "engaged_at" | "status"> {
   return {
     halt_id: row.halt_id,
     scope: row.scope,
@@ -93,6 +94,12 @@ export function toHaltProjection(row: HaltRow): HaltProjection {
     engaged_by: row.engaged_by,
     engaged_at: row.engaged_at,
     status: row.status,
+  };
+}
+
+export function toHaltProjection(row: HaltRow): HaltProjection {
+  return {
+    ...engagedHalt(row),
     releases: Number(row.releases),
     required: row.required,
     ...(row.released_by !== null ? { released_by: row.released_by } : {}),

@@ -12,7 +12,7 @@ import type { Env } from "../../config/env";
 import { auditStatement, newAuditId } from "../../audit/audit-log";
 import { redactText } from "../../execution/redaction";
 import { parseMcpToolName } from "../../execution/tool-policy";
-import { engageHalt, getHalt, isHaltId, listHalts, type HaltRow, toHaltProjection, voteRelease } from "../../outcomes/halts";
+import { engageHalt, engagedHalt, getHalt, isHaltId, listHalts, type HaltRow, toHaltProjection, voteRelease } from "../../outcomes/halts";
 import { type HaltScope, parseHaltScope, scopeText } from "../../policy/halt-scope";
 import { personOf, restrictingPersonOf } from "../../policy/persons";
 import { apiError, jsonResponse } from "../../base/api-error";
@@ -143,14 +143,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
         logger.warn("halts: the cancel job was not armed; the Cron Trigger arms it", { halt_id: row.halt_id, error: err.message }),
       );
   }
-  return jsonResponse(201, {
-    halt_id: row.halt_id,
-    scope: row.scope,
-    reason: row.reason,
-    engaged_by: row.engaged_by,
-    engaged_at: row.engaged_at,
-    status: row.status,
-  });
+  return jsonResponse(201, engagedHalt(row));
 }
 
 /** GET /api/halts?status=active|released */
