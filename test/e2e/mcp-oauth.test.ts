@@ -8,6 +8,7 @@
 // expires within 60 s (one refresh for two runs that need it at once, against
 // an authorization server that rotates refresh tokens); a missing or refused token ends the call
 // not_executed(authorization_required) and nothing is sent again.
+import { consoleCookie } from "../support/e2e-client";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineClient, type EngineEvent, type ScriptTurn } from "../../src/client";
@@ -66,15 +67,7 @@ afterAll(async () => {
   await Promise.all([hosted?.stop(), registering?.stop(), preregistered?.stop()]);
 });
 
-async function signIn(token: string): Promise<string> {
-  const response = await fetch(`${server.url}/console/session`, {
-    method: "POST",
-    headers: { "content-type": "application/json", origin: server.url },
-    body: JSON.stringify({ token }),
-  });
-  expect(response.status).toBe(204);
-  return response.headers.get("set-cookie")!.split(";")[0]!;
-}
+const signIn = (token: string): Promise<string> => consoleCookie(server.url, token);
 
 /** Runs `script` to its end, approving every approval it asks for. */
 async function runApproving(script: ScriptTurn[]): Promise<EngineEvent[]> {

@@ -5,6 +5,7 @@
 // rotation, auth.revoke, apps.uninstall) and Web API, recording the token of
 // every call. An admin's console session starts each install; the browser's
 // redirects are followed by hand, with the cookies a browser would send.
+import { consoleCookie } from "../support/e2e-client";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { e2eVars } from "./global-setup";
@@ -64,15 +65,7 @@ afterAll(async () => {
   await slack?.stop();
 });
 
-async function signIn(token: string): Promise<string> {
-  const response = await fetch(`${server.url}/console/session`, {
-    method: "POST",
-    headers: { "content-type": "application/json", origin: server.url },
-    body: JSON.stringify({ token }),
-  });
-  expect(response.status).toBe(204);
-  return response.headers.get("set-cookie")!.split(";")[0]!;
-}
+const signIn = (token: string): Promise<string> => consoleCookie(server.url, token);
 
 /** GET /slack/install as an admin's browser, then Slack's authorize page: the redirect back and the install cookie. */
 async function startInstall(grant: InstallGrant, cookie = rootCookie): Promise<{ back: string; installCookie: string }> {

@@ -163,3 +163,14 @@ export const ASK_THEN_WRITE: ScriptTurn[] = [
 export function slowScript(turns: number, gapMs: number) {
   return Array.from({ length: turns }, (_, i) => ({ text: `step ${i + 1}`, delay_ms: gapMs }));
 }
+
+/** Signs in to the console (POST /console/session) with `token` on `baseUrl`: the session cookie, `name=value`. */
+export async function consoleCookie(baseUrl: string, token: string): Promise<string> {
+  const response = await fetch(`${baseUrl}/console/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: baseUrl },
+    body: JSON.stringify({ token }),
+  });
+  expect(response.status).toBe(204);
+  return response.headers.get("set-cookie")!.split(";")[0]!;
+}
