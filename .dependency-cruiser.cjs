@@ -15,8 +15,8 @@ const FLOORS = [
   ["src/stream", "src/schedule", "src/config"],
   // Who acts and who may: principals and the one person resolution and policy.
   ["src/auth", "src/policy"],
-  // The run's parts: calls and transport, durable rows, OAuth for MCP, model providers, audit, listings, operating.
-  ["src/execution", "src/outcomes", "src/mcp-oauth", "src/providers", "src/audit", "src/listings", "src/operate"],
+  // The run's parts: calls and transport, durable rows, OAuth for MCP, model providers, audit, listings, operating, webhooks.
+  ["src/execution", "src/outcomes", "src/mcp-oauth", "src/providers", "src/audit", "src/listings", "src/operate", "src/webhooks"],
   // The agent loop and the surfaces that translate people's actions.
   ["src/agent", "src/slack", "src/console", "src/http"],
   // The Durable Objects: thin shells over the rooms above.

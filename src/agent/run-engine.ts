@@ -539,6 +539,7 @@ export class RunEngine {
         case "index":
         case "slack":
         case "rows":
+        case "webhooks":
           // The object's own work (index flush, outbox drains, kept row writes), done by the object after this step.
           break;
       }

@@ -40,6 +40,8 @@ import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
 import { logLifecycle } from "../operate/run-log";
 import { runRequester } from "../policy/approval-policy";
+import { RunWebhooks } from "../webhooks/run-webhooks";
+import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "../webhooks/webhook-attempt";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
@@ -96,6 +98,8 @@ export class RunOutputs implements EngineObserver {
   /** Set when the Slack app is on and the run was started from Slack. */
   readonly #slack: SlackSide | undefined;
   readonly #slackOn: boolean;
+  /** Set when WEBHOOKS names any endpoint (contract section 26): the run's webhook outbox. */
+  readonly #webhooks: RunWebhooks | undefined;
   #flushFailures = 0;
   /** The run's index context: built once (its fields never change after the start), not on every append. */
   #indexContext: RunIndexContext | undefined;
@@ -121,6 +125,7 @@ export class RunOutputs implements EngineObserver {
             }),
             target: { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT, headers: config.OTEL_EXPORTER_OTLP_HEADERS },
           };
+    this.#webhooks = config.WEBHOOKS.length > 0 ? new RunWebhooks(deps.sql, config, run.run_id) : undefined;
     const token = config.SLACK_BOT_TOKEN;
     const install = installSettingsOf(config);
     this.#slackOn = (config.SLACK_SIGNING_SECRET !== undefined && token !== undefined) || install !== null;
@@ -221,6 +226,8 @@ export class RunOutputs implements EngineObserver {
       marked = this.#syncSlackCounts() || marked;
       this.#startDrain(now);
     }
+    // Contract section 26: a notification is stored here and sent off the append path.
+    if (this.#webhooks && this.#webhooks.enqueueEvent(event, now) > 0) this.#startWebhooks(now);
     if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
     // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
     logLifecycle(event);
@@ -279,6 +286,7 @@ export class RunOutputs implements EngineObserver {
   afterAlarm(now: number): void {
     if (this.#index.pending > 0 || this.#metrics.pending || (this.#traces?.spans.waiting ?? 0) > 0) this.#deps.waitUntil(this.#flush());
     if (this.#slack && this.#slack.outbox.nextAttemptAt() !== null) this.#startDrain(now);
+    if (this.#webhooks && this.#webhooks.nextAttemptAt() !== null) this.#startWebhooks(now);
   }
 
   /**
@@ -288,10 +296,15 @@ export class RunOutputs implements EngineObserver {
    */
   mayPurge(now: number): boolean {
     const slack = this.#slack;
-    if (!slack || slack.outbox.counts().pending === 0) return true;
-    const next = slack.outbox.nextAttemptAt() ?? now;
+    const slackWaits = slack !== undefined && slack.outbox.counts().pending > 0;
+    // Contract section 26: the webhook outbox goes only once empty or given up (by WEBHOOK_DELIVERY_MAX_MS).
+    const webhooksWait = this.#webhooks !== undefined && this.#webhooks.pending > 0;
+    if (!slackWaits && !webhooksWait) return true;
+    const dues = [slackWaits ? slack?.outbox.nextAttemptAt() : null, webhooksWait ? this.#webhooks?.nextAttemptAt() : null];
+    const next = Math.min(...dues.map((d) => d ?? now));
     this.#deps.schedule.set("retention", Math.max(now + 1, Math.min(next + 1, now + RETENTION_RECHECK_MS)));
-    this.#startDrain(now);
+    if (slackWaits) this.#startDrain(now);
+    if (webhooksWait) this.#startWebhooks(now);
     return false;
   }
 
@@ -390,6 +403,24 @@ export class RunOutputs implements EngineObserver {
         const next = slack.outbox.nextAttemptAt();
         if (next === null) this.#deps.schedule.clear("slack");
         else this.#deps.schedule.set("slack", next);
+      });
+    this.#deps.waitUntil(drained);
+  }
+
+  #startWebhooks(now: number): void {
+    const webhooks = this.#webhooks;
+    if (!webhooks) return;
+    // If this drain is cut off (eviction, a hung receiver), the alarm tries again.
+    this.#deps.schedule.setEarliest("webhooks", now + WEBHOOK_ATTEMPT_TIMEOUT_MS + DRAIN_WATCHDOG_MARGIN_MS);
+    const drained = webhooks
+      .drain(this.#deps.db, () => Date.now(), this.#deps.auditWritten)
+      .catch((err: unknown) => {
+        logger.error("webhooks: the run's outbox stopped on an unexpected error", { run_id: this.#run.run_id, error: String(err) });
+      })
+      .then(() => {
+        const next = webhooks.nextAttemptAt();
+        if (next === null) this.#deps.schedule.clear("webhooks");
+        else this.#deps.schedule.set("webhooks", next);
       });
     this.#deps.waitUntil(drained);
   }

@@ -12,6 +12,7 @@ import { TRACE_SPANS_TABLE } from "../operate/trace-spans";
 import { DEADLINES_TABLE } from "../schedule/deadlines";
 import { ROW_OUTBOX_TABLE } from "../outcomes/row-outbox";
 import { SLACK_OUTBOX_RUN_TABLE, SLACK_OUTBOX_TABLE } from "../slack/outbox";
+import { WEBHOOK_QUEUE_TABLE } from "../webhooks/run-webhooks";
 import { EVENT_LOG_PURGED_TABLE, EVENTS_TABLE, type SqlLike } from "../stream/event-log";
 import { createTables, type SqlTable } from "../stream/sql-schema";
 
@@ -58,6 +59,8 @@ const runObjectTables = (): readonly RunTable[] => [
   { table: SLACK_OUTBOX_RUN_TABLE, atRetention: "drop" },
   { table: SLACK_OUTBOX_TABLE, atRetention: "drop" },
   { table: TRACE_SPANS_TABLE, atRetention: "drop" },
+  // Contract section 26: retention waits until it is empty or given up, then it goes with the run.
+  { table: WEBHOOK_QUEUE_TABLE, atRetention: "drop" },
   { table: RUN_INDEX_MARKS_TABLE, atRetention: "keep" },
   { table: METRIC_DELTAS_TABLE, atRetention: "keep" },
   { table: METRIC_BATCH_TABLE, atRetention: "keep" },

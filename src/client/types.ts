@@ -594,6 +594,7 @@ export const AUDIT_ACTIONS = [
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",
+  "webhook.disabled",
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

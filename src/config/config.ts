@@ -8,6 +8,7 @@ import { z } from "zod";
 import { rolesSchema } from "../wire/roles";
 import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX, MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "./policy-words";
 import { isTokenKey } from "./token-key";
+import { webhooksSchema } from "./webhooks-setting";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -36,6 +37,10 @@ const DEFAULT_SLACK_OAUTH_BASE_URL = "https://slack.com/";
 /** Contract section 19: at most once per user per 5 seconds. */
 const DEFAULT_SLACK_HOME_REPUBLISH_MS = 5_000;
 const DEFAULT_SLACK_DELIVERY_MAX_MS = 600_000;
+/** Contract section 26: a webhook notification is retried for up to a day; the first retry after 5 s, doubling up to every 10 minutes. */
+const DEFAULT_WEBHOOK_DELIVERY_MAX_MS = 86_400_000;
+const DEFAULT_WEBHOOK_RETRY_BASE_MS = 5_000;
+const DEFAULT_WEBHOOK_RETRY_MAX_INTERVAL_MS = 600_000;
 /** Contract section 16: a console session lasts 12 hours unless the host says otherwise. */
 const DEFAULT_CONSOLE_SESSION_TTL_SECONDS = 43_200;
 /** Contract section 18: triggers per principal per minute (0 turns the limit off). */
@@ -455,6 +460,12 @@ export const hostConfigSchema = z.object({
     .transform((v) => (v === undefined ? DEFAULT_SLACK_OAUTH_BASE_URL : v.endsWith("/") ? v : `${v}/`)),
   // Contract section 21: encrypts MCP OAuth tokens at rest; OAuth is off until it is set.
   MCP_TOKEN_KEY: optionalText.pipe(z.string().refine(isTokenKey, "base64 of 32 random bytes (e.g. `openssl rand -base64 32`)").optional()),
+  // Contract section 26: signed notifications (a secret: the endpoints' signing secrets are in it); none when unset.
+  WEBHOOKS: jsonVar(webhooksSchema, []),
+  WEBHOOK_DELIVERY_MAX_MS: intVar(DEFAULT_WEBHOOK_DELIVERY_MAX_MS, 1),
+  // The webhook outboxes' retry backoff: the first wait, doubling up to the cap (short in tests).
+  WEBHOOK_RETRY_BASE_MS: intVar(DEFAULT_WEBHOOK_RETRY_BASE_MS, 1),
+  WEBHOOK_RETRY_MAX_INTERVAL_MS: intVar(DEFAULT_WEBHOOK_RETRY_MAX_INTERVAL_MS, 1),
 });
 
 export type HostConfig = z.output<typeof hostConfigSchema>;
@@ -497,6 +508,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
     config.AUDIT_SIGNING_KEY?.d,
     config.SLACK_CLIENT_SECRET,
     ...(config.SLACK_INSTALL_KEY ?? []),
+    ...config.WEBHOOKS.flatMap((endpoint) => endpoint.secrets),
   ]) {
     registerExactSecret(secret);
   }

@@ -62,6 +62,9 @@ export const STORED_SERIES: readonly SeriesSpec[] = [
     label: "tool",
     openValues: true,
   },
+  // Contract section 26: notifications waiting in the runs' and the deployment's outboxes; failed attempts.
+  { name: "aee_webhooks_pending", type: "gauge", help: "Webhook notifications waiting in the outboxes (per endpoint)." },
+  { name: "aee_webhook_failures_total", type: "counter", help: "Webhook delivery attempts that failed (non-2xx, no answer)." },
   {
     name: "aee_approval_decision_seconds",
     type: "histogram",

@@ -4,7 +4,7 @@
 // single alarm. It only ever moves the alarm earlier: an alarm that
 // fires too soon (a heartbeat made unnecessary by newer events, say) finds
 // nothing due and re-arms, which keeps setAlarm off the append path.
-// Used by the RunObject (deadlines "turn", "calls", "retention", "index", "slack", "rows" and the
+// Used by the RunObject (deadlines "turn", "calls", "retention", "index", "slack", "rows", "webhooks" and the
 // heartbeat); the StoragePool needs only the computed time (its leases).
 import type { SqlLike } from "../stream/event-log";
 import { Deadlines, type DeadlineName } from "./deadlines";

@@ -6,9 +6,10 @@ import type { SqlTable } from "../stream/sql-schema";
 
 /**
  * turn: the model is ready; calls: an approval, question or admission deadline; retention: delete the events;
- * index: write the run index's pending marks to D1; slack: the Slack outbox's head post is due.
+ * index: write the run index's pending marks to D1; slack: the Slack outbox's head post is due;
+ * rows: kept D1 row writes; webhooks: the webhook outbox's earliest notification is due (contract section 26).
  */
-export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack" | "rows";
+export type DeadlineName = "turn" | "calls" | "retention" | "index" | "slack" | "rows" | "webhooks";
 
 export const DEADLINES_TABLE: SqlTable = {
   name: "deadlines",
