@@ -5,7 +5,8 @@
 // request's principal (section 18), /slack/* verified by Slack's signature
 // instead (section 14).
 // Every 401/429 is counted for the metrics, and the Cron Trigger runs
-// retention (contract section 22) and wakes the audit sealer (section 25).
+// retention (contract section 22), wakes the audit sealer (section 25) and
+// the webhook courier (section 26).
 import type { Env } from "./config/env";
 import { handleConsoleRequest } from "./console/console-routes";
 import { router } from "./http/router";
@@ -14,6 +15,7 @@ import { scheduledRetention } from "./operate/retention-job";
 import { resumeCancelJobs } from "./outcomes/halt-cancel-job";
 import { sealerStub, wakeSealer } from "./audit/wake-sealer";
 import { logger } from "./operate/logger";
+import { wakeCourier } from "./webhooks/deployment-outbox";
 
 /** Requests that may have written an audit entry in a D1 batch: the sealer is woken after them (contract section 25). */
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -24,6 +26,7 @@ export { AuditQueue } from "../durable-objects/audit-queue";
 export { RateLimiter } from "../durable-objects/rate-limiter";
 export { AuditSealer } from "../durable-objects/audit-sealer";
 export { HaltCanceller } from "../durable-objects/halt-canceller";
+export { WebhookCourier } from "../durable-objects/webhook-courier";
 
 export default {
   async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
@@ -42,6 +45,8 @@ export default {
         .catch((err: Error) => logger.error("audit: the scheduled seal failed", { error: err.message }))
         .then(() => scheduledRetention(env, controller.scheduledTime)),
     );
+    // Contract section 26: the deployment's webhook outbox, whatever wake was lost.
+    ctx.waitUntil(wakeCourier(env));
     // Contract section 23: a halt's cancel job whose arming was lost is armed again.
     ctx.waitUntil(
       resumeCancelJobs(env.DB, (haltId) => env.HALT_CANCELLER.get(env.HALT_CANCELLER.idFromName(haltId)).start(haltId)).catch(

@@ -49,7 +49,10 @@ const entrySchema = z
   .object({
     url: z
       .string()
-      .refine(isWebhookUrl, "an https URL (plain http only to 127.0.0.1, localhost or [::1] with a port), without credentials or #fragment"),
+      .refine(
+        isWebhookUrl,
+        "an https URL (plain http only to 127.0.0.1, localhost or [::1] with a port), without credentials or #fragment",
+      ),
     events: z
       .array(z.enum(WEBHOOK_TYPES, { error: `a notification type: one of ${WEBHOOK_TYPES.join(", ")}` }))
       .min(1, "at least one notification type"),

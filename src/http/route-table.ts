@@ -55,6 +55,8 @@ import { handleEvents } from "./handlers/events";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
 import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
+import { handleListWebhooks } from "./handlers/webhooks";
+import { webhookListingSchema } from "../webhooks/webhook-listing";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool, reconcileRequestSchema } from "./handlers/mutations";
 import { handleApprovalDecision, handleCancel, handleGetRun, handleInputAnswer } from "./handlers/runs";
 import { tokenAudit } from "./handlers/token-audit";
@@ -532,7 +534,7 @@ export const ROUTES: readonly RouteSpec[] = [
       202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
       ...errors(404, ...API_ERRORS),
     },
-    handler: (request, env) => handleReleaseHalt(env, decodePathParam(request.params.haltId), request.principal),
+    handler: (request, env) => handleReleaseHalt(env, request.config, decodePathParam(request.params.haltId), request.principal),
   },
   // An audit you can prove (contract section 25).
   {
@@ -645,6 +647,14 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: "The Slack installations, never their tokens (contract section 26, admin)",
     responses: { 200: { description: "Every installation", content: json(installationsListingSchema) }, ...errors(...API_ERRORS) },
     handler: (request, env) => handleListInstallations(env, request.config),
+  },
+  {
+    method: "GET",
+    path: "/api/webhooks",
+    auth: admin,
+    summary: "The webhook endpoints, their state and counts, never their secrets (contract section 26, admin)",
+    responses: { 200: { description: "Every configured endpoint", content: json(webhookListingSchema) }, ...errors(...API_ERRORS) },
+    handler: (request, env) => handleListWebhooks(env, request.config),
   },
   {
     method: "DELETE",

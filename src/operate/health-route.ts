@@ -19,6 +19,7 @@ import { oauthAuthorization } from "../mcp-oauth/server-access";
 import { globalStoragePool } from "../outcomes/storage-pool-rpc";
 import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
 import { auditHealth } from "../audit/audit-health";
+import { webhooksHealth } from "../webhooks/webhook-health";
 
 /** One cache per isolate: the contract's 30 s is per server, not per request. */
 const mcpProbes = new McpProbeCache();
@@ -80,6 +81,10 @@ export async function handleHealth(
         auditHealth(env.DB, { signed: config?.AUDIT_SIGNING_KEY !== undefined, bucket: env.AUDIT_BUCKET !== undefined, now: Date.now() }),
         "degraded",
       ),
+    // Contract section 26: off without WEBHOOKS.
+    ...(config && config.WEBHOOKS.length > 0
+      ? { webhooks: () => within(waitMs, webhooksHealth(env.DB, config.WEBHOOKS, Date.now()), "degraded" as Component) }
+      : {}),
     mcp: Object.fromEntries(
       Object.entries(config?.MCP_SERVERS ?? {}).map(([name, server]) => [
         name,

@@ -23,6 +23,8 @@ export const healthSchema = z
     slack: componentSchema,
     // Contract sections 22 and 25: the audit chain; `unsigned` does not degrade the status.
     audit: z.enum(["ok", "degraded", "unsigned"]),
+    // Contract sections 22 and 26: degraded when an endpoint is disabled or a delivery has failed for over an hour.
+    webhooks: componentSchema,
     mcp: z.record(z.string(), mcpStateSchema),
     // Contract sections 22 and 23: how many halts are active; only informs (never degrades the status).
     halts_active: z.number().int().nonnegative().optional(),
@@ -41,6 +43,8 @@ export interface HealthProbes {
   storagePool: () => Promise<Component>;
   slack: () => Promise<Component>;
   audit: () => Promise<"ok" | "degraded" | "unsigned">;
+  /** Absent: "off" (no WEBHOOKS). */
+  webhooks?: () => Promise<Component>;
   /** Server name → its probe (already cached and bounded). */
   mcp: Record<string, () => Promise<McpState>>;
   /** Active halts (contract section 23); a failed read leaves `halts_active` out. */
@@ -52,18 +56,19 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
   const safely = <T>(probe: () => Promise<T>, failed: T) => probe().catch(() => failed);
   const names = Object.keys(probes.mcp);
   const haltsActive = probes.haltsActive ? safely(probes.haltsActive, null) : Promise.resolve(null);
-  const [d1, storage_pool, slack, audit, ...mcpStates] = await Promise.all([
+  const [d1, storage_pool, slack, audit, webhooks, ...mcpStates] = await Promise.all([
     safely(probes.d1, "degraded" as Component),
     safely(probes.storagePool, "degraded" as Component),
     safely(probes.slack, "degraded" as Component),
     safely(probes.audit, "degraded" as const),
+    probes.webhooks ? safely(probes.webhooks, "degraded" as Component) : ("off" as Component),
     ...names.map((name) => safely(probes.mcp[name] as () => Promise<McpState>, "unreachable" as McpState)),
   ]);
   const mcp = Object.fromEntries(names.map((name, i) => [name, mcpStates[i] as McpState]));
   const halts = await haltsActive;
   const degraded =
     !probes.configOk ||
-    [d1, storage_pool, slack, audit].some((c) => c === "degraded") ||
+    [d1, storage_pool, slack, audit, webhooks].some((c) => c === "degraded") ||
     Object.values(mcp).some((state) => state !== "ok");
   return {
     status: degraded ? "degraded" : "ok",
@@ -72,6 +77,7 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
     config: probes.configOk ? "ok" : "bad",
     slack: slack as Component,
     audit: audit as Health["audit"],
+    webhooks: webhooks as Component,
     mcp,
     ...(halts === null ? {} : { halts_active: halts }),
   };

@@ -4,7 +4,8 @@
 // of ended runs after INDEX_RETENTION_DAYS (the run, its approvals and
 // questions, and its metric batch row), ended console sessions, audit entries
 // after AUDIT_RETENTION_DAYS, Slack Home tab openers gone quiet for 7 days,
-// expired MCP OAuth connect states (10 minutes, single-use), and, only when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
+// expired MCP OAuth connect states (10 minutes, single-use), the deployment's webhook deliveries once delivered or
+// given up, and, only when MUTATION_RETENTION_DAYS is set, settled mutation outcome rows.
 // `unresolved` and `outcome_unknown` rows are never deleted: no statement
 // here can select them. Each batch is one D1 statement (or one atomic D1
 // batch) deleting at most RETENTION_BATCH_ROWS rows through an index
@@ -35,7 +36,16 @@ export interface RetentionBounds {
   maxBatches: number;
 }
 
-type RetentionKind = "receipts" | "runs" | "console" | "mutations" | "metric_sources" | "audit" | "home_openers" | "oauth_states";
+type RetentionKind =
+  | "receipts"
+  | "runs"
+  | "console"
+  | "mutations"
+  | "metric_sources"
+  | "audit"
+  | "home_openers"
+  | "oauth_states"
+  | "webhook_deliveries";
 
 /** Rows deleted per kind; `more` names the kinds that hit the batch bound (the next firing goes on). */
 export interface RetentionReport {
@@ -159,6 +169,13 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
         nowIso,
       ),
     ],
+    // The deployment's webhook outbox (contract section 26): rows delivered or given up.
+    [
+      "webhook_deliveries",
+      single(
+        `DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM webhook_outbox WHERE state IN ('sent', 'failed') ORDER BY seq LIMIT ?)`,
+      ),
+    ],
   ];
 }
 
@@ -169,7 +186,17 @@ export async function runRetention(
   bounds: RetentionBounds = { batchRows: RETENTION_BATCH_ROWS, maxBatches: RETENTION_MAX_BATCHES },
 ): Promise<RetentionReport> {
   const report: RetentionReport = {
-    deleted: { receipts: 0, runs: 0, console: 0, mutations: 0, metric_sources: 0, audit: 0, home_openers: 0, oauth_states: 0 },
+    deleted: {
+      receipts: 0,
+      runs: 0,
+      console: 0,
+      mutations: 0,
+      metric_sources: 0,
+      audit: 0,
+      home_openers: 0,
+      oauth_states: 0,
+      webhook_deliveries: 0,
+    },
     more: [],
   };
   for (const [kind, batch] of batches(settings, now)) {

@@ -211,11 +211,17 @@ export type ReleaseVote =
 /**
  * One release vote as ONE statement: inserted only while the halt is active,
  * once per voter; the migration's trigger releases the halt when this vote
- * makes `required`. Then the halt is read (in the same batch, so what it
- * says is what this vote left).
+ * makes `required`. Then `afterVote` (in the same batch), then the halt is
+ * read (in the same batch, so what it says is what this vote left).
  */
-export async function voteRelease(db: HaltDb, haltId: string, voter: string, principal: string): Promise<ReleaseVote> {
-  const [inserted, read] = await db.batch([
+export async function voteRelease(
+  db: HaltDb,
+  haltId: string,
+  voter: string,
+  principal: string,
+  afterVote: HaltStatement[] = [],
+): Promise<ReleaseVote> {
+  const results = await db.batch([
     db
       .prepare(
         `INSERT INTO halt_releases (halt_id, voter, principal, at)
@@ -223,9 +229,12 @@ export async function voteRelease(db: HaltDb, haltId: string, voter: string, pri
          ON CONFLICT (halt_id, voter) DO NOTHING`,
       )
       .bind(haltId, voter, principal),
+    // Whatever must commit with the vote (contract section 26: the halt.released notification, under its own condition).
+    ...afterVote,
     db.prepare(`${WITH_RELEASES} WHERE halt_id = ?`).bind(haltId),
   ]);
-  const row = read?.results[0] as HaltRow | undefined;
+  const inserted = results[0];
+  const row = results.at(-1)?.results[0] as HaltRow | undefined;
   if (!row) return { kind: "not_found" };
   return { kind: "voted", counted: (inserted?.meta?.changes ?? 0) > 0, row };
 }

@@ -51,9 +51,7 @@ export function disableStatements(db: EndpointDb, url: string, fingerprint: stri
   const origin = urlWithoutQuery(url);
   return [
     db
-      .prepare(
-        `UPDATE webhook_endpoints SET disabled_entry = ?2, disabled_at = ?3 WHERE url = ?1 AND disabled_entry IS NOT ?2`,
-      )
+      .prepare(`UPDATE webhook_endpoints SET disabled_entry = ?2, disabled_at = ?3 WHERE url = ?1 AND disabled_entry IS NOT ?2`)
       .bind(url, fingerprint, at),
     auditStatement(
       db,
@@ -96,7 +94,10 @@ export function recordAttemptIn(db: EndpointDb, auditWritten?: () => void) {
   return async (url: string, result: AttemptResult, fingerprint: string, at: number): Promise<void> => {
     const iso = new Date(at).toISOString();
     try {
-      await db.batch([attemptStatement(db, url, result, iso), ...(result.kind === "gone" ? disableStatements(db, url, fingerprint, iso) : [])]);
+      await db.batch([
+        attemptStatement(db, url, result, iso),
+        ...(result.kind === "gone" ? disableStatements(db, url, fingerprint, iso) : []),
+      ]);
       if (result.kind === "gone") auditWritten?.();
     } catch (err) {
       logger.warn("webhooks: an attempt could not be recorded in D1", { error: err instanceof Error ? err.message : String(err) });
@@ -109,7 +110,9 @@ export async function disabledEntriesOrNone(db: EndpointDb): Promise<Map<string,
   try {
     return await disabledEntries(db);
   } catch (err) {
-    logger.warn("webhooks: the disabled endpoints could not be read; delivering", { error: err instanceof Error ? err.message : String(err) });
+    logger.warn("webhooks: the disabled endpoints could not be read; delivering", {
+      error: err instanceof Error ? err.message : String(err),
+    });
     return new Map();
   }
 }

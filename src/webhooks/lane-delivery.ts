@@ -80,7 +80,9 @@ async function drainLane(store: LaneStore, deps: LaneDeps, url: string): Promise
       continue;
     }
     if (result.kind === "gone") {
-      logger.warn("webhooks: the receiver answered 410; the endpoint is disabled until its WEBHOOKS entry changes", { msg_id: head.msg_id });
+      logger.warn("webhooks: the receiver answered 410; the endpoint is disabled until its WEBHOOKS entry changes", {
+        msg_id: head.msg_id,
+      });
       deps.disabled.set(url, fingerprint);
       await store.failAll(url, "endpoint_disabled");
       return;

@@ -86,10 +86,15 @@ export async function attemptDelivery(
     if (status >= 200 && status < 300) return { kind: "delivered", status };
     if (status === 410) return { kind: "gone", status };
     const after = status === 429 || status === 503 ? retryAfterMs(response.headers.get("retry-after"), Date.now()) : undefined;
-    const error = status >= 300 && status < 400 ? `the receiver answered ${status} (redirects are not followed)` : `the receiver answered ${status}`;
+    const error =
+      status >= 300 && status < 400 ? `the receiver answered ${status} (redirects are not followed)` : `the receiver answered ${status}`;
     return { kind: "failed", status, error, ...(after === undefined ? {} : { retryAfterMs: after }) };
   } catch (err) {
-    const error = controller.signal.aborted ? `no answer within ${WEBHOOK_ATTEMPT_TIMEOUT_MS} ms` : err instanceof Error ? err.message : String(err);
+    const error = controller.signal.aborted
+      ? `no answer within ${WEBHOOK_ATTEMPT_TIMEOUT_MS} ms`
+      : err instanceof Error
+        ? err.message
+        : String(err);
     return { kind: "failed", status: null, error };
   } finally {
     clearTimeout(timer);

@@ -11,6 +11,7 @@ export { AuditQueue } from "../../durable-objects/audit-queue";
 export { RateLimiter } from "../../durable-objects/rate-limiter";
 export { AuditSealer } from "../../durable-objects/audit-sealer";
 export { HaltCanceller } from "../../durable-objects/halt-canceller";
+export { WebhookCourier } from "../../durable-objects/webhook-courier";
 
 export class RunObject extends ProductionRunObject {
   #seam: OutcomeDb | undefined;

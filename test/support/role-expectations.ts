@@ -14,6 +14,7 @@ const ADMIN_ONLY = new Set([
   "GET /api/audit/export",
   // Contract section 26.
   "GET /api/slack/installations",
+  "GET /api/webhooks",
 ]);
 
 /** Whether `role` may use `route` ("<METHOD> <path>"); `ownRun` marks what a requester may do on the runs it requested. */

@@ -3,7 +3,9 @@
 // reads one, DELETE /api/halts/{halt_id} (admin) is a release vote. Bad input
 // is 400 with `details` (a scope that is malformed or names nothing
 // configured: invalid_scope). Engaging and every counted release vote are
-// audited (halt.engage, halt.release) in the batch of the change itself.
+// audited (halt.engage, halt.release) in the batch of the change itself, and
+// the webhooks halt.engaged and halt.released (contract section 26) are
+// enqueued in that batch too, then the courier is woken.
 import { z } from "zod";
 import type { Principal } from "../../auth/principal";
 import { getToken } from "../../auth/token-store";
@@ -20,6 +22,7 @@ import { readJsonBody } from "../request-body";
 import { logger } from "../../operate/logger";
 import { listing } from "./listings";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
+import { notificationStatements, wakeCourier } from "../../webhooks/deployment-outbox";
 
 /** Contract section 23: `reason` is 1..500 characters. */
 const MAX_REASON_CHARS = 500;
@@ -132,8 +135,10 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
         result: "ok",
         details: { scope: scopeText(scope), reason },
       }),
+      ...notificationStatements(env.DB, config.WEBHOOKS, { type: "halt.engaged", data: { halt_id: haltId }, subject: haltId }, Date.now()),
     ],
   );
+  if (config.WEBHOOKS.some((e) => e.events.includes("halt.engaged"))) await wakeCourier(env);
   if (body.cancel_runs === true) {
     // The job runs on the halt's own alarm (durable-objects/halt-canceller.ts), in batches of at most 50.
     // The halt is engaged whatever happens here: a lost arming is armed again by the Cron Trigger (resumeCancelJobs).
@@ -167,7 +172,7 @@ function releasedBody(row: HaltRow) {
 }
 
 /** DELETE /api/halts/{halt_id}: one release vote (contract section 23). */
-export async function handleReleaseHalt(env: Env, haltId: string, principal: Principal): Promise<Response> {
+export async function handleReleaseHalt(env: Env, config: HostConfig, haltId: string, principal: Principal): Promise<Response> {
   const halt = await knownHalt(env, haltId);
   if (halt.status === "released") return jsonResponse(200, releasedBody(halt));
   const person = personOf(principal.id, { owner: principal.owner, owned_by_creator: principal.owned_by_creator });
@@ -180,7 +185,15 @@ export async function handleReleaseHalt(env: Env, haltId: string, principal: Pri
   if (halt.scope_kind === "principal" && (principal.id === halt.scope_value || (person !== null && person === halt.scope_person))) {
     throw apiError(403, { error: "self_release_forbidden", message: "The person a principal: halt names may not release it." });
   }
-  const voted = await voteRelease(env.DB, haltId, person ?? principal.id, principal.id);
+  // Contract section 26: halt.released, in the vote's batch, only once the halt is released (once per endpoint, ever).
+  const released = notificationStatements(
+    env.DB,
+    config.WEBHOOKS,
+    { type: "halt.released", data: { halt_id: haltId }, subject: haltId },
+    Date.now(),
+    { sql: "EXISTS (SELECT 1 FROM halts WHERE halt_id = ? AND status = 'released')", binds: [haltId] },
+  );
+  const voted = await voteRelease(env.DB, haltId, person ?? principal.id, principal.id, released);
   if (voted.kind === "not_found") throw apiError(404, { error: "not_found", message: `No halt ${JSON.stringify(haltId)}.` });
   const { row, counted } = voted;
   if (counted) {
@@ -194,6 +207,9 @@ export async function handleReleaseHalt(env: Env, haltId: string, principal: Pri
       details: { releases: Number(row.releases), required: row.required },
     }).run();
   }
-  if (row.status === "released") return jsonResponse(200, releasedBody(row));
+  if (row.status === "released") {
+    if (released.length > 0) await wakeCourier(env);
+    return jsonResponse(200, releasedBody(row));
+  }
   return jsonResponse(202, { halt_id: row.halt_id, status: "active", releases: Number(row.releases), required: row.required });
 }
