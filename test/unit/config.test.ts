@@ -253,3 +253,56 @@ describe("MCP OAuth settings (contract section 21)", () => {
     expect(parseConfig({ API_TOKEN: "t".repeat(32) }).state).toBe("ready");
   });
 });
+
+describe("WEBHOOKS (contract section 26)", () => {
+  const base = { API_TOKEN: "t".repeat(32) };
+  const bytes = (n: number) => btoa(String.fromCharCode(...Array.from({ length: n }, (_, i) => (i * 37 + 11) % 256)));
+  const good = `whsec_${bytes(32)}`;
+  const entry = (fields: Record<string, unknown> = {}) => ({ url: "https://hooks.example.com/in", events: ["run.failed"], secret: good, ...fields });
+  const parse = (entries: unknown[]) => parseConfig({ ...base, WEBHOOKS: JSON.stringify(entries) });
+
+  it("defaults: no endpoints, a day of retries", () => {
+    const result = parseConfig(base);
+    expect(result.state === "ready" && [result.config.WEBHOOKS, result.config.WEBHOOK_DELIVERY_MAX_MS]).toEqual([[], 86400000]);
+  });
+
+  it("reads https, or http to loopback with a port, and `secret` or `secrets` (newest first) as the list", () => {
+    const result = parse([
+      entry(),
+      entry({ url: "http://127.0.0.1:9000/hook", secret: undefined, secrets: [good, `whsec_${bytes(24)}`] }),
+      entry({ url: "http://localhost:9001/", events: ["halt.engaged", "halt.released"] }),
+      entry({ url: "http://[::1]:9002/x", secret: `whsec_${bytes(64)}` }),
+    ]);
+    expect(result.state).toBe("ready");
+    if (result.state !== "ready") return;
+    expect(result.config.WEBHOOKS.map((e) => e.secrets.length)).toEqual([1, 2, 1, 1]);
+  });
+
+  it("fails closed naming the entry's index, never the secret: not https, a short or non-whsec_ or non-base64 secret, an unknown type", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ url: "http://hooks.example.com/in" }, "WEBHOOKS.1.url"],
+      [{ url: "http://127.0.0.1/no-port" }, "WEBHOOKS.1.url"],
+      [{ url: "ftp://127.0.0.1:21/" }, "WEBHOOKS.1.url"],
+      [{ secret: `whsec_${bytes(23)}` }, "WEBHOOKS.1.secret"],
+      [{ secret: `whsec_${bytes(65)}` }, "WEBHOOKS.1.secret"],
+      [{ secret: bytes(32) }, "WEBHOOKS.1.secret"],
+      [{ secret: "whsec_not*base64*at*all*but*long*enough*to*pass" }, "WEBHOOKS.1.secret"],
+      [{ events: ["run.completed"] }, "WEBHOOKS.1.events.0"],
+      [{ events: [] }, "WEBHOOKS.1.events"],
+      [{ secret: undefined }, "WEBHOOKS.1.secret"],
+      [{ secrets: [good] }, "WEBHOOKS.1.secret"],
+      [{ extra: true }, "WEBHOOKS.1"],
+    ];
+    for (const [fields, path] of cases) {
+      const result = parse([entry(), entry(fields)]);
+      expect(result.state, JSON.stringify(fields)).toBe("bad_config");
+      if (result.state !== "bad_config") continue;
+      expect(result.details.map((d) => d.path)).toContain(path);
+      const text = JSON.stringify(result);
+      expect(text).not.toContain(good.slice(6));
+      if (typeof fields.secret === "string") expect(text).not.toContain(fields.secret);
+    }
+    const notJson = parseConfig({ ...base, WEBHOOKS: "[{" });
+    expect(notJson.state === "bad_config" && notJson.details.map((d) => d.path)).toEqual(["WEBHOOKS"]);
+  });
+});

@@ -36,7 +36,17 @@ describe("checkHealth", () => {
       config: "ok",
       slack: "off",
       audit: "unsigned",
+      webhooks: "off",
       mcp: { demo: "ok" },
+    });
+  });
+
+  it("webhooks: off without a probe, degraded when its probe says so or throws (contract sections 22 and 26)", async () => {
+    expect(await checkHealth(probes({ webhooks: async () => "ok" }))).toMatchObject({ status: "ok", webhooks: "ok" });
+    expect(await checkHealth(probes({ webhooks: async () => "degraded" }))).toMatchObject({ status: "degraded", webhooks: "degraded" });
+    expect(await checkHealth(probes({ webhooks: async () => Promise.reject(new Error("D1 down")) }))).toMatchObject({
+      status: "degraded",
+      webhooks: "degraded",
     });
   });
 
