@@ -258,7 +258,12 @@ describe("WEBHOOKS (contract section 26)", () => {
   const base = { API_TOKEN: "t".repeat(32) };
   const bytes = (n: number) => btoa(String.fromCharCode(...Array.from({ length: n }, (_, i) => (i * 37 + 11) % 256)));
   const good = `whsec_${bytes(32)}`;
-  const entry = (fields: Record<string, unknown> = {}) => ({ url: "https://hooks.example.com/in", events: ["run.failed"], secret: good, ...fields });
+  const entry = (fields: Record<string, unknown> = {}) => ({
+    url: "https://hooks.example.com/in",
+    events: ["run.failed"],
+    secret: good,
+    ...fields,
+  });
   const parse = (entries: unknown[]) => parseConfig({ ...base, WEBHOOKS: JSON.stringify(entries) });
 
   it("defaults: no endpoints, a day of retries", () => {
