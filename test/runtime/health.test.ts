@@ -34,6 +34,7 @@ describe("GET /api/health", () => {
       config: "ok",
       slack: "off",
       audit: "ok",
+      webhooks: "off",
       mcp: { demo: "ok" },
       halts_active: 0,
     });
