@@ -24,14 +24,14 @@ function base64Bytes(text: string): number | null {
 }
 
 /** Whether `secret` is a usable signing secret (never echoed in a message). */
-export function isWebhookSecret(secret: string): boolean {
+function isWebhookSecret(secret: string): boolean {
   if (!secret.startsWith("whsec_")) return false;
   const bytes = base64Bytes(secret.slice("whsec_".length));
   return bytes !== null && bytes >= MIN_SECRET_BYTES && bytes <= MAX_SECRET_BYTES;
 }
 
 /** https anywhere, or http to a loopback host with a port (a local receiver). */
-export function isWebhookUrl(text: string): boolean {
+function isWebhookUrl(text: string): boolean {
   let url: URL;
   try {
     url = new URL(text);

@@ -14,7 +14,7 @@ import type { EndpointDb } from "./endpoint-state";
 import type { LaneStore, QueuedNotification } from "./lane-delivery";
 import { newMessageId, webhookBody } from "./notifications";
 
-/** The deployment's notification types (the run's outboxes carry the rest). */
+/** @public The deployment's notification types (the run's outboxes carry the rest). */
 export type DeploymentWebhookType = Extract<WebhookType, "halt.engaged" | "halt.released" | "policy.proposed">;
 
 export interface DeploymentNotification {
@@ -58,6 +58,7 @@ export function notificationStatements(
 }
 
 /**
+ * @public The policy routes' entry (contract section 24's policy.proposed, built on another branch).
  * Enqueues one deployment notification on its own (for a change already
  * committed, e.g. a policy version) and wakes the courier. Prefer
  * notificationStatements in the change's own batch.

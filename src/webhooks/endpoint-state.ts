@@ -25,7 +25,7 @@ export async function entryFingerprint(endpoint: WebhookEndpoint): Promise<strin
 }
 
 /** The fingerprints of the entries a 410 disabled, by url. */
-export async function disabledEntries(db: EndpointDb): Promise<Map<string, string>> {
+async function disabledEntries(db: EndpointDb): Promise<Map<string, string>> {
   const { results } = await db
     .prepare(`SELECT url, disabled_entry FROM webhook_endpoints WHERE disabled_entry IS NOT NULL`)
     .all<{ url: string; disabled_entry: string }>();
@@ -35,7 +35,7 @@ export async function disabledEntries(db: EndpointDb): Promise<Map<string, strin
 const failed = (result: AttemptResult) => (result.kind === "delivered" ? 0 : 1);
 
 /** One attempt's statement: the endpoint's last status and time, a failure counted. */
-export function attemptStatement(db: EndpointDb, url: string, result: AttemptResult, at: string): D1PreparedStatement {
+function attemptStatement(db: EndpointDb, url: string, result: AttemptResult, at: string): D1PreparedStatement {
   return db
     .prepare(
       `INSERT INTO webhook_endpoints (url, failed_total, last_attempt_at, last_status, failing_since)
@@ -47,7 +47,7 @@ export function attemptStatement(db: EndpointDb, url: string, result: AttemptRes
 }
 
 /** A 410: the entry is disabled (audited once, in the same batch, only when this changed it). */
-export function disableStatements(db: EndpointDb, url: string, fingerprint: string, at: string): D1PreparedStatement[] {
+function disableStatements(db: EndpointDb, url: string, fingerprint: string, at: string): D1PreparedStatement[] {
   const origin = urlWithoutQuery(url);
   return [
     db

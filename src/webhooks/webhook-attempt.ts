@@ -28,7 +28,7 @@ export interface AttemptTarget {
 }
 
 /** The three Standard Webhooks headers of one attempt, signed now. */
-export function signedHeaders(msgId: string, body: string, secrets: readonly string[], now: Date): Record<string, string> {
+function signedHeaders(msgId: string, body: string, secrets: readonly string[], now: Date): Record<string, string> {
   const signatures = secrets.map((secret) => new Webhook(secret).sign(msgId, now, body));
   return {
     "webhook-id": msgId,

@@ -135,7 +135,11 @@ beforeAll(async () => {
         ],
         secret: SECRET_A,
       },
-      { url: `${receiver.base}/b?token=${PLANTED}`, events: ["approval.requested", "approval.resolved"], secrets: [SECRET_B_NEW, SECRET_B_OLD] },
+      {
+        url: `${receiver.base}/b?token=${PLANTED}`,
+        events: ["approval.requested", "approval.resolved"],
+        secrets: [SECRET_B_NEW, SECRET_B_OLD],
+      },
       { url: `${receiver.base}/c`, events: ["run.failed"], secret: SECRET_C },
     ]),
     WEBHOOK_RETRY_BASE_MS: "100",
@@ -155,8 +159,15 @@ afterAll(async () => {
 });
 
 /** Runs a script, approving each approval and answering each question as it comes; answers the events. */
-async function drive(script: unknown[], onEvent?: (event: EngineEvent) => Promise<void>): Promise<{ runId: string; events: EngineEvent[] }> {
-  const { run_id: runId } = await engine.trigger({ message: `webhooks ${PLANTED}`, channel_id: `C-webhooks-${Date.now()}`, script } as never);
+async function drive(
+  script: unknown[],
+  onEvent?: (event: EngineEvent) => Promise<void>,
+): Promise<{ runId: string; events: EngineEvent[] }> {
+  const { run_id: runId } = await engine.trigger({
+    message: `webhooks ${PLANTED}`,
+    channel_id: `C-webhooks-${Date.now()}`,
+    script,
+  } as never);
   const events: EngineEvent[] = [];
   for await (const event of engine.events(runId)) {
     events.push(event);
@@ -191,9 +202,12 @@ describe("webhooks", () => {
     expect(main.events.at(-1)?.type).toBe("run_completed");
     expect(main.events.find((e) => e.type === "tool_execution")).toMatchObject({ error: { code: "transport_timeout" } });
     // A run cancelled while it waits: approval.resolved (cancelled) and run.failed.
-    const cancelled = await drive([{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w2", arguments: { title: PLANTED } }] }], async (e) => {
-      if (e.type === "approval_requested") await engine.cancel(e.run_id);
-    });
+    const cancelled = await drive(
+      [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w2", arguments: { title: PLANTED } }] }],
+      async (e) => {
+        if (e.type === "approval_requested") await engine.cancel(e.run_id);
+      },
+    );
     expect(cancelled.events.at(-1)).toMatchObject({ type: "run_failed", error: { code: "cancelled" } });
     // A halt engaged and released (the deployment's outbox).
     const halt = (await engine.engageHalt({ scope: "all", reason: `drill ${PLANTED}` })).halt_id;
@@ -203,10 +217,17 @@ describe("webhooks", () => {
     const expectedCancelled = ["approval.requested", "approval.resolved", "run.failed"];
     const ofRun = (runId: string) => delivered("/a", 200, [SECRET_A]).filter((d) => d.body.data.run_id === runId);
     await expect
-      .poll(() => [ofRun(main.runId).length, ofRun(cancelled.runId).length, delivered("/a", 200, [SECRET_A]).filter((d) => d.body.data.halt_id === halt).length], {
-        timeout: 30_000,
-        interval: 100,
-      })
+      .poll(
+        () => [
+          ofRun(main.runId).length,
+          ofRun(cancelled.runId).length,
+          delivered("/a", 200, [SECRET_A]).filter((d) => d.body.data.halt_id === halt).length,
+        ],
+        {
+          timeout: 30_000,
+          interval: 100,
+        },
+      )
       .toEqual([expectedMain.length, expectedCancelled.length, 2]);
 
     // In order per run (each notification's first delivery; a notification waits for the one before it).
@@ -237,8 +258,16 @@ describe("webhooks", () => {
     const mutation = main.events.find((e) => e.type === "tool_execution") as { mutation_id?: string };
     expect(data("mutation.outcome_unknown", main.runId)).toEqual({ run_id: main.runId, mutation_id: mutation.mutation_id });
     const asked = main.events.find((e) => e.type === "approval_requested") as { approval_id: string };
-    expect(data("approval.requested", main.runId)).toMatchObject({ run_id: main.runId, tool_call_id: "w1", approval_id: asked.approval_id });
-    expect(data("input.requested", main.runId)).toEqual({ run_id: main.runId, channel_id: main.events[0]?.channel_id, tool_call_id: "ask-1" });
+    expect(data("approval.requested", main.runId)).toMatchObject({
+      run_id: main.runId,
+      tool_call_id: "w1",
+      approval_id: asked.approval_id,
+    });
+    expect(data("input.requested", main.runId)).toEqual({
+      run_id: main.runId,
+      channel_id: main.events[0]?.channel_id,
+      tool_call_id: "ask-1",
+    });
 
     // The planted secret (in arguments, texts, the question, the answer, the halt's reason, B's query) is in no webhook.
     for (const r of receiver.received) {
@@ -291,7 +320,9 @@ describe("webhooks", () => {
     const { runId, events } = await drive(script);
     expect(events.at(-1)?.type).toBe("run_completed");
     // Refused several times while down; the listing and the metrics show them waiting.
-    await expect.poll(() => receiver.at("/b").filter((r) => r.status === 0).length, { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(() => receiver.at("/b").filter((r) => r.status === 0).length, { timeout: 20_000, interval: 100 })
+      .toBeGreaterThanOrEqual(3);
     const listing = (await (await fetch(`${server.url}/api/webhooks`, { headers: admin() })).json()) as {
       webhooks: { url: string; status: string; pending: number; failed_total: number; events: string[] }[];
     };
