@@ -38,7 +38,9 @@ import { handleInstall, handleOAuthRedirect } from "../slack/install-routes";
 import { isPostingStopped } from "../slack/stop-posting";
 import { runEventSchema } from "../wire/event-schemas";
 import {
+  approvalListItemSchema,
   approvalsPageSchema,
+  inputListItemSchema,
   approvalsQuerySchema,
   inputsPageSchema,
   inputsQuerySchema,
@@ -52,7 +54,15 @@ import { mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { approvalDecisionSchema, inputAnswerSchema, mcpInputAnswerSchema } from "./decision-requests";
 import { handleGetDelivery } from "./handlers/delivery-receipt";
 import { handleEvents } from "./handlers/events";
-import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
+import {
+  handleGetApproval,
+  handleGetInput,
+  handleListApprovals,
+  handleListInputs,
+  handleListMutations,
+  handleListRuns,
+  listing,
+} from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
 import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
 import { handleListWebhooks } from "./handlers/webhooks";
@@ -376,6 +386,30 @@ export const ROUTES: readonly RouteSpec[] = [
     request: { query: approvalsQuerySchema },
     responses: listingResponses(approvalsPageSchema),
     handler: (request, env) => handleListApprovals(new URL(request.url), env.DB, request.config.STORAGE_WAIT_MS),
+  },
+  {
+    method: "GET",
+    path: "/api/approvals/:approvalId",
+    auth: viewer,
+    summary: "One approval as its listing item, after the run's retention too (contract section 26)",
+    request: { params: z.object({ approvalId: z.string() }) },
+    responses: { 200: { description: "The approval", content: json(approvalListItemSchema) }, ...errors(404, ...API_ERRORS) },
+    handler: (request, env) => handleGetApproval(env.DB, request.config.STORAGE_WAIT_MS, decodePathParam(request.params.approvalId)),
+  },
+  {
+    method: "GET",
+    path: "/api/runs/:runId/inputs/:toolCallId",
+    auth: viewer,
+    summary: "One question as its listing item: an MCP question by input_id, a human__ask by tool_call_id (contract section 26)",
+    request: { params: z.object({ runId: z.string(), toolCallId: z.string() }) },
+    responses: { 200: { description: "The question", content: json(inputListItemSchema) }, ...errors(404, ...API_ERRORS) },
+    handler: (request, env) =>
+      handleGetInput(
+        env.DB,
+        request.config.STORAGE_WAIT_MS,
+        decodePathParam(request.params.runId),
+        decodePathParam(request.params.toolCallId),
+      ),
   },
   {
     method: "GET",

@@ -194,31 +194,46 @@ export async function listApprovals(db: ListingDb, query: ApprovalsQuery): Promi
     query.cursor,
     true,
   );
+  return { items: rows.map(approvalItem), next_cursor };
+}
+
+function approvalItem(r: ApprovalRow): ApprovalListItem {
   return {
-    items: rows.map((r) => ({
-      approval_id: r.approval_id,
-      run_id: r.run_id,
-      channel_id: r.channel_id,
-      tool_call_id: r.tool_call_id,
-      tool_name: r.tool_name,
-      level: r.level,
-      description: r.description,
-      arguments: JSON.parse(r.arguments_json) as unknown,
-      ...(r.hidden_json !== null ? { hidden: JSON.parse(r.hidden_json) as NonNullable<ApprovalListItem["hidden"]> } : {}),
-      requested_at: r.requested_at,
-      expires_at: r.expires_at,
-      status: r.status,
-      ...(r.decided_by !== null ? { decided_by: r.decided_by } : {}),
-      ...(r.reason !== null ? { reason: r.reason } : {}),
-      // Approvals indexed before section 19 were single-vote under the default rule.
-      required: r.required ?? 1,
-      approvers: r.approvers_json === null ? null : (JSON.parse(r.approvers_json) as string[]),
-      approvals: r.approvals_json === null ? [] : (JSON.parse(r.approvals_json) as { by: string; at: string }[]),
-      ...(r.destructive === 1 ? { destructive: true } : {}),
-      ...askedBy(r),
-    })),
-    next_cursor,
+    approval_id: r.approval_id,
+    run_id: r.run_id,
+    channel_id: r.channel_id,
+    tool_call_id: r.tool_call_id,
+    tool_name: r.tool_name,
+    level: r.level,
+    description: r.description,
+    arguments: JSON.parse(r.arguments_json) as unknown,
+    ...(r.hidden_json !== null ? { hidden: JSON.parse(r.hidden_json) as NonNullable<ApprovalListItem["hidden"]> } : {}),
+    requested_at: r.requested_at,
+    expires_at: r.expires_at,
+    status: r.status,
+    ...(r.decided_by !== null ? { decided_by: r.decided_by } : {}),
+    ...(r.reason !== null ? { reason: r.reason } : {}),
+    // Approvals indexed before section 19 were single-vote under the default rule.
+    required: r.required ?? 1,
+    approvers: r.approvers_json === null ? null : (JSON.parse(r.approvers_json) as string[]),
+    approvals: r.approvals_json === null ? [] : (JSON.parse(r.approvals_json) as { by: string; at: string }[]),
+    ...(r.destructive === 1 ? { destructive: true } : {}),
+    ...askedBy(r),
   };
+}
+
+/** One approval as its listing item (contract section 26: a webhook receiver reads it by id), or null. */
+export async function getApproval(db: ListingDb, approvalId: string): Promise<ApprovalListItem | null> {
+  const { rows } = await page<ApprovalRow>(
+    db,
+    "approvals",
+    { columns: APPROVALS_KEY.map((c) => `approvals.${c}`), keyOf: keyOfColumns(...APPROVALS_KEY) },
+    [{ sql: "approvals.approval_id = ?", value: approvalId }],
+    1,
+    undefined,
+    true,
+  );
+  return rows[0] === undefined ? null : approvalItem(rows[0]);
 }
 
 // ---- inputs ------------------------------------------------------------------------------
@@ -253,22 +268,43 @@ export async function listInputs(db: ListingDb, query: InputsQuery): Promise<Pag
     query.cursor,
     true,
   );
+  return { items: rows.map(inputItem), next_cursor };
+}
+
+function inputItem(r: InputRow): InputListItem {
   return {
-    items: rows.map((r) => ({
-      tool_call_id: r.tool_call_id,
-      run_id: r.run_id,
-      channel_id: r.channel_id,
-      question: r.question,
-      ...(r.input_id !== null ? { input_id: r.input_id } : {}),
-      ...(r.requested_schema !== null ? { requested_schema: JSON.parse(r.requested_schema) as Record<string, unknown> } : {}),
-      ...(r.tool_name !== null ? { tool_name: r.tool_name } : r.input_id === null ? { tool_name: HUMAN_ASK_TOOL } : {}),
-      requested_at: r.requested_at,
-      expires_at: r.expires_at,
-      status: r.status,
-      ...askedBy(r),
-    })),
-    next_cursor,
+    tool_call_id: r.tool_call_id,
+    run_id: r.run_id,
+    channel_id: r.channel_id,
+    question: r.question,
+    ...(r.input_id !== null ? { input_id: r.input_id } : {}),
+    ...(r.requested_schema !== null ? { requested_schema: JSON.parse(r.requested_schema) as Record<string, unknown> } : {}),
+    ...(r.tool_name !== null ? { tool_name: r.tool_name } : r.input_id === null ? { tool_name: HUMAN_ASK_TOOL } : {}),
+    requested_at: r.requested_at,
+    expires_at: r.expires_at,
+    status: r.status,
+    ...askedBy(r),
   };
+}
+
+/**
+ * One question of a run as its listing item (contract section 26): an MCP question by its
+ * input_id, a human__ask by its tool_call_id; or null.
+ */
+export async function getInput(db: ListingDb, runId: string, id: string): Promise<InputListItem | null> {
+  const { rows } = await page<InputRow>(
+    db,
+    "inputs",
+    { columns: INPUTS_KEY.map((c) => `inputs.${c}`), keyOf: keyOfColumns(...INPUTS_KEY) },
+    [
+      { sql: "inputs.run_id = ?", value: runId },
+      { sql: "? IN (inputs.input_id, CASE WHEN inputs.input_id IS NULL THEN inputs.tool_call_id END)", value: id },
+    ],
+    1,
+    undefined,
+    true,
+  );
+  return rows[0] === undefined ? null : inputItem(rows[0]);
 }
 
 // ---- mutations ----------------------------------------------------------------------------

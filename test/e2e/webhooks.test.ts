@@ -269,6 +269,20 @@ describe("webhooks", () => {
       tool_call_id: "ask-1",
     });
 
+    // The receiver reads the rest with its own token: the approval and the question by the ids it was sent.
+    const read = async (path: string) => {
+      const res = await fetch(`${server.url}${path}`, { headers: admin() });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    await expect
+      .poll(() => read(`/api/approvals/${asked.approval_id}`), { timeout: 10_000, interval: 100 })
+      .toMatchObject({ status: 200, body: { approval_id: asked.approval_id, run_id: main.runId, tool_call_id: "w1", status: "approved" } });
+    await expect
+      .poll(() => read(`/api/runs/${main.runId}/inputs/ask-1`), { timeout: 10_000, interval: 100 })
+      .toMatchObject({ status: 200, body: { run_id: main.runId, tool_call_id: "ask-1", status: "answered" } });
+    expect((await read("/api/approvals/approval_nope")).status).toBe(404);
+    expect((await read(`/api/runs/${main.runId}/inputs/nope`)).status).toBe(404);
+
     // The planted secret (in arguments, texts, the question, the answer, the halt's reason, B's query) is in no webhook.
     for (const r of receiver.received) {
       expect(r.body).not.toContain(PLANTED);

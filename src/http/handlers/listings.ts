@@ -1,5 +1,7 @@
 // The listings across runs (contract section 15): GET /api/runs, /api/approvals,
-// /api/inputs and /api/mutations. Each validates its query with zod, reads one
+// /api/inputs and /api/mutations, and one item of them by id (contract section
+// 26: GET /api/approvals/{approval_id}, GET /api/runs/{run_id}/inputs/{id},
+// what a webhook receiver reads, after the run's retention too). Each validates its query with zod, reads one
 // page from D1 with no storage-pool slot, bounded by STORAGE_WAIT_MS (503
 // storage_timeout with Retry-After past it, section 9), and answers the
 // section's envelope. A cursor that was not made here is a 400, never a 500.
@@ -8,7 +10,16 @@ import { apiError, errorJson, jsonResponse } from "../../base/api-error";
 import { validate } from "../request-body";
 import { type BoundedResult, boundedStorage } from "../../outcomes/storage-guard";
 import { CursorError } from "../../listings/cursor";
-import { listApprovals, listInputs, listMutations, listRuns, type ListingDb, type Page } from "../../listings/listing-reads";
+import {
+  getApproval,
+  getInput,
+  listApprovals,
+  listInputs,
+  listMutations,
+  listRuns,
+  type ListingDb,
+  type Page,
+} from "../../listings/listing-reads";
 import { approvalsQuerySchema, inputsQuerySchema, mutationsQuerySchema, runsQuerySchema } from "../../wire/listing-schemas";
 
 /** Seconds a client should wait before asking again when D1 is slow. */
@@ -85,4 +96,28 @@ export function handleListInputs(url: URL, db: ListingDb, waitMs: number): Promi
 /** GET /api/mutations?state=&channel_id=&limit=&cursor= */
 export function handleListMutations(url: URL, db: ListingDb, waitMs: number): Promise<Response> {
   return listing(url, db, waitMs, mutationsQuerySchema, "mutations", listMutations);
+}
+
+/** One listing item read by id: the item, 404 not_found, or 503 storage_timeout past the bound. */
+async function oneItem<T>(waitMs: number, what: string, read: () => Promise<T | null>): Promise<Response> {
+  const result = await boundedStorage(waitMs, read);
+  if (result.status === "timeout") {
+    return errorJson(
+      503,
+      { error: "storage_timeout", message: `Storage did not answer within ${waitMs} ms; nothing was changed. Try again shortly.` },
+      { "retry-after": String(STORAGE_RETRY_AFTER_SECONDS) },
+    );
+  }
+  if (result.value === null) throw apiError(404, { error: "not_found", message: `No ${what} (it may not be indexed yet).` });
+  return jsonResponse(200, result.value);
+}
+
+/** GET /api/approvals/{approval_id}: the approvals listing's item (contract section 26). */
+export function handleGetApproval(db: ListingDb, waitMs: number, approvalId: string): Promise<Response> {
+  return oneItem(waitMs, `approval ${JSON.stringify(approvalId)}`, () => getApproval(db, approvalId));
+}
+
+/** GET /api/runs/{run_id}/inputs/{input_id or a human__ask's tool_call_id}: the inputs listing's item (contract section 26). */
+export function handleGetInput(db: ListingDb, waitMs: number, runId: string, id: string): Promise<Response> {
+  return oneItem(waitMs, `question ${JSON.stringify(id)} of run ${JSON.stringify(runId)}`, () => getInput(db, runId, id));
 }
