@@ -76,6 +76,9 @@
 //      sequential remote round trips on the way (counted in the bench Worker's
 //      trip log, BENCH_TRIPS) and the time, beside POST .../approvals/... on
 //      the same server (goal: at most 6). `BENCH_ONLY=clicks npm run bench`.
+//  17. webhook delivery (contract section 26, phases/webhooks.ts): a run's
+//      approval_requested → its signed POST at a local receiver, p50/p99.
+//      `BENCH_ONLY=webhooks npm run bench` runs it alone.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -109,6 +112,7 @@ import { prepareReplayRun, replayPhase } from "./phases/replay";
 import { scrapePhase, scrapeReport } from "./phases/scrape";
 import { slackPhase } from "./phases/slack";
 import { tracingCpuPhase, tracingCpuReport } from "./phases/tracing-cpu";
+import { webhooksPhase, webhooksReport } from "./phases/webhooks";
 import { storageLinePhase } from "./phases/storage-line";
 import { measureThroughput, throughputPhase } from "./phases/throughput";
 import { latencyReport, report } from "./report";
@@ -200,6 +204,11 @@ async function main(): Promise<void> {
     process.stdout.write(clickTripsReport(await clickTripsPhase()));
     return;
   }
+  if (process.env.BENCH_ONLY === "webhooks") {
+    const demo = await startDemo();
+    process.stdout.write(webhooksReport(await webhooksPhase(demo.url)));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -231,6 +240,7 @@ async function main(): Promise<void> {
   const votes = await votesPhase(demo.url, demo.baseUrl);
   const eras = await mcpErasPhase();
   const clicks = await clickTripsPhase();
+  const webhooks = await webhooksPhase(demo.url);
   process.stdout.write(
     report({
       paths,
@@ -247,7 +257,8 @@ async function main(): Promise<void> {
       authCostReport(auth) +
       votesReport(votes) +
       mcpErasReport(eras) +
-      clickTripsReport(clicks),
+      clickTripsReport(clicks) +
+      webhooksReport(webhooks),
   );
 }
 

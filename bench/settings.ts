@@ -105,6 +105,9 @@ export const ROUND_TRIPS_BEFORE = 9;
 /** Phase 8 (Slack, issue 10): timed Slack-started runs, one at a time, and discarded warm-up runs before them. */
 export const SLACK_SAMPLES = count(100, 5);
 export const SLACK_WARMUP = count(5, 1);
+/** Phase 17 (webhooks, contract section 26): timed notifications, one run at a time, and discarded warm-up runs before them. */
+export const WEBHOOK_SAMPLES = count(100, 5);
+export const WEBHOOK_WARMUP = count(5, 1);
 /** Phase 9 (console, issue 13): timed events, discarded warm-up events, and the pause after each is shown, ms. */
 export const CONSOLE_SAMPLES = count(200, 10);
 export const CONSOLE_WARMUP = count(10, 2);
