@@ -300,8 +300,11 @@ export class RunOutputs implements EngineObserver {
     // Contract section 26: the webhook outbox goes only once empty or given up (by WEBHOOK_DELIVERY_MAX_MS).
     const webhooksWait = this.#webhooks !== undefined && this.#webhooks.pending > 0;
     if (!slackWaits && !webhooksWait) return true;
-    const dues = [slackWaits ? slack?.outbox.nextAttemptAt() : null, webhooksWait ? this.#webhooks?.nextAttemptAt() : null];
-    const next = Math.min(...dues.map((d) => d ?? now));
+    // The earliest due item of what waits (an item without a due time counts as due now).
+    const dues: number[] = [];
+    if (slackWaits) dues.push(slack?.outbox.nextAttemptAt() ?? now);
+    if (webhooksWait) dues.push(this.#webhooks?.nextAttemptAt() ?? now);
+    const next = Math.min(...dues);
     this.#deps.schedule.set("retention", Math.max(now + 1, Math.min(next + 1, now + RETENTION_RECHECK_MS)));
     if (slackWaits) this.#startDrain(now);
     if (webhooksWait) this.#startWebhooks(now);
