@@ -76,6 +76,11 @@
 //      sequential remote round trips on the way (counted in the bench Worker's
 //      trip log, BENCH_TRIPS) and the time, beside POST .../approvals/... on
 //      the same server (goal: at most 6). `BENCH_ONLY=clicks npm run bench`.
+//  17. the stream beside the Cloudflare Agents SDK (issue 33, phases/peer-stream.ts):
+//      300 events 10 ms apart at 1 and 50 subscribers, the engine over SSE and
+//      over its WebSocket, the raw floor, and an `agents` Agent's broadcast()
+//      (bench/agents-peer.ts) in the same `wrangler dev`: server CPU, events/s
+//      and p99 with their ratios to the peer. `BENCH_ONLY=peer npm run bench`.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -102,6 +107,7 @@ import { votesPhase, votesReport } from "./phases/votes";
 import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
+import { peerStreamPhase, peerStreamReport } from "./phases/peer-stream";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
@@ -192,6 +198,12 @@ async function main(): Promise<void> {
     process.stdout.write(latencyReport(paths, counts, { before: loadBefore, after: loadAverage() }));
     return;
   }
+  if (process.env.BENCH_ONLY === "peer") {
+    const before = loadAverage();
+    const results = await withServer((_server, client, direct) => peerStreamPhase(direct ?? client));
+    process.stdout.write(peerStreamReport(results, { before, after: loadAverage() }));
+    return;
+  }
   if (process.env.BENCH_ONLY === "eras") {
     process.stdout.write(mcpErasReport(await mcpErasPhase()));
     return;
@@ -231,6 +243,9 @@ async function main(): Promise<void> {
   const votes = await votesPhase(demo.url, demo.baseUrl);
   const eras = await mcpErasPhase();
   const clicks = await clickTripsPhase();
+  const peerBefore = loadAverage();
+  const peer = await withServer((_server, client, direct) => peerStreamPhase(direct ?? client));
+  const peerLoad = { before: peerBefore, after: loadAverage() };
   process.stdout.write(
     report({
       paths,
@@ -247,7 +262,8 @@ async function main(): Promise<void> {
       authCostReport(auth) +
       votesReport(votes) +
       mcpErasReport(eras) +
-      clickTripsReport(clicks),
+      clickTripsReport(clicks) +
+      peerStreamReport(peer, peerLoad),
   );
 }
 
