@@ -95,7 +95,7 @@ function subscribeWs(client: Client, path: string, onMessage: (data: string, at:
 
 const LABEL = /"text":"e(\d+)_/;
 
-async function trial(client: Client, stream: Stream, subscribers: number): Promise<PeerTrial> {
+export async function trial(client: Client, stream: Stream, subscribers: number): Promise<PeerTrial> {
   const id = await stream.create(client);
   const waiter = new Waiter();
   const seen = new Array<number>(subscribers).fill(0);
