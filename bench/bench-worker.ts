@@ -62,6 +62,8 @@ import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outco
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
 import { isRunId } from "../src/ids";
 import { asWorker, startTrip, tripsAfter, tripsEnv, tripsOn } from "./bench-trips";
+import { type PeerEnv, peerRoute } from "./agents-peer";
+export { AgentsPeer } from "./agents-peer";
 
 // Not exported: workerd rejects a Worker module exporting anything but handlers and classes.
 /** Events per append request: bounds one RPC's synchronous work and its response time. */
@@ -71,7 +73,7 @@ const MAX_TEXT_BYTES = 32_768;
 /** The label leads the text so a client can find its probe without parsing JSON. */
 const MAX_LABEL_CHARS = 64;
 
-export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL"> {
+export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL">, PeerEnv {
   RUN_OBJECT: DurableObjectNamespace<BenchRunObject>;
   STORAGE_POOL: DurableObjectNamespace<BenchStoragePool>;
   RAW_FLOOR: DurableObjectNamespace<RawFloorObject>;
@@ -344,6 +346,10 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
     return json(401, { error: "unauthorized", message: "Send Authorization: Bearer <API_TOKEN>." });
   }
   const path = url.pathname;
+  if (path.startsWith("/bench/peer/")) {
+    const peer = await peerRoute(request, env, path, () => appendParams(url));
+    if (peer) return peer;
+  }
   let match: RegExpExecArray | null;
   if (request.method === "POST" && (match = RUN_APPEND.exec(path))) {
     const params = appendParams(url);

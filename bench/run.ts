@@ -79,6 +79,11 @@
 //  17. webhook delivery (contract section 26, phases/webhooks.ts): a run's
 //      approval_requested → its signed POST at a local receiver, p50/p99.
 //      `BENCH_ONLY=webhooks npm run bench` runs it alone.
+//  18. the stream beside the Cloudflare Agents SDK (issue 33, phases/peer-stream.ts):
+//      300 events 10 ms apart at 1 and 50 subscribers, the engine over SSE and
+//      over its WebSocket, the raw floor, and an `agents` Agent's broadcast()
+//      (bench/agents-peer.ts) in the same `wrangler dev`: server CPU, events/s
+//      and p99 with their ratios to the peer. `BENCH_ONLY=peer npm run bench`.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -105,6 +110,7 @@ import { votesPhase, votesReport } from "./phases/votes";
 import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
+import { peerStreamPhase, peerStreamReport } from "./phases/peer-stream";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
 import { poolPhase } from "./phases/pool-load";
@@ -196,6 +202,12 @@ async function main(): Promise<void> {
     process.stdout.write(latencyReport(paths, counts, { before: loadBefore, after: loadAverage() }));
     return;
   }
+  if (process.env.BENCH_ONLY === "peer") {
+    const before = loadAverage();
+    const results = await withServer((_server, client, direct) => peerStreamPhase(direct ?? client));
+    process.stdout.write(peerStreamReport(results, { before, after: loadAverage() }));
+    return;
+  }
   if (process.env.BENCH_ONLY === "eras") {
     process.stdout.write(mcpErasReport(await mcpErasPhase()));
     return;
@@ -241,6 +253,9 @@ async function main(): Promise<void> {
   const eras = await mcpErasPhase();
   const clicks = await clickTripsPhase();
   const webhooks = await webhooksPhase(demo.url);
+  const peerBefore = loadAverage();
+  const peer = await withServer((_server, client, direct) => peerStreamPhase(direct ?? client));
+  const peerLoad = { before: peerBefore, after: loadAverage() };
   process.stdout.write(
     report({
       paths,
@@ -258,7 +273,8 @@ async function main(): Promise<void> {
       votesReport(votes) +
       mcpErasReport(eras) +
       clickTripsReport(clicks) +
-      webhooksReport(webhooks),
+      webhooksReport(webhooks) +
+      peerStreamReport(peer, peerLoad),
   );
 }
 

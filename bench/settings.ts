@@ -131,3 +131,8 @@ export const CLICK_TRIP_SAMPLES = count(20, 3);
 export const CLICK_TRIP_WARMUP = count(3, 1);
 /** Phase 16 goal (issue 28): sequential remote round trips from a Slack Approve click to the tools/call, at most (9 before). */
 export const GOAL_CLICK_TRIPS = 6;
+/** Phase 17 (issue 33): events per trial, the gap after each append request (ms), subscriber counts, trials per stream. */
+export const PEER_EVENTS = count(300, 60);
+export const PEER_GAP_MS = 10;
+export const PEER_SUBSCRIBER_COUNTS: readonly number[] = [1, 50];
+export const PEER_TRIALS = count(3, 1);

@@ -55,6 +55,11 @@ const HOME_EVENT_TYPES = new Set([
   "run_completed",
   "run_failed",
 ]);
+/**
+ * Events no observer but the Slack outbox reads: no index mark, audit entry,
+ * metric, span or log line comes of them, so the observers' pass skips them.
+ */
+const QUIET_EVENT_TYPES: ReadonlySet<string> = new Set(["assistant_message", "heartbeat", "tool_execution_started"]);
 /** A drain cut off (eviction) is retried by the alarm after one call's bound plus this margin. */
 const DRAIN_WATCHDOG_MARGIN_MS = 5_000;
 /** While posts still wait at retention, the purge is looked at again this much later (at the latest). */
@@ -107,6 +112,8 @@ export class RunOutputs implements EngineObserver {
   #at = { now: Number.NaN, iso: "" };
   /** An approval or question of this run changed since the last flush: the Home tabs are refreshed after the next one. */
   #homeChanged = false;
+  /** Events appended since the observers last ran (appended()): the current step's, at most. */
+  #unobserved: { event: RunEvent; now: number }[] = [];
 
   constructor(deps: RunOutputsDeps, run: RunRecord) {
     this.#deps = deps;
@@ -207,34 +214,77 @@ export class RunOutputs implements EngineObserver {
 
   // ---- on the append path: storage only --------------------------------------
 
+  /**
+   * One appended event: kept for the observers, who run once for the events of
+   * the step that appended it (a microtask after it, in the same turn and so in
+   * the same implicit storage transaction: nothing is lost to an eviction),
+   * and at once for the terminal event (the pending approvals are read as the
+   * run ended) or before anything else this object is asked.
+   */
   appended(event: RunEvent, now: number): void {
-    // Appends of one step share their millisecond: its ISO form is made once for them.
-    if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
-    const at = this.#at.iso;
+    this.#unobserved.push({ event, now });
+    if (isTerminalEventType(event.type)) this.#observe();
+    else if (this.#unobserved.length === 1) queueMicrotask(() => this.#observeQuietly());
+  }
+
+  #observeQuietly(): void {
+    try {
+      this.#observe();
+    } catch (err) {
+      logger.error("run outputs: the observers failed on a batch of events", { run_id: this.#run.run_id, error: String(err) });
+    }
+  }
+
+  /**
+   * The observers' one pass over the events appended since the last: the
+   * index marks, audit entries, metrics, spans and lifecycle log lines, the
+   * Slack posts; one flush deadline and one drain for the batch. Events no
+   * observer reads (QUIET_EVENT_TYPES) reach the Slack outbox only.
+   */
+  #observe(): void {
+    const batch = this.#unobserved;
+    if (batch.length === 0) return;
+    this.#unobserved = [];
     const context = this.#context();
-    let marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf);
-    const audit = auditOfEvent(context, event, at);
-    if (audit !== null) {
-      this.#index.markAudit(audit);
-      marked = true;
+    const slack = this.#slack;
+    let marked = false;
+    let posts = 0;
+    let webhookNotes = 0;
+    for (const { event, now } of batch) {
+      if (this.#webhooks) webhookNotes += this.#webhooks.enqueueEvent(event, now);
+      if (slack) {
+        if (HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
+        posts += slack.outbox.enqueueEvent(event, now);
+      }
+      if (QUIET_EVENT_TYPES.has(event.type)) continue;
+      // Appends of one step share their millisecond: its ISO form is made once for them.
+      if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
+      const at = this.#at.iso;
+      marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf) || marked;
+      const audit = auditOfEvent(context, event, at);
+      if (audit !== null) {
+        this.#index.markAudit(audit);
+        marked = true;
+      }
+      if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
+      marked = this.#metrics.observeEvent(event, now) || marked;
+      marked = (this.#traces?.spans.observeEvent(event, now) ?? false) || marked;
+      // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
+      logLifecycle(event);
     }
-    if (isTerminalEventType(event.type)) marked = this.#sweepPending() || marked;
-    marked = this.#metrics.observeEvent(event, now) || marked;
-    marked = (this.#traces?.spans.observeEvent(event, now) ?? false) || marked;
-    if (this.#slack && HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
-    if (this.#slack && this.#slack.outbox.enqueueEvent(event, now) > 0) {
+    const first = batch[0]!.now;
+    if (slack && posts > 0) {
       marked = this.#syncSlackCounts() || marked;
-      this.#startDrain(now);
+      this.#startDrain(first);
     }
-    // Contract section 26: a notification is stored here and sent off the append path.
-    if (this.#webhooks && this.#webhooks.enqueueEvent(event, now) > 0) this.#startWebhooks(now);
-    if (marked) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
-    // Contract section 22: the run's life at `info`, by run_id (its start, approvals, executions, end).
-    logLifecycle(event);
+    // Contract section 26: notifications are stored here and sent off the append path.
+    if (webhookNotes > 0) this.#startWebhooks(first);
+    if (marked) this.#deps.schedule.setEarliest("index", first + INDEX_FLUSH_DELAY_MS);
   }
 
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */
   questionsEnded(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void {
+    this.#observe();
     const run_id = this.#run.run_id;
     for (const q of ended) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, input_id: q.input_id, status });
     if (this.#slack) this.#homeChanged = true;
@@ -243,12 +293,14 @@ export class RunOutputs implements EngineObserver {
 
   /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds, the `mcp.send` span); storage only. */
   toolCallSent(toolCallId: string, now: number): void {
+    this.#observe();
     this.#traces?.spans.start(mcpSpanKey(toolCallId), "mcp.send", toolSpanKey(toolCallId), now, { "aee.tool_call_id": toolCallId });
     if (this.#metrics.toolCallSent(toolCallId, now)) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   /** The tools/call answered (or failed): the `mcp.send` span ends. */
   toolCallAnswered(toolCallId: string, outcome: DispatchOutcome | null, now: number): void {
+    this.#observe();
     const failed = outcome === null || outcome.kind === "failed" || outcome.is_error;
     const label = outcome === null ? "error" : outcome.kind === "failed" ? outcome.code : outcome.is_error ? "tool_error" : "ok";
     if (this.#traces?.spans.end(mcpSpanKey(toolCallId), now, { "aee.outcome": label }, failed)) this.#exportSoon(now);
@@ -256,10 +308,12 @@ export class RunOutputs implements EngineObserver {
 
   /** A model turn starts / ends: the `model.turn` span. */
   turnStarted(index: number, now: number): void {
+    this.#observe();
     this.#traces?.spans.start(`turn:${index}`, "model.turn", RUN_SPAN_KEY, now, { "aee.turn": String(index) });
   }
 
   turnEnded(index: number, ok: boolean, now: number): void {
+    this.#observe();
     if (this.#traces?.spans.end(`turn:${index}`, now, { "aee.outcome": ok ? "ok" : "error" }, !ok)) this.#exportSoon(now);
   }
 
@@ -270,11 +324,13 @@ export class RunOutputs implements EngineObserver {
 
   /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
   recordAudit(entry: AuditEntry, now: number): void {
+    this.#observe();
     this.#index.markAudit(entry);
     this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   summaryExtras(): Partial<RunSummary> {
+    this.#observe();
     if (!this.#slackOn) return {};
     const counts = this.#slack?.outbox.counts() ?? { pending: 0, failed: 0 };
     return { slack_posts_pending: counts.pending, slack_posts_failed: counts.failed };
@@ -284,6 +340,7 @@ export class RunOutputs implements EngineObserver {
 
   /** The alarm ran the engine's step (heartbeat included): now the index flush and the outbox, neither awaited. */
   afterAlarm(now: number): void {
+    this.#observe();
     if (this.#index.pending > 0 || this.#metrics.pending || (this.#traces?.spans.waiting ?? 0) > 0) this.#deps.waitUntil(this.#flush());
     if (this.#slack && this.#slack.outbox.nextAttemptAt() !== null) this.#startDrain(now);
     if (this.#webhooks && this.#webhooks.nextAttemptAt() !== null) this.#startWebhooks(now);
@@ -295,6 +352,7 @@ export class RunOutputs implements EngineObserver {
    * at again. Returns whether the run may be purged now.
    */
   mayPurge(now: number): boolean {
+    this.#observe();
     const slack = this.#slack;
     const slackWaits = slack !== undefined && slack.outbox.counts().pending > 0;
     // Contract section 26: the webhook outbox goes only once empty or given up (by WEBHOOK_DELIVERY_MAX_MS).
@@ -313,6 +371,7 @@ export class RunOutputs implements EngineObserver {
 
   /** Retention: the outbox goes with the events. The index's marks stay until written (the object flushes them). */
   purge(): void {
+    this.#observe();
     // Spans still unexported at retention go with the run's storage: counted as dropped.
     this.#metrics.add("aee_trace_spans_dropped_total", "", this.#traces?.spans.waiting ?? 0);
     this.#slack?.outbox.purge();

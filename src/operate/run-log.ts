@@ -8,14 +8,17 @@
 import type { RunEvent } from "../wire/event-schemas";
 import { type LogFields, logger } from "./logger";
 
+/** `run_id`, then the fields that have a value. */
+function definedFields(run_id: string, fields: LogFields): LogFields {
+  const out: LogFields = { run_id };
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined && value !== null) out[name] = value;
+  return out;
+}
+
 /** The line an event of the run gets, or null for one the lifecycle does not name. */
 export function lifecycleLine(event: RunEvent): { msg: string; fields: LogFields } | null {
   const run_id = event.run_id;
-  const defined = (fields: LogFields): LogFields => {
-    const out: LogFields = { run_id };
-    for (const [name, value] of Object.entries(fields)) if (value !== undefined && value !== null) out[name] = value;
-    return out;
-  };
+  const defined = (fields: LogFields): LogFields => definedFields(run_id, fields);
   switch (event.type) {
     case "run_started":
       return {

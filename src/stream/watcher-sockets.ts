@@ -89,6 +89,14 @@ export class WatcherSockets {
   /** Each socket's state, read from its attachment once per object instance. */
   readonly #states = new WeakMap<WebSocket, WatcherState>();
   readonly #checks = new Map<string, CredentialCheck>();
+  /** Each watcher's credential tag, made once per state, not at every send. */
+  readonly #credentialKeys = new WeakMap<WatcherState, string>();
+  /**
+   * Every accepted socket, as getWebSockets() last answered plus those
+   * accepted since: a push asks the runtime only after a socket closed, not
+   * for every event. Undefined: ask at the next push.
+   */
+  #all: WebSocket[] | undefined;
 
   constructor(host: SocketHost, options: WatcherOptions) {
     this.#host = host;
@@ -117,6 +125,7 @@ export class WatcherSockets {
     }
     const tags = [KIND_TAG[state.kind], credentialTag(state.credential), ...(clientKey !== undefined ? [clientKeyTag(clientKey)] : [])];
     this.#host.acceptWebSocket(server, tags);
+    this.#all?.push(server);
     server.serializeAttachment(state);
     this.#states.set(server, state);
     this.#noteChecked(state.credential, state.opened_at);
@@ -132,12 +141,17 @@ export class WatcherSockets {
 
   /** One appended event to every open watcher; after the terminal one, each is closed with 1000. */
   push(event: StoredEvent, terminal: boolean, now: number): void {
-    const sockets = this.#host.getWebSockets();
+    this.#all ??= this.#host.getWebSockets();
+    const sockets = this.#all;
     if (sockets.length === 0) return;
     let frame: string | undefined;
     for (const ws of sockets) {
+      if (ws.readyState !== WebSocket.OPEN) {
+        this.#all = undefined; // a closed one: the next push asks the runtime again
+        continue;
+      }
       const state = this.#stateOf(ws);
-      if (state === undefined || ws.readyState !== WebSocket.OPEN) continue;
+      if (state === undefined) continue;
       if (this.#credentialEnded(ws, state, now)) continue;
       if (event.sequence > state.after) {
         if (state.kind === "sse" && frame === undefined) frame = sseFrame(event.sequence, event.type, event.json);
@@ -158,6 +172,7 @@ export class WatcherSockets {
 
   /** The other side closed: finish the closing handshake (a no-op where the runtime already answered). */
   closed(ws: WebSocket, code: number): void {
+    this.#all = undefined;
     closeQuietly(ws, code === 1005 || code === 1006 ? CLOSE.normal : code, "");
   }
 
@@ -235,7 +250,11 @@ export class WatcherSockets {
    * with it.
    */
   #credentialEnded(ws: WebSocket, state: WatcherState, now: number): boolean {
-    const key = credentialTag(state.credential);
+    let key = this.#credentialKeys.get(state);
+    if (key === undefined) {
+      key = credentialTag(state.credential);
+      this.#credentialKeys.set(state, key);
+    }
     let check = this.#checks.get(key);
     if (check === undefined) {
       // First send after the object woke: the socket's opening is the last check known.

@@ -58,6 +58,8 @@ export interface WorkerServer {
   process: ChildProcess;
   /** Output so far, for failure messages. */
   logs(): string;
+  /** wrangler dev's --inspector-port: the Worker's V8 inspector (DevTools protocol), for CPU profiles (bench/profile-append.ts). */
+  inspectorPort: number;
   /** The server's --persist-to directory (local D1 and Durable Object storage); removed by stop(). */
   stateDir: string;
   /** Authorised fetch against the server. */
@@ -173,6 +175,7 @@ export async function startWorkerServer(
     }
 
   const port = options.port ?? (await freePort());
+  const inspectorPort = await freePort();
   const child = spawn(
     process.execPath,
     [
@@ -185,7 +188,7 @@ export async function startWorkerServer(
       "--port",
       String(port),
       "--inspector-port",
-      String(await freePort()),
+      String(inspectorPort),
       "--persist-to",
       persistTo,
       "--env-file",
@@ -235,6 +238,7 @@ export async function startWorkerServer(
     token,
     process: child,
     logs: () => output,
+    inspectorPort,
     stateDir: persistTo,
     api: (path, init = {}) => {
       const headers = new Headers(init.headers);
