@@ -170,6 +170,9 @@ export type EngineEvent =
       annotations?: ToolAnnotations;
       /** The tool's identity as listed when the call was proposed (contract section 23), `sha256:<hex>`; absent when unlisted. */
       tool_digest?: string;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"approval_vote"> & {
       tool_name: string;
@@ -178,6 +181,9 @@ export type EngineEvent =
       decided_by: string;
       votes: number;
       required: number;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"approval_resolved"> & {
       tool_name: string;
@@ -189,6 +195,9 @@ export type EngineEvent =
       reason?: string;
       /** Every counted approve, in order (section 19; absent from older servers). */
       approvals?: ApprovalVote[];
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & {
@@ -221,6 +230,9 @@ export type EngineEvent =
       retry_after_s?: number;
       /** With `halted` (contract section 23): the oldest halt covering the call. */
       halt_id?: string;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
   | Envelope<"heartbeat">
@@ -591,6 +603,10 @@ export const AUDIT_ACTIONS = [
   // Contract section 23.
   "halt.engage",
   "halt.release",
+  // Contract section 24.
+  "policy.put",
+  "policy.approve",
+  "policy.withdraw",
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",
