@@ -385,6 +385,12 @@ export class RunEngine {
     return result.verdict;
   }
 
+  /** A row stamped with the policy version in force now (contract sections 8, 24). */
+  #stamped<T extends object>(row: T): T & { policy_version?: number; policy_hash?: string } {
+    const policy = this.#deps.policy?.();
+    return policy === undefined ? row : { ...row, policy_version: policy.version, policy_hash: policy.hash };
+  }
+
   /** The policy version in force now (contract section 24): the object's snapshot, else the settings as version 0. */
   #policy(): Pick<PolicySnapshot, "document"> {
     return this.#deps.policy?.() ?? { document: settingsDocument(this.#deps.config) };
@@ -741,10 +747,10 @@ export class RunEngine {
           this.#dispatch(effect.call);
           break;
         case "record_intent":
-          this.#pipeline.recordIntent(effect);
+          this.#pipeline.recordIntent(this.#stamped(effect));
           break;
         case "settle_unsent":
-          this.#pipeline.settleUnsent(effect, effect.reason);
+          this.#pipeline.settleUnsent(this.#stamped(effect), effect.reason);
           break;
       }
     }

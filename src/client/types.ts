@@ -316,6 +316,9 @@ export interface MutationOutcome {
   requested_by?: string;
   on_behalf_of?: string;
   requester_person?: string;
+  /** Contract section 24: the policy version that decided the call, and its hash. */
+  policy_version?: number;
+  policy_hash?: string;
 }
 
 export interface RunMutations {

@@ -424,6 +424,7 @@ export class DispatchPipeline {
       requestedBy: run.requested_by ?? null,
       onBehalfOf: run.on_behalf_of ?? null,
       requesterPerson: run.requester_person ?? null,
+      ...(row.policy_version !== undefined ? { policyVersion: row.policy_version, policyHash: row.policy_hash ?? null } : {}),
       approvedBy: row.approved_by,
       approvals: row.approvals,
       ...(row.tool_digest !== undefined ? { toolDigest: row.tool_digest } : {}),

@@ -231,6 +231,9 @@ export type Effect =
  */
 export interface IntentRow {
   mutation_id: string;
+  /** The policy version that decided the call and its hash (contract section 24), stamped by the engine. */
+  policy_version?: number;
+  policy_hash?: string;
   tool_call_id: string;
   tool_name: string;
   arguments_digest: string;

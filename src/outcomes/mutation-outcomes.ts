@@ -87,6 +87,9 @@ export interface MutationOutcomeRow {
   requested_by?: string | null;
   on_behalf_of?: string | null;
   requester_person?: string | null;
+  /** Contract section 24 (migrations/0033): the policy version that decided the call, and its hash. */
+  policy_version?: number | null;
+  policy_hash?: string | null;
   /** D1's clock when the checkpoint committed. */
   dispatched_at?: string | null;
   reason: string | null;
@@ -139,6 +142,8 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     ...(typeof row.requested_by === "string" ? { requested_by: row.requested_by } : {}),
     ...(typeof row.on_behalf_of === "string" ? { on_behalf_of: row.on_behalf_of } : {}),
     ...(typeof row.requester_person === "string" ? { requester_person: row.requester_person } : {}),
+    ...(typeof row.policy_version === "number" ? { policy_version: row.policy_version } : {}),
+    ...(typeof row.policy_hash === "string" ? { policy_hash: row.policy_hash } : {}),
   };
 }
 
@@ -179,6 +184,9 @@ export interface IntentInput {
   requestedBy?: string | null;
   onBehalfOf?: string | null;
   requesterPerson?: string | null;
+  /** Contract section 24: the policy version in force when the call was approved, and its hash. */
+  policyVersion?: number | null;
+  policyHash?: string | null;
 }
 
 /** created: false means a row for (run_id, tool_call_id, approval_id) already existed: replay_blocked. */
@@ -191,8 +199,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       `INSERT INTO mutation_outcomes
          (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
           approved_by, approved_at, approvals_json, tool_digest, state, dispatched, created_at,
-          server, requested_by, on_behalf_of, requester_person)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?, ?, ?, ?, ?)
+          server, requested_by, on_behalf_of, requester_person, policy_version, policy_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -214,6 +222,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       input.requestedBy ?? null,
       input.onBehalfOf ?? null,
       input.requesterPerson ?? null,
+      input.policyVersion ?? null,
+      input.policyHash ?? null,
     )
     .first<MutationOutcomeRow>();
   if (inserted) return { created: true, row: inserted };

@@ -308,3 +308,26 @@ export async function readActivePolicy(db: Pick<HaltDb, "prepare">, config: Host
 export function isBadPolicy(value: PolicySnapshot | BadPolicy): value is BadPolicy {
   return "bad" in value;
 }
+
+/**
+ * Whether the active stored version no longer validates (contract section 24: every /api/* route
+ * answers 503 bad_config naming it). Validity is a fact of this code and an immutable document, and
+ * no route activates a version that does not validate, so once this isolate found the active version
+ * good it is not read again; a bad one is read again on every request, so a repair is seen at once.
+ */
+export async function activePolicyProblem(db: Pick<HaltDb, "prepare">, config: HostConfig): Promise<BadPolicy | null> {
+  if (knownGood.has(config)) return null;
+  let read: PolicySnapshot | BadPolicy;
+  try {
+    read = await readActivePolicy(db, config);
+  } catch {
+    return null; // D1 unreachable: each route's own storage answer says so
+  }
+  if (isBadPolicy(read)) {
+    stored.delete(read.version);
+    return read;
+  }
+  knownGood.add(config);
+  return null;
+}
+const knownGood = new WeakSet<HostConfig>();
