@@ -606,7 +606,7 @@ export const ROUTES: readonly RouteSpec[] = [
     summary: "Withdraw a proposed or shadow version (contract section 24, admin)",
     request: { params: z.object({ v: z.string() }) },
     responses: { 200: { description: "Withdrawn", content: json(policyChangeSchema) }, ...errors(400, 404, 409, ...API_ERRORS) },
-    handler: (request, env) => handleWithdrawPolicy(env, decodePathParam(request.params.v), request.principal),
+    handler: (request, env) => handleWithdrawPolicy(env, request.config, decodePathParam(request.params.v), request.principal),
   },
   // An audit you can prove (contract section 25).
   {

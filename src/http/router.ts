@@ -153,6 +153,6 @@ for (const route of ahead) router[methodOf(route.method)](route.path, route.hand
 router.all("/api/*", guardApi);
 for (const route of behind) router[methodOf(route.method)](route.path, route.handler);
 
-function methodOf(method: string): "get" | "head" | "post" | "delete" {
-  return method.toLowerCase() as "get" | "head" | "post" | "delete";
+function methodOf(method: string): "get" | "head" | "post" | "put" | "delete" {
+  return method.toLowerCase() as "get" | "head" | "post" | "put" | "delete";
 }

@@ -11,7 +11,7 @@
 import { z } from "zod";
 import { auditStatement, newAuditId } from "../../audit/audit-log";
 import type { Principal } from "../../auth/principal";
-import { apiError, jsonResponse } from "../../base/api-error";
+import { apiError, errorJson, jsonResponse } from "../../base/api-error";
 import type { HostConfig } from "../../config/config";
 import { parsePolicyDocument, type PolicyDocument, policyHash } from "../../config/policy-document";
 import type { Env } from "../../config/env";
@@ -108,6 +108,11 @@ function versionParam(raw: string): number {
   return Number(raw);
 }
 
+/** A 409 naming the version's status: answered, not thrown (the router's error path keeps `status` for the HTTP status). */
+function statusConflict(error: "not_proposed" | "not_deletable", message: string, status: string): Response {
+  return errorJson(409, { error, message, status });
+}
+
 function notFound(version: number): Error {
   return apiError(404, { error: "not_found", message: `No policy version ${version}.` });
 }
@@ -200,7 +205,7 @@ export async function handleApprovePolicy(env: Env, config: HostConfig, raw: str
   const found = await getVersion(env.DB, config, version);
   if (found === null) throw notFound(version);
   if (found.status !== "proposed" && found.status !== "shadow") {
-    throw apiError(409, { error: "not_proposed", message: `Version ${version} is ${found.status}, not proposed or shadow.`, status: found.status });
+    return statusConflict("not_proposed", `Version ${version} is ${found.status}, not proposed or shadow.`, found.status);
   }
   // A version stored under other code must still validate before it binds.
   const parsed = parsePolicyDocument(found.policy, config.MUTATION_RETENTION_DAYS);
@@ -225,7 +230,7 @@ export async function handleApprovePolicy(env: Env, config: HostConfig, raw: str
     case "not_found":
       throw notFound(version);
     case "not_proposed":
-      throw apiError(409, { error: "not_proposed", message: `Version ${version} is ${result.status}, not proposed or shadow.`, status: result.status });
+      return statusConflict("not_proposed", `Version ${version} is ${result.status}, not proposed or shadow.`, result.status);
     case "conflict":
       throw conflict(result.active_version);
     case "activated":
@@ -235,15 +240,17 @@ export async function handleApprovePolicy(env: Env, config: HostConfig, raw: str
 }
 
 /** DELETE /api/policy/versions/{v}: withdraws a proposed or shadow version. */
-export async function handleWithdrawPolicy(env: Env, raw: string, principal: Principal): Promise<Response> {
+export async function handleWithdrawPolicy(env: Env, config: HostConfig, raw: string, principal: Principal): Promise<Response> {
   const version = versionParam(raw);
   const result = await withdrawVersion(env.DB, version, principal.id);
   switch (result.kind) {
-    case "not_found":
-      if (version === 0) throw apiError(409, { error: "not_deletable", message: "Version 0 is the settings.", status: "active" });
+    case "not_found": {
+      const zero = version === 0 ? await getVersion(env.DB, config, 0) : null;
+      if (zero !== null) return statusConflict("not_deletable", "Version 0 is the deployment's settings; it is never withdrawn.", zero.status);
       throw notFound(version);
+    }
     case "not_deletable":
-      throw apiError(409, { error: "not_deletable", message: `Version ${version} is ${result.status}; only a proposed or shadow version is withdrawn.`, status: result.status });
+      return statusConflict("not_deletable", `Version ${version} is ${result.status}; only a proposed or shadow version is withdrawn.`, result.status);
     case "withdrawn":
       await audited(env, principal, "policy.withdraw", result.row, {});
       return jsonResponse(200, change(result.row));
