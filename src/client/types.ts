@@ -589,6 +589,56 @@ export type HaltReleaseAnswer =
   | { halt_id: string; status: "released"; released_by: string; released_at: string }
   | { halt_id: string; status: "active"; releases: number; required: number };
 
+/** A policy document (contract section 24): TOOL_POLICY, APPROVER_GROUPS and MUTATION_BUDGET as one JSON object. */
+export interface PolicyDocument {
+  tools: Record<string, Record<string, unknown>>;
+  groups: Record<string, string[]>;
+  budget: Record<string, number>;
+}
+
+export type PolicyStatus = "active" | "proposed" | "shadow" | "superseded" | "withdrawn" | "stale";
+
+/** One loosening change: an RFC 6901 pointer into the document, the value before and after (null when absent). */
+export interface PolicyLoosening {
+  path: string;
+  from: unknown;
+  to: unknown;
+}
+
+/** PUT /api/policy's answer (201; 200 for a document identical to the active one), and approve's and withdraw's. */
+export interface PolicyChange {
+  version: number;
+  hash: string;
+  status: PolicyStatus;
+  created_by: string | null;
+  created_at: string | null;
+  comment: string;
+  loosens: PolicyLoosening[];
+  base_version?: number | null;
+  mode?: "enforce" | "shadow";
+  approved_by?: string;
+  approved_at?: string;
+}
+
+/** A version whole: GET /api/policy, the versions listing, one version. Version 0 is the deployment's settings. */
+export interface PolicyVersion extends PolicyChange {
+  policy: PolicyDocument;
+}
+
+export interface PolicyVersionsPage {
+  versions: PolicyVersion[];
+  next_cursor: string | null;
+}
+
+export interface PolicyPutRequest {
+  policy: PolicyDocument;
+  /** The active version this change is based on (the first is 0). */
+  base_version: number;
+  /** Why, 0..1,000 characters (kept redacted). */
+  comment?: string;
+  mode?: "enforce" | "shadow";
+}
+
 /** Every action the audit log records (contract section 18), in the contract's order. */
 export const AUDIT_ACTIONS = [
   "token.create",
