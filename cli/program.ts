@@ -346,7 +346,9 @@ function buildProgram(act: Act): Command {
     );
 
   // Policy as versioned data (contract section 24): read, change, list, approve.
-  const policy = program.command("policy").description("the approval policy as versioned data (TOOL_POLICY, APPROVER_GROUPS, MUTATION_BUDGET)");
+  const policy = program
+    .command("policy")
+    .description("the approval policy as versioned data (TOOL_POLICY, APPROVER_GROUPS, MUTATION_BUDGET)");
   policy
     .command("get")
     .description("the active policy version, its document whole (viewer)")
@@ -366,7 +368,9 @@ function buildProgram(act: Act): Command {
     );
   policy
     .command("put")
-    .description("store a new version from a JSON file {tools, groups, budget}: active at once when it only tightens, else proposed (admin)")
+    .description(
+      "store a new version from a JSON file {tools, groups, budget}: active at once when it only tightens, else proposed (admin)",
+    )
     .argument("<file>", "the policy document (JSON)")
     .option("--base <version>", "the active version it changes (default: the active one now)", versionArgument)
     .option("--comment <text>", "why (0..1,000 characters)")

@@ -670,7 +670,9 @@ export class RunEngine {
     }
     // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
     // Contract section 24: the same statement reads the policy pointer, so the version active now classifies and asks.
-    const halts = listed.some(({ proposed }) => parseMcpToolName(proposed.tool_name) !== undefined) ? await this.#deps.halts?.() : undefined;
+    const halts = listed.some(({ proposed }) => parseMcpToolName(proposed.tool_name) !== undefined)
+      ? await this.#deps.halts?.()
+      : undefined;
     const rules = { TOOL_POLICY: this.#policy().document.tools, MCP_SERVERS: config.MCP_SERVERS };
     const prepared = listed.map(({ proposed, info, digest, toolDigest }) => ({
       proposed,

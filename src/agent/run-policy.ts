@@ -16,7 +16,11 @@ import { logger } from "../operate/logger";
 
 /** What a version that no longer validates decides: nothing (fail closed, contract section 24). */
 function refusingSnapshot(bad: BadPolicy): PolicySnapshot {
-  return { version: bad.version, hash: bad.hash, document: { tools: { "*": { approvers: ["token:\u{1F6AB}-no-valid-policy"] } }, groups: {}, budget: {} } };
+  return {
+    version: bad.version,
+    hash: bad.hash,
+    document: { tools: { "*": { approvers: ["token:\u{1F6AB}-no-valid-policy"] } }, groups: {}, budget: {} },
+  };
 }
 
 /** The last snapshot any run of this isolate saw: a new run object starts from it, then every check moves it on. */

@@ -47,7 +47,10 @@ export function parsePolicyDocument(value: unknown, retentionDays: number | unde
   }
   const unknown = Object.keys(value).filter((k) => !Object.hasOwn(MEMBERS, k));
   if (unknown.length > 0) {
-    return { ok: false, details: unknown.map((k) => ({ path: `policy.${k}`, message: 'not a member of a policy ("tools", "groups", "budget")' })) };
+    return {
+      ok: false,
+      details: unknown.map((k) => ({ path: `policy.${k}`, message: 'not a member of a policy ("tools", "groups", "budget")' })),
+    };
   }
   const doc = value as Record<string, unknown>;
   const parsed = documentSchema.safeParse({ TOOL_POLICY: doc.tools, APPROVER_GROUPS: doc.groups, MUTATION_BUDGET: doc.budget });

@@ -477,7 +477,7 @@ export function decideApproval(
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
   // Contract section 19: eligibility, then self-approval, before anything about the approval's state is told.
-  const policy = approvalOf(call)?.policy ?? DEFAULT_POLICY;
+  const policy = current?.(call.tool_name) ?? approvalOf(call)?.policy ?? DEFAULT_POLICY;
   const refusal = refusalOf({ policy, groups, decider: input.decider, requester, decision: input.decision });
   if (refusal !== null) return { verdict: { kind: "refused", error: refusal }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";

@@ -183,11 +183,13 @@ export async function putVersion(db: HaltDb, input: NewVersion): Promise<PutResu
   const changed = (results[0]?.meta?.changes ?? 0) > 0;
   const state = results.at(-1)?.results[0] as { active_version: number; shadow: number | null } | undefined;
   if (!changed) {
-    if (state !== undefined && state.active_version !== input.baseVersion) return { kind: "conflict", active_version: state.active_version };
+    if (state !== undefined && state.active_version !== input.baseVersion)
+      return { kind: "conflict", active_version: state.active_version };
     if (state?.shadow !== null && state?.shadow !== undefined) return { kind: "shadow_exists", version: state.shadow };
     return { kind: "conflict", active_version: state?.active_version ?? 0 };
   }
-  const row = await db.prepare("SELECT * FROM policy_versions WHERE hash = ? AND created_by = ? ORDER BY version DESC LIMIT 1")
+  const row = await db
+    .prepare("SELECT * FROM policy_versions WHERE hash = ? AND created_by = ? ORDER BY version DESC LIMIT 1")
     .bind(input.hash, input.createdBy)
     .first<VersionRow>();
   if (row === null) throw new Error("a stored policy version could not be read back");
@@ -204,7 +206,12 @@ export type ApproveResult =
  * Approves a proposed or shadow version as ONE statement: the pointer moves to it only while its
  * base is the active version; the triggers make it active, the old one superseded, the others stale.
  */
-export async function approveVersion(db: HaltDb, version: number, by: string, extra: (db: HaltDb) => HaltStatement[] = () => []): Promise<ApproveResult> {
+export async function approveVersion(
+  db: HaltDb,
+  version: number,
+  by: string,
+  extra: (db: HaltDb) => HaltStatement[] = () => [],
+): Promise<ApproveResult> {
   const results = await db.batch([
     db
       .prepare(
@@ -224,10 +231,18 @@ export async function approveVersion(db: HaltDb, version: number, by: string, ex
   return { kind: "conflict", active_version: row.active_version };
 }
 
-export type WithdrawResult = { kind: "withdrawn"; row: PolicyVersion } | { kind: "not_deletable"; status: PolicyStatus } | { kind: "not_found" };
+export type WithdrawResult =
+  | { kind: "withdrawn"; row: PolicyVersion }
+  | { kind: "not_deletable"; status: PolicyStatus }
+  | { kind: "not_found" };
 
 /** Withdraws a proposed or shadow version (DELETE /api/policy/versions/{v}); any other status is not deletable. */
-export async function withdrawVersion(db: HaltDb, version: number, by: string, extra: (db: HaltDb) => HaltStatement[] = () => []): Promise<WithdrawResult> {
+export async function withdrawVersion(
+  db: HaltDb,
+  version: number,
+  by: string,
+  extra: (db: HaltDb) => HaltStatement[] = () => [],
+): Promise<WithdrawResult> {
   const results = await db.batch([
     db
       .prepare(
@@ -280,12 +295,25 @@ function settingsSnapshot(config: HostConfig): Promise<PolicySnapshot> {
  * The snapshot of `version` (the pointer a check just read): from this isolate's cache, else read
  * once from D1 and validated as the settings are (a version that no longer validates is BadPolicy).
  */
-export async function policySnapshot(db: Pick<HaltDb, "prepare">, config: HostConfig, version: number): Promise<PolicySnapshot | BadPolicy> {
+export async function policySnapshot(
+  db: Pick<HaltDb, "prepare">,
+  config: HostConfig,
+  version: number,
+): Promise<PolicySnapshot | BadPolicy> {
   if (version === 0) return settingsSnapshot(config);
   const known = stored.get(version);
   if (known !== undefined) return known;
-  const row = await db.prepare("SELECT document, hash FROM policy_versions WHERE version = ?").bind(version).first<{ document: string; hash: string }>();
-  if (row === null) return { bad: true, version, hash: `sha256:${"0".repeat(64)}`, details: [{ path: "policy_active.version", message: `version ${version} is not stored` }] };
+  const row = await db
+    .prepare("SELECT document, hash FROM policy_versions WHERE version = ?")
+    .bind(version)
+    .first<{ document: string; hash: string }>();
+  if (row === null)
+    return {
+      bad: true,
+      version,
+      hash: `sha256:${"0".repeat(64)}`,
+      details: [{ path: "policy_active.version", message: `version ${version} is not stored` }],
+    };
   let value: unknown;
   try {
     value = JSON.parse(row.document);

@@ -647,10 +647,7 @@ async function decideAsSlackUser(
     return null;
   }
   // Contract sections 23, 24: the active halts and the policy pointer, read from D1 beside users.info (one trip, not two).
-  const [actor, halts] = await Promise.all([
-    slackDecider(turn, userId),
-    readHaltsAndPolicy(env.DB, config.STORAGE_WAIT_MS),
-  ]);
+  const [actor, halts] = await Promise.all([slackDecider(turn, userId), readHaltsAndPolicy(env.DB, config.STORAGE_WAIT_MS)]);
   const verdict = await runStubFor(env, runId).act({ ...action, actor }, halts);
   if (verdict.kind !== "refused") return verdict;
   await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);

@@ -86,7 +86,12 @@ const approvalsField = z
   .meta({ description: "Every counted approve, in order (contract section 19); [] when none was counted." });
 /** Contract section 24: the policy version that decided, and its hash, on the approval events and tool_execution. */
 const policyFields = {
-  policy_version: z.number().int().min(0).optional().meta({ description: "The policy version active at this check (contract section 24); 0 is the settings." }),
+  policy_version: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: "The policy version active at this check (contract section 24); 0 is the settings." }),
   policy_hash: z
     .string()
     .regex(/^sha256:[0-9a-f]{64}$/)

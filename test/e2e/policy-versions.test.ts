@@ -181,7 +181,11 @@ describe("policy versions (contract section 24)", () => {
     expect((await json(refused)).error).toBe("not_an_approver");
     const ok = await decide(runId, approvalId, ANN);
     expect(ok.status).toBe(200);
-    const resolved = await until(() => eventsOf(runId, "approval_resolved"), (e) => e.length === 1, "approval_resolved");
+    const resolved = await until(
+      () => eventsOf(runId, "approval_resolved"),
+      (e) => e.length === 1,
+      "approval_resolved",
+    );
     expect(resolved[0]).toMatchObject({ decision: "approved", policy_version: v.version, policy_hash: v.hash });
     const [requested] = await eventsOf(runId, "approval_requested");
     expect(requested).toMatchObject({ policy_version: 0 });
@@ -249,7 +253,9 @@ describe("policy versions (contract section 24)", () => {
 
   it("a proposal whose base is no longer active is stale, and a withdrawn one is not deletable again", async () => {
     const base = await active();
-    const looser = await json(await put({ policy: { ...baseDoc(), budget: { ...baseDoc().budget, [CREATE]: 5 } }, base_version: base.version }, ANN));
+    const looser = await json(
+      await put({ policy: { ...baseDoc(), budget: { ...baseDoc().budget, [CREATE]: 5 } }, base_version: base.version }, ANN),
+    );
     expect(looser.status).toBe("proposed");
     const withdrawnOne = await json(
       await put({ policy: { ...baseDoc(), budget: { ...baseDoc().budget, [CREATE]: 6 } }, base_version: base.version }, ANN),

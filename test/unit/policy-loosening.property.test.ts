@@ -28,7 +28,11 @@ const DURATIONS = ["30s", "1m", "90s", "5m", "1h", "2h", "1d", "7d"];
 const seconds = (d: string) => Number(d.slice(0, -1)) * { s: 1, m: 60, h: 3600, d: 86400 }[d.at(-1) as "s" | "m" | "h" | "d"];
 
 const subset = <T>(pool: readonly T[], min = 0) => fc.subarray([...pool], { minLength: min });
-const limit = fc.record({ max: fc.integer({ min: 1, max: 50 }), per: fc.constantFrom(...DURATIONS), by: fc.constantFrom("principal", "channel", "all") });
+const limit = fc.record({
+  max: fc.integer({ min: 1, max: 50 }),
+  per: fc.constantFrom(...DURATIONS),
+  by: fc.constantFrom("principal", "channel", "all"),
+});
 
 const entry = (isDefaults: boolean) =>
   fc.record(
@@ -198,7 +202,9 @@ const LOOSENING: Record<string, Change> = {
 /** Changes the contract lists as tightening, each judged on the tool as it applies (so `"*"` cannot turn it into a loosening). */
 const TIGHTENING: Record<string, Change> = {
   "adds approvers where there were none": (d, pick) => {
-    const names = TOOLS.filter((n) => appliedOf(d, n, "approvers") === undefined && (n !== "*" || TOOLS.every((t) => appliedOf(d, t, "approvers") === undefined)));
+    const names = TOOLS.filter(
+      (n) => appliedOf(d, n, "approvers") === undefined && (n !== "*" || TOOLS.every((t) => appliedOf(d, t, "approvers") === undefined)),
+    );
     if (names.length === 0) return null;
     const name = at(names, pick);
     const next = copy(d);
@@ -219,7 +225,8 @@ const TIGHTENING: Record<string, Change> = {
     if (highest >= 5) return null;
     const next = copy(d);
     next.tools[name] = { ...next.tools[name], approvals_required: highest + 1 };
-    if (name === "*") for (const t of TOOLS.slice(1)) if (next.tools[t]?.approvals_required !== undefined) next.tools[t]!.approvals_required = highest + 1;
+    if (name === "*")
+      for (const t of TOOLS.slice(1)) if (next.tools[t]?.approvals_required !== undefined) next.tools[t]!.approvals_required = highest + 1;
     return next;
   },
   "raises a level to confirm": (d, pick) => {

@@ -65,13 +65,9 @@ export const policyChangeSchema = z
   .meta({ id: "PolicyChange" });
 
 /** A version whole (GET /api/policy, the versions listing, one version). */
-export const policyVersionSchema = policyChangeSchema
-  .extend({ policy: z.record(z.string(), z.unknown()) })
-  .meta({ id: "PolicyVersion" });
+export const policyVersionSchema = policyChangeSchema.extend({ policy: z.record(z.string(), z.unknown()) }).meta({ id: "PolicyVersion" });
 
-export const policyVersionsQuerySchema = z
-  .object({ status: z.enum(STATUSES).optional(), limit: limitParam, cursor: cursorParam })
-  .strict();
+export const policyVersionsQuerySchema = z.object({ status: z.enum(STATUSES).optional(), limit: limitParam, cursor: cursorParam }).strict();
 
 export const policyVersionsPageSchema = z
   .object({ versions: z.array(policyVersionSchema), next_cursor: z.string().nullable() })
@@ -125,7 +121,13 @@ function conflict(activeVersion: number): Error {
   });
 }
 
-function audited(env: Env, principal: Principal, action: "policy.put" | "policy.approve" | "policy.withdraw", v: PolicyVersion, details: Record<string, unknown>) {
+function audited(
+  env: Env,
+  principal: Principal,
+  action: "policy.put" | "policy.approve" | "policy.withdraw",
+  v: PolicyVersion,
+  details: Record<string, unknown>,
+) {
   return auditStatement(env.DB, {
     id: newAuditId(),
     at: new Date().toISOString(),
@@ -246,11 +248,16 @@ export async function handleWithdrawPolicy(env: Env, config: HostConfig, raw: st
   switch (result.kind) {
     case "not_found": {
       const zero = version === 0 ? await getVersion(env.DB, config, 0) : null;
-      if (zero !== null) return statusConflict("not_deletable", "Version 0 is the deployment's settings; it is never withdrawn.", zero.status);
+      if (zero !== null)
+        return statusConflict("not_deletable", "Version 0 is the deployment's settings; it is never withdrawn.", zero.status);
       throw notFound(version);
     }
     case "not_deletable":
-      return statusConflict("not_deletable", `Version ${version} is ${result.status}; only a proposed or shadow version is withdrawn.`, result.status);
+      return statusConflict(
+        "not_deletable",
+        `Version ${version} is ${result.status}; only a proposed or shadow version is withdrawn.`,
+        result.status,
+      );
     case "withdrawn":
       await audited(env, principal, "policy.withdraw", result.row, {});
       return jsonResponse(200, change(result.row));
