@@ -69,7 +69,7 @@ function toVersion(row: VersionRow): PolicyVersion {
 }
 
 /** Version 0: the deployment's settings, never stored. */
-export async function settingsVersion(config: HostConfig, active: boolean): Promise<PolicyVersion> {
+async function settingsVersion(config: HostConfig, active: boolean): Promise<PolicyVersion> {
   const policy = settingsDocument(config);
   return {
     version: 0,
@@ -86,7 +86,7 @@ export async function settingsVersion(config: HostConfig, active: boolean): Prom
 }
 
 /** The pointer: the active version's number (0 until a stored version is activated). */
-export async function activeVersionNumber(db: Pick<HaltDb, "prepare">): Promise<number> {
+async function activeVersionNumber(db: Pick<HaltDb, "prepare">): Promise<number> {
   const row = await db.prepare("SELECT version FROM policy_active WHERE id = 1").first<{ version: number }>();
   return row?.version ?? 0;
 }

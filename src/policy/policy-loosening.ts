@@ -35,7 +35,7 @@ export interface PolicyShape {
 const INHERITED = new Set(["approvers", "approvals_required", "self_approval", "remind_before", "escalate_after", "escalate_to"]);
 
 /** RFC 6901: `~` as `~0`, `/` as `~1`. */
-export function pointer(...tokens: (string | number)[]): string {
+function pointer(...tokens: (string | number)[]): string {
   return tokens.map((t) => `/${String(t).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("");
 }
 
