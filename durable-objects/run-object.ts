@@ -287,7 +287,7 @@ export class RunObject extends DurableObject<Env> {
         source,
         catalog,
         observer: outputs,
-        policy: () => this.#policy.current(),
+        policy: this.#policy,
         halts: () => this.#policy.halts(config.STORAGE_WAIT_MS),
         limitRoom: (limits, call) => limitBeforeAsking(this.outcomeDb(), config.STORAGE_WAIT_MS, limits, call),
       },

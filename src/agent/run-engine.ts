@@ -89,7 +89,7 @@ export interface EngineDeps {
    * The policy version in force (contract section 24): the object's per-isolate snapshot, brought
    * up to the pointer every check reads (folded into the halts read); absent: the settings.
    */
-  policy?: () => PolicySnapshot;
+  policy?: { current(): PolicySnapshot; followVersion(version: number): Promise<void> };
   store: RunStore;
   stream: RunStream;
   schedule: AlarmSchedule;
@@ -170,6 +170,9 @@ export class RunEngine {
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
       limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
+      ...(deps.policy !== undefined
+        ? { policy: { version: () => deps.policy!.current().version, follow: (version) => deps.policy!.followVersion(version) } }
+        : {}),
     });
   }
 
@@ -387,13 +390,13 @@ export class RunEngine {
 
   /** A row stamped with the policy version in force now (contract sections 8, 24). */
   #stamped<T extends object>(row: T): T & { policy_version?: number; policy_hash?: string } {
-    const policy = this.#deps.policy?.();
+    const policy = this.#deps.policy?.current();
     return policy === undefined ? row : { ...row, policy_version: policy.version, policy_hash: policy.hash };
   }
 
   /** The policy version in force now (contract section 24): the object's snapshot, else the settings as version 0. */
   #policy(): Pick<PolicySnapshot, "document"> {
-    return this.#deps.policy?.() ?? { document: settingsDocument(this.#deps.config) };
+    return this.#deps.policy?.current() ?? { document: settingsDocument(this.#deps.config) };
   }
 
   /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */
@@ -590,7 +593,7 @@ export class RunEngine {
   /** The effects' path: their fields were checked against the schema where the effect was made (tool-calls.ts's `emit`). */
   #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
     if (POLICY_STAMPED.has(type) && this.#deps.policy !== undefined) {
-      const { version, hash } = this.#deps.policy();
+      const { version, hash } = this.#deps.policy.current();
       fields = { ...fields, policy_version: version, policy_hash: hash };
     }
     const event = this.#deps.stream.append(type, fields, now);

@@ -76,6 +76,11 @@ export class RunPolicy {
     return checks === "unavailable" ? checks : checks.halts;
   }
 
+  /** Follows a pointer the checkpoint's statement found moved (contract section 24: rebuilt once under it). */
+  async followVersion(version: number): Promise<void> {
+    await this.follow({ halts: [], policy_version: version });
+  }
+
   /** Brings the snapshot to a pointer a surface read (beside its own lookups); an unavailable read keeps it. */
   async follow(read: HaltsRead | "unavailable" | undefined): Promise<void> {
     if (read === undefined || read === "unavailable" || read.policy_version === this.#current.version) return;

@@ -252,6 +252,8 @@ export type GuardedCheckpointResult =
   | { ok: false; error: "halted"; halt_id: string; row: MutationOutcomeRow }
   /** A mutation limit's window is full (contract section 23): `retry_after_s` is the hint. */
   | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow }
+  /** The active policy version is no longer the one the statement was built from (contract section 24). */
+  | { ok: false; error: "policy_changed"; policy_version: number; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
   | { ok: false; error: "not_checkpointable"; row: MutationOutcomeRow };
 
@@ -281,8 +283,11 @@ export async function markDispatchedUnlessPrior(
   db: OutcomeDb,
   mutationId: string,
   limits: readonly MutationLimit[] = [],
+  /** Contract section 24: the policy version the limits came from; the statement commits only while it is the active one. */
+  policyVersion?: number,
 ): Promise<GuardedCheckpointResult> {
   const limited = limitClauses(limits);
+  const policyClause = policyVersion === undefined ? "" : "AND (SELECT version FROM policy_active WHERE id = 1) = ?";
   // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
   const row = await db
     .prepare(
@@ -295,14 +300,20 @@ export async function markDispatchedUnlessPrior(
          )
          AND NOT EXISTS (SELECT 1 FROM halts AS h WHERE ${HALT_COVERS_ROW})
          ${limited.sql}
+         ${policyClause}
        RETURNING *`,
     )
-    .bind(mutationId, ...limited.binds)
+    .bind(mutationId, ...limited.binds, ...(policyVersion === undefined ? [] : [policyVersion]))
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };
   if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
+  if (policyVersion !== undefined) {
+    const pointer = await db.prepare("SELECT version FROM policy_active WHERE id = 1").first<{ version: number }>();
+    if (pointer !== null && pointer.version !== policyVersion)
+      return { ok: false, error: "policy_changed", policy_version: pointer.version, row: current };
+  }
   const halt = await db
     .prepare(
       `SELECT h.halt_id FROM halts AS h, mutation_outcomes AS m

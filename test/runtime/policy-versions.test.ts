@@ -5,10 +5,14 @@
 // nothing falls back to the settings; moving the pointer back repairs it at
 // the next request. The migration's one-statement pointer moves: an
 // activating insert supersedes the version it replaces and makes the other
-// candidates stale; at most one shadow exists.
+// candidates stale; at most one shadow exists. The checkpoint's statement
+// commits only while the version it was built from is the active one, and
+// names the new one when it is not; the row carries policy_version and hash.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { api } from "./helpers";
+import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
+import { insertIntent, markDispatchedUnlessPrior } from "../../src/outcomes/mutation-outcomes";
 
 const BAD_DOCUMENT = JSON.stringify({ tools: { mcp__demo__create_dashboard: { level: "bogus" } }, groups: {}, budget: {} });
 const HASH = `sha256:${"a".repeat(64)}`;
@@ -64,5 +68,31 @@ describe("the pointer's statements (migrations/0033)", () => {
     const active = (await (await api("/api/policy")).json()) as { version: number; status: string };
     expect(active).toMatchObject({ version: 13, status: "active" });
     await env.DB.prepare("UPDATE policy_active SET version = 0 WHERE id = 1").run();
+  });
+});
+
+describe("the checkpoint's statement (contract sections 23, 24)", () => {
+  it("commits only while the policy version it was built from is active, and names the active one when not", async () => {
+    const digest = `sha256:${crypto.randomUUID().replaceAll("-", "").repeat(2)}`;
+    const { row } = await insertIntent(env.DB, {
+      runId: newRunId(),
+      channelId: "C-policy",
+      deliveryId: null,
+      toolCallId: newToolCallId(),
+      approvalId: newApprovalId(),
+      toolName: "mcp__demo__create_dashboard",
+      argumentsDigest: digest,
+      approvedBy: "token:root",
+      approvedAt: "2026-12-01T00:00:00.000Z",
+      policyVersion: 0,
+      policyHash: HASH,
+    });
+    expect(row).toMatchObject({ policy_version: 0, policy_hash: HASH });
+    const refused = await markDispatchedUnlessPrior(env.DB, row.mutation_id, [], 7);
+    expect(refused).toMatchObject({ ok: false, error: "policy_changed", policy_version: 0 });
+    const again = await env.DB.prepare("SELECT dispatched FROM mutation_outcomes WHERE mutation_id = ?").bind(row.mutation_id).first();
+    expect(again).toEqual({ dispatched: 0 });
+    const committed = await markDispatchedUnlessPrior(env.DB, row.mutation_id, [], 0);
+    expect(committed).toMatchObject({ ok: true });
   });
 });
