@@ -195,6 +195,17 @@ describe("policy versions (contract section 24)", () => {
       "the row to complete",
     );
     expect(rows[0]).toMatchObject({ policy_version: v.version, policy_hash: v.hash, approved_by: `access:${ANN}` });
+    // The decision's audit entry names the version that judged it.
+    const decided = await until(
+      async () => (await json(await server.api("/api/audit?action=approval.decide&limit=50"))).entries as any[],
+      (entries) => entries.some((e) => e.target === `${runId}/approvals/${approvalId}`),
+      "the approval.decide entry",
+    );
+    expect(decided.find((e) => e.target === `${runId}/approvals/${approvalId}`)).toMatchObject({
+      principal: `access:${ANN}`,
+      policy_version: v.version,
+      policy_hash: v.hash,
+    });
   });
 
   it("a loosening PUT stays proposed and decides nothing until another person approves it", async () => {
