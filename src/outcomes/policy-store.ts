@@ -8,7 +8,7 @@
 // pointer (folded into the halts read, src/outcomes/halts.ts) gets the
 // document without another D1 read unless the pointer moved, so no check
 // after an activation's answer uses the old rule.
-import { decodeCursor, encodeCursor } from "../listings/cursor";
+import { CursorError, decodeCursor, encodeCursor } from "../listings/cursor";
 import type { HostConfig } from "../config/config";
 import { parsePolicyDocument, type PolicyDocument, type PolicyIssue, policyHash, settingsDocument } from "../config/policy-document";
 import type { Loosening } from "../policy/policy-loosening";
@@ -112,7 +112,7 @@ export async function listVersions(
   query: { limit: number; cursor?: string | undefined; status?: PolicyStatus | undefined },
 ): Promise<{ items: PolicyVersion[]; next_cursor: string | null }> {
   const below = query.cursor === undefined ? null : Number(decodeCursor(query.cursor, 1)[0]);
-  if (below !== null && !Number.isInteger(below)) throw new Error("unreachable: a cursor this listing made");
+  if (below !== null && !Number.isInteger(below)) throw new CursorError("the cursor was not made by this listing");
   const { results } = await db
     .prepare(
       `SELECT * FROM policy_versions WHERE (?1 IS NULL OR version < ?1) AND (?2 IS NULL OR status = ?2) ORDER BY version DESC LIMIT ?3`,
