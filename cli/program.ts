@@ -13,6 +13,8 @@ import {
   EngineClient,
   type EngineEvent,
   type InputAnswer,
+  type PolicyPutRequest,
+  type PolicyStatus,
   type Role,
   type RunSummary,
   type ScriptTurn,
@@ -23,7 +25,17 @@ import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
 import { auditVerify } from "./audit-verify.js";
-import { approvalLine, auditLine, haltLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
+import {
+  approvalLine,
+  auditLine,
+  haltLine,
+  inputLine,
+  mcpServerLine,
+  mutationLine,
+  policyLine,
+  summaryPendingLines,
+  tokenLine,
+} from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
 const ENVIRONMENT_HELP = `
@@ -333,6 +345,83 @@ function buildProgram(act: Act): Command {
       }),
     );
 
+  // Policy as versioned data (contract section 24): read, change, list, approve.
+  const policy = program
+    .command("policy")
+    .description("the approval policy as versioned data (TOOL_POLICY, APPROVER_GROUPS, MUTATION_BUDGET)");
+  policy
+    .command("get")
+    .description("the active policy version, its document whole (viewer)")
+    .argument("[version]", "a version number instead of the active one", versionArgument)
+    .action(
+      act(async (version: number | undefined, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const found = version === undefined ? await client.getPolicy() : await client.getPolicyVersion(version);
+        if (out.json) out.object(found);
+        else {
+          out.line(policyLine(found));
+          for (const l of found.loosens) out.line(`  loosens ${l.path}: ${JSON.stringify(l.from)} -> ${JSON.stringify(l.to)}`);
+          out.line(JSON.stringify(found.policy, null, 2));
+        }
+        return EXIT_OK;
+      }),
+    );
+  policy
+    .command("put")
+    .description(
+      "store a new version from a JSON file {tools, groups, budget}: active at once when it only tightens, else proposed (admin)",
+    )
+    .argument("<file>", "the policy document (JSON)")
+    .option("--base <version>", "the active version it changes (default: the active one now)", versionArgument)
+    .option("--comment <text>", "why (0..1,000 characters)")
+    .option("--shadow", "store it as the shadow version (decides nothing)")
+    .action(
+      act(async (file: string, opts: { base?: number; comment?: string; shadow?: boolean }, command: Command) => {
+        const { out, client } = context(command);
+        const document = await readJsonFile(file);
+        const base = opts.base ?? (await client.getPolicy()).version;
+        const stored = await client.putPolicy({
+          policy: document as PolicyPutRequest["policy"],
+          base_version: base,
+          ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
+          ...(opts.shadow === true ? { mode: "shadow" as const } : {}),
+        });
+        if (out.json) out.object(stored);
+        else {
+          out.line(policyLine(stored));
+          for (const l of stored.loosens) out.line(`  loosens ${l.path}: ${JSON.stringify(l.from)} -> ${JSON.stringify(l.to)}`);
+          if (stored.status === "proposed") out.line(`  another admin approves it: policy approve ${stored.version}`);
+        }
+        return EXIT_OK;
+      }),
+    );
+  policy
+    .command("versions")
+    .description("policy versions, newest first; version 0 (the settings) last (viewer)")
+    .addOption(new Option("--status <status>", "only these").choices(["active", "proposed", "shadow", "superseded", "withdrawn", "stale"]))
+    .action(
+      act(async (opts: { status?: PolicyStatus }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.listPolicyVersions(opts.status === undefined ? { limit: 200 } : { status: opts.status, limit: 200 });
+        if (out.json) out.object(page);
+        else if (page.versions.length === 0) out.line("no versions");
+        else for (const v of page.versions) out.line(policyLine(v));
+        return EXIT_OK;
+      }),
+    );
+  policy
+    .command("approve")
+    .description("activate a proposed or shadow version; one that loosens needs an admin who is another person (admin)")
+    .argument("<version>", "the version number", versionArgument)
+    .action(
+      act(async (version: number, _opts: unknown, command: Command) => {
+        const { out, client } = context(command);
+        const active = await client.approvePolicyVersion(version);
+        out.result(policyLine(active), active);
+        return EXIT_OK;
+      }),
+    );
+
   const mcp = program.command("mcp").description("the configured MCP servers");
   mcp
     .command("list")
@@ -528,6 +617,27 @@ async function readScript(path: string): Promise<ScriptTurn[]> {
   const script = Array.isArray(parsed) ? parsed : (parsed as { script?: unknown } | null)?.script;
   if (!Array.isArray(script)) throw new UsageError(`--script ${path}: expected a JSON array of turns, or {"script": [...]}.`);
   return script as ScriptTurn[];
+}
+
+/** A policy version number (commander's argument parser). */
+function versionArgument(value: string): number {
+  if (!/^(0|[1-9][0-9]{0,8})$/.test(value)) throw new InvalidArgumentError("expected a version number (a whole number >= 0).");
+  return Number(value);
+}
+
+/** A JSON file's value; an unreadable or non-JSON file is bad usage. */
+async function readJsonFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new UsageError(`${path}: cannot read it (${(err as Error).message}).`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${path}: not JSON (${(err as Error).message}).`);
+  }
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {

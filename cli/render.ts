@@ -9,6 +9,7 @@ import type {
   Halt,
   InputListItem,
   MutationOutcome,
+  PolicyChange,
   RunSummary,
   McpServerListItem,
   TokenListItem,
@@ -207,6 +208,17 @@ export function mcpServerLine(s: McpServerListItem): string {
     ...(s.trust_annotations ? ["trust_annotations"] : []),
     ...(s.connected_by !== undefined ? [`connected_by=${s.connected_by}`] : []),
   ].join(" ");
+}
+
+/** `v<version> <status> <hash> by=<created_by> at=<created_at>[ base=<n>][ approved_by=…][ loosens=<n>] comment="…"`: one policy version. */
+export function policyLine(v: PolicyChange): string {
+  const parts = [`v${v.version}`, v.status, v.hash, `by=${v.created_by ?? "settings"}`];
+  if (v.created_at !== null) parts.push(`at=${v.created_at}`);
+  if (v.base_version !== undefined && v.base_version !== null) parts.push(`base=${v.base_version}`);
+  if (v.approved_by !== undefined) parts.push(`approved_by=${v.approved_by}`);
+  if (v.loosens.length > 0) parts.push(`loosens=${v.loosens.length}`);
+  if (v.comment !== "") parts.push(`comment=${JSON.stringify(v.comment)}`);
+  return parts.join(" ");
 }
 
 /** `<halt_id> <status> scope=<scope> by=<engaged_by> at=<engaged_at>[ releases=<n>/<required>][ released_by=…] reason="…"`: one halt. */

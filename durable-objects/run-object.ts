@@ -3,9 +3,8 @@
 // parts over its SQLite storage and its alarm (the stream in src/stream, the
 // alarm schedule in src/schedule, the agent loop and model source in
 // src/agent, the dispatch pipeline with the outcome ledger and the MCP sender
-// in src/execution and src/outcomes) and hands every RPC, watcher socket
-// (src/stream/watcher-sockets.ts, contract section 27) and alarm to them; what the run sends beyond its stream (the D1 run index, the
-// Slack outbox) hangs off the append path through src/agent/run-outputs.ts.
+// in src/execution and src/outcomes, the policy version in src/agent/run-policy.ts) and hands every RPC, watcher
+// socket (section 27) and alarm to them; the D1 run index and Slack outbox hang off the append path (src/agent/run-outputs.ts).
 // Until `start`, it creates nothing: a request for a run that never existed
 // leaves no storage behind.
 import { DurableObject } from "cloudflare:workers";
@@ -27,8 +26,8 @@ import type { ToolCall } from "../src/execution/tool-calls";
 import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
-import { needsHalts, readActiveHalts } from "../src/outcomes/halts";
-import type { ActiveHalts } from "../src/agent/run-rpc";
+import type { HaltsAndPolicy } from "../src/agent/run-rpc";
+import { RunPolicy } from "../src/agent/run-policy";
 import { limitBeforeAsking } from "../src/outcomes/mutation-limits";
 import { RowOutbox } from "../src/outcomes/row-outbox";
 import type { OutcomeDb } from "../src/outcomes/mutation-outcomes";
@@ -57,6 +56,7 @@ interface RunParts {
 
 export class RunObject extends DurableObject<Env> {
   #config!: HostConfig;
+  #policy!: RunPolicy; // the policy version the run's checks use (contract section 24)
   #engine: RunEngine | undefined;
   #parts: RunParts | undefined;
   /** After retention: the stream's purge marker only, answering 410 replay_gap or 204. */
@@ -80,6 +80,7 @@ export class RunObject extends DurableObject<Env> {
         throw new Error(`RunObject cannot start: ${loaded.message}`);
       }
       this.#config = loaded.config;
+      this.#policy = await RunPolicy.load(() => this.outcomeDb(), this.#config);
       this.#sockets = new WatcherSockets(ctx, {
         maxAgeMs: this.#config.STREAM_MAX_SECONDS * 1000,
         recheckMs: this.#config.HEARTBEAT_INTERVAL_MS,
@@ -152,11 +153,11 @@ export class RunObject extends DurableObject<Env> {
    * answered with one verdict; `gone` for a run that never started or was purged. An accepted
    * cancel is audited through the index's marks (contract section 18).
    */
-  async act(action: PersonAction, read?: ActiveHalts): Promise<ActionVerdict> {
+  async act(action: PersonAction, read?: HaltsAndPolicy): Promise<ActionVerdict> {
     const parts = this.#parts;
     if (!parts) return { kind: "gone" };
-    // Contract section 23: an approve or an accept reads the active halts from D1, uncached, within STORAGE_WAIT_MS.
-    const halts = !needsHalts(action) ? [] : (read ?? (await readActiveHalts(this.outcomeDb(), this.#config.STORAGE_WAIT_MS)));
+    // Contract sections 23, 24: an approve or an accept reads the active halts from D1, uncached, and every decision the policy pointer.
+    const halts = await this.#policy.forAction(action, this.#config.STORAGE_WAIT_MS, read);
     const verdict = parts.engine.act(action, halts);
     if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
       const now = Date.now();
@@ -286,7 +287,8 @@ export class RunObject extends DurableObject<Env> {
         source,
         catalog,
         observer: outputs,
-        halts: () => readActiveHalts(this.outcomeDb(), config.STORAGE_WAIT_MS),
+        policy: this.#policy,
+        halts: () => this.#policy.halts(config.STORAGE_WAIT_MS),
         limitRoom: (limits, call) => limitBeforeAsking(this.outcomeDb(), config.STORAGE_WAIT_MS, limits, call),
       },
       run,

@@ -75,11 +75,21 @@ import { cancelRequested, type CancelResult, type RunLifecycle, type RunRecord, 
 import type { RunStore } from "./run-store";
 import { TurnDriver } from "./turn-driver";
 import { logger } from "../operate/logger";
+import { settingsDocument } from "../config/policy-document";
+import type { PolicySnapshot } from "../outcomes/policy-store";
+
+/** The events that carry the deciding policy version and hash (contract sections 4, 24). */
+const POLICY_STAMPED = new Set<EventType>(["approval_requested", "approval_vote", "approval_resolved", "tool_execution"]);
 
 const MS_PER_SECOND = 1_000;
 
 export interface EngineDeps {
   config: HostConfig;
+  /**
+   * The policy version in force (contract section 24): the object's per-isolate snapshot, brought
+   * up to the pointer every check reads (folded into the halts read); absent: the settings.
+   */
+  policy?: { current(): PolicySnapshot; followVersion(version: number): Promise<void> };
   store: RunStore;
   stream: RunStream;
   schedule: AlarmSchedule;
@@ -159,7 +169,10 @@ export class RunEngine {
         this.#save();
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
-      limitsOf: (toolName) => limitsFor(deps.config.TOOL_POLICY, toolName),
+      limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
+      ...(deps.policy !== undefined
+        ? { policy: { version: () => deps.policy!.current().version, follow: (version) => deps.policy!.followVersion(version) } }
+        : {}),
     });
   }
 
@@ -297,7 +310,7 @@ export class RunEngine {
     if (check === undefined) return full;
     const run = this.#pipelineRun();
     for (const name of new Set(tools.filter((t) => t.mutating).map((t) => t.tool_name))) {
-      const limits = limitsFor(this.#deps.config.TOOL_POLICY, name);
+      const limits = limitsFor(this.#policy().document.tools, name);
       if (limits.length === 0) continue;
       const room = await check(limits, {
         tool_name: name,
@@ -325,7 +338,8 @@ export class RunEngine {
       haltOf,
     );
     // Refused only for an approval the run asked: its policy is there.
-    const policy = approvalPolicyOf(this.#calls, approvalId);
+    const { tools } = this.#policy().document;
+    const policy = approvalPolicyOf(this.#calls, approvalId, (toolName) => effectivePolicy(tools, toolName));
     if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
     if (verdict.kind === "refused" || prompt !== true) return verdict;
     // A surface with its own steps: a click on an approval no longer waiting is stale; a confirm step opens when nothing was typed.
@@ -354,22 +368,35 @@ export class RunEngine {
   }
 
   #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
-    const { config } = this.#deps;
+    const { tools, groups } = this.#policy().document;
     const now = Date.now();
+    // Contract section 24: each decision is judged by the version active now, the votes already counted included.
     const result = decideApproval(
       this.#calls,
       approvalId,
       decision,
       this.#requester(),
-      config.APPROVER_GROUPS,
+      groups,
       this.#limits(),
       now,
       newMutationId(),
       haltOf,
+      (toolName) => effectivePolicy(tools, toolName),
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
     return result.verdict;
+  }
+
+  /** A row stamped with the policy version in force now (contract sections 8, 24). */
+  #stamped<T extends object>(row: T): T & { policy_version?: number; policy_hash?: string } {
+    const policy = this.#deps.policy?.current();
+    return policy === undefined ? row : { ...row, policy_version: policy.version, policy_hash: policy.hash };
+  }
+
+  /** The policy version in force now (contract section 24): the object's snapshot, else the settings as version 0. */
+  #policy(): Pick<PolicySnapshot, "document"> {
+    return this.#deps.policy?.current() ?? { document: settingsDocument(this.#deps.config) };
   }
 
   /** The run's requester as section 19 compares it: its principal, its person, and the on_behalf_of it named. */
@@ -392,14 +419,13 @@ export class RunEngine {
     const found = findQuestion(this.#calls, inputId);
     if (found === undefined) return { kind: "not_found", what: "question", id: inputId };
     const { call } = found;
-    const grant = call.state === "dispatched" ? call.grant : call.state === "done" ? call.approval : undefined;
-    const policy =
-      (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
-      effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name);
+    // Contract section 24: the version active now decides who may answer, as for a vote.
+    const { tools, groups } = this.#policy().document;
+    const policy = effectivePolicy(tools, call.tool_name);
     // Whoever may approve the call answers; under self_approval: false its requester may only decline or cancel (section 21).
     const refusal = answerRefusal({
       policy,
-      groups: this.#deps.config.APPROVER_GROUPS,
+      groups,
       decider,
       requester: this.#requester(),
       action: answer.action,
@@ -567,6 +593,10 @@ export class RunEngine {
 
   /** The effects' path: their fields were checked against the schema where the effect was made (tool-calls.ts's `emit`). */
   #appendChecked(type: EventType, fields: Record<string, unknown>, now = Date.now()): StoredEvent | null {
+    if (POLICY_STAMPED.has(type) && this.#deps.policy !== undefined) {
+      const { version, hash } = this.#deps.policy.current();
+      fields = { ...fields, policy_version: version, policy_hash: hash };
+    }
     const event = this.#deps.stream.append(type, fields, now);
     if (event) this.#deps.observer?.appended(event.event, now);
     if (event && this.#deps.stream.terminal && this.#running()) this.#ended(type === "run_completed" ? "completed" : "failed", now);
@@ -635,16 +665,25 @@ export class RunEngine {
   /** Announces every call of the turn and asks every approval at once. */
   async #startToolTurn(turn: number, proposals: ProposedCall[]): Promise<void> {
     const { catalog, config } = this.#deps;
-    const prepared = [];
+    const listed = [];
     for (const proposed of proposals) {
       const info = await catalog.info(proposed.tool_name);
-      const tool = classifyTool(proposed.tool_name, info, config);
       // Contract section 23: the tool's identity as listed, which its approval is bound to.
       const toolDigest = await catalog.digest(proposed.tool_name, info);
-      prepared.push({ proposed, tool, digest: await argumentsDigest(proposed.arguments), toolDigest });
+      listed.push({ proposed, info, digest: await argumentsDigest(proposed.arguments), toolDigest });
     }
     // Contract section 23: a mutation proposed while a halt covers it ends at once; a failed read asks as usual (the checkpoint still guards).
-    const halts = prepared.some(({ tool }) => tool.mutating) ? await this.#deps.halts?.() : undefined;
+    // Contract section 24: the same statement reads the policy pointer, so the version active now classifies and asks.
+    const halts = listed.some(({ proposed }) => parseMcpToolName(proposed.tool_name) !== undefined)
+      ? await this.#deps.halts?.()
+      : undefined;
+    const rules = { TOOL_POLICY: this.#policy().document.tools, MCP_SERVERS: config.MCP_SERVERS };
+    const prepared = listed.map(({ proposed, info, digest, toolDigest }) => ({
+      proposed,
+      tool: classifyTool(proposed.tool_name, info, rules),
+      digest,
+      toolDigest,
+    }));
     const haltOf = this.#haltCheck(halts === undefined || halts === "unavailable" ? [] : halts);
     const limited = await this.#limitsBeforeAsking(
       prepared.map(({ proposed, tool }) => ({ tool_name: proposed.tool_name, mutating: tool.mutating })),
@@ -671,7 +710,7 @@ export class RunEngine {
     for (const call of calls) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
-      const policy = effectivePolicy(config.TOOL_POLICY, call.tool_name);
+      const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
       const halt = call.mutating ? haltOf(call) : null;
       this.#apply(
         announce(
@@ -714,10 +753,10 @@ export class RunEngine {
           this.#dispatch(effect.call);
           break;
         case "record_intent":
-          this.#pipeline.recordIntent(effect);
+          this.#pipeline.recordIntent(this.#stamped(effect));
           break;
         case "settle_unsent":
-          this.#pipeline.settleUnsent(effect, effect.reason);
+          this.#pipeline.settleUnsent(this.#stamped(effect), effect.reason);
           break;
       }
     }
@@ -800,7 +839,7 @@ export class RunEngine {
     const fromTrigger = this.#run.max_tool_calls;
     return {
       ceiling: fromTrigger === null ? config.MAX_TOOL_CALLS : Math.min(config.MAX_TOOL_CALLS, fromTrigger),
-      budget: config.MUTATION_BUDGET,
+      budget: this.#policy().document.budget,
       approvalTimeoutMs: config.APPROVAL_TIMEOUT_MS,
       admissionTimeoutMs: config.ADMISSION_TIMEOUT_MS,
     };

@@ -12,6 +12,8 @@ import type { ActiveHalt } from "../policy/halt-scope";
  * when a surface passes none.
  */
 export type ActiveHalts = readonly ActiveHalt[] | "unavailable";
+/** The halts with the policy pointer read in the same statement (contract section 24), as a surface passes them. */
+export type HaltsAndPolicy = { halts: ActiveHalt[]; policy_version: number } | "unavailable";
 import type { ConversationItem } from "../providers/model-provider";
 import type { RunSummary, StartRunInput } from "./run-record";
 
@@ -22,7 +24,7 @@ interface RunRpc extends Rpc.DurableObjectBranded {
   threadTurns(): Promise<ConversationItem[]>;
   summary(): Promise<RunSummary | null>;
   /** A person's action, judged by the run, answered with one verdict (src/wire/run-protocol.ts). */
-  act(action: PersonAction, halts?: ActiveHalts): Promise<ActionVerdict>;
+  act(action: PersonAction, halts?: HaltsAndPolicy): Promise<ActionVerdict>;
   /** GET /events: the SSE stream (contract section 5). */
   fetch(request: Request): Promise<Response>;
 }

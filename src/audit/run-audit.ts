@@ -1,7 +1,8 @@
 // The audit entries of changes made in a run's Durable Object (contract
 // section 18), derived from the events that record them: run_started
 // (run.trigger), a person's approval_vote and approval_resolved (approval.decide: expiries and
-// cancellations are no one's vote) and human_input_received (input.answer).
+// cancellations are no one's vote; with the deciding policy version and hash,
+// section 24) and human_input_received (input.answer).
 // Pure: the run's outputs put each entry in the run index's pending marks.
 // The id is the run and the event's sequence, so a replayed flush writes
 // nothing twice.
@@ -47,6 +48,9 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         target: `${context.run_id}/approvals/${event.approval_id}`,
         result: "ok",
         via: decidedBy.startsWith("slack:") ? "slack" : "api",
+        // Contract section 24: the policy version that judged the decision, as its event carries it.
+        ...(event.policy_version !== undefined ? { policy_version: event.policy_version } : {}),
+        ...(event.policy_hash !== undefined ? { policy_hash: event.policy_hash } : {}),
         details: {
           // A vote before the Nth (contract section 19: one approval.decide per vote) is an approve.
           decision: event.type === "approval_vote" ? "approved" : event.decision,

@@ -61,6 +61,12 @@ export const ERROR_CODES = [
   "invalid_scope",
   "self_release_forbidden",
   "second_person_required",
+  // Policy as versioned data (section 24).
+  "invalid_policy",
+  "policy_conflict",
+  "not_proposed",
+  "shadow_exists",
+  "not_deletable",
   // A bug, never bad input: logged, nothing internal said.
   "internal_error",
 ] as const;

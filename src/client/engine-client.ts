@@ -47,6 +47,11 @@ import type {
   HaltReleaseAnswer,
   HaltRequest,
   HaltsPage,
+  PolicyChange,
+  PolicyPutRequest,
+  PolicyStatus,
+  PolicyVersion,
+  PolicyVersionsPage,
 } from "./types.js";
 
 /** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
@@ -243,6 +248,39 @@ export class EngineClient {
     options: RequestOptions = {},
   ): Promise<HaltsPage> {
     return this.#json("GET", `/api/halts${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/policy: the active policy version whole (contract section 24, viewer). */
+  getPolicy(options: RequestOptions = {}): Promise<PolicyVersion> {
+    return this.#json("GET", "/api/policy", undefined, options);
+  }
+
+  /** PUT /api/policy: a new version; active at once when it only tightens, else proposed (admin). */
+  putPolicy(body: PolicyPutRequest, options: RequestOptions = {}): Promise<PolicyChange> {
+    return this.#json("PUT", "/api/policy", body, options);
+  }
+
+  /** GET /api/policy/versions: one page of versions, newest first (version 0, the settings, last). */
+  listPolicyVersions(
+    query: { status?: PolicyStatus; limit?: number; cursor?: string } = {},
+    options: RequestOptions = {},
+  ): Promise<PolicyVersionsPage> {
+    return this.#json("GET", `/api/policy/versions${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/policy/versions/{v}: one version with what it loosens. */
+  getPolicyVersion(version: number, options: RequestOptions = {}): Promise<PolicyVersion> {
+    return this.#json("GET", `/api/policy/versions/${version}`, undefined, options);
+  }
+
+  /** POST /api/policy/versions/{v}/approve: activate a proposed or shadow version (admin; another person when it loosens). */
+  approvePolicyVersion(version: number, options: RequestOptions = {}): Promise<PolicyChange> {
+    return this.#json("POST", `/api/policy/versions/${version}/approve`, undefined, options);
+  }
+
+  /** DELETE /api/policy/versions/{v}: withdraw a proposed or shadow version (admin). */
+  withdrawPolicyVersion(version: number, options: RequestOptions = {}): Promise<PolicyChange> {
+    return this.#json("DELETE", `/api/policy/versions/${version}`, undefined, options);
   }
 
   /** DELETE /api/halts/{halt_id}: a release vote (admin). */

@@ -170,6 +170,9 @@ export type EngineEvent =
       annotations?: ToolAnnotations;
       /** The tool's identity as listed when the call was proposed (contract section 23), `sha256:<hex>`; absent when unlisted. */
       tool_digest?: string;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"approval_vote"> & {
       tool_name: string;
@@ -178,6 +181,9 @@ export type EngineEvent =
       decided_by: string;
       votes: number;
       required: number;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"approval_resolved"> & {
       tool_name: string;
@@ -189,6 +195,9 @@ export type EngineEvent =
       reason?: string;
       /** Every counted approve, in order (section 19; absent from older servers). */
       approvals?: ApprovalVote[];
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & {
@@ -221,6 +230,9 @@ export type EngineEvent =
       retry_after_s?: number;
       /** With `halted` (contract section 23): the oldest halt covering the call. */
       halt_id?: string;
+      /** The policy version active at this check and its hash (contract section 24; absent from older servers). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"tool_completed"> & { tool_name: string; tool_call_id: string; approval_id?: string; approved: boolean; duration_ms: number })
   | Envelope<"heartbeat">
@@ -304,6 +316,9 @@ export interface MutationOutcome {
   requested_by?: string;
   on_behalf_of?: string;
   requester_person?: string;
+  /** Contract section 24: the policy version that decided the call, and its hash. */
+  policy_version?: number;
+  policy_hash?: string;
 }
 
 export interface RunMutations {
@@ -574,6 +589,56 @@ export type HaltReleaseAnswer =
   | { halt_id: string; status: "released"; released_by: string; released_at: string }
   | { halt_id: string; status: "active"; releases: number; required: number };
 
+/** A policy document (contract section 24): TOOL_POLICY, APPROVER_GROUPS and MUTATION_BUDGET as one JSON object. */
+export interface PolicyDocument {
+  tools: Record<string, Record<string, unknown>>;
+  groups: Record<string, string[]>;
+  budget: Record<string, number>;
+}
+
+export type PolicyStatus = "active" | "proposed" | "shadow" | "superseded" | "withdrawn" | "stale";
+
+/** One loosening change: an RFC 6901 pointer into the document, the value before and after (null when absent). */
+export interface PolicyLoosening {
+  path: string;
+  from: unknown;
+  to: unknown;
+}
+
+/** PUT /api/policy's answer (201; 200 for a document identical to the active one), and approve's and withdraw's. */
+export interface PolicyChange {
+  version: number;
+  hash: string;
+  status: PolicyStatus;
+  created_by: string | null;
+  created_at: string | null;
+  comment: string;
+  loosens: PolicyLoosening[];
+  base_version?: number | null;
+  mode?: "enforce" | "shadow";
+  approved_by?: string;
+  approved_at?: string;
+}
+
+/** A version whole: GET /api/policy, the versions listing, one version. Version 0 is the deployment's settings. */
+export interface PolicyVersion extends PolicyChange {
+  policy: PolicyDocument;
+}
+
+export interface PolicyVersionsPage {
+  versions: PolicyVersion[];
+  next_cursor: string | null;
+}
+
+export interface PolicyPutRequest {
+  policy: PolicyDocument;
+  /** The active version this change is based on (the first is 0). */
+  base_version: number;
+  /** Why, 0..1,000 characters (kept redacted). */
+  comment?: string;
+  mode?: "enforce" | "shadow";
+}
+
 /** Every action the audit log records (contract section 18), in the contract's order. */
 export const AUDIT_ACTIONS = [
   "token.create",
@@ -591,6 +656,10 @@ export const AUDIT_ACTIONS = [
   // Contract section 23.
   "halt.engage",
   "halt.release",
+  // Contract section 24.
+  "policy.put",
+  "policy.approve",
+  "policy.withdraw",
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",

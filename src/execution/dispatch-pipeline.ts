@@ -39,7 +39,7 @@
 // flight at a restart is lost. More than `maxInputRounds` rounds, or a
 // request the engine never declared, ends it input_unsupported with nothing
 // more sent. The row counts its `sends`.
-import type { MutationLedger } from "../outcomes/mutation-ledger";
+import type { GuardedCheckpointVerdict, MutationLedger } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import { parseMcpToolName } from "./tool-policy";
@@ -131,6 +131,11 @@ export interface PipelineDeps {
   writeAhead: (call: Dispatched, conversation: McpConversation) => void;
   /** The mutation limits a tool's checkpoint must respect (contract section 23); absent: none. */
   limitsOf?: (toolName: string) => MutationLimit[];
+  /**
+   * Contract section 24: the policy version `limitsOf` reads now (the checkpoint commits only while it is
+   * active), and how to follow a newer one when the checkpoint says it changed (rebuilt once under it).
+   */
+  policy?: { version(): number; follow(version: number): Promise<void> };
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;
@@ -246,13 +251,9 @@ export class DispatchPipeline {
       const listed = await session.identify();
       if (listed.kind === "failed") return this.#refuse(row, "transport_unavailable");
       if (listed.digest === null || listed.digest !== row.tool_digest) return this.#refuseChanged(row, listed.digest);
-      const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
-      const checkpoint = await ledger.checkpointUnlessPrior(
-        row.mutation_id,
-        { reason: "storage_unavailable", settledAt: this.#iso() },
-        limits,
-      );
+      const checkpoint = await this.#checkpoint(call, row);
       if (checkpoint === "prior_outcome_unknown") return this.#refuse(row, "prior_outcome_unknown");
+      if (typeof checkpoint === "object" && checkpoint.kind === "policy_changed") return this.#refuse(row, "storage_unavailable");
       if (typeof checkpoint === "object") {
         this.settleUnsent(row, checkpoint.kind);
         return checkpoint.kind === "halted"
@@ -409,6 +410,25 @@ export class DispatchPipeline {
     return { kind: "refuse", reason: "tool_changed", tool_digest: listed };
   }
 
+  /**
+   * The checkpoint's statement, built from the limits of the policy version in force; when that version
+   * is no longer active (contract section 24), rebuilt once under the new one.
+   */
+  async #checkpoint(call: Dispatched, row: IntentRow): Promise<GuardedCheckpointVerdict> {
+    const { ledger, policy } = this.#deps;
+    for (let attempt = 0; ; attempt++) {
+      const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
+      const verdict = await ledger.checkpointUnlessPrior(
+        row.mutation_id,
+        { reason: "storage_unavailable", settledAt: this.#iso() },
+        limits,
+        policy?.version(),
+      );
+      if (typeof verdict !== "object" || verdict.kind !== "policy_changed" || attempt > 0 || policy === undefined) return verdict;
+      await policy.follow(verdict.policy_version);
+    }
+  }
+
   #intentInput(row: IntentRow): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
     return {
@@ -424,6 +444,7 @@ export class DispatchPipeline {
       requestedBy: run.requested_by ?? null,
       onBehalfOf: run.on_behalf_of ?? null,
       requesterPerson: run.requester_person ?? null,
+      ...(row.policy_version !== undefined ? { policyVersion: row.policy_version, policyHash: row.policy_hash ?? null } : {}),
       approvedBy: row.approved_by,
       approvals: row.approvals,
       ...(row.tool_digest !== undefined ? { toolDigest: row.tool_digest } : {}),

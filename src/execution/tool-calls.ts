@@ -21,6 +21,7 @@ import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
 import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
+import { matchesApprovers } from "../policy/approver-patterns";
 import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
@@ -230,6 +231,9 @@ export type Effect =
  */
 export interface IntentRow {
   mutation_id: string;
+  /** The policy version that decided the call and its hash (contract section 24), stamped by the engine. */
+  policy_version?: number;
+  policy_hash?: string;
   tool_call_id: string;
   tool_name: string;
   arguments_digest: string;
@@ -467,11 +471,13 @@ export function decideApproval(
   now: number,
   mutationId: string,
   haltOf: HaltCheck = () => null,
+  /** The tool's policy in the version active now (contract section 24); absent: the one it was asked under. */
+  current?: (toolName: string) => ApprovalPolicy,
 ): DecisionResult {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
   // Contract section 19: eligibility, then self-approval, before anything about the approval's state is told.
-  const policy = approvalOf(call)?.policy ?? DEFAULT_POLICY;
+  const policy = current?.(call.tool_name) ?? approvalOf(call)?.policy ?? DEFAULT_POLICY;
   const refusal = refusalOf({ policy, groups, decider: input.decider, requester, decision: input.decision });
   if (refusal !== null) return { verdict: { kind: "refused", error: refusal }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";
@@ -497,12 +503,18 @@ export function decideApproval(
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
   const { state: _awaiting, approval: asked, ...base } = call;
-  const votes = asked.votes ?? [];
-  const counted = decide({ policy, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  // Contract section 24: a version changed since the votes were counted drops those of voters no longer eligible.
+  const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v));
+  let counted = decide({ policy, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  if (counted.kind === "duplicate_vote" && votes.length >= policy.approvals_required) {
+    // The counted votes reach the current `required` (it was lowered): this decision resolves it.
+    counted = { kind: "approved", approvals: votes, decided_by: input.decided_by };
+  }
   switch (counted.kind) {
     case "refused":
       return { verdict: counted, effects: [] };
     case "duplicate_vote":
+      if (votes.length !== (asked.votes ?? []).length) place(calls, call, { ...call, approval: { ...asked, votes } });
       return { verdict: { kind: "vote_pending", approval_id: approvalId, votes: counted.votes, required: counted.required }, effects: [] };
     case "vote_recorded":
       place(calls, call, { ...call, approval: { ...asked, votes: [...votes, counted.vote] } });
@@ -565,10 +577,26 @@ export function decideApproval(
   };
 }
 
+/**
+ * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
+ * `approvers` (when set), and with more than one approval required it was a person's (a credential
+ * that is no person is keyed by its own `token:` id).
+ */
+function stillEligible(policy: ApprovalPolicy, groups: Readonly<Record<string, readonly string[]>>, vote: Vote): boolean {
+  if (policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
+  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
+}
+
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
-export function approvalPolicyOf(calls: readonly ToolCall[], approvalId: string): ApprovalPolicy | undefined {
+export function approvalPolicyOf(
+  calls: readonly ToolCall[],
+  approvalId: string,
+  /** The policy version active now (contract section 24), which decides instead of the one asked under. */
+  current?: (toolName: string) => ApprovalPolicy,
+): ApprovalPolicy | undefined {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
-  return call === undefined ? undefined : (approvalOf(call)?.policy ?? DEFAULT_POLICY);
+  if (call === undefined) return undefined;
+  return current?.(call.tool_name) ?? approvalOf(call)?.policy ?? DEFAULT_POLICY;
 }
 
 /** The approval record of a call in any state after it was asked. */

@@ -16,7 +16,7 @@ import { runStubFor } from "./start-run";
 /** A request past the /api/* guard: its parsed configuration and its principal (contract section 18). */
 export type ApiRequest = IRequest & { config: HostConfig; principal: Principal };
 
-type RouteMethod = "GET" | "HEAD" | "POST" | "DELETE";
+type RouteMethod = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
 
 /**
  * Who may call a route:

@@ -91,6 +91,19 @@ import {
   handleReleaseHalt,
 } from "./handlers/halts";
 import { handleTrigger } from "./handlers/trigger";
+import {
+  handleApprovePolicy,
+  handleGetPolicy,
+  handleGetPolicyVersion,
+  handleListPolicyVersions,
+  handlePutPolicy,
+  handleWithdrawPolicy,
+  policyChangeSchema,
+  policyVersionSchema,
+  policyVersionsPageSchema,
+  policyVersionsQuerySchema,
+  putPolicySchema,
+} from "./handlers/policy";
 import { openApiDocumentOf } from "./openapi-document";
 import {
   decisionAnswerSchema,
@@ -569,6 +582,67 @@ export const ROUTES: readonly RouteSpec[] = [
       ...errors(404, ...API_ERRORS),
     },
     handler: (request, env) => handleReleaseHalt(env, request.config, decodePathParam(request.params.haltId), request.principal),
+  },
+  // Policy as versioned data (contract section 24): an admin changes it, a viewer reads it.
+  {
+    method: "PUT",
+    path: "/api/policy",
+    auth: admin,
+    summary: "Store a policy version: active at once when it only tightens, else proposed (or shadow) (contract section 24, admin)",
+    request: jsonBody(putPolicySchema),
+    responses: {
+      200: { description: "Identical to the active version: that version", content: json(policyChangeSchema) },
+      201: { description: "Stored", content: json(policyChangeSchema) },
+      ...errors(400, 409, 413, 415, ...API_ERRORS),
+    },
+    handler: (request, env) => handlePutPolicy(request, env, request.config, request.principal),
+  },
+  {
+    method: "GET",
+    path: "/api/policy",
+    auth: viewer,
+    summary: "The active policy version whole (contract section 24, viewer)",
+    responses: { 200: { description: "The active version", content: json(policyVersionSchema) }, ...errors(...API_ERRORS) },
+    handler: (request, env) => handleGetPolicy(env, request.config),
+  },
+  {
+    method: "GET",
+    path: "/api/policy/versions",
+    auth: viewer,
+    summary: "Policy versions, newest first; version 0 (the settings) last (contract section 24, viewer)",
+    request: { query: policyVersionsQuerySchema },
+    responses: { 200: { description: "One page", content: json(policyVersionsPageSchema) }, ...errors(400, ...API_ERRORS) },
+    handler: (request, env) => handleListPolicyVersions(new URL(request.url), env, request.config),
+  },
+  {
+    method: "GET",
+    path: "/api/policy/versions/:v",
+    auth: viewer,
+    summary: "One policy version with what it loosens (contract section 24, viewer)",
+    request: { params: z.object({ v: z.string() }) },
+    responses: { 200: { description: "The version", content: json(policyVersionSchema) }, ...errors(400, 404, ...API_ERRORS) },
+    handler: (request, env) => handleGetPolicyVersion(env, request.config, decodePathParam(request.params.v)),
+  },
+  {
+    method: "POST",
+    path: "/api/policy/versions/:v/approve",
+    auth: admin,
+    summary: "Activate a proposed or shadow version; one that loosens needs another person (contract section 24, admin)",
+    request: { params: z.object({ v: z.string() }) },
+    responses: {
+      200: { description: "Active", content: json(policyChangeSchema) },
+      ...errors(400, 404, 409, ...API_ERRORS),
+    },
+    handler: (request, env) => handleApprovePolicy(env, request.config, decodePathParam(request.params.v), request.principal),
+  },
+  {
+    method: "DELETE",
+    path: "/api/policy/versions/:v",
+    auth: admin,
+    summary: "Withdraw a proposed or shadow version (contract section 24, admin)",
+    request: { params: z.object({ v: z.string() }) },
+    responses: { 200: { description: "Withdrawn", content: json(policyChangeSchema) }, ...errors(400, 404, 409, ...API_ERRORS) },
+    handler: (request, env) => handleWithdrawPolicy(env, request.config, decodePathParam(request.params.v), request.principal),
   },
   // An audit you can prove (contract section 25).
   {

@@ -21,6 +21,7 @@ import { loadConfig } from "../config/config";
 import type { Env } from "../config/env";
 import { isRunId } from "../ids";
 import { queueRefusal } from "../audit/queue-refusal";
+import { activePolicyProblem } from "../outcomes/policy-store";
 import { type ApiRequest, runStub } from "./route-spec";
 import { ROUTES } from "./route-table";
 
@@ -36,6 +37,16 @@ async function guardApi(request: ApiRequest, env: Env, ctx: ExecutionContext): P
   }
   if (loaded.state === "not_configured") throw apiError(503, { error: "not_configured", message: loaded.message });
   const config = loaded.config;
+  // Contract section 24: an active stored policy version that no longer validates stops every route; nothing falls back.
+  const badPolicy = await activePolicyProblem(env.DB, config);
+  if (badPolicy !== null) {
+    throw apiError(503, {
+      error: "bad_config",
+      message: `The active policy version ${badPolicy.version} no longer validates; nothing falls back to an older version or the settings. Fix it in D1 (policy_active, policy_versions) or redeploy code that accepts it.`,
+      policy_version: badPolicy.version,
+      details: badPolicy.details.map((d) => ({ path: `policy_versions.${badPolicy.version}.${d.path}`, message: d.message })),
+    });
+  }
   const auth = await authenticate(request.headers, { db: env.DB, config, waitUntil: (p) => ctx.waitUntil(p) });
   if (auth.kind !== "authenticated") {
     // Counted per client address; past the limit the failure is a 429 (a valid credential never gets here).
@@ -142,6 +153,6 @@ for (const route of ahead) router[methodOf(route.method)](route.path, route.hand
 router.all("/api/*", guardApi);
 for (const route of behind) router[methodOf(route.method)](route.path, route.handler);
 
-function methodOf(method: string): "get" | "head" | "post" | "delete" {
-  return method.toLowerCase() as "get" | "head" | "post" | "delete";
+function methodOf(method: string): "get" | "head" | "post" | "put" | "delete" {
+  return method.toLowerCase() as "get" | "head" | "post" | "put" | "delete";
 }

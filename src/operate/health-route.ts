@@ -20,6 +20,7 @@ import { globalStoragePool } from "../outcomes/storage-pool-rpc";
 import { checkHealth, type Component, McpProbeCache, type McpState, within } from "./health";
 import { auditHealth } from "../audit/audit-health";
 import { webhooksHealth } from "../webhooks/webhook-health";
+import { isBadPolicy, readActivePolicy } from "../outcomes/policy-store";
 
 /** One cache per isolate: the contract's 30 s is per server, not per request. */
 const mcpProbes = new McpProbeCache();
@@ -106,6 +107,16 @@ export async function handleHealth(
       if (n === null) throw new Error("halts unread");
       return n;
     },
+    // Contract section 24: the active version, its hash, and whether it still validates.
+    ...(config === null
+      ? {}
+      : {
+          policy: async () => {
+            const read = await within(waitMs, readActivePolicy(env.DB, config), null);
+            if (read === null) throw new Error("policy unread");
+            return { version: read.version, hash: read.hash, state: isBadPolicy(read) ? ("bad" as const) : ("ok" as const) };
+          },
+        }),
   });
   return jsonResponse(health.status === "ok" ? 200 : 503, health);
 }

@@ -28,6 +28,11 @@ export const healthSchema = z
     mcp: z.record(z.string(), mcpStateSchema),
     // Contract sections 22 and 23: how many halts are active; only informs (never degrades the status).
     halts_active: z.number().int().nonnegative().optional(),
+    // Contract section 24: the active policy version; `bad` (it no longer validates) degrades the status.
+    policy: z
+      .object({ version: z.number().int().min(0), hash: z.string(), state: z.enum(["ok", "bad"]) })
+      .strict()
+      .optional(),
   })
   .strict()
   .meta({ id: "Health", description: "Each dependency's state (contract section 22): 200 when ok, 503 when degraded." });
@@ -49,6 +54,8 @@ export interface HealthProbes {
   mcp: Record<string, () => Promise<McpState>>;
   /** Active halts (contract section 23); a failed read leaves `halts_active` out. */
   haltsActive?: () => Promise<number>;
+  /** The active policy version (contract section 24); a failed read leaves `policy` out. */
+  policy?: () => Promise<NonNullable<Health["policy"]>>;
 }
 
 /** Runs every probe at once; a probe that throws counts as degraded (or unreachable). */
@@ -66,8 +73,10 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
   ]);
   const mcp = Object.fromEntries(names.map((name, i) => [name, mcpStates[i] as McpState]));
   const halts = await haltsActive;
+  const policy = probes.policy ? await safely(probes.policy, null) : null;
   const degraded =
     !probes.configOk ||
+    policy?.state === "bad" ||
     [d1, storage_pool, slack, audit, webhooks].some((c) => c === "degraded") ||
     Object.values(mcp).some((state) => state !== "ok");
   return {
@@ -80,6 +89,7 @@ export async function checkHealth(probes: HealthProbes): Promise<Health> {
     webhooks: webhooks as Component,
     mcp,
     ...(halts === null ? {} : { halts_active: halts }),
+    ...(policy === null ? {} : { policy }),
   };
 }
 

@@ -161,13 +161,27 @@ export async function getHalt(db: HaltDb, haltId: string): Promise<HaltRow | nul
 }
 
 /** The active halts, oldest first, read from D1 (never cached: a decision must see a halt engaged a moment ago). */
-async function activeHalts(db: Pick<HaltDb, "prepare">): Promise<ActiveHalt[]> {
+/**
+ * The active halts and, folded into the same statement, the policy pointer (contract section 24):
+ * every check that reads the halts learns the active policy version without another round trip.
+ */
+async function activeHaltsAndPolicy(db: Pick<HaltDb, "prepare">): Promise<HaltsRead> {
   const { results } = await db
     .prepare(
-      `SELECT halt_id, scope_kind, scope_value, scope_person, engaged_at FROM halts WHERE status = 'active' ORDER BY engaged_at, halt_id`,
+      `SELECT p.version AS policy_version, h.halt_id, h.scope_kind, h.scope_value, h.scope_person, h.engaged_at
+         FROM policy_active p LEFT JOIN halts h ON h.status = 'active'
+        WHERE p.id = 1 ORDER BY h.engaged_at, h.halt_id`,
     )
-    .all<ActiveHalt>();
-  return results;
+    .all<ActiveHalt & { policy_version: number; halt_id: string | null }>();
+  const halts: ActiveHalt[] = [];
+  for (const { policy_version: _, ...halt } of results) if (halt.halt_id !== null) halts.push(halt as ActiveHalt);
+  return { halts, policy_version: results[0]?.policy_version ?? 0 };
+}
+
+/** The active halts and the policy pointer, read in one statement. */
+export interface HaltsRead {
+  halts: ActiveHalt[];
+  policy_version: number;
 }
 
 export interface HaltPage {
@@ -245,8 +259,14 @@ export async function voteRelease(
  * "unavailable" when D1 did not answer in time or failed.
  */
 export async function readActiveHalts(db: Pick<HaltDb, "prepare">, waitMs: number): Promise<ActiveHalt[] | "unavailable"> {
+  const read = await readHaltsAndPolicy(db, waitMs);
+  return read === "unavailable" ? read : read.halts;
+}
+
+/** readActiveHalts with the policy pointer (contract section 24) folded in: what a decision and an asking read. */
+export async function readHaltsAndPolicy(db: Pick<HaltDb, "prepare">, waitMs: number): Promise<HaltsRead | "unavailable"> {
   try {
-    const answer = await boundedStorage(waitMs, () => activeHalts(db));
+    const answer = await boundedStorage(waitMs, () => activeHaltsAndPolicy(db));
     return answer.status === "ok" ? answer.value : "unavailable";
   } catch {
     return "unavailable";

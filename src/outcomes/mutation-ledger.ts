@@ -51,7 +51,9 @@ export type GuardedCheckpointVerdict =
   | "prior_outcome_unknown"
   | "unavailable"
   | { kind: "halted"; halt_id: string }
-  | { kind: "rate_limited"; retry_after_s: number };
+  | { kind: "rate_limited"; retry_after_s: number }
+  /** Contract section 24: the active policy version changed since the statement was built; rebuild it under this one. */
+  | { kind: "policy_changed"; policy_version: number };
 export type SettleVerdict = "settled" | "late";
 
 /** Where background writes outlive the object: the run's row outbox, and the alarm that retries it (`wake` at epoch ms). */
@@ -115,13 +117,17 @@ export class MutationLedger {
     mutationId: string,
     notSent: Omit<Settlement, "state">,
     limits: readonly MutationLimit[] = [],
+    policyVersion?: number,
   ): Promise<GuardedCheckpointVerdict> {
-    const answer = await this.#guard(`checkpoint ${mutationId}`, () => markDispatchedUnlessPrior(this.#db(), mutationId, limits));
+    const answer = await this.#guard(`checkpoint ${mutationId}`, () =>
+      markDispatchedUnlessPrior(this.#db(), mutationId, limits, policyVersion),
+    );
     if (answer.status === "ok") {
       const result = answer.value;
       if (result.ok) return "acknowledged";
       if (result.error === "halted") return { kind: "halted", halt_id: result.halt_id };
       if (result.error === "rate_limited") return { kind: "rate_limited", retry_after_s: result.retry_after_s };
+      if (result.error === "policy_changed") return { kind: "policy_changed", policy_version: result.policy_version };
       return result.error === "prior_outcome_unknown" ? "prior_outcome_unknown" : "unavailable";
     }
     if (answer.status === "timeout") {

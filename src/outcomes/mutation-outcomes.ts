@@ -87,6 +87,9 @@ export interface MutationOutcomeRow {
   requested_by?: string | null;
   on_behalf_of?: string | null;
   requester_person?: string | null;
+  /** Contract section 24 (migrations/0033): the policy version that decided the call, and its hash. */
+  policy_version?: number | null;
+  policy_hash?: string | null;
   /** D1's clock when the checkpoint committed. */
   dispatched_at?: string | null;
   reason: string | null;
@@ -139,6 +142,8 @@ export function toProjection(row: MutationOutcomeRow): MutationOutcomeProjection
     ...(typeof row.requested_by === "string" ? { requested_by: row.requested_by } : {}),
     ...(typeof row.on_behalf_of === "string" ? { on_behalf_of: row.on_behalf_of } : {}),
     ...(typeof row.requester_person === "string" ? { requester_person: row.requester_person } : {}),
+    ...(typeof row.policy_version === "number" ? { policy_version: row.policy_version } : {}),
+    ...(typeof row.policy_hash === "string" ? { policy_hash: row.policy_hash } : {}),
   };
 }
 
@@ -179,6 +184,9 @@ export interface IntentInput {
   requestedBy?: string | null;
   onBehalfOf?: string | null;
   requesterPerson?: string | null;
+  /** Contract section 24: the policy version in force when the call was approved, and its hash. */
+  policyVersion?: number | null;
+  policyHash?: string | null;
 }
 
 /** created: false means a row for (run_id, tool_call_id, approval_id) already existed: replay_blocked. */
@@ -191,8 +199,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       `INSERT INTO mutation_outcomes
          (mutation_id, run_id, channel_id, delivery_id, tool_call_id, approval_id, tool_name, arguments_digest,
           approved_by, approved_at, approvals_json, tool_digest, state, dispatched, created_at,
-          server, requested_by, on_behalf_of, requester_person)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?, ?, ?, ?, ?)
+          server, requested_by, on_behalf_of, requester_person, policy_version, policy_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'unresolved', 0, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (run_id, tool_call_id, approval_id) DO NOTHING
        RETURNING *`,
     )
@@ -214,6 +222,8 @@ export async function insertIntent(db: OutcomeDb, input: IntentInput): Promise<I
       input.requestedBy ?? null,
       input.onBehalfOf ?? null,
       input.requesterPerson ?? null,
+      input.policyVersion ?? null,
+      input.policyHash ?? null,
     )
     .first<MutationOutcomeRow>();
   if (inserted) return { created: true, row: inserted };
@@ -242,6 +252,8 @@ export type GuardedCheckpointResult =
   | { ok: false; error: "halted"; halt_id: string; row: MutationOutcomeRow }
   /** A mutation limit's window is full (contract section 23): `retry_after_s` is the hint. */
   | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow }
+  /** The active policy version is no longer the one the statement was built from (contract section 24). */
+  | { ok: false; error: "policy_changed"; policy_version: number; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
   | { ok: false; error: "not_checkpointable"; row: MutationOutcomeRow };
 
@@ -271,8 +283,11 @@ export async function markDispatchedUnlessPrior(
   db: OutcomeDb,
   mutationId: string,
   limits: readonly MutationLimit[] = [],
+  /** Contract section 24: the policy version the limits came from; the statement commits only while it is the active one. */
+  policyVersion?: number,
 ): Promise<GuardedCheckpointResult> {
   const limited = limitClauses(limits);
+  const policyClause = policyVersion === undefined ? "" : "AND (SELECT version FROM policy_active WHERE id = 1) = ?";
   // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
   const row = await db
     .prepare(
@@ -285,14 +300,20 @@ export async function markDispatchedUnlessPrior(
          )
          AND NOT EXISTS (SELECT 1 FROM halts AS h WHERE ${HALT_COVERS_ROW})
          ${limited.sql}
+         ${policyClause}
        RETURNING *`,
     )
-    .bind(mutationId, ...limited.binds)
+    .bind(mutationId, ...limited.binds, ...(policyVersion === undefined ? [] : [policyVersion]))
     .first<MutationOutcomeRow>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };
   if (current.state !== "unresolved" || current.dispatched !== 0) return { ok: false, error: "not_checkpointable", row: current };
+  if (policyVersion !== undefined) {
+    const pointer = await db.prepare("SELECT version FROM policy_active WHERE id = 1").first<{ version: number }>();
+    if (pointer !== null && pointer.version !== policyVersion)
+      return { ok: false, error: "policy_changed", policy_version: pointer.version, row: current };
+  }
   const halt = await db
     .prepare(
       `SELECT h.halt_id FROM halts AS h, mutation_outcomes AS m

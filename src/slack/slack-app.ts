@@ -60,7 +60,7 @@ import { refreshDue, refreshInstallation } from "./installation-tokens";
 import { eventOrigin, interactionOrigin } from "./install-flow";
 import { installationTeam } from "./installation-team";
 import { EXTERNAL_USER_TEXT, haltedTriggerText, rateLimitedText } from "./guard-replies";
-import { readActiveHalts } from "../outcomes/halts";
+import { readActiveHalts, readHaltsAndPolicy } from "../outcomes/halts";
 import { coveringHalt } from "../policy/halt-scope";
 import { approverPrincipals, slackRequester, slackUserOf } from "./slack-principal";
 import { eventTeams, interactionTeams, scopeOf } from "./team-scope";
@@ -646,11 +646,8 @@ async function decideAsSlackUser(
     await reply(GONE_TEXT);
     return null;
   }
-  // Contract section 23: an approve is judged against the active halts, read from D1 beside users.info (one trip, not two).
-  const [actor, halts] = await Promise.all([
-    slackDecider(turn, userId),
-    action.kind === "approve" ? readActiveHalts(env.DB, config.STORAGE_WAIT_MS) : undefined,
-  ]);
+  // Contract sections 23, 24: the active halts and the policy pointer, read from D1 beside users.info (one trip, not two).
+  const [actor, halts] = await Promise.all([slackDecider(turn, userId), readHaltsAndPolicy(env.DB, config.STORAGE_WAIT_MS)]);
   const verdict = await runStubFor(env, runId).act({ ...action, actor }, halts);
   if (verdict.kind !== "refused") return verdict;
   await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);

@@ -84,6 +84,20 @@ const approvalVoteSchema = z.object({ by: z.string(), at: isoTime }).strict();
 const approvalsField = z
   .array(approvalVoteSchema)
   .meta({ description: "Every counted approve, in order (contract section 19); [] when none was counted." });
+/** Contract section 24: the policy version that decided, and its hash, on the approval events and tool_execution. */
+const policyFields = {
+  policy_version: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: "The policy version active at this check (contract section 24); 0 is the settings." }),
+  policy_hash: z
+    .string()
+    .regex(/^sha256:[0-9a-f]{64}$/)
+    .optional()
+    .meta({ description: "`sha256:` of the RFC 8785 form of that version's document (contract section 24)." }),
+};
 const requiredField = z.number().int().min(1).max(5).meta({ description: "How many distinct persons must approve (contract section 19)." });
 
 /** The own fields of every event type (section 4's table), keyed by type. */
@@ -114,12 +128,20 @@ const ownFields = {
       .nullable()
       .meta({ description: "The approvers patterns in force (contract section 19), or null for the default rule." }),
     annotations: toolAnnotationsSchema.optional(),
+    ...policyFields,
     tool_digest: toolDigestSchema.optional().meta({
       description:
         "The tool's identity as listed when the call was proposed (contract section 23): `sha256:` and the hex SHA-256 of the RFC 8785 form of its server_url, name, title, description, inputSchema, outputSchema and annotations; absent when its server did not list it.",
     }),
   },
-  approval_vote: { ...toolIds, approval_id: z.string(), decided_by: z.string(), votes: z.number().int().min(1), required: requiredField },
+  approval_vote: {
+    ...toolIds,
+    approval_id: z.string(),
+    decided_by: z.string(),
+    votes: z.number().int().min(1),
+    required: requiredField,
+    ...policyFields,
+  },
   approval_resolved: {
     ...toolIds,
     approval_id: z.string(),
@@ -132,6 +154,7 @@ const ownFields = {
       .meta({ description: "The decider's reason, redacted, at most 1,000 characters (contract section 6)." }),
     // Optional: events written before contract section 19 lack it.
     approvals: approvalsField.optional(),
+    ...policyFields,
   },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
   human_input_requested: {
@@ -174,6 +197,7 @@ const ownFields = {
       .optional()
       .meta({ description: "With rate_limited (contract section 23): seconds until the limit has room again; a hint, not a reservation." }),
     halt_id: z.string().optional().meta({ description: "With halted (contract section 23): the oldest active halt covering the call." }),
+    ...policyFields,
   },
   tool_completed: { ...toolIds, approval_id: z.string().optional(), approved: z.boolean(), duration_ms: z.number().int().min(0) },
   heartbeat: {},

@@ -70,6 +70,12 @@ export function mutationOutcomeShape<C extends z.ZodType, S extends z.ZodType, A
     on_behalf_of: z.string().optional(),
     /** The person the row counts for: on_behalf_of's, else the requester's (section 23); absent when nobody. */
     requester_person: z.string().optional(),
+    /** The policy version that decided the call, and its hash (contract section 24); absent on rows written before it. */
+    policy_version: z.number().int().min(0).optional(),
+    policy_hash: z
+      .string()
+      .regex(/^sha256:[0-9a-f]{64}$/)
+      .optional(),
   };
 }
 

@@ -746,3 +746,31 @@ describe("approved-exec halt, halts and release (contract section 23)", () => {
     expect((await cli(["approve", runId, requested])).code).toBe(0);
   });
 });
+
+describe("approved-exec policy (contract section 24)", () => {
+  it("gets the active version, puts a tightening one from a file, lists the versions, and approve of an active one exits 1", async () => {
+    const got = await cli(["policy", "get", "--json"]);
+    expect(got.code, got.stderr).toBe(0);
+    const active = JSON.parse(got.stdout);
+    expect(active.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // Adding a limit tightens (on a tool no other test calls): active at once.
+    const tools = { ...active.policy.tools, mcp__demo__schedule_report: { limits: [{ max: 10_000, per: "1m", by: "all" }] } };
+    const file = join(scratch, "policy-tighter.json");
+    await writeFile(file, JSON.stringify({ ...active.policy, tools }));
+    const put = await cli(["policy", "put", file, "--comment", "a limit on reports"]);
+    expect(put.code, put.stderr).toBe(0);
+    const next = active.version + 1;
+    expect(put.stdout).toMatch(
+      new RegExp(`^v${next} active sha256:[0-9a-f]{64} by=${ME} at=\\S+ base=${active.version} comment="a limit on reports"\\n$`),
+    );
+    const versions = await cli(["policy", "versions"]);
+    expect(versions.stdout.split("\n")[0]).toMatch(new RegExp(`^v${next} active `));
+    expect(versions.stdout).toMatch(/^v0 superseded sha256:[0-9a-f]{64} by=settings /m);
+    const again = await cli(["policy", "approve", String(next)]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error: not_proposed \(409\)/);
+    const stale = await cli(["policy", "put", file, "--base", String(active.version)]);
+    expect(stale.code).toBe(0); // identical to the active one: 200 with it
+    expect(stale.stdout).toMatch(new RegExp(`^v${next} active `));
+  });
+});

@@ -37,6 +37,8 @@ describe("GET /api/health", () => {
       webhooks: "off",
       mcp: { demo: "ok" },
       halts_active: 0,
+      // Contract section 24: the active policy version (0: the settings) and whether it still validates.
+      policy: { version: 0, hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), state: "ok" },
     });
   });
 
