@@ -197,6 +197,16 @@ describe("the run index, written by the run's object", () => {
       0,
     );
   });
+
+  it("arms the index flush in the step that appended the marks, before anything else asks the run (issue 33's batched observers)", async () => {
+    // The model's one turn waits 600 s, and nobody watches (no heartbeat): the only earlier
+    // deadline is the flush of run_started's marks, armed by the observers' pass over the step.
+    const { json } = await trigger({ message: "batch", channel_id: CHANNEL(), script: [{ delay_ms: 600_000 }] });
+    const armed = await runInDurableObject(runStub(json.run_id), (_instance: RunObject, state) => state.storage.getAlarm());
+    expect(armed).not.toBeNull();
+    expect(armed! - Date.now()).toBeLessThan(60_000);
+    await api(`/api/runs/${json.run_id}/cancel`, { method: "POST" });
+  });
 });
 
 /** runDurableObjectAlarm, retried while the object's alarm is mid-run (then none is scheduled for a moment). */
