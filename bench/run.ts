@@ -76,6 +76,12 @@
 //      sequential remote round trips on the way (counted in the bench Worker's
 //      trip log, BENCH_TRIPS) and the time, beside POST .../approvals/... on
 //      the same server (goal: at most 6). `BENCH_ONLY=clicks npm run bench`.
+//  17-18. halts, limits and the audit chain (issues 30 and 32,
+//      phases/halts-audit.ts): the checkpoint's p50/p99 with and without the
+//      halt and limit clauses in one loop; POST /api/halts → the last
+//      affected run's decision refused; the one sealer's entries per second;
+//      approve → tool_execution_started with the sealer on and off.
+//      `BENCH_ONLY=halts npm run bench` runs them alone.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -101,6 +107,7 @@ import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { votesPhase, votesReport } from "./phases/votes";
 import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
+import { haltsAuditPhase, haltsAuditReport } from "./phases/halts-audit";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
 import { type Memory, memoryPhase } from "./phases/memory";
@@ -200,6 +207,12 @@ async function main(): Promise<void> {
     process.stdout.write(clickTripsReport(await clickTripsPhase()));
     return;
   }
+  if (process.env.BENCH_ONLY === "halts") {
+    const before = loadAverage();
+    const figures = await haltsAuditPhase();
+    process.stdout.write(haltsAuditReport(figures, { before, after: loadAverage() }));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -231,6 +244,8 @@ async function main(): Promise<void> {
   const votes = await votesPhase(demo.url, demo.baseUrl);
   const eras = await mcpErasPhase();
   const clicks = await clickTripsPhase();
+  const haltsLoad = loadAverage();
+  const halts = await haltsAuditPhase(demo);
   process.stdout.write(
     report({
       paths,
@@ -247,7 +262,8 @@ async function main(): Promise<void> {
       authCostReport(auth) +
       votesReport(votes) +
       mcpErasReport(eras) +
-      clickTripsReport(clicks),
+      clickTripsReport(clicks) +
+      haltsAuditReport(halts, { before: haltsLoad, after: loadAverage() }),
   );
 }
 
