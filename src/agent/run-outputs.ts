@@ -35,6 +35,7 @@ import { usableInstallation } from "../slack/installation-tokens";
 import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType } from "../wire/events";
 import type { RunEvent } from "../wire/event-schemas";
+import type { ActionOrigin } from "../wire/run-protocol";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
@@ -99,6 +100,8 @@ export class RunOutputs implements EngineObserver {
   #flushFailures = 0;
   /** The run's index context: built once (its fields never change after the start), not on every append. */
   #indexContext: RunIndexContext | undefined;
+  /** The origin of the person's action being judged (actingFrom), else undefined. */
+  #origin: ActionOrigin | undefined;
   /** The last append's time, and its ISO 8601 form. */
   #at = { now: Number.NaN, iso: "" };
   /** An approval or question of this run changed since the last flush: the Home tabs are refreshed after the next one. */
@@ -202,13 +205,23 @@ export class RunOutputs implements EngineObserver {
 
   // ---- on the append path: storage only --------------------------------------
 
+  /** Runs a person's action (synchronous): the audit entries of the events it appends carry its origin (contract section 25). */
+  actingFrom<T>(origin: ActionOrigin, act: () => T): T {
+    this.#origin = origin;
+    try {
+      return act();
+    } finally {
+      this.#origin = undefined;
+    }
+  }
+
   appended(event: RunEvent, now: number): void {
     // Appends of one step share their millisecond: its ISO form is made once for them.
     if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
     const at = this.#at.iso;
     const context = this.#context();
     let marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf);
-    const audit = auditOfEvent(context, event, at);
+    const audit = auditOfEvent(context, event, at, this.#origin);
     if (audit !== null) {
       this.#index.markAudit(audit);
       marked = true;
@@ -262,6 +275,16 @@ export class RunOutputs implements EngineObserver {
   }
 
   /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
+  /** An accepted cancel (contract section 18's `run.cancel`), by `principal`, from `origin`. */
+  auditCancel(principal: string, origin: ActionOrigin, now: number): void {
+    const runId = this.#run.run_id;
+    const at = new Date(now).toISOString();
+    this.recordAudit(
+      { id: `aud_${runId}_cancel_${now}`, at, principal, action: "run.cancel", target: runId, result: "ok", ...origin },
+      now,
+    );
+  }
+
   recordAudit(entry: AuditEntry, now: number): void {
     this.#index.markAudit(entry);
     this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);

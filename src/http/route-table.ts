@@ -532,7 +532,7 @@ export const ROUTES: readonly RouteSpec[] = [
       202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
       ...errors(404, ...API_ERRORS),
     },
-    handler: (request, env) => handleReleaseHalt(env, decodePathParam(request.params.haltId), request.principal),
+    handler: (request, env) => handleReleaseHalt(request, env, decodePathParam(request.params.haltId), request.principal),
   },
   // An audit you can prove (contract section 25).
   {

@@ -370,12 +370,19 @@ describe("a halt and its release across a SIGKILL of the runtime", () => {
       method: "POST",
       body: JSON.stringify({
         message: "after the crash",
-        script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w-1", arguments: { title: `kill-new-${stamp}` } }] }, { text: "Done." }],
+        script: [
+          { tool_calls: [{ tool_name: CREATE, tool_call_id: "w-1", arguments: { title: `kill-new-${stamp}` } }] },
+          { text: "Done." },
+        ],
       }),
     });
     expect(res.status).toBe(202);
     const fresh = (await json(res)).run_id as string;
-    await until(async () => (await json(await server.api(`/api/runs/${fresh}`))).status, (s) => s !== "running", "the halted proposal to end");
+    await until(
+      async () => (await json(await server.api(`/api/runs/${fresh}`))).status,
+      (s) => s !== "running",
+      "the halted proposal to end",
+    );
     const ofCall = await callEvents(fresh);
     expect(ofCall.map((e) => e.type)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
     expect(ofCall[1]).toMatchObject({ execution_status: "not_executed", reason: "halted", halt_id: halt.halt_id });

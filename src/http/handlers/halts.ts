@@ -17,6 +17,7 @@ import { type HaltScope, parseHaltScope, scopeText } from "../../policy/halt-sco
 import { personOf, restrictingPersonOf } from "../../policy/persons";
 import { apiError, jsonResponse } from "../../base/api-error";
 import { readJsonBody } from "../request-body";
+import { requestOrigin } from "../request-origin";
 import { logger } from "../../operate/logger";
 import { listing } from "./listings";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
@@ -131,6 +132,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
         target: haltId,
         result: "ok",
         details: { scope: scopeText(scope), reason },
+        ...requestOrigin(principal, request),
       }),
     ],
   );
@@ -167,7 +169,7 @@ function releasedBody(row: HaltRow) {
 }
 
 /** DELETE /api/halts/{halt_id}: one release vote (contract section 23). */
-export async function handleReleaseHalt(env: Env, haltId: string, principal: Principal): Promise<Response> {
+export async function handleReleaseHalt(request: Request, env: Env, haltId: string, principal: Principal): Promise<Response> {
   const halt = await knownHalt(env, haltId);
   if (halt.status === "released") return jsonResponse(200, releasedBody(halt));
   const person = personOf(principal.id, { owner: principal.owner, owned_by_creator: principal.owned_by_creator });
@@ -192,6 +194,7 @@ export async function handleReleaseHalt(env: Env, haltId: string, principal: Pri
       target: haltId,
       result: "ok",
       details: { releases: Number(row.releases), required: row.required },
+      ...requestOrigin(principal, request),
     }).run();
   }
   if (row.status === "released") return jsonResponse(200, releasedBody(row));
