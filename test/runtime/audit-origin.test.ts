@@ -99,7 +99,12 @@ describe("via and client_ip on a run's own audit entries", () => {
     expect((await SELF.fetch(`${ORIGIN}/api/runs/${runId}/cancel`, { method: "POST", headers })).status).toBe(202);
     const rows = await rowsOf(runId);
     for (const action of ["approval.decide", "input.answer", "run.cancel"])
-      expect(rows.find((r) => r.action === action)).toEqual({ action, principal: approver.principal, via: "console", client_ip: "198.51.100.20" });
+      expect(rows.find((r) => r.action === action)).toEqual({
+        action,
+        principal: approver.principal,
+        via: "console",
+        client_ip: "198.51.100.20",
+      });
     // The trigger came through the API (the root token).
     expect(rows.find((r) => r.action === "run.trigger")).toMatchObject({ via: "api" });
   });
@@ -112,13 +117,18 @@ describe("via and client_ip on a run's own audit entries", () => {
     const path = `/api/runs/${runId}/approvals/${approval.approval_id}`;
     expect((await apiAs(approver.token, path, { method: "POST", headers, body: JSON.stringify({ decision: "deny" }) })).status).toBe(200);
     await pending(runId, "pending_inputs");
-    expect((await apiAs(approver.token, `/api/runs/${runId}/inputs/ask-1`, { method: "POST", headers, body: '{"answer":"x"}' })).status).toBe(
-      200,
-    );
+    expect(
+      (await apiAs(approver.token, `/api/runs/${runId}/inputs/ask-1`, { method: "POST", headers, body: '{"answer":"x"}' })).status,
+    ).toBe(200);
     expect((await apiAs(approver.token, `/api/runs/${runId}/cancel`, { method: "POST", headers })).status).toBe(202);
     const rows = await rowsOf(runId);
     for (const action of ["approval.decide", "input.answer", "run.cancel"])
-      expect(rows.find((r) => r.action === action)).toEqual({ action, principal: approver.principal, via: "api", client_ip: "203.0.113.30" });
+      expect(rows.find((r) => r.action === action)).toEqual({
+        action,
+        principal: approver.principal,
+        via: "api",
+        client_ip: "203.0.113.30",
+      });
   });
 
   it("a halt engaged from the console and released through the API record where each came from", async () => {
@@ -160,7 +170,10 @@ describe("text that is not valid Unicode is 400 where it enters", () => {
     expect(res.status).toBe(400);
     const error = await res.json<any>();
     expect(error.error).toBe("invalid_request");
-    expect(error.details[0]).toMatchObject({ code: "unstorable_text", path: path === "/api/halts" ? "reason" : body.includes("evidence") ? "evidence" : "reason" });
+    expect(error.details[0]).toMatchObject({
+      code: "unstorable_text",
+      path: path === "/api/halts" ? "reason" : body.includes("evidence") ? "evidence" : "reason",
+    });
   });
 
   it.each(entries)("%s: bytes that are not UTF-8 are 400 invalid_utf8, never stored as replaced", async (_what, path, body) => {
@@ -179,6 +192,8 @@ describe("text that is not valid Unicode is 400 where it enters", () => {
     await api("/api/halts", { method: "POST", body: '{"scope":"all","reason":"\\udc00"}' });
     expect(await env.DB.prepare("SELECT COUNT(*) AS n FROM halts").first<number>("n")).toBe(before);
     // Well-formed text, a pair included, is taken.
-    expect((await api("/api/halts", { method: "POST", body: JSON.stringify({ scope: "all", reason: "pair \ud83d\ude00 ok" }) })).status).toBe(201);
+    expect(
+      (await api("/api/halts", { method: "POST", body: JSON.stringify({ scope: "all", reason: "pair \ud83d\ude00 ok" }) })).status,
+    ).toBe(201);
   });
 });
