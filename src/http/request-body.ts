@@ -73,7 +73,7 @@ async function readLimited(request: Request): Promise<string> {
   }
   // Contract section 25: text that is not valid Unicode is 400 where it enters, never stored as replaced.
   try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
   } catch {
     throw apiError(400, {
       error: "invalid_request",

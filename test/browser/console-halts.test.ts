@@ -43,7 +43,7 @@ function bannerLayout(page: import("playwright-core").Page) {
       viewport: document.documentElement.clientWidth,
       pageWidth: document.documentElement.scrollWidth,
       /** What sticks out past the viewport's right edge, if anything (for the failure's message). */
-      wide: [...document.querySelectorAll<HTMLElement>("body *")]
+      wide: Array.from(document.querySelectorAll<HTMLElement>("body *"))
         .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth || el.scrollWidth > el.clientWidth + 1)
         .slice(0, 8)
         .map(

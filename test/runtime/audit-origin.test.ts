@@ -10,7 +10,10 @@
 //    is stored.
 import { env, SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { newApprovalId, newRunId, newToolCallId } from "../../src/ids";
+import { insertIntent, settle } from "../../src/outcomes/mutation-outcomes";
 import { api, apiAs, namedToken, TOKEN } from "./helpers";
+import { checkpointRow } from "./outcome-rows";
 
 const ORIGIN = "https://engine.test";
 const CREATE = "mcp__demo__create_dashboard";
@@ -148,6 +151,41 @@ describe("via and client_ip on a run's own audit entries", () => {
       { action: "halt.engage", via: "console", client_ip: "198.51.100.21" },
       { action: "halt.release", via: "api", client_ip: "203.0.113.31" },
     ]);
+  });
+});
+
+describe("via and client_ip on a reconciliation", () => {
+  it("a reconcile through the console is via console with the client's address", async () => {
+    const reconciler = await namedToken(["reconciler"], "via-rec");
+    const { row } = await insertIntent(env.DB, {
+      runId: newRunId(),
+      channelId: "C-origin",
+      deliveryId: null,
+      toolCallId: newToolCallId(),
+      approvalId: newApprovalId(),
+      toolName: CREATE,
+      argumentsDigest: `sha256:${crypto.randomUUID().replaceAll("-", "").repeat(2)}`,
+      approvedBy: "token:root",
+      approvedAt: new Date().toISOString(),
+    });
+    await checkpointRow(env.DB, row.mutation_id);
+    await settle(env.DB, row.mutation_id, {
+      state: "outcome_unknown",
+      reason: "transport_timeout",
+      error: { code: "transport_timeout", message: "no answer" },
+      settledAt: new Date().toISOString(),
+    });
+    const cookie = await consoleCookie(reconciler.token);
+    const res = await SELF.fetch(`${ORIGIN}/api/mutations/${row.mutation_id}/reconcile`, {
+      method: "POST",
+      headers: { cookie, origin: ORIGIN, "content-type": "application/json", "cf-connecting-ip": "198.51.100.22" },
+      body: JSON.stringify({ outcome: "completed", evidence: "seen it" }),
+    });
+    expect(res.status).toBe(200);
+    const entry = await env.DB.prepare("SELECT principal, via, client_ip FROM audit_log WHERE action = 'mutation.reconcile' AND target = ?")
+      .bind(row.mutation_id)
+      .first();
+    expect(entry).toEqual({ principal: reconciler.principal, via: "console", client_ip: "198.51.100.22" });
   });
 });
 
