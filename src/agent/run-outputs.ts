@@ -35,6 +35,7 @@ import { usableInstallation } from "../slack/installation-tokens";
 import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType } from "../wire/events";
 import type { RunEvent } from "../wire/event-schemas";
+import type { ActionOrigin } from "../wire/run-protocol";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
@@ -108,12 +109,14 @@ export class RunOutputs implements EngineObserver {
   #flushFailures = 0;
   /** The run's index context: built once (its fields never change after the start), not on every append. */
   #indexContext: RunIndexContext | undefined;
+  /** The origin of the person's action being judged (actingFrom), else undefined. */
+  #origin: ActionOrigin | undefined;
   /** The last append's time, and its ISO 8601 form. */
   #at = { now: Number.NaN, iso: "" };
   /** An approval or question of this run changed since the last flush: the Home tabs are refreshed after the next one. */
   #homeChanged = false;
   /** Events appended since the observers last ran (appended()): the current step's, at most. */
-  #unobserved: { event: RunEvent; now: number }[] = [];
+  #unobserved: { event: RunEvent; now: number; origin: ActionOrigin | undefined }[] = [];
 
   constructor(deps: RunOutputsDeps, run: RunRecord) {
     this.#deps = deps;
@@ -214,6 +217,16 @@ export class RunOutputs implements EngineObserver {
 
   // ---- on the append path: storage only --------------------------------------
 
+  /** Runs a person's action (synchronous): the audit entries of the events it appends carry its origin (contract section 25). */
+  actingFrom<T>(origin: ActionOrigin, act: () => T): T {
+    this.#origin = origin;
+    try {
+      return act();
+    } finally {
+      this.#origin = undefined;
+    }
+  }
+
   /**
    * One appended event: kept for the observers, who run once for the events of
    * the step that appended it (a microtask after it, in the same turn and so in
@@ -222,7 +235,8 @@ export class RunOutputs implements EngineObserver {
    * run ended) or before anything else this object is asked.
    */
   appended(event: RunEvent, now: number): void {
-    this.#unobserved.push({ event, now });
+    // The origin is taken now: the observers run after the action that appended it (contract section 25).
+    this.#unobserved.push({ event, now, origin: this.#origin });
     if (isTerminalEventType(event.type)) this.#observe();
     else if (this.#unobserved.length === 1) queueMicrotask(() => this.#observeQuietly());
   }
@@ -250,7 +264,7 @@ export class RunOutputs implements EngineObserver {
     let marked = false;
     let posts = 0;
     let webhookNotes = 0;
-    for (const { event, now } of batch) {
+    for (const { event, now, origin } of batch) {
       if (this.#webhooks) webhookNotes += this.#webhooks.enqueueEvent(event, now);
       if (slack) {
         if (HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
@@ -261,7 +275,7 @@ export class RunOutputs implements EngineObserver {
       if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
       const at = this.#at.iso;
       marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf) || marked;
-      const audit = auditOfEvent(context, event, at);
+      const audit = auditOfEvent(context, event, at, origin);
       if (audit !== null) {
         this.#index.markAudit(audit);
         marked = true;
@@ -323,6 +337,16 @@ export class RunOutputs implements EngineObserver {
   }
 
   /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
+  /** An accepted cancel (contract section 18's `run.cancel`), by `principal`, from `origin`. */
+  auditCancel(principal: string, origin: ActionOrigin, now: number): void {
+    const runId = this.#run.run_id;
+    const at = new Date(now).toISOString();
+    this.recordAudit(
+      { id: `aud_${runId}_cancel_${now}`, at, principal, action: "run.cancel", target: runId, result: "ok", ...origin },
+      now,
+    );
+  }
+
   recordAudit(entry: AuditEntry, now: number): void {
     this.#observe();
     this.#index.markAudit(entry);

@@ -581,7 +581,7 @@ export const ROUTES: readonly RouteSpec[] = [
       202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
       ...errors(404, ...API_ERRORS),
     },
-    handler: (request, env) => handleReleaseHalt(env, request.config, decodePathParam(request.params.haltId), request.principal),
+    handler: (request, env) => handleReleaseHalt(request, env, request.config, decodePathParam(request.params.haltId), request.principal),
   },
   // Policy as versioned data (contract section 24): an admin changes it, a viewer reads it.
   {

@@ -44,6 +44,8 @@ const auditEntryMarkSchema = z
     count: z.number().int().optional(),
     details: z.record(z.string(), z.unknown()).optional(),
     via: z.enum(["api", "console", "slack", "engine"]).optional(),
+    /** Contract section 25: the client's address, where the action's request carried one. */
+    client_ip: z.string().optional(),
   })
   .strip();
 

@@ -44,6 +44,12 @@ export type Decider =
       listed_in_slack_approvers: boolean;
     };
 
+/** Where a person's action came from, for the audit entries it leads to (contract section 25: `via`, `client_ip` where known). */
+export interface ActionOrigin {
+  via: "api" | "console" | "slack";
+  client_ip?: string;
+}
+
 /** A person's answer to one MCP question: the elicitation result sent back (contract section 21). */
 export type QuestionAnswer = { action: "accept"; content: Record<string, unknown> } | { action: "decline" } | { action: "cancel" };
 
