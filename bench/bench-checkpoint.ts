@@ -1,4 +1,4 @@
-// Bench-only routes for phase 17 (contract section 23's cost, bench/phases/halts-audit.ts),
+// Bench-only routes for phase 19 (contract section 23's cost, bench/phases/halts-audit.ts),
 // answered by the bench Worker (bench/bench-worker.ts) behind its BENCH var and API token:
 //
 //   POST /bench/checkpoint/prepare?count=N&window=W

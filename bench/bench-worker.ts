@@ -28,7 +28,7 @@
 //        D1 statement, Durable Object RPC and outbound fetch the Worker and the
 //        run objects started after tick N, with start and end ticks.
 //   POST /bench/checkpoint/prepare, POST /bench/checkpoint/{mutation_id}
-//        phase 17's checkpoint with and without section 23's halt and limit
+//        phase 19's checkpoint with and without section 23's halt and limit
 //        clauses (bench/bench-checkpoint.ts).
 //   POST /bench/audit/backlog?count=N
 //        inserts N unsealed audit entries straight into D1 (auditStatement,

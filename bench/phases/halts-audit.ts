@@ -1,6 +1,6 @@
-// Phases 17 and 18 (issues 30 and 32, contract sections 23 and 25).
+// Phases 19 and 20 (issues 30 and 32, contract sections 23 and 25).
 //
-// 17a. The checkpoint with and without the halt and limit checks, in the same
+// 19a. The checkpoint with and without the halt and limit checks, in the same
 //      server and the same loop: each sample is one request to a bench route
 //      (bench/bench-checkpoint.ts) that runs only the checkpoint statement on
 //      a fresh row, `guarded` (the engine's statement: three active halts that
@@ -8,21 +8,21 @@
 //      CHECKPOINT_WINDOW dispatched rows) and `bare` (the same UPDATE without
 //      those clauses) alternating, beside GET /bench/auth/bare (the HTTP hop
 //      alone). Timed by this process around each request.
-// 17b. POST /api/halts → the last affected run refusing a decision: HALT_RUNS
+// 19b. POST /api/halts → the last affected run refusing a decision: HALT_RUNS
 //      runs wait on an approval of create_dashboard; per trial the halt
 //      (server:demo) is posted and, as soon as it answers 201, every run's
 //      approval is sent at once; timed from just before the POST to each 409.
 //      Released (DELETE) between trials. Any answer but 409 is counted.
-// 18a. Audit append throughput through the one sealer: AUDIT_BACKLOG entries
+// 20a. Audit append throughput through the one sealer: AUDIT_BACKLOG entries
 //      written straight to D1 unsealed, then sealed by the sealer object's
 //      seal() (bench route); and AUDIT_API_APPENDS audited API actions
 //      (token create, 16 at a time) with the time until all are sealed.
-// 18b. The p99 the audit chain adds to a decision: approve → the subscriber's
+// 20b. The p99 the audit chain adds to a decision: approve → the subscriber's
 //      tool_execution_started, runs one at a time, while two clients append
 //      audited actions (token creates), each at most one per 50 ms, on a server with the
 //      sealer on and on one with it off (BENCH_SEALER_OFF: entries written,
 //      never chained), each on a server of its own, the same run.
-// `BENCH_ONLY=halts npm run bench` runs 17 and 18 alone.
+// `BENCH_ONLY=halts npm run bench` runs 19 and 20 alone.
 import { performance } from "node:perf_hooks";
 import { type Client, log, mapLimit, percentile, range, sortedCopy, tally, Waiter } from "../http-client";
 import { startDemo, withServer } from "../servers";
@@ -206,18 +206,18 @@ async function decisionsUnderAudit(client: Client, sealer: "on" | "off") {
   return { sealer, started: sortedCopy(started), executions, loadEntries, loadMs: now() - loadStart };
 }
 
-/** Phases 17-18 on servers of their own; `demo` is the run's demo MCP server (started here when absent). */
+/** Phases 19-20 on servers of their own; `demo` is the run's demo MCP server (started here when absent). */
 export async function haltsAuditPhase(given?: { url: string }): Promise<HaltsAuditFigures> {
   const demo = given ?? (await startDemo());
   const vars = { ...approvalVars(demo.url), TRIGGER_RATE_PER_MINUTE: "0", APPROVAL_TIMEOUT_MS: "600000" };
   const { checkpoint, reach } = await withServer(async (_server, client) => {
-    log(`17a. checkpoint: ${CHECKPOINT_WARMUP} + ${CHECKPOINT_SAMPLES} pairs (guarded, bare), window ${CHECKPOINT_WINDOW} rows`);
+    log(`19a. checkpoint: ${CHECKPOINT_WARMUP} + ${CHECKPOINT_SAMPLES} pairs (guarded, bare), window ${CHECKPOINT_WINDOW} rows`);
     const checkpoint = await checkpointCost(client);
-    log(`17b. halt reach: ${HALT_RUNS} waiting runs, ${HALT_TRIALS} trials`);
+    log(`19b. halt reach: ${HALT_RUNS} waiting runs, ${HALT_TRIALS} trials`);
     return { checkpoint, reach: await haltReach(client) };
   }, vars);
   const sealer = await withServer(async (_server, client) => {
-    log(`18a. sealer: ${AUDIT_API_APPENDS} API appends, then a backlog of ${AUDIT_BACKLOG}`);
+    log(`20a. sealer: ${AUDIT_API_APPENDS} API appends, then a backlog of ${AUDIT_BACKLOG}`);
     return sealerThroughput(client);
   }, vars);
   const decisions = [];
@@ -226,7 +226,7 @@ export async function haltsAuditPhase(given?: { url: string }): Promise<HaltsAud
       await withServer(
         async (_server, client) => {
           log(
-            `18b. decisions with the sealer ${state}: ${DECISION_WARMUP} + ${DECISION_SAMPLES} runs under ${LOAD_CLIENTS} audit appenders`,
+            `20b. decisions with the sealer ${state}: ${DECISION_WARMUP} + ${DECISION_SAMPLES} runs under ${LOAD_CLIENTS} audit appenders`,
           );
           return decisionsUnderAudit(client, state);
         },
@@ -245,17 +245,17 @@ export function haltsAuditReport(f: HaltsAuditFigures, load: { before: string; a
   return [
     "",
     `Halts, limits and the audit chain (issues 30, 32; through wrangler dev's port; load average ${load.before} → ${load.after}, a shared machine)`,
-    `  17a. the checkpoint as one request to a bench route, ${c.bare.length} each, alternating (window: ${c.window} dispatched rows):`,
+    `  19a. the checkpoint as one request to a bench route, ${c.bare.length} each, alternating (window: ${c.window} dispatched rows):`,
     `    guarded (3 active halts, 2 limits)  ${pp(c.guarded)}`,
     `    bare (no halt or limit clause)      ${pp(c.bare)}`,
     `    HTTP hop alone (GET /bench/auth/bare) ${pp(c.floor)}`,
     `    the checks add p50 ${ms(percentile(c.guarded, 50) - percentile(c.bare, 50))}, p99 ${ms(percentile(c.guarded, 99) - percentile(c.bare, 99))}; not dispatched: ${c.notDispatched}`,
-    `  17b. POST /api/halts → each of ${f.reach.runs} runs' approve refused 409 halted, ${f.reach.trials} trials (goal: within 1 s):`,
+    `  19b. POST /api/halts → each of ${f.reach.runs} runs' approve refused 409 halted, ${f.reach.trials} trials (goal: within 1 s):`,
     `    the halt's 201 ${pp(f.reach.engage)}; each refusal ${pp(f.reach.refusal)}; the last of each trial ${pp(f.reach.last)} max ${ms(Math.max(...f.reach.last))}`,
     `    answers other than 409 halted: ${f.reach.others.size === 0 ? "none" : [...f.reach.others].map(([k, v]) => `${k}=${v}`).join(" ")}`,
-    `  18a. the one sealer: a backlog of ${f.sealer.backlog} sealed in ${f.sealer.sealMs.toFixed(0)} ms (${perSecond(f.sealer.backlog, f.sealer.sealMs)});`,
+    `  20a. the one sealer: a backlog of ${f.sealer.backlog} sealed in ${f.sealer.sealMs.toFixed(0)} ms (${perSecond(f.sealer.backlog, f.sealer.sealMs)});`,
     `    ${f.sealer.apiAppends} audited API actions (16 at a time) in ${f.sealer.appendMs.toFixed(0)} ms (${perSecond(f.sealer.apiAppends, f.sealer.appendMs)}), all sealed ${f.sealer.sealedAfterMs.toFixed(0)} ms after the last`,
-    `  18b. approve → tool_execution_started, one run at a time, under audited appends from ${LOAD_CLIENTS} clients (each at most 1 per ${LOAD_INTERVAL_MS} ms):`,
+    `  20b. approve → tool_execution_started, one run at a time, under audited appends from ${LOAD_CLIENTS} clients (each at most 1 per ${LOAD_INTERVAL_MS} ms):`,
     ...f.decisions.map(
       (d) =>
         `    sealer ${d.sealer.padEnd(3)}  ${d.started.length} runs  ${pp(d.started)}  load ${perSecond(d.loadEntries, d.loadMs)} entries` +
