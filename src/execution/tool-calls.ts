@@ -86,6 +86,31 @@ interface PendingApproval {
   policy?: ApprovalPolicy;
   /** The approves counted so far, in order (section 19); absent means none. */
   votes?: Vote[];
+  /** Its reminder and escalation (contract section 24, src/execution/approval-nudges.ts); absent: neither. */
+  nudges?: Nudges;
+}
+
+/**
+ * When a pending approval or MCP question is reminded and escalated (contract section 24), epoch
+ * ms, and what happened: `reminded` once its reminder was due (appended or not), `escalated` the
+ * escalation it recorded, which stands under later versions of the policy.
+ */
+export interface Nudges {
+  remind_at?: number;
+  escalate_at?: number;
+  escalate_to: string[];
+  reminded?: true;
+  escalated?: { at: number; escalated_to: string[] };
+}
+
+/** The next moment a reminder or an escalation is due, or undefined when none is left (contract section 24). */
+export function nudgeDueAt(nudges: Nudges | undefined): number | undefined {
+  if (nudges === undefined) return undefined;
+  const due = [
+    ...(nudges.remind_at !== undefined && nudges.reminded !== true ? [nudges.remind_at] : []),
+    ...(nudges.escalate_at !== undefined && nudges.escalated === undefined ? [nudges.escalate_at] : []),
+  ];
+  return due.length === 0 ? undefined : Math.min(...due);
 }
 
 /** The default rule of section 19, for approvals recorded before policies existed. */
@@ -155,6 +180,8 @@ export interface McpQuestion {
   answer?: QuestionAnswer;
   answered_by?: string;
   expired?: true;
+  /** Its reminder and escalation (contract section 24), as its call's approval has them; absent: neither. */
+  nudges?: Nudges;
 }
 /**
  * Where a dispatched call's exchange with its server stands once the server first answered
@@ -472,7 +499,9 @@ export function decideApproval(
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
   // Contract section 19: eligibility, then self-approval, before anything about the approval's state is told.
   const policy = approvalOf(call)?.policy ?? DEFAULT_POLICY;
-  const refusal = refusalOf({ policy, groups, decider: input.decider, requester, decision: input.decision });
+  // Contract section 24: an escalation the approval recorded widens who may decide it.
+  const escalated_to = approvalOf(call)?.nudges?.escalated?.escalated_to;
+  const refusal = refusalOf({ policy, escalated_to, groups, decider: input.decider, requester, decision: input.decision });
   if (refusal !== null) return { verdict: { kind: "refused", error: refusal }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";
   if (call.state !== "awaiting_approval") {
@@ -498,7 +527,7 @@ export function decideApproval(
   }
   const { state: _awaiting, approval: asked, ...base } = call;
   const votes = asked.votes ?? [];
-  const counted = decide({ policy, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  const counted = decide({ policy, escalated_to, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
   switch (counted.kind) {
     case "refused":
       return { verdict: counted, effects: [] };
@@ -563,6 +592,12 @@ export function decideApproval(
     verdict,
     effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
   };
+}
+
+/** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */
+export function approvalEscalatedTo(calls: readonly ToolCall[], approvalId: string): string[] | undefined {
+  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
+  return call === undefined ? undefined : approvalOf(call)?.nudges?.escalated?.escalated_to;
 }
 
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
@@ -817,11 +852,22 @@ export function nextDeadline(calls: readonly ToolCall[], turn: number): number |
   const consider = (t: number) => {
     if (next === undefined || t < next) next = t;
   };
+  const considerNudge = (nudges: Nudges | undefined) => {
+    const at = nudgeDueAt(nudges);
+    if (at !== undefined) consider(at);
+  };
   for (const call of turnCalls(calls, turn)) {
-    if (call.state === "awaiting_approval") consider(call.approval.expires_at);
-    else if (call.state === "awaiting_input") consider(call.input.expires_at);
+    if (call.state === "awaiting_approval") {
+      consider(call.approval.expires_at);
+      considerNudge(call.approval.nudges);
+    } else if (call.state === "awaiting_input") consider(call.input.expires_at);
     else if (call.state === "awaiting_admission") consider(call.admission_deadline);
-    else if (call.state === "dispatched") for (const q of call.questions ?? []) if (isOpen(q)) consider(q.expires_at);
+    else if (call.state === "dispatched")
+      for (const q of call.questions ?? []) {
+        if (!isOpen(q)) continue;
+        consider(q.expires_at);
+        considerNudge(q.nudges);
+      }
   }
   return next;
 }
