@@ -709,7 +709,13 @@ export class RunEngine {
    * item shown in Slack is appended and its Slack users eligible by exact id are told directly.
    */
   #nudge(turn: number, now: number): void {
-    const due = nudgeDue(this.#calls, turn, now, (item) => this.#deps.observer?.shownInSlack?.(item) ?? false, (call) => this.#policyOf(call));
+    const due = nudgeDue(
+      this.#calls,
+      turn,
+      now,
+      (item) => this.#deps.observer?.shownInSlack?.(item) ?? false,
+      (call) => this.#policyOf(call),
+    );
     if (due.effects.length === 0 && due.reminded.length === 0) return;
     this.#apply(due.effects, now);
     const { config } = this.#deps;
@@ -733,8 +739,16 @@ export class RunEngine {
 
   /** The rule in force for a call's approval or its MCP questions: as asked, else the tool's policy now. */
   #policyOf(call: ToolCall): ApprovalPolicy {
-    const grant = call.state === "awaiting_approval" ? call.approval : call.state === "dispatched" || call.state === "awaiting_admission" ? call.grant : undefined;
-    return (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ?? effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name);
+    const grant =
+      call.state === "awaiting_approval"
+        ? call.approval
+        : call.state === "dispatched" || call.state === "awaiting_admission"
+          ? call.grant
+          : undefined;
+    return (
+      (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
+      effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name)
+    );
   }
 
   #nextModelTurn(turn: number): void {

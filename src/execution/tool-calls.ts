@@ -527,7 +527,16 @@ export function decideApproval(
   }
   const { state: _awaiting, approval: asked, ...base } = call;
   const votes = asked.votes ?? [];
-  const counted = decide({ policy, escalated_to, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  const counted = decide({
+    policy,
+    escalated_to,
+    groups,
+    decider: input.decider,
+    requester,
+    decision: input.decision,
+    votes,
+    at: iso(now),
+  });
   switch (counted.kind) {
     case "refused":
       return { verdict: counted, effects: [] };

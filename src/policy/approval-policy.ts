@@ -297,8 +297,20 @@ export function slackUsersToRemind(input: {
     if (exact === null || (exact[1] !== undefined && exact[1] !== team)) continue;
     const user = exact[2]!;
     const principal = `slack:${team}:${user}`;
-    const decider: Decider = { via: "slack", principal_id: principal, person: principal, listed_in_slack_approvers: listed.has(`${team}:${user}`) };
-    const refusal = refusalOf({ policy, escalated_to: input.escalated_to, groups, decider, requester: input.requester, decision: "approve" });
+    const decider: Decider = {
+      via: "slack",
+      principal_id: principal,
+      person: principal,
+      listed_in_slack_approvers: listed.has(`${team}:${user}`),
+    };
+    const refusal = refusalOf({
+      policy,
+      escalated_to: input.escalated_to,
+      groups,
+      decider,
+      requester: input.requester,
+      decision: "approve",
+    });
     if (refusal === null && !users.includes(user)) users.push(user);
   }
   return users;

@@ -23,9 +23,13 @@ export function exactSlackUser(pattern: string): string | undefined {
 /** The Slack user ids the tool's policy names exactly, in the order named, each once; none under the default rule. */
 export function slackApproversNamed(source: ApproverPolicySource, toolName: string): string[] {
   const { approvers } = effectivePolicy(source.TOOL_POLICY, toolName);
-  if (approvers === null) return [];
+  return approvers === null ? [] : slackUsersNamed(approvers, source.APPROVER_GROUPS);
+}
+
+/** The Slack user ids patterns name exactly (groups expanded), in the order named, each once (an escalation's, contract section 24). */
+export function slackUsersNamed(patterns: readonly string[], groups: ApproverPolicySource["APPROVER_GROUPS"]): string[] {
   const users: string[] = [];
-  for (const pattern of expandApprovers(approvers, source.APPROVER_GROUPS)) {
+  for (const pattern of expandApprovers(patterns, groups)) {
     const user = exactSlackUser(pattern);
     if (user !== undefined && !users.includes(user)) users.push(user);
   }

@@ -137,13 +137,19 @@ const ownFields = {
   approval_reminded: {
     ...toolIds,
     approval_id: z.string().optional().meta({ description: "The approval reminded (absent for an MCP question: see input_id)." }),
-    input_id: z.string().optional().meta({ description: "The call's MCP question reminded (contract section 21), instead of approval_id." }),
+    input_id: z
+      .string()
+      .optional()
+      .meta({ description: "The call's MCP question reminded (contract section 21), instead of approval_id." }),
     expires_at: isoTime,
   },
   approval_escalated: {
     ...toolIds,
     approval_id: z.string().optional().meta({ description: "The approval escalated (absent for an MCP question: see input_id)." }),
-    input_id: z.string().optional().meta({ description: "The call's MCP question escalated (contract section 21), instead of approval_id." }),
+    input_id: z
+      .string()
+      .optional()
+      .meta({ description: "The call's MCP question escalated (contract section 21), instead of approval_id." }),
     approvers: z
       .array(z.string())
       .nullable()

@@ -11,9 +11,18 @@ describe("the CLI's lines for reminders and escalations", () => {
   it("prints a reminder with its approval or question and when it expires", () => {
     expect(
       eventLine({ ...envelope, ...ids, sequence: 4, type: "approval_reminded", approval_id: "a1", expires_at: "2026-12-01T10:05:00.000Z" }),
-    ).toMatch(/^#4\s+10:00:01\.250Z approval_reminded\s+mcp__demo__delete_dashboard call=c1 approval=a1 expires=2026-12-01T10:05:00\.000Z$/);
+    ).toMatch(
+      /^#4\s+10:00:01\.250Z approval_reminded\s+mcp__demo__delete_dashboard call=c1 approval=a1 expires=2026-12-01T10:05:00\.000Z$/,
+    );
     expect(
-      eventLine({ ...envelope, ...ids, sequence: 5, type: "approval_reminded", input_id: "c1:1:k", expires_at: "2026-12-01T10:05:00.000Z" }),
+      eventLine({
+        ...envelope,
+        ...ids,
+        sequence: 5,
+        type: "approval_reminded",
+        input_id: "c1:1:k",
+        expires_at: "2026-12-01T10:05:00.000Z",
+      }),
     ).toContain("call=c1 input=c1:1:k expires=");
   });
 

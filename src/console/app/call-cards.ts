@@ -181,7 +181,8 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       );
       return next;
     case "approval_reminded":
-      if (event.approval_id !== undefined) update(event.tool_call_id, (c) => (c.approval ? { ...c, approval: { ...c.approval, reminded: true } } : c));
+      if (event.approval_id !== undefined)
+        update(event.tool_call_id, (c) => (c.approval ? { ...c, approval: { ...c.approval, reminded: true } } : c));
       return next;
     case "approval_escalated":
       if (event.approval_id !== undefined)
