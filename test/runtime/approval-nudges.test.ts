@@ -5,10 +5,11 @@
 // timeout), `escalate_after: "1s"` and `escalate_to:
 // ["token:sched-escalated-*"]`. The alarm is fired by the test
 // (runDurableObjectAlarm), never waited for.
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { createExecutionContext, env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createParser } from "eventsource-parser";
-import { api, apiAs, namedToken, runStub, sleep } from "./helpers";
+import worker from "../../src/index";
+import { api, apiAs, freshAddress, namedToken, runStub, sleep, TOKEN } from "./helpers";
 
 const TOOL = "mcp__demo__schedule_report";
 const ESCALATE_AFTER_MS = 1_000;
@@ -130,5 +131,29 @@ describe("escalate_after, from the run's alarm", () => {
     const resolved = (await stream.settle()).find((e) => e.type === "approval_resolved");
     expect(resolved).toMatchObject({ decision: "approved", decided_by: escalated.principal });
     await stream.close();
+  });
+});
+
+describe("a bad reminder or escalation setting", () => {
+  it("is 503 bad_config on every /api route, naming the entry (a duration out of 1s..30d, or not shorter than the timeout)", async () => {
+    const answer = async (toolPolicy: unknown) => {
+      const res = await worker.fetch(
+        new Request("https://engine.test/api/runs?limit=1", {
+          headers: { authorization: `Bearer ${TOKEN}`, "cf-connecting-ip": freshAddress() },
+        }),
+        { ...env, TOOL_POLICY: JSON.stringify(toolPolicy) } as never,
+        createExecutionContext(),
+      );
+      return { status: res.status, body: (await res.json()) as { error: string; details?: { path: string }[] } };
+    };
+    const zero = await answer({ [TOOL]: { remind_before: "0s" } });
+    expect(zero.status).toBe(503);
+    expect(zero.body.error).toBe("bad_config");
+    expect(zero.body.details?.map((d) => d.path)).toEqual([`TOOL_POLICY.${TOOL}.remind_before`]);
+    // The runtime's APPROVAL_TIMEOUT_MS is the default 300000 ms: 300s is not shorter than it.
+    const late = await answer({ "*": { escalate_after: "300s" } });
+    expect(late.status).toBe(503);
+    expect(late.body.details?.map((d) => d.path)).toEqual(["TOOL_POLICY.*.escalate_after"]);
+    expect((await answer({ "*": { escalate_after: "299s", remind_before: "1s" } })).status).toBe(200);
   });
 });
