@@ -137,7 +137,8 @@ export class RunOutputs implements EngineObserver {
       };
       const outbox = new SlackOutbox(
         deps.sql,
-        config,
+        // Contract section 24: an escalation mentions only users of the run's installation (its requester's team).
+        { ...config, installation_team: /^slack:([TE][A-Z0-9]{1,30}):/.exec(run.requested_by ?? "")?.[1] },
         undefined,
         (client, now) => refreshHomes(deps.db, client, homeSettings, now),
         // Contract section 19: the run's own channel check is kept for the Home tab (asked once per channel).

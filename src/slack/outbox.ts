@@ -44,6 +44,8 @@ export interface OutboxSettings {
   /** The approval policy (contract section 19): approval messages mention the Slack users it names. Absent: none. */
   TOOL_POLICY?: ApproverPolicySource["TOOL_POLICY"];
   APPROVER_GROUPS?: ApproverPolicySource["APPROVER_GROUPS"];
+  /** The run's installation's team: an escalation mentions only its users (contract section 24). Absent: any team's. */
+  installation_team?: string;
   /** The first retry's wait and the cap of the doubling waits (default RETRY_BASE_MS / RETRY_MAX_INTERVAL_MS). */
   SLACK_RETRY_BASE_MS?: number;
   SLACK_RETRY_MAX_INTERVAL_MS?: number;
@@ -175,7 +177,7 @@ export class SlackOutbox {
     const policy = { TOOL_POLICY: this.#settings.TOOL_POLICY ?? {}, APPROVER_GROUPS: this.#settings.APPROVER_GROUPS ?? {} };
     const { items, memory } = postsForEvent(event, before, {
       approversOf: (tool) => slackApproversNamed(policy, tool),
-      slackUsersNamed: (patterns) => slackUsersNamed(patterns, policy.APPROVER_GROUPS),
+      slackUsersNamed: (patterns) => slackUsersNamed(patterns, policy.APPROVER_GROUPS, this.#settings.installation_team),
     });
     // Heartbeats and other silent events hand the same memory back: no write on their append.
     if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
