@@ -583,6 +583,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
  * Contract section 24: every `remind_before` or `escalate_after` of a TOOL_POLICY (the settings' or a
  * policy version's `tools`) not shorter than the approval's timeout, named by its entry (`path` under
  * `prefix`). The settings answer bad_config with these details, a policy version 400.
+ * @public (the policy versions' validation calls it too)
  */
 export function nudgesNotBeforeTimeout(
   toolPolicy: HostConfig["TOOL_POLICY"],

@@ -28,7 +28,7 @@ export interface Reminded {
 export type ShownInSlack = (item: { approval_id?: string; input_id?: string }) => boolean;
 
 /** The reminder and escalation of an item asked at `askedAt` that expires at `expiresAt`; undefined when the policy has neither. */
-export function nudgesOf(policy: NudgePolicy, askedAt: number, expiresAt: number): Nudges | undefined {
+function nudgesOf(policy: NudgePolicy, askedAt: number, expiresAt: number): Nudges | undefined {
   const remindAt = policy.remind_before_ms === undefined ? undefined : expiresAt - policy.remind_before_ms;
   const escalateAt = policy.escalate_after_ms === undefined ? undefined : askedAt + policy.escalate_after_ms;
   if (remindAt === undefined && escalateAt === undefined) return undefined;

@@ -104,7 +104,7 @@ export interface Nudges {
 }
 
 /** The next moment a reminder or an escalation is due, or undefined when none is left (contract section 24). */
-export function nudgeDueAt(nudges: Nudges | undefined): number | undefined {
+function nudgeDueAt(nudges: Nudges | undefined): number | undefined {
   if (nudges === undefined) return undefined;
   const due = [
     ...(nudges.remind_at !== undefined && nudges.reminded !== true ? [nudges.remind_at] : []),
@@ -601,12 +601,6 @@ export function decideApproval(
     verdict,
     effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
   };
-}
-
-/** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */
-export function approvalEscalatedTo(calls: readonly ToolCall[], approvalId: string): string[] | undefined {
-  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
-  return call === undefined ? undefined : approvalOf(call)?.nudges?.escalated?.escalated_to;
 }
 
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
