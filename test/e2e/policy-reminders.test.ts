@@ -13,6 +13,7 @@ import { scriptMessage, TEST_TEAM_ID } from "../support/slack-signing";
 import type { RecordedCall } from "../support/slack-stand-in";
 import { useSlackE2e } from "../support/slack-e2e-setup";
 import { RawSseClient } from "../support/sse-client";
+import { runEventSchema } from "../../src/wire/event-schemas";
 
 const BOT = "UBOT0024";
 const REQUESTER = "UREQUEST24";
@@ -178,9 +179,13 @@ describe("reminders and escalation from the run's alarm", () => {
     expect((await click(CAROL, runId, approvalId)).status).toBe(200);
     const resolved = await waitForEvent(stream, "approval_resolved");
     expect(resolved).toMatchObject({ approval_id: approvalId, decision: "approved", decided_by: `slack:${TEST_TEAM_ID}:${CAROL}` });
-    // Each fired once.
+    // Each fired once, and every event of the run is what the wire's schema says (section 4).
     expect(eventsOf(stream, "approval_escalated")).toHaveLength(1);
     expect(eventsOf(stream, "approval_reminded")).toHaveLength(1);
+    for (const event of stream.events) {
+      const parsed = runEventSchema.safeParse(JSON.parse(event.data));
+      expect(parsed.success ? "ok" : JSON.stringify(parsed.error.issues), event.data).toBe("ok");
+    }
   }, 60_000);
 
   it("an approval in a channel shared with another organisation is never shown: escalated, but never reminded, nobody told directly", async () => {
