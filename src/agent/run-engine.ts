@@ -15,6 +15,7 @@ import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
   announce,
+  approvalEscalatedTo,
   approvalPolicyOf,
   answerInput,
   cancelPending,
@@ -257,10 +258,11 @@ export class RunEngine {
     }
   }
 
-  /** A refusal with the rule in force and the run's requester, so a surface can name who may decide. */
-  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy): ActionVerdict {
+  /** A refusal with the rule in force (and its escalation) and the run's requester, so a surface can name who may decide. */
+  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy, escalatedTo?: string[]): ActionVerdict {
     const { requested_by, user_id } = this.#run;
-    return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
+    const requester = { ...(requested_by !== undefined ? { requested_by } : {}), user_id };
+    return { kind: "refused", error, policy, ...(escalatedTo !== undefined ? { escalated_to: escalatedTo } : {}), requester };
   }
 
   /** A human__ask answer refused (no approval policy governs it): told with the run's requester. */
@@ -333,7 +335,8 @@ export class RunEngine {
     );
     // Refused only for an approval the run asked: its policy is there.
     const policy = approvalPolicyOf(this.#calls, approvalId);
-    if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
+    if (verdict.kind === "refused" && policy !== undefined)
+      return this.#refused(verdict.error, policy, approvalEscalatedTo(this.#calls, approvalId));
     if (verdict.kind === "refused" || prompt !== true) return verdict;
     // A surface with its own steps: a click on an approval no longer waiting is stale; a confirm step opens when nothing was typed.
     if (!waiting) return { kind: "stale", approval_id: approvalId };
@@ -413,7 +416,7 @@ export class RunEngine {
       requester: this.#requester(),
       action: answer.action,
     });
-    if (refusal !== null) return this.#refused(refusal, policy);
+    if (refusal !== null) return this.#refused(refusal, policy, found.question.nudges?.escalated?.escalated_to);
     if (answer.action === "accept" && call.mutating && call.state === "dispatched" && isOpen(found.question)) {
       // Contract section 23: an accept while a halt covers the call is refused and changes nothing; decline and cancel are taken.
       const halt = haltOf(call);

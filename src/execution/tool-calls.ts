@@ -603,6 +603,12 @@ export function decideApproval(
   };
 }
 
+/** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */
+export function approvalEscalatedTo(calls: readonly ToolCall[], approvalId: string): string[] | undefined {
+  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
+  return call === undefined ? undefined : approvalOf(call)?.nudges?.escalated?.escalated_to;
+}
+
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
 export function approvalPolicyOf(calls: readonly ToolCall[], approvalId: string): ApprovalPolicy | undefined {
   const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);

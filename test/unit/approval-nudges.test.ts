@@ -10,6 +10,7 @@ import { shownArguments } from "../../src/execution/shown-arguments";
 import { announce, decideApproval, type Dispatched, nextDeadline, type Proposed, type ToolCall } from "../../src/execution/tool-calls";
 import { nudgePolicy, refusalOf, type Requester, slackUsersToRemind } from "../../src/policy/approval-policy";
 import type { ApprovalPolicy } from "../../src/wire/run-protocol";
+import { approvalDeciders } from "../../src/slack/interactions";
 
 const T0 = 1_000_000;
 const TIMEOUT_MS = 60_000;
@@ -195,5 +196,12 @@ describe("the Slack users a reminder tells directly", () => {
         refusalOf({ policy: POLICY, escalated_to: ["group:oncall"], groups: GROUPS, decider, requester: REQUESTER, decision: "approve" }),
       ).toBeNull();
     }
+  });
+});
+
+describe("a Slack refusal after an escalation", () => {
+  it("names the escalated users by exact id beside the rule in force", () => {
+    expect(approvalDeciders(POLICY, GROUPS, "U0", [])).toEqual({ users: ["U1"], elsewhere: false });
+    expect(approvalDeciders(POLICY, GROUPS, "U0", [], ["group:oncall"])).toEqual({ users: ["U1", "U3", "U9"], elsewhere: true });
   });
 });
