@@ -15,6 +15,7 @@ import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
   announce,
+  approvalEscalatedTo,
   approvalPolicyOf,
   answerInput,
   cancelPending,
@@ -39,6 +40,7 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool, parseMcpToolName } from "../execution/tool-policy";
+import { armNudges, nudgeDue, type Reminded, type ShownInSlack } from "../execution/approval-nudges";
 import { type ActiveHalt, coveringHalt, type HaltSubject } from "../policy/halt-scope";
 import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
 import type { QuestionAnswer } from "../execution/mcp-questions";
@@ -59,8 +61,10 @@ import {
   type ApprovalPolicy,
   type Decider,
   effectivePolicy,
+  nudgePolicy,
   type Requester,
   runRequester,
+  slackUsersToRemind,
 } from "../policy/approval-policy";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
@@ -129,6 +133,10 @@ export interface EngineObserver {
    * (the run index); synchronous and storage-only, like `appended`.
    */
   questionsEnded?(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void;
+  /** Contract section 24: whether an approval's (or MCP question's) message is shown in Slack; only those are reminded. */
+  shownInSlack?: ShownInSlack;
+  /** Contract section 24: a reminder was appended; `users` (of the run's installation, eligible by exact id) are told directly. */
+  reminded?(item: Reminded, users: string[], now: number): void;
 }
 
 export class RunEngine {
@@ -263,10 +271,11 @@ export class RunEngine {
     }
   }
 
-  /** A refusal with the rule in force and the run's requester, so a surface can name who may decide. */
-  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy): ActionVerdict {
+  /** A refusal with the rule in force (and its escalation) and the run's requester, so a surface can name who may decide. */
+  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy, escalatedTo?: string[]): ActionVerdict {
     const { requested_by, user_id } = this.#run;
-    return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
+    const requester = { ...(requested_by !== undefined ? { requested_by } : {}), user_id };
+    return { kind: "refused", error, policy, ...(escalatedTo !== undefined ? { escalated_to: escalatedTo } : {}), requester };
   }
 
   /** A human__ask answer refused (no approval policy governs it): told with the run's requester. */
@@ -340,7 +349,8 @@ export class RunEngine {
     // Refused only for an approval the run asked: its policy is there.
     const { tools } = this.#policy().document;
     const policy = approvalPolicyOf(this.#calls, approvalId, (toolName) => effectivePolicy(tools, toolName));
-    if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
+    if (verdict.kind === "refused" && policy !== undefined)
+      return this.#refused(verdict.error, policy, approvalEscalatedTo(this.#calls, approvalId));
     if (verdict.kind === "refused" || prompt !== true) return verdict;
     // A surface with its own steps: a click on an approval no longer waiting is stale; a confirm step opens when nothing was typed.
     if (!waiting) return { kind: "stale", approval_id: approvalId };
@@ -425,12 +435,14 @@ export class RunEngine {
     // Whoever may approve the call answers; under self_approval: false its requester may only decline or cancel (section 21).
     const refusal = answerRefusal({
       policy,
+      // Contract section 24: the question's escalation widens who may answer it.
+      escalated_to: found.question.nudges?.escalated?.escalated_to,
       groups,
       decider,
       requester: this.#requester(),
       action: answer.action,
     });
-    if (refusal !== null) return this.#refused(refusal, policy);
+    if (refusal !== null) return this.#refused(refusal, policy, found.question.nudges?.escalated?.escalated_to);
     if (answer.action === "accept" && call.mutating && call.state === "dispatched" && isOpen(found.question)) {
       // Contract section 23: an accept while a halt covers the call is refused and changes nothing; decline and cancel are taken.
       const halt = haltOf(call);
@@ -462,6 +474,8 @@ export class RunEngine {
     // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
     const now = Date.now();
     this.#apply(askRound(this.#calls, call, conversation, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
+    // Contract section 24: the call's MCP questions are reminded and escalated as its approval is.
+    armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#deps.config.TOOL_POLICY, call.tool_name), now, conversation.round);
     this.#armDeadlineOfPhase();
     this.#save();
   }
@@ -553,6 +567,8 @@ export class RunEngine {
         case "calls": {
           const phase = this.#phase();
           if (phase?.kind === "tools") {
+            // Contract section 24: reminders and escalations due before anything expires.
+            this.#nudge(phase.turn, now);
             // A round of MCP questions past its time closes as cancel, and its follow-up goes out (contract section 21).
             for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id, "expired");
             this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
@@ -726,8 +742,56 @@ export class RunEngine {
         ),
         now,
       );
+      armNudges(this.#calls, call.tool_call_id, nudgePolicy(config.TOOL_POLICY, call.tool_name), now);
     }
     this.#save();
+  }
+
+  /**
+   * Contract section 24: the reminders and escalations of the turn due at `now`. A reminder of an
+   * item shown in Slack is appended and its Slack users eligible by exact id are told directly.
+   */
+  #nudge(turn: number, now: number): void {
+    const due = nudgeDue(
+      this.#calls,
+      turn,
+      now,
+      (item) => this.#deps.observer?.shownInSlack?.(item) ?? false,
+      (call) => this.#policyOf(call),
+    );
+    if (due.effects.length === 0 && due.reminded.length === 0) return;
+    this.#apply(due.effects, now);
+    const { config } = this.#deps;
+    const team = /^slack:([TE][A-Z0-9]{1,30}):/.exec(this.#run.requested_by ?? "")?.[1];
+    for (const item of due.reminded) {
+      const users =
+        team === undefined
+          ? []
+          : slackUsersToRemind({
+              policy: item.policy,
+              escalated_to: item.escalated_to,
+              groups: config.APPROVER_GROUPS,
+              requester: this.#requester(),
+              slack_approvers: config.SLACK_APPROVERS,
+              team,
+            });
+      this.#deps.observer?.reminded?.(item, users, now);
+    }
+    this.#save();
+  }
+
+  /** The rule in force for a call's approval or its MCP questions: as asked, else the tool's policy now. */
+  #policyOf(call: ToolCall): ApprovalPolicy {
+    const grant =
+      call.state === "awaiting_approval"
+        ? call.approval
+        : call.state === "dispatched" || call.state === "awaiting_admission"
+          ? call.grant
+          : undefined;
+    return (
+      (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
+      effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name)
+    );
   }
 
   #nextModelTurn(turn: number): void {

@@ -21,6 +21,7 @@ import type { AuditEntry } from "../audit/audit-log";
 import { auditOfEvent } from "../audit/run-audit";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
 import type { DispatchOutcome } from "../execution/tool-calls";
+import type { Reminded } from "../execution/approval-nudges";
 import { observePosts } from "../operate/run-hooks";
 import { RunMetrics } from "../operate/run-metrics";
 import { exportSpans, nextExportDelayMs, type TraceExportTarget } from "../operate/trace-export";
@@ -151,7 +152,8 @@ export class RunOutputs implements EngineObserver {
       };
       const outbox = new SlackOutbox(
         deps.sql,
-        config,
+        // Contract section 24: an escalation mentions only users of the run's installation (its requester's team).
+        { ...config, installation_team: /^slack:([TE][A-Z0-9]{1,30}):/.exec(run.requested_by ?? "")?.[1] },
         undefined,
         (client, now) => refreshHomes(deps.db, client, homeSettings, now),
         // Contract section 19: the run's own channel check is kept for the Home tab (asked once per channel).
@@ -303,6 +305,17 @@ export class RunOutputs implements EngineObserver {
     for (const q of ended) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, input_id: q.input_id, status });
     if (this.#slack) this.#homeChanged = true;
     this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+  }
+
+  /** Contract section 24: whether an approval's (or MCP question's) message is shown in Slack; only those are reminded. */
+  readonly shownInSlack = (item: { approval_id?: string; input_id?: string }): boolean => this.#slack?.outbox.shows(item) ?? false;
+
+  /** Contract section 24: a reminder was appended; its users are told directly, behind its own update (storage only). */
+  reminded(item: Reminded, users: string[], now: number): void {
+    if (this.#slack && this.#slack.outbox.enqueueReminders(item, users, now) > 0) {
+      if (this.#syncSlackCounts()) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+      this.#startDrain(now);
+    }
   }
 
   /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds, the `mcp.send` span); storage only. */

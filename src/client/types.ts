@@ -199,6 +199,24 @@ export type EngineEvent =
       policy_version?: number;
       policy_hash?: string;
     })
+  /** Contract section 24: a pending approval (or, with `input_id`, its call's MCP question) reminded before it expires. */
+  | (Envelope<"approval_reminded"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id?: string;
+      input_id?: string;
+      expires_at: string;
+    })
+  /** Contract section 24: escalated after `escalate_after`: `escalated_to` may now decide beside the rule in force. */
+  | (Envelope<"approval_escalated"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id?: string;
+      input_id?: string;
+      /** The approvers patterns in force, or null for the default rule (section 19). */
+      approvers: string[] | null;
+      escalated_to: string[];
+    })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & {
       tool_call_id: string;

@@ -321,6 +321,8 @@ export class RunIndex {
       }
       case "assistant_message":
       case "tool_started":
+      case "approval_reminded":
+      case "approval_escalated":
       case "tool_execution_started":
       case "tool_completed":
       case "heartbeat":

@@ -104,6 +104,8 @@ export type ActionVerdict =
       error: "not_an_approver" | "self_approval_forbidden";
       /** Absent only on a refusal no rule of an approval made (none does today). */
       policy?: ApprovalPolicy;
+      /** Contract section 24: the escalation the approval recorded (its `escalate_to` patterns), who may decide too. */
+      escalated_to?: string[];
       requester?: { requested_by?: string; user_id: string };
     }
   /** A `confirm` tool approved from a surface with its own confirm step: nothing changed, the step opens. */
