@@ -44,6 +44,9 @@ const auditEntryMarkSchema = z
     count: z.number().int().optional(),
     details: z.record(z.string(), z.unknown()).optional(),
     via: z.enum(["api", "console", "slack", "engine"]).optional(),
+    // Contract section 24: the policy version (and hash) that judged the decision.
+    policy_version: z.number().int().min(0).optional(),
+    policy_hash: z.string().optional(),
   })
   .strip();
 
