@@ -46,6 +46,9 @@ const auditEntryMarkSchema = z
     via: z.enum(["api", "console", "slack", "engine"]).optional(),
     /** Contract section 25: the client's address, where the action's request carried one. */
     client_ip: z.string().optional(),
+    // Contract section 24: the policy version (and hash) that judged the decision.
+    policy_version: z.number().int().min(0).optional(),
+    policy_hash: z.string().optional(),
   })
   .strip();
 
