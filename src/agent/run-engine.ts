@@ -83,7 +83,14 @@ import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
-const POLICY_STAMPED = new Set<EventType>(["approval_requested", "approval_vote", "approval_resolved", "tool_execution"]);
+const POLICY_STAMPED = new Set<EventType>([
+  "approval_requested",
+  "approval_vote",
+  "approval_resolved",
+  "approval_reminded",
+  "approval_escalated",
+  "tool_execution",
+]);
 
 const MS_PER_SECOND = 1_000;
 
@@ -475,7 +482,7 @@ export class RunEngine {
     const now = Date.now();
     this.#apply(askRound(this.#calls, call, conversation, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
     // Contract section 24: the call's MCP questions are reminded and escalated as its approval is.
-    armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#deps.config.TOOL_POLICY, call.tool_name), now, conversation.round);
+    armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#policy().document.tools, call.tool_name), now, conversation.round);
     this.#armDeadlineOfPhase();
     this.#save();
   }
@@ -742,7 +749,7 @@ export class RunEngine {
         ),
         now,
       );
-      armNudges(this.#calls, call.tool_call_id, nudgePolicy(config.TOOL_POLICY, call.tool_name), now);
+      armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#policy().document.tools, call.tool_name), now);
     }
     this.#save();
   }

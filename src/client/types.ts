@@ -206,6 +206,9 @@ export type EngineEvent =
       approval_id?: string;
       input_id?: string;
       expires_at: string;
+      /** The policy version active when it fired and its hash (contract section 24). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   /** Contract section 24: escalated after `escalate_after`: `escalated_to` may now decide beside the rule in force. */
   | (Envelope<"approval_escalated"> & {
@@ -216,6 +219,9 @@ export type EngineEvent =
       /** The approvers patterns in force, or null for the default rule (section 19). */
       approvers: string[] | null;
       escalated_to: string[];
+      /** The policy version active when it fired and its hash (contract section 24). */
+      policy_version?: number;
+      policy_hash?: string;
     })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & {

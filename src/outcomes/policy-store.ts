@@ -320,7 +320,7 @@ export async function policySnapshot(
   } catch {
     value = undefined;
   }
-  const parsed = parsePolicyDocument(value, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(value, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   const snapshot: PolicySnapshot | BadPolicy = parsed.ok
     ? { version, hash: row.hash, document: parsed.document }
     : { bad: true, version, hash: row.hash, details: parsed.details };

@@ -165,6 +165,7 @@ const ownFields = {
       .optional()
       .meta({ description: "The call's MCP question reminded (contract section 21), instead of approval_id." }),
     expires_at: isoTime,
+    ...policyFields,
   },
   approval_escalated: {
     ...toolIds,
@@ -180,6 +181,7 @@ const ownFields = {
     escalated_to: z
       .array(z.string())
       .meta({ description: "The escalate_to patterns now eligible beside the rule in force (contract section 24)." }),
+    ...policyFields,
   },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
   human_input_requested: {

@@ -148,7 +148,7 @@ function personOfPrincipal(principal: Principal): string | null {
 /** PUT /api/policy */
 export async function handlePutPolicy(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, putPolicySchema);
-  const parsed = parsePolicyDocument(body.policy, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(body.policy, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   if (!parsed.ok) throw invalidPolicy(parsed.details);
   const document: PolicyDocument = parsed.document;
   const hash = await policyHash(document);
@@ -210,7 +210,7 @@ export async function handleApprovePolicy(env: Env, config: HostConfig, raw: str
     return statusConflict("not_proposed", `Version ${version} is ${found.status}, not proposed or shadow.`, found.status);
   }
   // A version stored under other code must still validate before it binds.
-  const parsed = parsePolicyDocument(found.policy, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(found.policy, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   if (!parsed.ok) throw invalidPolicy(parsed.details);
   const active = await getActiveVersion(env.DB, config);
   const loosens = loosenings(active.policy, parsed.document);
