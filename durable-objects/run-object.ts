@@ -248,6 +248,8 @@ export class RunObject extends DurableObject<Env> {
         waitUntil: (promise) => this.ctx.waitUntil(promise),
         stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
         toolNameOf: (toolCallId) => engine?.toolNameOf(toolCallId),
+        callOf: (toolCallId) => engine?.callOf(toolCallId),
+        mutationsUsed: (toolName) => engine?.mutationsUsed(toolName) ?? 0,
         auditWritten: () => this.ctx.waitUntil(wakeSealer(this.env)),
       },
       run,

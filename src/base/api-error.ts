@@ -61,6 +61,9 @@ export const ERROR_CODES = [
   "invalid_scope",
   "self_release_forbidden",
   "second_person_required",
+  // Policy as versioned data (section 24): a policy document that fails validation; a replay window before retention.
+  "invalid_policy",
+  "before_retention",
   // A bug, never bad input: logged, nothing internal said.
   "internal_error",
 ] as const;

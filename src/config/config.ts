@@ -160,7 +160,7 @@ const mutationLimitSchema = z
     by: z.enum(["principal", "channel", "all"]),
   })
   .strict();
-const toolPolicySchema = z
+export const toolPolicySchema = z
   .record(
     toolName,
     z
@@ -186,7 +186,7 @@ const toolPolicySchema = z
     }
   });
 /** APPROVER_GROUPS: `{"<group>": [patterns]}`; groups do not nest, so a member may not be `group:…`. */
-const approverGroupsSchema = z.record(
+export const approverGroupsSchema = z.record(
   z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, "a group name: letters, digits, - and _"),
   z
     .array(
@@ -195,7 +195,7 @@ const approverGroupsSchema = z.record(
     .min(1)
     .max(1_000),
 );
-const mutationBudgetSchema = z.record(toolName, z.number().int().min(0));
+export const mutationBudgetSchema = z.record(toolName, z.number().int().min(0));
 
 /** "true"/"false" (wrangler vars are strings) or a JSON boolean. */
 const boolVar = (fallback: boolean) =>
@@ -558,7 +558,7 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
 }
 
 /** Every TOOL_POLICY limit whose `per` is longer than MUTATION_RETENTION_DAYS keeps rows (contract section 23). */
-function limitsOutlivingRetention(config: HostConfig): { path: string; message: string }[] {
+export function limitsOutlivingRetention(config: Pick<HostConfig, "TOOL_POLICY" | "MUTATION_RETENTION_DAYS">): { path: string; message: string }[] {
   const days = config.MUTATION_RETENTION_DAYS;
   if (days === undefined) return [];
   const out: { path: string; message: string }[] = [];
@@ -622,7 +622,7 @@ function slackModeGaps(config: HostConfig): { path: string; message: string }[] 
 }
 
 /** Every `group:<name>` in TOOL_POLICY approvers that APPROVER_GROUPS does not define. */
-function unknownGroupReferences(config: HostConfig): { path: string; message: string }[] {
+export function unknownGroupReferences(config: Pick<HostConfig, "TOOL_POLICY" | "APPROVER_GROUPS">): { path: string; message: string }[] {
   const out: { path: string; message: string }[] = [];
   for (const [tool, entry] of Object.entries(config.TOOL_POLICY)) {
     (entry.approvers ?? []).forEach((approver, i) => {

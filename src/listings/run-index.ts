@@ -30,6 +30,7 @@ import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 import type { SqlTable } from "../stream/sql-schema";
 import { backoffMs } from "../schedule/deadline";
+import { type ReplayCall, type ReplayVote, replayCallSchema, replayVoteSchema } from "./replay-facts";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -49,7 +50,8 @@ const auditEntryMarkSchema = z
 
 /** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
 /** `vote`: one counted approve of an approval already indexed (contract section 19), keyed by its count so none merges away. */
-export type MarkKind = "run" | "approval" | "input" | "audit" | "vote";
+/** `call`, `call_vote`: a proposed call's and a decision's rows for policy replay (contract section 24, migration 0034). */
+export type MarkKind = "run" | "approval" | "input" | "audit" | "vote" | "call" | "call_vote";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -211,6 +213,16 @@ export class RunIndex {
   /** The `votes`-th counted approve of an approval (contract section 19). */
   markApprovalVote(approvalId: string, votes: number, vote: { by: string; at: string }): void {
     this.#mark("vote", JSON.stringify([approvalId, votes]), 1, { approval_id: approvalId, votes, vote });
+  }
+
+  /** A proposed call's replay row as it stands (contract section 24); later marks merge into a pending one. */
+  markReplayCall(row: ReplayCall): void {
+    this.#mark("call", JSON.stringify([row.run_id, row.tool_call_id]), row.checkpoint !== undefined ? 1 : 0, row);
+  }
+
+  /** One decision on a call's approval, for replay; keyed by its place, so a replayed mark writes nothing new. */
+  markReplayVote(vote: ReplayVote): void {
+    this.#mark("call_vote", JSON.stringify([vote.run_id, vote.tool_call_id, vote.n]), 1, vote);
   }
 
   /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
@@ -427,6 +439,21 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
         .run();
       return;
     }
+    case "call": {
+      await replayCallStatement(db, replayCallSchema.parse(fields)).run();
+      return;
+    }
+    case "call_vote": {
+      const v = replayVoteSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT INTO policy_replay_votes (run_id, tool_call_id, n, decision, principal, person, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id, tool_call_id, n) DO NOTHING`,
+        )
+        .bind(v.run_id, v.tool_call_id, v.n, v.decision, v.principal, v.person, v.at)
+        .run();
+      return;
+    }
     case "audit": {
       await auditStatement(db, auditEntryMarkSchema.parse(fields) as AuditEntry).run();
       return;
@@ -552,6 +579,52 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       return;
     }
   }
+}
+
+/**
+ * A call's replay row: its facts as first marked, then what later marks add
+ * (an approval's end, the checkpoint); a settled field is never cleared.
+ */
+function replayCallStatement(db: IndexDb, c: ReplayCall): IndexStatement {
+  return db
+    .prepare(
+      `INSERT INTO policy_replay_calls (run_id, tool_call_id, proposed_at, tool_name, channel_id, requested_by, requester_person, on_behalf_of,
+                                        on_behalf_of_person, limit_key, level, mutating, trusted_read_only, destructive_hint, tool_digest,
+                                        arguments_digest, ask, halt_id, approval_id, approval_status, budget_used, checkpoint, checkpoint_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+         approval_status = CASE WHEN excluded.approval_status IS NULL OR excluded.approval_status = 'pending'
+                                THEN COALESCE(policy_replay_calls.approval_status, excluded.approval_status) ELSE excluded.approval_status END,
+         budget_used = COALESCE(policy_replay_calls.budget_used, excluded.budget_used),
+         checkpoint = COALESCE(policy_replay_calls.checkpoint, excluded.checkpoint),
+         checkpoint_at = COALESCE(policy_replay_calls.checkpoint_at, excluded.checkpoint_at),
+         halt_id = COALESCE(policy_replay_calls.halt_id, excluded.halt_id)`,
+    )
+    .bind(
+      c.run_id,
+      c.tool_call_id,
+      c.proposed_at,
+      c.tool_name,
+      c.channel_id,
+      c.requested_by,
+      c.requester_person,
+      c.on_behalf_of ?? null,
+      c.on_behalf_of_person ?? null,
+      c.limit_key,
+      c.level,
+      c.mutating ? 1 : 0,
+      c.trusted_read_only ? 1 : 0,
+      c.destructive_hint ? 1 : 0,
+      c.tool_digest ?? null,
+      c.arguments_digest,
+      c.ask,
+      c.halt_id ?? null,
+      c.approval_id ?? null,
+      c.approval_status ?? null,
+      c.budget_used ?? null,
+      c.checkpoint ?? null,
+      c.checkpoint_at ?? null,
+    );
 }
 
 /**
