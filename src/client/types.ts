@@ -591,6 +591,8 @@ export const AUDIT_ACTIONS = [
   // Contract section 23.
   "halt.engage",
   "halt.release",
+  // Contract section 24.
+  "policy.replay",
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",

@@ -558,7 +558,9 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
 }
 
 /** Every TOOL_POLICY limit whose `per` is longer than MUTATION_RETENTION_DAYS keeps rows (contract section 23). */
-export function limitsOutlivingRetention(config: Pick<HostConfig, "TOOL_POLICY" | "MUTATION_RETENTION_DAYS">): { path: string; message: string }[] {
+export function limitsOutlivingRetention(
+  config: Pick<HostConfig, "TOOL_POLICY" | "MUTATION_RETENTION_DAYS">,
+): { path: string; message: string }[] {
   const days = config.MUTATION_RETENTION_DAYS;
   if (days === undefined) return [];
   const out: { path: string; message: string }[] = [];

@@ -54,6 +54,7 @@ import { handleGetDelivery } from "./handlers/delivery-receipt";
 import { handleEvents } from "./handlers/events";
 import { handleListApprovals, handleListInputs, handleListMutations, handleListRuns, listing } from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
+import { handlePolicyReplay, replayRequestSchema, replayResponseSchema } from "./handlers/policy-replay";
 import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
 import { handleGetMutation, handleReconcile, handleRunMutations, handleStoragePool, reconcileRequestSchema } from "./handlers/mutations";
 import { handleApprovalDecision, handleCancel, handleGetRun, handleInputAnswer } from "./handlers/runs";
@@ -533,6 +534,17 @@ export const ROUTES: readonly RouteSpec[] = [
       ...errors(404, ...API_ERRORS),
     },
     handler: (request, env) => handleReleaseHalt(env, decodePathParam(request.params.haltId), request.principal),
+  },
+  // Policy as versioned data (contract section 24).
+  {
+    method: "POST",
+    path: "/api/policy/replay",
+    auth: admin,
+    summary:
+      "Judge a window of recorded calls by a candidate policy: the checks it decides otherwise, one bounded page (contract section 24, admin)",
+    request: jsonBody(replayRequestSchema),
+    responses: { 200: { description: "One page", content: json(replayResponseSchema) }, ...errors(400, 413, 415, ...API_ERRORS) },
+    handler: (request, env) => handlePolicyReplay(request, env.DB, request.config, request.principal),
   },
   // An audit you can prove (contract section 25).
   {

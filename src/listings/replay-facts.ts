@@ -73,7 +73,13 @@ export interface ReplayContext {
   used: number;
 }
 
-type Approval = { approval_id: string; level: "approve" | "confirm"; decision?: string; votes?: { by: string; person: string; at: string }[]; decided_by?: string };
+type Approval = {
+  approval_id: string;
+  level: "approve" | "confirm";
+  decision?: string;
+  votes?: { by: string; person: string; at: string }[];
+  decided_by?: string;
+};
 
 /** The call's approval as its record holds it, whatever its state (undefined: nobody was asked). */
 function approvalOf(call: ToolCall): Approval | undefined {
