@@ -23,6 +23,7 @@ import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
 import { auditVerify } from "./audit-verify.js";
+import { policyDiff, timeArgument } from "./policy-diff.js";
 import { approvalLine, auditLine, haltLine, inputLine, mcpServerLine, mutationLine, summaryPendingLines, tokenLine } from "./render.js";
 import { interactive, type Output, output, type Prompter, prompter } from "./terminal.js";
 
@@ -410,6 +411,21 @@ function buildProgram(act: Act): Command {
         const revoked = await client.revokeToken(name);
         out.result(`revoked token:${revoked.name} at ${revoked.revoked_at}`, revoked);
         return EXIT_OK;
+      }),
+    );
+
+  // Policy as versioned data (contract section 24).
+  const policy = program.command("policy").description("the approval policy as data (admin)");
+  policy
+    .command("diff")
+    .description("replay recorded calls against a candidate policy and print each check it decides otherwise (admin)")
+    .argument("<candidate>", 'the candidate policy, a JSON file {"tools","groups","budget"}')
+    .requiredOption("--since <when>", "from: a duration back from now (7d, 12h) or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .option("--until <when>", "to (default now): a duration back from now or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .action(
+      act(async (file: string, opts: { since: string; until?: string }, command: Command) => {
+        const { out, client } = context(command);
+        return policyDiff(out, client, file, opts);
       }),
     );
 

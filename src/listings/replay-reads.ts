@@ -33,6 +33,8 @@ export interface ReplayWindow {
   until: string;
   /** Where the previous page ended (its next_cursor). */
   cursor?: string | undefined;
+  /** Calls judged per page, at most REPLAY_PAGE_CALLS (the default). */
+  limit?: number | undefined;
 }
 
 export interface ReplayPage {
@@ -82,6 +84,7 @@ export async function replayPage(
   reserved = 0,
 ): Promise<ReplayPage> {
   const after: Key = window.cursor === undefined ? [window.since, "", ""] : (decodeCursor(window.cursor, 3) as Key);
+  const size = Math.min(Math.max(1, window.limit ?? REPLAY_PAGE_CALLS), REPLAY_PAGE_CALLS);
   let statements = 0;
   const read = async <T>(sql: string, binds: unknown[]): Promise<T[]> => {
     statements += 1;
@@ -97,10 +100,10 @@ export async function replayPage(
     `SELECT * FROM policy_replay_calls AS r
       WHERE (r.proposed_at, r.run_id, r.tool_call_id) > (?, ?, ?) AND r.proposed_at >= ? AND r.proposed_at <= ?
       ORDER BY r.proposed_at, r.run_id, r.tool_call_id LIMIT ?`,
-    [...after, window.since, window.until, REPLAY_PAGE_CALLS + 1],
+    [...after, window.since, window.until, size + 1],
   );
-  let calls = rows.slice(0, REPLAY_PAGE_CALLS).map(callOfRow);
-  let more = rows.length > REPLAY_PAGE_CALLS;
+  let calls = rows.slice(0, size).map(callOfRow);
+  let more = rows.length > size;
 
   // The first page counts the window's calls recorded before replay rows existed.
   let skipped = 0;

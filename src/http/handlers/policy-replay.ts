@@ -12,7 +12,7 @@ import type { Principal } from "../../auth/principal";
 import type { HostConfig } from "../../config/config";
 import { validatePolicyDocument } from "../../config/policy-document";
 import { CursorError } from "../../listings/cursor";
-import { replayPage } from "../../listings/replay-reads";
+import { REPLAY_PAGE_CALLS, replayPage } from "../../listings/replay-reads";
 import { approverPrincipals } from "../../slack/slack-principal";
 import { readJsonBody } from "../request-body";
 
@@ -24,6 +24,13 @@ export const replayRequestSchema = z
     policy: z.unknown().meta({ description: '{"tools","groups","budget"}, validated like TOOL_POLICY, APPROVER_GROUPS, MUTATION_BUDGET' }),
     since: utcTime,
     until: utcTime.optional().meta({ description: "Default: now" }),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(REPLAY_PAGE_CALLS)
+      .optional()
+      .meta({ description: `Calls judged per page, 1..${REPLAY_PAGE_CALLS} (default ${REPLAY_PAGE_CALLS}); a page may end earlier` }),
     cursor: z.string().max(2_000).optional().meta({ description: "The previous page's next_cursor (send the same policy and window)" }),
   })
   .strict();
@@ -96,7 +103,7 @@ export async function handlePolicyReplay(request: Request, db: D1Database, confi
   let page: Awaited<ReturnType<typeof replayPage>>;
   try {
     // One statement of the request's twenty is kept for its audit entry.
-    page = await replayPage(db, checked.policy, { since, until, cursor: body.cursor }, { slackListed }, 1);
+    page = await replayPage(db, checked.policy, { since, until, cursor: body.cursor, limit: body.limit }, { slackListed }, 1);
   } catch (err) {
     if (err instanceof CursorError) throw apiError(400, { error: "invalid_request", message: `cursor: ${err.message}` });
     throw err;
