@@ -48,6 +48,18 @@ export const replayCallSchema = z
   .strip();
 export type ReplayCall = z.output<typeof replayCallSchema>;
 
+/** A call's facts as it was proposed: the first mark's stand (the row's INSERT keeps them too; later marks only add). */
+export const REPLAY_PROPOSAL_FACTS = [
+  "proposed_at",
+  "level",
+  "mutating",
+  "trusted_read_only",
+  "destructive_hint",
+  "tool_digest",
+  "arguments_digest",
+  "ask",
+] as const;
+
 /** One decision on the call's approval: each counted approve in order, then the deny that ended it. */
 export const replayVoteSchema = z
   .object({

@@ -30,7 +30,7 @@ import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 import type { SqlTable } from "../stream/sql-schema";
 import { backoffMs } from "../schedule/deadline";
-import { type ReplayCall, type ReplayVote, replayCallSchema, replayVoteSchema } from "./replay-facts";
+import { REPLAY_PROPOSAL_FACTS, type ReplayCall, type ReplayVote, replayCallSchema, replayVoteSchema } from "./replay-facts";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -217,7 +217,8 @@ export class RunIndex {
 
   /** A proposed call's replay row as it stands (contract section 24); later marks merge into a pending one. */
   markReplayCall(row: ReplayCall): void {
-    this.#mark("call", JSON.stringify([row.run_id, row.tool_call_id]), row.checkpoint !== undefined ? 1 : 0, row);
+    // What was true when it was proposed stays as first marked (a later record may no longer carry the server's annotations).
+    this.#mark("call", JSON.stringify([row.run_id, row.tool_call_id]), row.checkpoint !== undefined ? 1 : 0, row, REPLAY_PROPOSAL_FACTS);
   }
 
   /** One decision on a call's approval, for replay; keyed by its place, so a replayed mark writes nothing new. */
@@ -385,7 +386,8 @@ export class RunIndex {
     return { status: "ok", written, remaining: this.pending, ...(audit > 0 ? { audit } : {}) };
   }
 
-  #mark(kind: MarkKind, key: string, rank: Rank, fields: object): void {
+  /** `keep`: fields a pending mark already holds that a later mark does not replace. */
+  #mark(kind: MarkKind, key: string, rank: Rank, fields: object, keep: readonly string[] = []): void {
     const existing = this.#sql
       .exec<MarkRow>(`SELECT kind, key, rank, fields, version FROM run_index_marks WHERE kind = ? AND key = ?`, kind, key)
       .toArray()[0];
@@ -401,7 +403,9 @@ export class RunIndex {
     }
     // A pending entry marked after its resolution (a late duplicate) changes nothing.
     if (rank < existing.rank) return;
-    const merged = { ...(JSON.parse(existing.fields) as object), ...fields };
+    const before = JSON.parse(existing.fields) as Record<string, unknown>;
+    const merged: Record<string, unknown> = { ...before, ...fields };
+    for (const name of keep) if (Object.hasOwn(before, name)) merged[name] = before[name];
     this.#sql.exec(
       `UPDATE run_index_marks SET rank = ?, fields = ?, version = version + 1 WHERE kind = ? AND key = ?`,
       rank,
