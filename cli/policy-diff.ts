@@ -27,7 +27,7 @@ export function timeArgument(now: number): (value: string) => string {
 }
 
 /** One changed check, one line: which call, which check, what was recorded and what the candidate says. */
-export function changeLine(c: PolicyReplayChange): string {
+function changeLine(c: PolicyReplayChange): string {
   return [
     c.run_id,
     c.tool_call_id,

@@ -15,7 +15,7 @@ import {
   unknownGroupReferences,
 } from "./config";
 
-export const policyDocumentSchema = z
+const policyDocumentSchema = z
   .object({ tools: toolPolicySchema, groups: approverGroupsSchema, budget: mutationBudgetSchema })
   .strict()
   .meta({ id: "PolicyDocument", description: "TOOL_POLICY, APPROVER_GROUPS and MUTATION_BUDGET as one document (contract section 24)" });
@@ -26,11 +26,6 @@ export type PolicyDocument = z.output<typeof policyDocumentSchema>;
 export interface PolicyProblem {
   path: string;
   message: string;
-}
-
-/** The settings as a document: version 0 (contract section 24). */
-export function settingsDocument(config: Pick<HostConfig, "TOOL_POLICY" | "APPROVER_GROUPS" | "MUTATION_BUDGET">): PolicyDocument {
-  return { tools: config.TOOL_POLICY, groups: config.APPROVER_GROUPS, budget: config.MUTATION_BUDGET };
 }
 
 const SETTING_OF_PATH: Readonly<Record<string, string>> = { TOOL_POLICY: "tools", APPROVER_GROUPS: "groups", MUTATION_BUDGET: "budget" };

@@ -14,7 +14,7 @@ import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
 import type { Decider } from "../wire/run-protocol";
 import type { ReplayCall, ReplayVote } from "./replay-facts";
 
-export type ReplayCheck = "ask" | "decider" | "quorum" | "checkpoint";
+type ReplayCheck = "ask" | "decider" | "quorum" | "checkpoint";
 
 /** One check whose verdict the candidate changes (contract section 24's `changed` item). */
 export interface ReplayChange {

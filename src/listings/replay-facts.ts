@@ -14,9 +14,9 @@ import { HUMAN_ASK_TOOL, type ToolCall } from "../execution/tool-calls";
 import type { RunEvent } from "../wire/event-schemas";
 
 /** The `ask` verdicts of contract section 24. */
-export const ASK_VERDICTS = ["approve", "confirm", "automatic", "not_in_budget", "rate_limited", "halted"] as const;
+const ASK_VERDICTS = ["approve", "confirm", "automatic", "not_in_budget", "rate_limited", "halted"] as const;
 /** The `checkpoint` verdicts of contract section 24. */
-export const CHECKPOINT_VERDICTS = ["allowed", "rate_limited", "budget_exhausted"] as const;
+const CHECKPOINT_VERDICTS = ["allowed", "rate_limited", "budget_exhausted"] as const;
 
 /** One call's row of policy_replay_calls, as a mark carries it (later marks of the call add what happened since). */
 export const replayCallSchema = z

@@ -16,7 +16,7 @@ import { type ReplayCall, type ReplayVote, replayCallSchema, replayVoteSchema } 
 /** Calls judged per page (each has at most 6 decisions: 5 approves and a deny, so its decisions fit one 500-row read). */
 export const REPLAY_PAGE_CALLS = 50;
 /** Contract section 25: a replay request runs at most 20 statements. */
-export const REPLAY_MAX_STATEMENTS = 20;
+const REPLAY_MAX_STATEMENTS = 20;
 /** Limits counted per statement (two columns each; few enough bound values for D1). */
 const LIMITS_PER_STATEMENT = 8;
 

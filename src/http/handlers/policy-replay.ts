@@ -38,7 +38,7 @@ export const replayRequestSchema = z
 const verdictWords =
   "ask: approve|confirm|automatic|not_in_budget|rate_limited|halted; decider: eligible|not_an_approver|self_approval_forbidden; quorum: resolved|pending:<n> (n approves counted); checkpoint: allowed|rate_limited|budget_exhausted";
 
-export const replayChangeSchema = z
+const replayChangeSchema = z
   .object({
     run_id: z.string(),
     tool_call_id: z.string(),
