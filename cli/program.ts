@@ -25,6 +25,7 @@ import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
 import { auditVerify } from "./audit-verify.js";
+import { policyDiff, timeArgument } from "./policy-diff.js";
 import {
   approvalLine,
   auditLine,
@@ -419,6 +420,18 @@ function buildProgram(act: Act): Command {
         const active = await client.approvePolicyVersion(version);
         out.result(policyLine(active), active);
         return EXIT_OK;
+      }),
+    );
+  policy
+    .command("diff")
+    .description("replay recorded calls against a candidate policy and print each check it decides otherwise (admin)")
+    .argument("<candidate>", 'the candidate policy, a JSON file {"tools","groups","budget"}')
+    .requiredOption("--since <when>", "from: a duration back from now (7d, 12h) or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .option("--until <when>", "to (default now): a duration back from now or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .action(
+      act(async (file: string, opts: { since: string; until?: string }, command: Command) => {
+        const { out, client } = context(command);
+        return policyDiff(out, client, file, opts);
       }),
     );
 

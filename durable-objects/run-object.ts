@@ -156,9 +156,8 @@ export class RunObject extends DurableObject<Env> {
   async act(action: PersonAction, read?: HaltsAndPolicy, given?: ActionOrigin): Promise<ActionVerdict> {
     const parts = this.#parts;
     if (!parts) return { kind: "gone" };
-    // Contract sections 23, 24: an approve or an accept reads the active halts from D1, uncached, and every decision the policy pointer.
+    // Sections 23-25: an approve or accept reads the halts from D1 uncached, every decision the policy pointer; entries record the origin.
     const halts = await this.#policy.forAction(action, this.#config.STORAGE_WAIT_MS, read);
-    // Contract section 25: the entries the action leads to record where it came from (its surface, else the actor's path).
     const origin = given ?? { via: action.actor.via };
     const verdict = parts.outputs.actingFrom(origin, () => parts.engine.act(action, halts));
     if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
@@ -248,6 +247,8 @@ export class RunObject extends DurableObject<Env> {
         waitUntil: (promise) => this.ctx.waitUntil(promise),
         stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
         toolNameOf: (toolCallId) => engine?.toolNameOf(toolCallId),
+        callOf: (toolCallId) => engine?.callOf(toolCallId),
+        mutationsUsed: (toolName) => engine?.mutationsUsed(toolName) ?? 0,
         auditWritten: () => this.ctx.waitUntil(wakeSealer(this.env)),
       },
       run,

@@ -529,6 +529,17 @@ export class RunEngine {
     return undefined;
   }
 
+  /** The run's record of the tool call `toolCallId` (the latest one of that id), for the replay index (contract section 24). */
+  callOf(toolCallId: string): ToolCall | undefined {
+    for (let i = this.#calls.length - 1; i >= 0; i--) if (this.#calls[i]?.tool_call_id === toolCallId) return this.#calls[i];
+    return undefined;
+  }
+
+  /** The run's admitted mutations of `toolName` so far (the budget's count). */
+  mutationsUsed(toolName: string): number {
+    return this.#run.counters.used[toolName] ?? 0;
+  }
+
   #armDeadlineOfPhase(): void {
     const phase = this.#phase();
     if (phase?.kind === "tools") this.#armCallDeadline(phase.turn);

@@ -20,7 +20,7 @@ import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
 import { auditOfEvent } from "../audit/run-audit";
 import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
-import type { DispatchOutcome } from "../execution/tool-calls";
+import type { DispatchOutcome, ToolCall } from "../execution/tool-calls";
 import type { Reminded } from "../execution/approval-nudges";
 import { observePosts } from "../operate/run-hooks";
 import { RunMetrics } from "../operate/run-metrics";
@@ -44,6 +44,8 @@ import { logLifecycle } from "../operate/run-log";
 import { runRequester } from "../policy/approval-policy";
 import { RunWebhooks } from "../webhooks/run-webhooks";
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "../webhooks/webhook-attempt";
+import { parseMcpToolName } from "../execution/tool-policy";
+import { REPLAY_EVENT_TYPES, replayCallOf, replayVotesOf } from "../listings/replay-facts";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
@@ -78,6 +80,9 @@ export interface RunOutputsDeps {
   stillPending: () => Pick<RunSummary, "pending_approvals" | "pending_inputs">;
   /** The name of the run's tool call (an MCP question's index row keeps it, for the Slack Home tab). */
   toolNameOf?: (toolCallId: string) => string | undefined;
+  /** The run's record of a tool call (the latest of that id) and its admitted mutations of a tool, for the replay index (contract section 24). */
+  callOf?: (toolCallId: string) => ToolCall | undefined;
+  mutationsUsed?: (toolName: string) => number;
   /** Audit entries reached D1: wake the sealer to chain them (contract section 25). */
   auditWritten?: () => void;
 }
@@ -277,6 +282,7 @@ export class RunOutputs implements EngineObserver {
       if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
       const at = this.#at.iso;
       marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf) || marked;
+      marked = this.#markReplay(event, at) || marked;
       const audit = auditOfEvent(context, event, at, origin);
       if (audit !== null) {
         this.#index.markAudit(audit);
@@ -296,6 +302,28 @@ export class RunOutputs implements EngineObserver {
     // Contract section 26: notifications are stored here and sent off the append path.
     if (webhookNotes > 0) this.#startWebhooks(first);
     if (marked) this.#deps.schedule.setEarliest("index", first + INDEX_FLUSH_DELAY_MS);
+  }
+
+  /** The call's replay row and its decisions (contract section 24), marked with the event that changed them. */
+  #markReplay(event: RunEvent, at: string): boolean {
+    const callOf = this.#deps.callOf;
+    if (callOf === undefined || !REPLAY_EVENT_TYPES.has(event.type) || !("tool_call_id" in event)) return false;
+    const call = callOf(event.tool_call_id);
+    if (call === undefined) return false;
+    const server = parseMcpToolName(call.tool_name)?.server;
+    const row = replayCallOf(event, at, call, {
+      run_id: this.#run.run_id,
+      channel_id: this.#run.channel_id,
+      requester: runRequester(this.#run),
+      trusted: server !== undefined && this.#deps.config.MCP_SERVERS[server]?.trust_annotations === true,
+      used: this.#deps.mutationsUsed?.(call.tool_name) ?? 0,
+    });
+    if (row === null) return false;
+    this.#index.markReplayCall(row);
+    if (event.type === "approval_vote" || event.type === "approval_resolved") {
+      for (const vote of replayVotesOf(call, this.#run.run_id, at)) this.#index.markReplayVote(vote);
+    }
+    return true;
   }
 
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */

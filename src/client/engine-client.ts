@@ -52,6 +52,8 @@ import type {
   PolicyStatus,
   PolicyVersion,
   PolicyVersionsPage,
+  PolicyReplayPage,
+  PolicyReplayRequest,
 } from "./types.js";
 
 /** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
@@ -286,6 +288,11 @@ export class EngineClient {
   /** DELETE /api/halts/{halt_id}: a release vote (admin). */
   releaseHalt(haltId: string, options: RequestOptions = {}): Promise<HaltReleaseAnswer> {
     return this.#json("DELETE", `/api/halts/${enc(haltId)}`, undefined, options);
+  }
+
+  /** POST /api/policy/replay: one page of a window of recorded calls judged by a candidate policy (contract section 24, admin). */
+  replayPolicy(body: PolicyReplayRequest, options: RequestOptions = {}): Promise<PolicyReplayPage> {
+    return this.#json("POST", "/api/policy/replay", body, options);
   }
 
   /** GET /api/audit: one page of the audit log, newest first. */

@@ -608,6 +608,34 @@ export interface HaltsPage {
   next_cursor: string | null;
 }
 
+/** POST /api/policy/replay (contract section 24): the candidate, the window (ISO 8601 UTC), and where the last page ended. */
+export interface PolicyReplayRequest {
+  policy: { tools: Record<string, unknown>; groups: Record<string, string[]>; budget: Record<string, number> };
+  since: string;
+  until?: string;
+  /** Calls judged per page, 1..50 (default 50). */
+  limit?: number;
+  cursor?: string;
+}
+
+/** One check of a recorded call that the candidate decides otherwise. */
+export interface PolicyReplayChange {
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  check: "ask" | "decider" | "quorum" | "checkpoint";
+  recorded: string;
+  candidate: string;
+  principal?: string;
+}
+
+export interface PolicyReplayPage {
+  examined: number;
+  skipped: number;
+  changed: PolicyReplayChange[];
+  next_cursor: string | null;
+}
+
 /** DELETE /api/halts/{halt_id}: released (200), or the vote counted and more persons needed (202). */
 export type HaltReleaseAnswer =
   | { halt_id: string; status: "released"; released_by: string; released_at: string }
@@ -684,6 +712,7 @@ export const AUDIT_ACTIONS = [
   "policy.put",
   "policy.approve",
   "policy.withdraw",
+  "policy.replay",
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",

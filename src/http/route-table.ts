@@ -64,6 +64,7 @@ import {
   listing,
 } from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
+import { handlePolicyReplay, replayRequestSchema, replayResponseSchema } from "./handlers/policy-replay";
 import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
 import { handleListWebhooks } from "./handlers/webhooks";
 import { webhookListingSchema } from "../webhooks/webhook-listing";
@@ -643,6 +644,17 @@ export const ROUTES: readonly RouteSpec[] = [
     request: { params: z.object({ v: z.string() }) },
     responses: { 200: { description: "Withdrawn", content: json(policyChangeSchema) }, ...errors(400, 404, 409, ...API_ERRORS) },
     handler: (request, env) => handleWithdrawPolicy(env, request.config, decodePathParam(request.params.v), request.principal),
+  },
+  // Policy as versioned data (contract section 24).
+  {
+    method: "POST",
+    path: "/api/policy/replay",
+    auth: admin,
+    summary:
+      "Judge a window of recorded calls by a candidate policy: the checks it decides otherwise, one bounded page (contract section 24, admin)",
+    request: jsonBody(replayRequestSchema),
+    responses: { 200: { description: "One page", content: json(replayResponseSchema) }, ...errors(400, 413, 415, ...API_ERRORS) },
+    handler: (request, env) => handlePolicyReplay(request, env.DB, request.config, request.principal),
   },
   // An audit you can prove (contract section 25).
   {
