@@ -49,7 +49,8 @@ const auditEntryMarkSchema = z
 
 /** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
 /** `vote`: one counted approve of an approval already indexed (contract section 19), keyed by its count so none merges away. */
-export type MarkKind = "run" | "approval" | "input" | "audit" | "vote";
+/** `shadow`: where the shadow policy version's verdict at a check differed from the active one's (contract section 24). */
+export type MarkKind = "run" | "approval" | "input" | "audit" | "vote" | "shadow";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -113,6 +114,23 @@ const voteMarkSchema = z
   .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
 const inputMarkSchema = inputListItemSchema;
+/** The checks and their verdict words of contract section 24, as a difference records them. */
+export const SHADOW_CHECKS = ["ask", "decider", "quorum", "checkpoint"] as const;
+export type ShadowCheck = (typeof SHADOW_CHECKS)[number];
+const shadowDifferenceSchema = z
+  .object({
+    version: z.number().int().min(1),
+    at: z.string(),
+    run_id: z.string(),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    check: z.enum(SHADOW_CHECKS),
+    active: z.string(),
+    shadow: z.string(),
+  })
+  .strip();
+/** One difference between the shadow version's verdict and the active one's at one check (contract section 24). */
+export type ShadowDifference = z.infer<typeof shadowDifferenceSchema>;
 const inputResolutionSchema = z
   .object({
     run_id: z.string(),
@@ -214,6 +232,12 @@ export class RunIndex {
   }
 
   /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
+  /** A shadow difference: keyed by the check it was found at, so a second one of the same check at the same moment is one row. */
+  markShadowDifference(difference: ShadowDifference): void {
+    const key = JSON.stringify([difference.run_id, difference.tool_call_id, difference.check, difference.at]);
+    this.#mark("shadow", key, 1, difference);
+  }
+
   markAudit(entry: AuditEntry): void {
     this.#mark("audit", entry.id, 1, entry);
   }
@@ -424,6 +448,18 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
            WHERE approval_id = ? AND status = 'pending' AND json_array_length(COALESCE(approvals_json, '[]')) = ?`,
         )
         .bind(JSON.stringify({ by: v.vote.by, at: v.vote.at }), v.approval_id, v.votes - 1)
+        .run();
+      return;
+    }
+    case "shadow": {
+      // The mark's key is the row's: a replayed flush inserts nothing (and the count trigger fires once).
+      const d = shadowDifferenceSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT OR IGNORE INTO policy_shadow_differences (difference_id, version, at, run_id, tool_call_id, tool_name, check_name, active, shadow)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .bind(mark.key, d.version, d.at, d.run_id, d.tool_call_id, d.tool_name, d.check, d.active, d.shadow)
         .run();
       return;
     }

@@ -102,9 +102,11 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
           db.prepare(`DELETE FROM approvals WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM inputs WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM metric_sources WHERE source IN (${endedRuns})`).bind(index, limit),
+          // Contract section 24: the run's shadow differences go with its other index rows.
+          db.prepare(`DELETE FROM policy_shadow_differences WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM runs WHERE run_id IN (${endedRuns})`).bind(index, limit),
         ]);
-        return results[3]?.meta.changes ?? 0;
+        return results[4]?.meta.changes ?? 0;
       },
     ],
     // Ended: expired, or signed out (revoked). Either way its cookie is refused already.
