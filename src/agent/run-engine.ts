@@ -77,6 +77,9 @@ import { TurnDriver } from "./turn-driver";
 import { logger } from "../operate/logger";
 import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
+import type { ShadowDifference } from "../listings/run-index";
+import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
+import type { Vote } from "../policy/approval-policy";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
 const POLICY_STAMPED = new Set<EventType>(["approval_requested", "approval_vote", "approval_resolved", "tool_execution"]);
@@ -89,7 +92,7 @@ export interface EngineDeps {
    * The policy version in force (contract section 24): the object's per-isolate snapshot, brought
    * up to the pointer every check reads (folded into the halts read); absent: the settings.
    */
-  policy?: { current(): PolicySnapshot; followVersion(version: number): Promise<void> };
+  policy?: { current(): PolicySnapshot; shadow?(): PolicySnapshot | undefined; followVersion(version: number): Promise<void> };
   store: RunStore;
   stream: RunStream;
   schedule: AlarmSchedule;
@@ -129,6 +132,8 @@ export interface EngineObserver {
    * (the run index); synchronous and storage-only, like `appended`.
    */
   questionsEnded?(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void;
+  /** Where the shadow version's verdict at a check differed (contract section 24): a pending index mark; storage-only. */
+  shadowDiffered?(difference: Omit<ShadowDifference, "run_id" | "at">, now: number): void;
 }
 
 export class RunEngine {
@@ -370,6 +375,8 @@ export class RunEngine {
   #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
     const { tools, groups } = this.#policy().document;
     const now = Date.now();
+    const asked = this.#calls.find((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
+    const castVotes = asked?.state === "awaiting_approval" ? [...(asked.approval.votes ?? [])] : [];
     // Contract section 24: each decision is judged by the version active now, the votes already counted included.
     const result = decideApproval(
       this.#calls,
@@ -385,7 +392,40 @@ export class RunEngine {
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
+    if (asked !== undefined) this.#shadowDecision(asked, decision, castVotes, result.verdict, now);
     return result.verdict;
+  }
+
+  /**
+   * Contract section 24, Shadow: the shadow version judges the same decision (the `decider` check) and,
+   * for an approve the active version counted, the votes actually cast (the `quorum` check), with the
+   * same functions; where its verdict differs, the run records it as a pending index mark.
+   */
+  #shadowDecision(call: ToolCall, decision: Decision, castVotes: Vote[], verdict: Verdict, now: number): void {
+    const shadow = this.#deps.policy?.shadow?.();
+    const observer = this.#deps.observer;
+    if (shadow === undefined || observer?.shadowDiffered === undefined) return;
+    const differ = (check: "decider" | "quorum", active: string, shadowVerdict: string) => {
+      if (active === shadowVerdict) return;
+      observer.shadowDiffered?.(
+        { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check, active, shadow: shadowVerdict },
+        now,
+      );
+    };
+    const input = { decider: decision.decider, requester: this.#requester(), decision: decision.decision };
+    const active = verdict.kind === "refused" ? verdict.error : "eligible";
+    differ("decider", active, deciderVerdict(shadow.document, call.tool_name, input));
+    if (decision.decision !== "approve") return;
+    const activeQuorum =
+      verdict.kind === "vote_pending"
+        ? `pending:${verdict.required - verdict.votes}`
+        : verdict.kind === "resolved" && verdict.decision === "approved"
+          ? "resolved"
+          : undefined;
+    if (activeQuorum === undefined) return;
+    const person = decision.decider.person ?? decision.decider.principal_id;
+    const counted = castVotes.some((v) => v.person === person) ? castVotes : [...castVotes, { by: decision.decider.principal_id, person, at: iso(now) }];
+    differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
 
   /** A row stamped with the policy version in force now (contract sections 8, 24). */

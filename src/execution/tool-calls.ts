@@ -20,7 +20,7 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
-import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
+import { decide, type Requester, refusalOf, stillEligible, type Vote } from "../policy/approval-policy";
 import { matchesApprovers } from "../policy/approver-patterns";
 import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
@@ -577,15 +577,6 @@ export function decideApproval(
   };
 }
 
-/**
- * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
- * `approvers` (when set), and with more than one approval required it was a person's (a credential
- * that is no person is keyed by its own `token:` id).
- */
-function stillEligible(policy: ApprovalPolicy, groups: Readonly<Record<string, readonly string[]>>, vote: Vote): boolean {
-  if (policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
-  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
-}
 
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
 export function approvalPolicyOf(

@@ -226,3 +226,13 @@ export function decide(input: DecisionInput): Verdict {
   if (votes.length + 1 >= required) return { kind: "approved", approvals: [...votes, vote], decided_by: decider.principal_id };
   return { kind: "vote_recorded", vote, votes: votes.length + 1, required };
 }
+
+/**
+ * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
+ * `approvers` (when set), and with more than one approval required it was a person's (a credential
+ * that is no person is keyed by its own `token:` id).
+ */
+export function stillEligible(policy: ApprovalPolicy, groups: Readonly<Record<string, readonly string[]>>, vote: Vote): boolean {
+  if (policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
+  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
+}
