@@ -79,7 +79,7 @@ import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
 import type { ShadowDifference } from "../listings/run-index";
 import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
-import type { Vote } from "../policy/approval-policy";
+import { stillEligible, type Vote } from "../policy/approval-policy";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
 const POLICY_STAMPED = new Set<EventType>(["approval_requested", "approval_vote", "approval_resolved", "tool_execution"]);
@@ -416,15 +416,18 @@ export class RunEngine {
     const active = verdict.kind === "refused" ? verdict.error : "eligible";
     differ("decider", active, deciderVerdict(shadow.document, call.tool_name, input));
     if (decision.decision !== "approve") return;
-    const activeQuorum =
-      verdict.kind === "vote_pending"
-        ? `pending:${verdict.required - verdict.votes}`
-        : verdict.kind === "resolved" && verdict.decision === "approved"
-          ? "resolved"
-          : undefined;
-    if (activeQuorum === undefined) return;
-    const person = decision.decider.person ?? decision.decider.principal_id;
-    const counted = castVotes.some((v) => v.person === person) ? castVotes : [...castVotes, { by: decision.decider.principal_id, person, at: iso(now) }];
+    let activeQuorum: string;
+    let counted: number;
+    if (verdict.kind === "vote_pending") {
+      activeQuorum = `pending:${verdict.required - verdict.votes}`;
+      counted = verdict.votes;
+    } else if (verdict.kind === "resolved" && verdict.decision === "approved") {
+      // The votes the active version counted when it resolved: those still eligible, and this one.
+      const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
+      const groups = this.#policy().document.groups;
+      activeQuorum = "resolved";
+      counted = Math.max(policy.approvals_required, castVotes.filter((v) => stillEligible(policy, groups, v)).length + 1);
+    } else return;
     differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
 

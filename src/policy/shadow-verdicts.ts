@@ -5,7 +5,7 @@
 // functions the active version decides with (approval-policy.ts): the shadow
 // is only ever another document handed to them, against what actually
 // happened (the votes actually counted), never a tally of its own.
-import { type DecisionInput, effectivePolicy, refusalOf, stillEligible, type Vote } from "./approval-policy";
+import { type DecisionInput, effectivePolicy, refusalOf } from "./approval-policy";
 import type { ApprovalPolicyFields } from "./approval-policy";
 
 /** The part of a policy document a decider or quorum check reads. */
@@ -25,9 +25,11 @@ export function deciderVerdict(
   return refusalOf({ ...input, policy: effectivePolicy(rules.tools, toolName), groups: rules.groups }) ?? "eligible";
 }
 
-/** The `quorum` check's verdict under `rules`, over the votes that actually counted (this decision's included). */
-export function quorumVerdict(rules: ShadowRules, toolName: string, votes: readonly Vote[]): string {
-  const policy = effectivePolicy(rules.tools, toolName);
-  const counted = votes.filter((v) => stillEligible(policy, rules.groups, v)).length;
-  return counted >= policy.approvals_required ? "resolved" : `pending:${policy.approvals_required - counted}`;
+/**
+ * The `quorum` check's verdict under `rules`: the votes that actually counted (this decision's
+ * included; who may vote is the decider check's) against the `approvals_required` of `rules`.
+ */
+export function quorumVerdict(rules: ShadowRules, toolName: string, counted: number): string {
+  const required = effectivePolicy(rules.tools, toolName).approvals_required;
+  return counted >= required ? "resolved" : `pending:${required - counted}`;
 }
