@@ -19,7 +19,14 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
 import { auditOfEvent } from "../audit/run-audit";
-import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext, type ShadowDifference } from "../listings/run-index";
+import {
+  FLUSH_RETRY_AFTER_FAILURE_MS,
+  type IndexDb,
+  nextFlushDelayMs,
+  RunIndex,
+  type RunIndexContext,
+  type ShadowDifference,
+} from "../listings/run-index";
 import type { DispatchOutcome } from "../execution/tool-calls";
 import { observePosts } from "../operate/run-hooks";
 import { RunMetrics } from "../operate/run-metrics";

@@ -21,7 +21,6 @@ import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
 import { decide, type Requester, refusalOf, stillEligible, type Vote } from "../policy/approval-policy";
-import { matchesApprovers } from "../policy/approver-patterns";
 import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
@@ -576,7 +575,6 @@ export function decideApproval(
     effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
   };
 }
-
 
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
 export function approvalPolicyOf(
