@@ -79,6 +79,7 @@ import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
 import type { ShadowDifference } from "../listings/run-index";
 import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
+import { askVerdict } from "./shadow-ask";
 import { stillEligible, type Vote } from "../policy/approval-policy";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
@@ -721,9 +722,13 @@ export class RunEngine {
       ? await this.#deps.halts?.()
       : undefined;
     const rules = { TOOL_POLICY: this.#policy().document.tools, MCP_SERVERS: config.MCP_SERVERS };
+    // Contract section 24: the shadow version (if any) classifies the same listing beside it.
+    const shadow = this.#deps.policy?.shadow?.();
+    const shadowRules = shadow === undefined ? undefined : { TOOL_POLICY: shadow.document.tools, MCP_SERVERS: config.MCP_SERVERS };
     const prepared = listed.map(({ proposed, info, digest, toolDigest }) => ({
       proposed,
       tool: classifyTool(proposed.tool_name, info, rules),
+      shadowTool: shadowRules === undefined ? undefined : classifyTool(proposed.tool_name, info, shadowRules),
       digest,
       toolDigest,
     }));
@@ -750,7 +755,7 @@ export class RunEngine {
     this.#calls.push(...calls);
     this.#run.tool_calls += calls.length;
     const limits = this.#limits();
-    for (const call of calls) {
+    for (const [index, call] of calls.entries()) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
@@ -769,6 +774,19 @@ export class RunEngine {
         ),
         now,
       );
+      const shadowTool = prepared[index]?.shadowTool;
+      if (shadow !== undefined && shadowTool !== undefined) {
+        const covering = haltOf(call);
+        const found = { halted: covering !== null && covering !== "unavailable", rateLimited: limited.has(call.tool_name) };
+        const active = askVerdict(call, call.tool_name, limits.budget, found);
+        const inShadow = askVerdict(shadowTool, call.tool_name, shadow.document.budget, found);
+        if (active !== null && inShadow !== null && active !== inShadow) {
+          this.#deps.observer?.shadowDiffered?.(
+            { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check: "ask", active, shadow: inShadow },
+            now,
+          );
+        }
+      }
     }
     this.#save();
   }

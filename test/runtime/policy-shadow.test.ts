@@ -9,7 +9,7 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { insertTokenStatement, newTokenValue } from "../../src/auth/token-store";
-import { api, apiAs, runStub, sleep } from "./helpers";
+import { api, apiAs, engine, runStub, sleep } from "./helpers";
 
 const ALERT = "mcp__demo__create_alert_from_chart";
 const ROUNDS = 60;
@@ -39,7 +39,10 @@ async function startRun(requester: string): Promise<{ runId: string; approvalId:
     body: JSON.stringify({
       message: "shadow",
       channel_id: `C-shadow-${crypto.randomUUID().slice(0, 8)}`,
-      script: [{ tool_calls: [{ tool_name: ALERT, tool_call_id: "s1", arguments: { dashboard_id: "dash-1", chart: "latency", threshold: 1 } }] }, { text: "done" }],
+      script: [
+        { tool_calls: [{ tool_name: ALERT, tool_call_id: "s1", arguments: { dashboard_id: "dash-1", chart: "latency", threshold: 1 } }] },
+        { text: "done" },
+      ],
     }),
   });
   expect(res.status).toBe(202);
@@ -117,8 +120,15 @@ describe("a shadow version (contract section 24)", () => {
     expect(first.next_cursor).not.toBeNull();
     const second = (await (await api(`/api/policy/shadow?version=${shadow.version}&limit=1&cursor=${first.next_cursor}`)).json()) as Page;
     expect(second.differences.map((d) => d.run_id)).toEqual([runs[0]]);
-    const rest = second.next_cursor === null ? [] : ((await (await api(`/api/policy/shadow?version=${shadow.version}&limit=1&cursor=${second.next_cursor}`)).json()) as Page).differences;
+    const rest =
+      second.next_cursor === null
+        ? []
+        : ((await (await api(`/api/policy/shadow?version=${shadow.version}&limit=1&cursor=${second.next_cursor}`)).json()) as Page)
+            .differences;
     expect(rest).toEqual([]);
+    // The engine client reads the same listing.
+    const viaClient = await engine.listPolicyShadowDifferences({ version: shadow.version, limit: 1 });
+    expect(viaClient.differences).toEqual(first.differences);
     expect((await api("/api/policy/shadow?cursor=not-ours")).status).toBe(400);
     expect((await api("/api/policy/shadow?version=x")).status).toBe(400);
 
@@ -128,5 +138,30 @@ describe("a shadow version (contract section 24)", () => {
     expect(await counted("quorum")).toBe(before.quorum);
 
     expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
+  });
+
+  it("records an ask whose level the shadow would change (approve → confirm)", async () => {
+    const active = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
+    const shadowDocument = structuredClone(active.policy);
+    shadowDocument.tools[ALERT] = { ...shadowDocument.tools[ALERT], level: "confirm" };
+    const put = await api("/api/policy", {
+      method: "PUT",
+      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    });
+    expect(put.status).toBe(201);
+    const shadow = (await put.json()) as { version: number };
+    const requester = await token(["requester"], "req");
+    const { runId } = await startRun(requester.token);
+    let page: Page = { differences: [], next_cursor: null };
+    for (let round = 0; round < ROUNDS && page.differences.length < 1; round++) {
+      await runDurableObjectAlarm(runStub(runId));
+      page = (await (await api(`/api/policy/shadow?version=${shadow.version}`)).json()) as Page;
+      if (page.differences.length < 1) await sleep(POLL_MS);
+    }
+    expect(page.differences.map(({ at: _, ...d }) => d)).toEqual([
+      { run_id: runId, tool_call_id: "s1", tool_name: ALERT, check: "ask", active: "approve", shadow: "confirm" },
+    ]);
+    expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
+    await engine.cancel(runId);
   });
 });
