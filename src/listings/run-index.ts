@@ -115,8 +115,7 @@ const voteMarkSchema = z
   .strip();
 const inputMarkSchema = inputListItemSchema;
 /** The checks and their verdict words of contract section 24, as a difference records them. */
-export const SHADOW_CHECKS = ["ask", "decider", "quorum", "checkpoint"] as const;
-export type ShadowCheck = (typeof SHADOW_CHECKS)[number];
+const SHADOW_CHECKS = ["ask", "decider", "quorum", "checkpoint"] as const;
 const shadowDifferenceSchema = z
   .object({
     version: z.number().int().min(1),
