@@ -176,6 +176,28 @@ export class RunEngine {
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
       limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
+      // Contract section 24: the shadow's limits ride on the checkpoint's statement as a result column.
+      shadowCheckpoint: (call) => {
+        const shadow = deps.policy?.shadow?.();
+        if (shadow === undefined) return undefined;
+        return {
+          limits: limitsFor(shadow.document.tools, call.tool_name),
+          seen: (limited) => {
+            if (!limited) return;
+            deps.observer?.shadowDiffered?.(
+              {
+                version: shadow.version,
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                check: "checkpoint",
+                active: "allowed",
+                shadow: "rate_limited",
+              },
+              Date.now(),
+            );
+          },
+        };
+      },
       ...(deps.policy !== undefined
         ? { policy: { version: () => deps.policy!.current().version, follow: (version) => deps.policy!.followVersion(version) } }
         : {}),

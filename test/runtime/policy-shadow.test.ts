@@ -33,12 +33,15 @@ async function token(roles: ("requester" | "approver")[], prefix: string): Promi
   return { token: value, principal: `token:${name}` };
 }
 
-async function startRun(requester: string): Promise<{ runId: string; approvalId: string }> {
+async function startRun(
+  requester: string,
+  channel = `C-shadow-${crypto.randomUUID().slice(0, 8)}`,
+): Promise<{ runId: string; approvalId: string }> {
   const res = await apiAs(requester, "/api/trigger", {
     method: "POST",
     body: JSON.stringify({
       message: "shadow",
-      channel_id: `C-shadow-${crypto.randomUUID().slice(0, 8)}`,
+      channel_id: channel,
       script: [
         { tool_calls: [{ tool_name: ALERT, tool_call_id: "s1", arguments: { dashboard_id: "dash-1", chart: "latency", threshold: 1 } }] },
         { text: "done" },
@@ -163,5 +166,42 @@ describe("a shadow version (contract section 24)", () => {
     ]);
     expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
     await engine.cancel(runId);
+  });
+
+  it("records a checkpoint the shadow's limit would refuse (its count is a column of the checkpoint's statement)", async () => {
+    const active = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
+    const shadowDocument = structuredClone(active.policy);
+    shadowDocument.tools[ALERT] = { ...shadowDocument.tools[ALERT], limits: [{ max: 1, per: "1h", by: "channel" }] };
+    const put = await api("/api/policy", {
+      method: "PUT",
+      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    });
+    expect(put.status).toBe(201);
+    const shadow = (await put.json()) as { version: number };
+    const requester = await token(["requester"], "req");
+    const lead = await token(["approver"], "lead");
+    const channel = `C-shadow-${crypto.randomUUID().slice(0, 8)}`;
+    const runs: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { runId, approvalId } = await startRun(requester.token, channel);
+      runs.push(runId);
+      expect((await decide(lead.token, runId, approvalId, "approve")).status).toBe(200);
+      // The first call is dispatched (its row in the channel's window) before the second is checkpointed.
+      for (let round = 0; round < ROUNDS; round++) {
+        if (((await (await api(`/api/runs/${runId}`)).json()) as { status: string }).status !== "running") break;
+        await sleep(POLL_MS);
+      }
+    }
+    let page: Page = { differences: [], next_cursor: null };
+    for (let round = 0; round < ROUNDS && page.differences.length < 1; round++) {
+      for (const runId of runs) await runDurableObjectAlarm(runStub(runId));
+      page = (await (await api(`/api/policy/shadow?version=${shadow.version}`)).json()) as Page;
+      if (page.differences.length < 1) await sleep(POLL_MS);
+    }
+    // The first call had room under the shadow's limit (they agree); the second would have been refused.
+    expect(page.differences.map(({ at: _, ...d }) => d)).toEqual([
+      { run_id: runs[1], tool_call_id: "s1", tool_name: ALERT, check: "checkpoint", active: "allowed", shadow: "rate_limited" },
+    ]);
+    expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
   });
 });
