@@ -411,6 +411,25 @@ function buildProgram(act: Act): Command {
       }),
     );
   policy
+    .command("shadow")
+    .description("where the shadow version's verdict at a check differed from the active one's, newest first (viewer)")
+    .option("--version <version>", "only this version's differences", versionArgument)
+    .option("--limit <n>", "at most this many", (v: string) => Number.parseInt(v, 10), 50)
+    .action(
+      act(async (opts: { version?: number; limit: number }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.listPolicyShadowDifferences(
+          opts.version === undefined ? { limit: opts.limit } : { version: opts.version, limit: opts.limit },
+        );
+        if (out.json) out.object(page);
+        else if (page.differences.length === 0) out.line("no differences");
+        else
+          for (const d of page.differences)
+            out.line(`${d.at}  ${d.run_id}  ${d.tool_call_id}  ${d.tool_name}  ${d.check}: active ${d.active}, shadow ${d.shadow}`);
+        return EXIT_OK;
+      }),
+    );
+  policy
     .command("approve")
     .description("activate a proposed or shadow version; one that loosens needs an admin who is another person (admin)")
     .argument("<version>", "the version number", versionArgument)

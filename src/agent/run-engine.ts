@@ -81,6 +81,10 @@ import { TurnDriver } from "./turn-driver";
 import { logger } from "../operate/logger";
 import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
+import type { ShadowDifference } from "../listings/run-index";
+import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
+import { askVerdict } from "./shadow-ask";
+import { stillEligible, type Vote } from "../policy/approval-policy";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
 const POLICY_STAMPED = new Set<EventType>([
@@ -100,7 +104,7 @@ export interface EngineDeps {
    * The policy version in force (contract section 24): the object's per-isolate snapshot, brought
    * up to the pointer every check reads (folded into the halts read); absent: the settings.
    */
-  policy?: { current(): PolicySnapshot; followVersion(version: number): Promise<void> };
+  policy?: { current(): PolicySnapshot; shadow?(): PolicySnapshot | undefined; followVersion(version: number): Promise<void> };
   store: RunStore;
   stream: RunStream;
   schedule: AlarmSchedule;
@@ -144,6 +148,8 @@ export interface EngineObserver {
   shownInSlack?: ShownInSlack;
   /** Contract section 24: a reminder was appended; `users` (of the run's installation, eligible by exact id) are told directly. */
   reminded?(item: Reminded, users: string[], now: number): void;
+  /** Where the shadow version's verdict at a check differed (contract section 24): a pending index mark; storage-only. */
+  shadowDiffered?(difference: Omit<ShadowDifference, "run_id" | "at">, now: number): void;
 }
 
 export class RunEngine {
@@ -185,6 +191,28 @@ export class RunEngine {
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
       limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
+      // Contract section 24: the shadow's limits ride on the checkpoint's statement as a result column.
+      shadowCheckpoint: (call) => {
+        const shadow = deps.policy?.shadow?.();
+        if (shadow === undefined) return undefined;
+        return {
+          limits: limitsFor(shadow.document.tools, call.tool_name),
+          seen: (limited) => {
+            if (!limited) return;
+            deps.observer?.shadowDiffered?.(
+              {
+                version: shadow.version,
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                check: "checkpoint",
+                active: "allowed",
+                shadow: "rate_limited",
+              },
+              Date.now(),
+            );
+          },
+        };
+      },
       ...(deps.policy !== undefined
         ? { policy: { version: () => deps.policy!.current().version, follow: (version) => deps.policy!.followVersion(version) } }
         : {}),
@@ -387,6 +415,8 @@ export class RunEngine {
   #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
     const { tools, groups } = this.#policy().document;
     const now = Date.now();
+    const asked = this.#calls.find((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
+    const castVotes = asked?.state === "awaiting_approval" ? [...(asked.approval.votes ?? [])] : [];
     // Contract section 24: each decision is judged by the version active now, the votes already counted included.
     const result = decideApproval(
       this.#calls,
@@ -402,7 +432,43 @@ export class RunEngine {
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
+    if (asked !== undefined) this.#shadowDecision(asked, decision, castVotes, result.verdict, now);
     return result.verdict;
+  }
+
+  /**
+   * Contract section 24, Shadow: the shadow version judges the same decision (the `decider` check) and,
+   * for an approve the active version counted, the votes actually cast (the `quorum` check), with the
+   * same functions; where its verdict differs, the run records it as a pending index mark.
+   */
+  #shadowDecision(call: ToolCall, decision: Decision, castVotes: Vote[], verdict: Verdict, now: number): void {
+    const shadow = this.#deps.policy?.shadow?.();
+    const observer = this.#deps.observer;
+    if (shadow === undefined || observer?.shadowDiffered === undefined) return;
+    const differ = (check: "decider" | "quorum", active: string, shadowVerdict: string) => {
+      if (active === shadowVerdict) return;
+      observer.shadowDiffered?.(
+        { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check, active, shadow: shadowVerdict },
+        now,
+      );
+    };
+    const input = { decider: decision.decider, requester: this.#requester(), decision: decision.decision };
+    const active = verdict.kind === "refused" ? verdict.error : "eligible";
+    differ("decider", active, deciderVerdict(shadow.document, call.tool_name, input));
+    if (decision.decision !== "approve") return;
+    let activeQuorum: string;
+    let counted: number;
+    if (verdict.kind === "vote_pending") {
+      activeQuorum = `pending:${verdict.required - verdict.votes}`;
+      counted = verdict.votes;
+    } else if (verdict.kind === "resolved" && verdict.decision === "approved") {
+      // The votes the active version counted when it resolved: those still eligible, and this one.
+      const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
+      const groups = this.#policy().document.groups;
+      activeQuorum = "resolved";
+      counted = Math.max(policy.approvals_required, castVotes.filter((v) => stillEligible(policy, groups, v)).length + 1);
+    } else return;
+    differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
 
   /** A row stamped with the policy version in force now (contract sections 8, 24). */
@@ -712,9 +778,13 @@ export class RunEngine {
       ? await this.#deps.halts?.()
       : undefined;
     const rules = { TOOL_POLICY: this.#policy().document.tools, MCP_SERVERS: config.MCP_SERVERS };
+    // Contract section 24: the shadow version (if any) classifies the same listing beside it.
+    const shadow = this.#deps.policy?.shadow?.();
+    const shadowRules = shadow === undefined ? undefined : { TOOL_POLICY: shadow.document.tools, MCP_SERVERS: config.MCP_SERVERS };
     const prepared = listed.map(({ proposed, info, digest, toolDigest }) => ({
       proposed,
       tool: classifyTool(proposed.tool_name, info, rules),
+      shadowTool: shadowRules === undefined ? undefined : classifyTool(proposed.tool_name, info, shadowRules),
       digest,
       toolDigest,
     }));
@@ -741,7 +811,7 @@ export class RunEngine {
     this.#calls.push(...calls);
     this.#run.tool_calls += calls.length;
     const limits = this.#limits();
-    for (const call of calls) {
+    for (const [index, call] of calls.entries()) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
@@ -761,6 +831,19 @@ export class RunEngine {
         now,
       );
       armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#policy().document.tools, call.tool_name), now);
+      const shadowTool = prepared[index]?.shadowTool;
+      if (shadow !== undefined && shadowTool !== undefined) {
+        const covering = haltOf(call);
+        const found = { halted: covering !== null && covering !== "unavailable", rateLimited: limited.has(call.tool_name) };
+        const active = askVerdict(call, call.tool_name, limits.budget, found);
+        const inShadow = askVerdict(shadowTool, call.tool_name, shadow.document.budget, found);
+        if (active !== null && inShadow !== null && active !== inShadow) {
+          this.#deps.observer?.shadowDiffered?.(
+            { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check: "ask", active, shadow: inShadow },
+            now,
+          );
+        }
+      }
     }
     this.#save();
   }

@@ -19,7 +19,14 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
 import { auditOfEvent } from "../audit/run-audit";
-import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
+import {
+  FLUSH_RETRY_AFTER_FAILURE_MS,
+  type IndexDb,
+  nextFlushDelayMs,
+  RunIndex,
+  type RunIndexContext,
+  type ShadowDifference,
+} from "../listings/run-index";
 import type { DispatchOutcome, ToolCall } from "../execution/tool-calls";
 import type { Reminded } from "../execution/approval-nudges";
 import { observePosts } from "../operate/run-hooks";
@@ -344,6 +351,16 @@ export class RunOutputs implements EngineObserver {
       if (this.#syncSlackCounts()) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
       this.#startDrain(now);
     }
+  }
+
+  /**
+   * Where the shadow policy version's verdict at a check differed from the active one's (contract
+   * section 24): a pending mark like any index row, written by the next flush (no D1 write of its own).
+   */
+  shadowDiffered(difference: Omit<ShadowDifference, "run_id" | "at">, now: number): void {
+    this.#observe();
+    this.#index.markShadowDifference({ ...difference, run_id: this.#run.run_id, at: new Date(now).toISOString() });
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
   /** The call's tools/call is being sent (aee_approval_to_dispatch_seconds, the `mcp.send` span); storage only. */

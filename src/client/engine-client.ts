@@ -51,6 +51,7 @@ import type {
   PolicyPutRequest,
   PolicyStatus,
   PolicyVersion,
+  PolicyShadowPage,
   PolicyVersionsPage,
   PolicyReplayPage,
   PolicyReplayRequest,
@@ -268,6 +269,14 @@ export class EngineClient {
     options: RequestOptions = {},
   ): Promise<PolicyVersionsPage> {
     return this.#json("GET", `/api/policy/versions${queryString(query)}`, undefined, options);
+  }
+
+  /** GET /api/policy/shadow: where the shadow version's verdict differed from the active one's, newest first (viewer). */
+  listPolicyShadowDifferences(
+    query: { version?: number; limit?: number; cursor?: string } = {},
+    options: RequestOptions = {},
+  ): Promise<PolicyShadowPage> {
+    return this.#json("GET", `/api/policy/shadow${queryString(query)}`, undefined, options);
   }
 
   /** GET /api/policy/versions/{v}: one version with what it loosens. */

@@ -682,6 +682,24 @@ export interface PolicyVersionsPage {
   next_cursor: string | null;
 }
 
+/** One check where the shadow version's verdict differed from the active one's (contract section 24). */
+export interface PolicyShadowDifference {
+  at: string;
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  check: "ask" | "decider" | "quorum" | "checkpoint";
+  /** The active version's verdict (e.g. `eligible`, `approve`, `resolved`, `allowed`). */
+  active: string;
+  /** The shadow version's verdict (e.g. `not_an_approver`, `pending:1`, `rate_limited`). */
+  shadow: string;
+}
+
+export interface PolicyShadowPage {
+  differences: PolicyShadowDifference[];
+  next_cursor: string | null;
+}
+
 export interface PolicyPutRequest {
   policy: PolicyDocument;
   /** The active version this change is based on (the first is 0). */

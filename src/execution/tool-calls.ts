@@ -20,8 +20,7 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
-import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
-import { matchesApprovers } from "../policy/approver-patterns";
+import { decide, type Requester, refusalOf, stillEligible, type Vote } from "../policy/approval-policy";
 import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
@@ -613,22 +612,6 @@ export function decideApproval(
     verdict,
     effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
   };
-}
-
-/**
- * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
- * `approvers` (when set) or the approval's escalation, and with more than one approval required it
- * was a person's (a credential that is no person is keyed by its own `token:` id).
- */
-function stillEligible(
-  policy: ApprovalPolicy,
-  groups: Readonly<Record<string, readonly string[]>>,
-  vote: Vote,
-  escalatedTo: readonly string[] | undefined,
-): boolean {
-  const escalated = escalatedTo !== undefined && matchesApprovers(escalatedTo, groups, vote.by);
-  if (!escalated && policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
-  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
 }
 
 /** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */

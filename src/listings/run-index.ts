@@ -56,7 +56,8 @@ const auditEntryMarkSchema = z
 /** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
 /** `vote`: one counted approve of an approval already indexed (contract section 19), keyed by its count so none merges away. */
 /** `call`, `call_vote`: a proposed call's and a decision's rows for policy replay (contract section 24, migration 0034). */
-export type MarkKind = "run" | "approval" | "input" | "audit" | "vote" | "call" | "call_vote";
+/** `shadow`: where the shadow policy version's verdict at a check differed from the active one's (contract section 24). */
+export type MarkKind = "run" | "approval" | "input" | "audit" | "vote" | "call" | "call_vote" | "shadow";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -120,6 +121,22 @@ const voteMarkSchema = z
   .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
 const inputMarkSchema = inputListItemSchema;
+/** The checks and their verdict words of contract section 24, as a difference records them. */
+const SHADOW_CHECKS = ["ask", "decider", "quorum", "checkpoint"] as const;
+const shadowDifferenceSchema = z
+  .object({
+    version: z.number().int().min(1),
+    at: z.string(),
+    run_id: z.string(),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    check: z.enum(SHADOW_CHECKS),
+    active: z.string(),
+    shadow: z.string(),
+  })
+  .strip();
+/** One difference between the shadow version's verdict and the active one's at one check (contract section 24). */
+export type ShadowDifference = z.infer<typeof shadowDifferenceSchema>;
 const inputResolutionSchema = z
   .object({
     run_id: z.string(),
@@ -229,6 +246,12 @@ export class RunIndex {
   /** One decision on a call's approval, for replay; keyed by its place, so a replayed mark writes nothing new. */
   markReplayVote(vote: ReplayVote): void {
     this.#mark("call_vote", JSON.stringify([vote.run_id, vote.tool_call_id, vote.n]), 1, vote);
+  }
+
+  /** A shadow difference: keyed by the check it was found at, so a second one of the same check at the same moment is one row. */
+  markShadowDifference(difference: ShadowDifference): void {
+    const key = JSON.stringify([difference.run_id, difference.tool_call_id, difference.check, difference.at]);
+    this.#mark("shadow", key, 1, difference);
   }
 
   /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
@@ -462,6 +485,18 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
            ON CONFLICT (run_id, tool_call_id, n) DO NOTHING`,
         )
         .bind(v.run_id, v.tool_call_id, v.n, v.decision, v.principal, v.person, v.at)
+        .run();
+      return;
+    }
+    case "shadow": {
+      // The mark's key is the row's: a replayed flush inserts nothing (and the count trigger fires once).
+      const d = shadowDifferenceSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT OR IGNORE INTO policy_shadow_differences (difference_id, version, at, run_id, tool_call_id, tool_name, check_name, active, shadow)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .bind(mark.key, d.version, d.at, d.run_id, d.tool_call_id, d.tool_name, d.check, d.active, d.shadow)
         .run();
       return;
     }

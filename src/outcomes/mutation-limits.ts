@@ -48,6 +48,23 @@ export function limitClauses(limits: readonly MutationLimit[]): Fragment {
   return { sql: parts.map((p) => `AND ${p}`).join("\n         "), binds };
 }
 
+/**
+ * Contract section 24: the shadow version's limits as ONE result column of the checkpoint's statement
+ * (`shadow_limited`, 1 when one of its windows was already full without this row), so judging them
+ * costs no read of its own. The windows are keyed by the row's values, bound (RETURNING cannot name `m`).
+ */
+export function shadowLimitColumn(limits: readonly MutationLimit[], subject: Exclude<WindowSubject, "row">, mutationId: string): Fragment {
+  if (limits.length === 0) return { sql: "", binds: [] };
+  const parts: string[] = [];
+  const binds: unknown[] = [];
+  for (const limit of limits) {
+    const window = windowWhere(limit, subject);
+    parts.push(`(SELECT COUNT(*) FROM (SELECT 1 FROM mutation_outcomes AS c WHERE ${window.sql} AND c.mutation_id <> ? LIMIT ?)) >= ?`);
+    binds.push(...window.binds, mutationId, limit.max, limit.max);
+  }
+  return { sql: `, (${parts.join(" OR ")}) AS shadow_limited`, binds };
+}
+
 interface WindowDb {
   prepare(query: string): { bind(...values: unknown[]): { first<T>(): Promise<T | null> } };
 }

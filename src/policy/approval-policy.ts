@@ -315,3 +315,19 @@ export function slackUsersToRemind(input: {
   }
   return users;
 }
+
+/**
+ * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
+ * `approvers` (when set) or the approval's escalation (`escalatedTo`), and with more than one approval
+ * required it was a person's (a credential that is no person is keyed by its own `token:` id).
+ */
+export function stillEligible(
+  policy: ApprovalPolicy,
+  groups: Readonly<Record<string, readonly string[]>>,
+  vote: Vote,
+  escalatedTo?: readonly string[],
+): boolean {
+  const escalated = escalatedTo !== undefined && matchesApprovers(escalatedTo, groups, vote.by);
+  if (!escalated && policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
+  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
+}
