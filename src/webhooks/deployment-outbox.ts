@@ -58,7 +58,7 @@ export function notificationStatements(
 }
 
 /**
- * @public The policy routes' entry (contract section 24's policy.proposed, built on another branch).
+ * The policy routes' entry (contract section 24's policy.proposed).
  * Enqueues one deployment notification on its own (for a change already
  * committed, e.g. a policy version) and wakes the courier. Prefer
  * notificationStatements in the change's own batch.

@@ -293,6 +293,33 @@ describe("webhooks", () => {
     expect(() => new Webhook(secret()).verify(first?.body ?? "", first?.headers ?? {})).toThrow();
   }, 90_000);
 
+  it("a policy version that loosens, proposed, arrives as policy.proposed with its version only (contract sections 24, 26)", async () => {
+    const active = (await (await fetch(`${server.url}/api/policy`, { headers: admin() })).json()) as {
+      version: number;
+      policy: { tools: unknown; groups: unknown; budget: Record<string, number> };
+    };
+    // A budget for a tool that had none loosens (section 24): the version waits for a second person.
+    const policy = { ...active.policy, budget: { ...active.policy.budget, mcp__demo__webhook_probe: 5 } };
+    const put = await fetch(`${server.url}/api/policy`, {
+      method: "PUT",
+      headers: { ...admin(), "content-type": "application/json" },
+      body: JSON.stringify({ policy, base_version: active.version, comment: "probe" }),
+    });
+    expect(put.status).toBe(201);
+    const stored = (await put.json()) as { version: number; status: string };
+    expect(stored.status).toBe("proposed");
+    await expect
+      .poll(() => delivered("/a", 200, [SECRET_A]).filter((d) => d.body.type === "policy.proposed"), { timeout: 20_000, interval: 100 })
+      .toEqual([
+        {
+          id: expect.stringMatching(/^msg_/),
+          body: { type: "policy.proposed", timestamp: expect.any(String), data: { version: stored.version } },
+        },
+      ]);
+    // Withdrawn, so later cases meet the settings' policy as before.
+    expect((await fetch(`${server.url}/api/policy/versions/${stored.version}`, { method: "DELETE", headers: admin() })).status).toBe(200);
+  }, 60_000);
+
   it("a 410 disables its endpoint, audited; it gets nothing more", async () => {
     await expect.poll(() => receiver.at("/c").length, { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(1);
     await expect

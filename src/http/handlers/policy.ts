@@ -8,6 +8,7 @@
 // same `details` a bad setting gives). Each change is audited (policy.put,
 // policy.approve, policy.withdraw) with its `loosens` and the version's
 // number and hash.
+import { enqueueDeploymentNotification } from "../../webhooks/deployment-outbox";
 import { z } from "zod";
 import { auditStatement, newAuditId } from "../../audit/audit-log";
 import type { Principal } from "../../auth/principal";
@@ -211,6 +212,11 @@ export async function handlePutPolicy(request: Request, env: Env, config: HostCo
     });
   }
   await audited(env, principal, "policy.put", stored.row, { base_version: body.base_version, loosens, comment });
+  // Contract section 26: a version waiting for a second person is told to the endpoints that take policy.proposed.
+  if (stored.row.status === "proposed" && config.WEBHOOKS.some((e) => e.events.includes("policy.proposed"))) {
+    const version = stored.row.version;
+    await enqueueDeploymentNotification(env, config.WEBHOOKS, { type: "policy.proposed", data: { version }, subject: `policy:${version}` });
+  }
   return jsonResponse(201, change(stored.row));
 }
 
