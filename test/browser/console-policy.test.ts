@@ -117,6 +117,9 @@ describe.sequential("the console's Policy page in Chromium", () => {
     await phone.locator(`table.policy-diff tr[data-path="${CHANGED_PATH}"]`).waitFor({ timeout: UI_TIMEOUT_MS });
     await phone.getByRole("heading", { name: "Replay a candidate" }).waitFor();
     expect(await sideways(phone)).toBe(0);
+    // The diff's summary reads as a line across the phone, not a strip one letter wide.
+    const summary = await phone.locator("[data-diff-summary]").boundingBox();
+    expect(summary?.width ?? 0).toBeGreaterThan(300);
     await screenshot(phone, "policy-phone");
     await screenshot(ui.page, "policy-desktop");
   });

@@ -76,39 +76,41 @@ export function PolicyDiffView({ pair, choose }: { pair?: DiffPair; choose: (pai
             Versions {shown.a.version} and {shown.b.version} are the same document.
           </p>
         ) : (
-          <table class="runs policy-diff" data-diff-rows={rows.length}>
-            <caption class="meta">
+          <>
+            <p class="meta" data-diff-summary>
               From version {shown.a.version} to version {shown.b.version}: {rows.length}{" "}
               {rows.length === 1 ? "path differs" : "paths differ"}
               {shown.b.loosens.length > 0 ? `; version ${shown.b.version} loosens ${shown.b.loosens.length} against its base` : ""}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Path</th>
-                <th scope="col">Change</th>
-                <th scope="col">From</th>
-                <th scope="col">To</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => (
-                <tr key={r.path} data-path={r.path} data-kind={r.kind} data-tone={r.loosens ? "warn" : undefined}>
-                  <td data-label="Path">
-                    <code>{r.path}</code>
-                  </td>
-                  <td data-label="Change">
-                    {r.kind} {r.loosens ? <span class="status tone-warn">loosens</span> : null}
-                  </td>
-                  <td data-label="From">
-                    <code>{shownValue(r.from)}</code>
-                  </td>
-                  <td data-label="To">
-                    <code>{shownValue(r.to)}</code>
-                  </td>
+            </p>
+            <table class="runs policy-diff" data-diff-rows={rows.length}>
+              <thead>
+                <tr>
+                  <th scope="col">Path</th>
+                  <th scope="col">Change</th>
+                  <th scope="col">From</th>
+                  <th scope="col">To</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <tr key={r.path} data-path={r.path} data-kind={r.kind} data-tone={r.loosens ? "warn" : undefined}>
+                    <td data-label="Path">
+                      <code>{r.path}</code>
+                    </td>
+                    <td data-label="Change">
+                      {r.kind} {r.loosens ? <span class="status tone-warn">loosens</span> : null}
+                    </td>
+                    <td data-label="From">
+                      <code>{shownValue(r.from)}</code>
+                    </td>
+                    <td data-label="To">
+                      <code>{shownValue(r.to)}</code>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </>
         )
       ) : null}
     </section>
