@@ -7,7 +7,7 @@ import { errorFromResponse } from "../../client/errors";
 import { engine, errorCode, errorStatus } from "./api";
 
 /** One call where the shadow version's verdict differs from the active one's. */
-export interface ShadowDifference {
+interface ShadowDifference {
   at: string;
   run_id: string;
   tool_call_id: string;
