@@ -57,12 +57,20 @@ export default defineConfig(async () => {
                     mcp__demo__update_dashboard: 5,
                     mcp__demo__create_kpi: 1,
                     mcp__demo__create_alert_from_chart: 1,
+                    mcp__demo__schedule_report: 1,
                   }),
                   // Contract section 19 (test/runtime/approval-policy.test.ts): a two-person rule without self-approval,
-                  // and a tool only a group may decide. No other runtime test calls these two tools with approval.
+                  // and a tool only a group may decide. No other runtime test calls these tools with approval.
                   TOOL_POLICY: JSON.stringify({
                     mcp__demo__create_kpi: { approvals_required: 2, self_approval: false },
                     mcp__demo__create_alert_from_chart: { level: "approve", approvers: ["group:leads"] },
+                    // Contract section 24 (test/runtime/approval-nudges.test.ts): escalated 1 s after it is asked; no other runtime test runs it.
+                    mcp__demo__schedule_report: {
+                      approvers: ["token:sched-owner-*"],
+                      remind_before: "299s",
+                      escalate_after: "1s",
+                      escalate_to: ["token:sched-escalated-*"],
+                    },
                   }),
                   APPROVER_GROUPS: JSON.stringify({ leads: ["token:lead-*", "access:lead@example.com"] }),
                   // Cases per property test; `npm run fuzz` raises it (the host's env does not reach workerd).

@@ -27,6 +27,15 @@
 //        the trip log (bench/bench-trips.ts, on with BENCH_TRIPS="1"): every
 //        D1 statement, Durable Object RPC and outbound fetch the Worker and the
 //        run objects started after tick N, with start and end ticks.
+//   POST /bench/checkpoint/prepare, POST /bench/checkpoint/{mutation_id}
+//        phase 19's checkpoint with and without section 23's halt and limit
+//        clauses (bench/bench-checkpoint.ts).
+//   POST /bench/audit/backlog?count=N
+//        inserts N unsealed audit entries straight into D1 (auditStatement,
+//        batches of 500), waking nobody.
+//   POST /bench/audit/seal
+//        seals every unsealed entry through the one sealer object (its seal()
+//        RPC, again while it says there is more); answers {"sealed","head"}.
 //   GET  /bench/auth/bare             204 after the config check, nothing else
 //   GET  /bench/auth/check            the same, then the real authenticate()
 //        (src/auth/authenticate.ts) on the request's credential: 204 for a
@@ -38,7 +47,9 @@
 // code: BENCH_STORAGE_DELAY_MS adds a fixed delay before every pool acquire
 // (releases are off the critical path, see BenchStoragePool.release) and every D1 statement of the outcome ledger (a remote
 // pool and a remote D1 primary); BENCH_D1_STALL="1" makes every D1 statement
-// of the outcome ledger wait forever (a stalled backend).
+// of the outcome ledger wait forever (a stalled backend); BENCH_SEALER_OFF="1"
+// gives the real Worker an AUDIT_SEALER whose wake() does nothing (entries are
+// written as always and never sealed: the audit chain off, phase 18's control).
 //
 // Both kinds of route take the same hops (client → Worker → Durable Object
 // RPC for appends; client → Worker → Durable Object fetch stream for SSE),
@@ -57,6 +68,11 @@ import { authenticate } from "../src/auth/authenticate";
 import { StoragePool } from "../durable-objects/storage-pool";
 
 export { AuditQueue } from "../durable-objects/audit-queue";
+export { AuditSealer } from "../durable-objects/audit-sealer";
+export { HaltCanceller } from "../durable-objects/halt-canceller";
+import { auditStatement, newAuditId } from "../src/audit/audit-log";
+import { sealerStub } from "../src/audit/wake-sealer";
+import { checkpointRoute } from "./bench-checkpoint";
 export { RateLimiter } from "../durable-objects/rate-limiter";
 import type { OutcomeDb, OutcomeStatement } from "../src/outcomes/mutation-outcomes";
 import { STORAGE_POOL_NAME, type AcquireResult, type StoragePoolStats } from "../src/outcomes/storage-pool-rpc";
@@ -87,7 +103,12 @@ export interface BenchEnv extends Omit<Env, "RUN_OBJECT" | "STORAGE_POOL">, Peer
   BENCH_TRIPS?: string;
   /** Bench seam, with BENCH_TRIPS: ms added before every logged trip but the MCP requests. */
   BENCH_TRIP_DELAY_MS?: string;
+  /** Bench seam: "1" makes the sealer's wake() a no-op for the real Worker (the audit chain off). */
+  BENCH_SEALER_OFF?: string;
 }
+
+/** Audit entries per D1 batch of /bench/audit/backlog (the sealer's own page size). */
+const AUDIT_BACKLOG_BATCH = 500;
 
 /** Entries kept in each bench log (a phase needs a few hundred); older ones are dropped. */
 const MAX_LOG_ENTRIES = 20_000;
@@ -400,6 +421,41 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
     // The one global instance the engine uses (globalStoragePool's name).
     return json(200, await env.STORAGE_POOL.get(env.STORAGE_POOL.idFromName(STORAGE_POOL_NAME)).benchStats());
   }
+  const checkpoint = await checkpointRoute(request, env.DB, url);
+  if (checkpoint !== null) return checkpoint;
+  if (request.method === "POST" && path === "/bench/audit/backlog") {
+    const count = Number(url.searchParams.get("count") ?? "0");
+    if (!Number.isInteger(count) || count < 1 || count > 100_000) {
+      return json(400, { error: "invalid_request", message: "count: an integer 1..100000" });
+    }
+    for (let from = 0; from < count; from += AUDIT_BACKLOG_BATCH) {
+      const at = new Date().toISOString();
+      await env.DB.batch(
+        Array.from({ length: Math.min(AUDIT_BACKLOG_BATCH, count - from) }, (_, i) =>
+          auditStatement(env.DB, {
+            id: newAuditId(),
+            at,
+            principal: "token:bench",
+            action: "token.create",
+            target: `token:bench-${from + i}`,
+            result: "ok",
+            via: "api",
+            details: { roles: ["viewer"], owner: null },
+          }),
+        ),
+      );
+    }
+    return json(200, { inserted: count });
+  }
+  if (request.method === "POST" && path === "/bench/audit/seal") {
+    const stub = sealerStub(env as unknown as Env);
+    let sealed = 0;
+    for (;;) {
+      const result = await stub.seal();
+      sealed += result.sealed;
+      if (result.more !== true) return json(200, { sealed, head: result.head });
+    }
+  }
   if (request.method === "POST" && (match = RAW_APPEND.exec(path))) {
     const params = appendParams(url);
     if (typeof params === "string") return json(400, { error: "invalid_request", message: params });
@@ -418,12 +474,26 @@ async function authRoute(request: Request, env: BenchEnv, ctx: ExecutionContext,
   return auth.kind === "authenticated" ? new Response(null, { status: 204 }) : json(401, { error: "unauthorized", message: auth.kind });
 }
 
+/** An AUDIT_SEALER binding whose stubs' wake() does nothing (BENCH_SEALER_OFF): the audit chain off. */
+const IDLE_SEALER = { idFromName: (name: string) => name, get: () => ({ wake: async () => {} }) };
+const sealerOffEnvs = new WeakMap<object, BenchEnv>();
+function withSealerOff(env: BenchEnv): BenchEnv {
+  if (env.BENCH_SEALER_OFF !== "1") return env;
+  let off = sealerOffEnvs.get(env);
+  if (off === undefined) {
+    off = new Proxy(env, { get: (target, prop) => (prop === "AUDIT_SEALER" ? IDLE_SEALER : Reflect.get(target, prop, target)) });
+    sealerOffEnvs.set(env, off);
+  }
+  return off;
+}
+
 export default {
-  fetch(request: Request, env: BenchEnv, ctx: ExecutionContext): Promise<Response> {
+  fetch(request: Request, given: BenchEnv, ctx: ExecutionContext): Promise<Response> {
+    const env = withSealerOff(given);
     const url = new URL(request.url);
     if (env.BENCH === "1" && request.method === "GET" && url.pathname === "/bench/auth/bare") return authRoute(request, env, ctx, false);
     if (env.BENCH === "1" && request.method === "GET" && url.pathname === "/bench/auth/check") return authRoute(request, env, ctx, true);
-    if (env.BENCH === "1" && url.pathname.startsWith("/bench/")) return benchRoute(request, env, url);
+    if (env.BENCH === "1" && url.pathname.startsWith("/bench/")) return benchRoute(request, given, url);
     // BenchRunObject is a RunObject, so the real Worker's view of the binding holds.
     if (!tripsOn(env)) return realWorker.fetch(request, env as unknown as Env, ctx);
     const done = startTrip("worker", `in ${request.method} ${url.pathname}`);

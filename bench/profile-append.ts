@@ -4,7 +4,7 @@
 // It starts the bench Worker under `wrangler dev` (the same bundle as
 // `npm run bench`), attaches to the Worker's V8 inspector (wrangler dev's
 // --inspector-port; the run objects share the Worker's isolate), samples the
-// CPU with the DevTools protocol's Profiler while phase 17's trial runs
+// CPU with the DevTools protocol's Profiler while phase 18's trial runs
 // (PEER_EVENTS events PEER_GAP_MS apart, one append request each), writes the
 // .cpuprofile (open it in Chrome DevTools' Performance panel or
 // https://www.speedscope.app) and prints the functions with the most self

@@ -84,6 +84,12 @@
 //      over its WebSocket, the raw floor, and an `agents` Agent's broadcast()
 //      (bench/agents-peer.ts) in the same `wrangler dev`: server CPU, events/s
 //      and p99 with their ratios to the peer. `BENCH_ONLY=peer npm run bench`.
+//  19-20. halts, limits and the audit chain (issues 30 and 32,
+//      phases/halts-audit.ts): the checkpoint's p50/p99 with and without the
+//      halt and limit clauses in one loop; POST /api/halts → the last
+//      affected run's decision refused; the one sealer's entries per second;
+//      approve → tool_execution_started with the sealer on and off.
+//      `BENCH_ONLY=halts npm run bench` runs them alone.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -109,6 +115,7 @@ import { authCostPhase, authCostReport } from "./phases/auth-cost";
 import { votesPhase, votesReport } from "./phases/votes";
 import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
+import { haltsAuditPhase, haltsAuditReport } from "./phases/halts-audit";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { peerStreamPhase, peerStreamReport } from "./phases/peer-stream";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
@@ -221,6 +228,12 @@ async function main(): Promise<void> {
     process.stdout.write(webhooksReport(await webhooksPhase(demo.url)));
     return;
   }
+  if (process.env.BENCH_ONLY === "halts") {
+    const before = loadAverage();
+    const figures = await haltsAuditPhase();
+    process.stdout.write(haltsAuditReport(figures, { before, after: loadAverage() }));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -256,6 +269,8 @@ async function main(): Promise<void> {
   const peerBefore = loadAverage();
   const peer = await withServer((_server, client, direct) => peerStreamPhase(direct ?? client));
   const peerLoad = { before: peerBefore, after: loadAverage() };
+  const haltsLoad = loadAverage();
+  const halts = await haltsAuditPhase(demo);
   process.stdout.write(
     report({
       paths,
@@ -274,7 +289,8 @@ async function main(): Promise<void> {
       mcpErasReport(eras) +
       clickTripsReport(clicks) +
       webhooksReport(webhooks) +
-      peerStreamReport(peer, peerLoad),
+      peerStreamReport(peer, peerLoad) +
+      haltsAuditReport(halts, { before: haltsLoad, after: loadAverage() }),
   );
 }
 

@@ -4,7 +4,7 @@
 
 /** BENCH_QUICK=1: small counts, to prove the benchmark works end to end. */
 export const QUICK = process.env.BENCH_QUICK === "1";
-const count = (full: number, quick: number) => (QUICK ? quick : full);
+export const count = (full: number, quick: number) => (QUICK ? quick : full);
 
 /** Text of each synthetic assistant_message, bytes (a short model reply). */
 export const TEXT_BYTES = 200;

@@ -25,6 +25,7 @@ import { DEFAULT_ENGINE_URL, engineSettings } from "./environment.js";
 import { EXIT_OK, EXIT_REFUSED, EXIT_USAGE, type ExitCode, UsageError } from "./exit-codes.js";
 import { liveView, type LiveViewOptions } from "./live-view.js";
 import { auditVerify } from "./audit-verify.js";
+import { policyDiff, timeArgument } from "./policy-diff.js";
 import {
   approvalLine,
   auditLine,
@@ -410,6 +411,25 @@ function buildProgram(act: Act): Command {
       }),
     );
   policy
+    .command("shadow")
+    .description("where the shadow version's verdict at a check differed from the active one's, newest first (viewer)")
+    .option("--version <version>", "only this version's differences", versionArgument)
+    .option("--limit <n>", "at most this many", (v: string) => Number.parseInt(v, 10), 50)
+    .action(
+      act(async (opts: { version?: number; limit: number }, command: Command) => {
+        const { out, client } = context(command);
+        const page = await client.listPolicyShadowDifferences(
+          opts.version === undefined ? { limit: opts.limit } : { version: opts.version, limit: opts.limit },
+        );
+        if (out.json) out.object(page);
+        else if (page.differences.length === 0) out.line("no differences");
+        else
+          for (const d of page.differences)
+            out.line(`${d.at}  ${d.run_id}  ${d.tool_call_id}  ${d.tool_name}  ${d.check}: active ${d.active}, shadow ${d.shadow}`);
+        return EXIT_OK;
+      }),
+    );
+  policy
     .command("approve")
     .description("activate a proposed or shadow version; one that loosens needs an admin who is another person (admin)")
     .argument("<version>", "the version number", versionArgument)
@@ -419,6 +439,18 @@ function buildProgram(act: Act): Command {
         const active = await client.approvePolicyVersion(version);
         out.result(policyLine(active), active);
         return EXIT_OK;
+      }),
+    );
+  policy
+    .command("diff")
+    .description("replay recorded calls against a candidate policy and print each check it decides otherwise (admin)")
+    .argument("<candidate>", 'the candidate policy, a JSON file {"tools","groups","budget"}')
+    .requiredOption("--since <when>", "from: a duration back from now (7d, 12h) or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .option("--until <when>", "to (default now): a duration back from now or an ISO 8601 UTC time", timeArgument(Date.now()))
+    .action(
+      act(async (file: string, opts: { since: string; until?: string }, command: Command) => {
+        const { out, client } = context(command);
+        return policyDiff(out, client, file, opts);
       }),
     );
 

@@ -24,6 +24,12 @@ const compact = (value: unknown) => JSON.stringify(value);
 const hiddenPart = (hidden: readonly { path: string; chars: number }[] | undefined) =>
   hidden === undefined || hidden.length === 0 ? [] : [`hidden=${compact(hidden.map((h) => `${h.path} (${h.chars} chars)`))}`];
 
+/** What a reminder or an escalation is about: `approval=…`, or `input=…` for an MCP question (contract section 24). */
+const waitingOn = (event: { approval_id?: string; input_id?: string }) => [
+  ...(event.approval_id === undefined ? [] : [`approval=${event.approval_id}`]),
+  ...(event.input_id === undefined ? [] : [`input=${event.input_id}`]),
+];
+
 /** `#12   10:00:01.250Z tool_execution          <details>`: sequence, UTC time, type, what the event says. */
 export function eventLine(event: EngineEvent): string {
   const time = event.at.length >= 24 ? event.at.slice(11, 24) : event.at;
@@ -71,6 +77,17 @@ function eventDetails(event: EngineEvent): string {
         `decision=${event.decision}`,
         ...(event.decided_by === undefined ? [] : [`by=${event.decided_by}`]),
         ...(event.reason === undefined ? [] : [`reason=${quote(event.reason)}`]),
+      ].join(" ");
+    // Contract section 24: an approval (or, by input_id, its call's MCP question) reminded or escalated.
+    case "approval_reminded":
+      return [event.tool_name, `call=${event.tool_call_id}`, ...waitingOn(event), `expires=${event.expires_at}`].join(" ");
+    case "approval_escalated":
+      return [
+        event.tool_name,
+        `call=${event.tool_call_id}`,
+        ...waitingOn(event),
+        `approvers=${event.approvers === null ? "default" : event.approvers.join(",")}`,
+        `escalated_to=${event.escalated_to.join(",")}`,
       ].join(" ");
     case "tool_execution_started":
       return `${event.tool_name} call=${event.tool_call_id} approval=${event.approval_id}`;

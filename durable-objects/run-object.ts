@@ -23,7 +23,7 @@ import { openMcpCall } from "../src/execution/mcp-send";
 import { oauthAuthorization } from "../src/mcp-oauth/server-access";
 import { ToolCatalog } from "../src/execution/tool-catalog";
 import type { ToolCall } from "../src/execution/tool-calls";
-import type { ActionVerdict, PersonAction } from "../src/wire/run-protocol";
+import type { ActionOrigin, ActionVerdict, PersonAction } from "../src/wire/run-protocol";
 import type { ScriptTurn } from "../src/http/trigger-request";
 import { MutationLedger } from "../src/outcomes/mutation-ledger";
 import type { HaltsAndPolicy } from "../src/agent/run-rpc";
@@ -153,17 +153,15 @@ export class RunObject extends DurableObject<Env> {
    * answered with one verdict; `gone` for a run that never started or was purged. An accepted
    * cancel is audited through the index's marks (contract section 18).
    */
-  async act(action: PersonAction, read?: HaltsAndPolicy): Promise<ActionVerdict> {
+  async act(action: PersonAction, read?: HaltsAndPolicy, given?: ActionOrigin): Promise<ActionVerdict> {
     const parts = this.#parts;
     if (!parts) return { kind: "gone" };
-    // Contract sections 23, 24: an approve or an accept reads the active halts from D1, uncached, and every decision the policy pointer.
+    // Sections 23-25: an approve or accept reads the halts from D1 uncached, every decision the policy pointer; entries record the origin.
     const halts = await this.#policy.forAction(action, this.#config.STORAGE_WAIT_MS, read);
-    const verdict = parts.engine.act(action, halts);
+    const origin = given ?? { via: action.actor.via };
+    const verdict = parts.outputs.actingFrom(origin, () => parts.engine.act(action, halts));
     if (verdict.kind === "cancel" && verdict.result.found && !verdict.result.already_ended) {
-      const now = Date.now();
-      const runId = parts.engine.run.run_id;
-      const audit = { at: new Date(now).toISOString(), principal: action.actor.principal_id, target: runId, result: "ok" as const };
-      parts.outputs.recordAudit({ id: `aud_${runId}_cancel_${now}`, action: "run.cancel", ...audit }, now);
+      parts.outputs.auditCancel(action.actor.principal_id, origin, Date.now());
     }
     return verdict;
   }
@@ -249,6 +247,8 @@ export class RunObject extends DurableObject<Env> {
         waitUntil: (promise) => this.ctx.waitUntil(promise),
         stillPending: () => engine?.summary() ?? { pending_approvals: [], pending_inputs: [] },
         toolNameOf: (toolCallId) => engine?.toolNameOf(toolCallId),
+        callOf: (toolCallId) => engine?.callOf(toolCallId),
+        mutationsUsed: (toolName) => engine?.mutationsUsed(toolName) ?? 0,
         auditWritten: () => this.ctx.waitUntil(wakeSealer(this.env)),
       },
       run,

@@ -1,4 +1,4 @@
-// Phase 17, the stream beside the Cloudflare Agents SDK (issue 33): the same
+// Phase 18, the stream beside the Cloudflare Agents SDK (issue 33): the same
 // PEER_EVENTS events PEER_GAP_MS apart (each append request awaited, then
 // the gap), at 1 and 50 subscribers, on four streams in the same
 // `wrangler dev`: the engine over SSE (served by the Worker from its socket,
@@ -180,7 +180,7 @@ export function peerStreamReport(results: Map<string, PeerTrial>, load: { before
   const peer = STREAMS[3]!;
   const lines = [
     "",
-    `## 17. The stream beside the Agents SDK (issue 33): ${PEER_EVENTS} events ${PEER_GAP_MS} ms apart, median of ${PEER_TRIALS} trials`,
+    `## 18. The stream beside the Agents SDK (issue 33): ${PEER_EVENTS} events ${PEER_GAP_MS} ms apart, median of ${PEER_TRIALS} trials`,
     "",
     `load average before/after: ${load.before}/${load.after} (a shared 2-core machine: ratios are the figures to read)`,
     "",

@@ -15,6 +15,7 @@ import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
   announce,
+  approvalEscalatedTo,
   approvalPolicyOf,
   answerInput,
   cancelPending,
@@ -39,6 +40,7 @@ import {
   type Verdict,
 } from "../execution/tool-calls";
 import { classifyTool, parseMcpToolName } from "../execution/tool-policy";
+import { armNudges, nudgeDue, type Reminded, type ShownInSlack } from "../execution/approval-nudges";
 import { type ActiveHalt, coveringHalt, type HaltSubject } from "../policy/halt-scope";
 import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
 import type { QuestionAnswer } from "../execution/mcp-questions";
@@ -59,8 +61,10 @@ import {
   type ApprovalPolicy,
   type Decider,
   effectivePolicy,
+  nudgePolicy,
   type Requester,
   runRequester,
+  slackUsersToRemind,
 } from "../policy/approval-policy";
 import { newApprovalId, newToolCallId } from "../ids";
 import { newMutationId } from "../outcomes/mutation-outcomes";
@@ -77,9 +81,20 @@ import { TurnDriver } from "./turn-driver";
 import { logger } from "../operate/logger";
 import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
+import type { ShadowDifference } from "../listings/run-index";
+import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
+import { askVerdict } from "./shadow-ask";
+import { stillEligible, type Vote } from "../policy/approval-policy";
 
 /** The events that carry the deciding policy version and hash (contract sections 4, 24). */
-const POLICY_STAMPED = new Set<EventType>(["approval_requested", "approval_vote", "approval_resolved", "tool_execution"]);
+const POLICY_STAMPED = new Set<EventType>([
+  "approval_requested",
+  "approval_vote",
+  "approval_resolved",
+  "approval_reminded",
+  "approval_escalated",
+  "tool_execution",
+]);
 
 const MS_PER_SECOND = 1_000;
 
@@ -89,7 +104,7 @@ export interface EngineDeps {
    * The policy version in force (contract section 24): the object's per-isolate snapshot, brought
    * up to the pointer every check reads (folded into the halts read); absent: the settings.
    */
-  policy?: { current(): PolicySnapshot; followVersion(version: number): Promise<void> };
+  policy?: { current(): PolicySnapshot; shadow?(): PolicySnapshot | undefined; followVersion(version: number): Promise<void> };
   store: RunStore;
   stream: RunStream;
   schedule: AlarmSchedule;
@@ -129,6 +144,12 @@ export interface EngineObserver {
    * (the run index); synchronous and storage-only, like `appended`.
    */
   questionsEnded?(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void;
+  /** Contract section 24: whether an approval's (or MCP question's) message is shown in Slack; only those are reminded. */
+  shownInSlack?: ShownInSlack;
+  /** Contract section 24: a reminder was appended; `users` (of the run's installation, eligible by exact id) are told directly. */
+  reminded?(item: Reminded, users: string[], now: number): void;
+  /** Where the shadow version's verdict at a check differed (contract section 24): a pending index mark; storage-only. */
+  shadowDiffered?(difference: Omit<ShadowDifference, "run_id" | "at">, now: number): void;
 }
 
 export class RunEngine {
@@ -170,6 +191,28 @@ export class RunEngine {
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
       limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
+      // Contract section 24: the shadow's limits ride on the checkpoint's statement as a result column.
+      shadowCheckpoint: (call) => {
+        const shadow = deps.policy?.shadow?.();
+        if (shadow === undefined) return undefined;
+        return {
+          limits: limitsFor(shadow.document.tools, call.tool_name),
+          seen: (limited) => {
+            if (!limited) return;
+            deps.observer?.shadowDiffered?.(
+              {
+                version: shadow.version,
+                tool_call_id: call.tool_call_id,
+                tool_name: call.tool_name,
+                check: "checkpoint",
+                active: "allowed",
+                shadow: "rate_limited",
+              },
+              Date.now(),
+            );
+          },
+        };
+      },
       ...(deps.policy !== undefined
         ? { policy: { version: () => deps.policy!.current().version, follow: (version) => deps.policy!.followVersion(version) } }
         : {}),
@@ -263,10 +306,11 @@ export class RunEngine {
     }
   }
 
-  /** A refusal with the rule in force and the run's requester, so a surface can name who may decide. */
-  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy): ActionVerdict {
+  /** A refusal with the rule in force (and its escalation) and the run's requester, so a surface can name who may decide. */
+  #refused(error: "not_an_approver" | "self_approval_forbidden", policy: ApprovalPolicy, escalatedTo?: string[]): ActionVerdict {
     const { requested_by, user_id } = this.#run;
-    return { kind: "refused", error, policy, requester: { ...(requested_by !== undefined ? { requested_by } : {}), user_id } };
+    const requester = { ...(requested_by !== undefined ? { requested_by } : {}), user_id };
+    return { kind: "refused", error, policy, ...(escalatedTo !== undefined ? { escalated_to: escalatedTo } : {}), requester };
   }
 
   /** A human__ask answer refused (no approval policy governs it): told with the run's requester. */
@@ -340,7 +384,8 @@ export class RunEngine {
     // Refused only for an approval the run asked: its policy is there.
     const { tools } = this.#policy().document;
     const policy = approvalPolicyOf(this.#calls, approvalId, (toolName) => effectivePolicy(tools, toolName));
-    if (verdict.kind === "refused" && policy !== undefined) return this.#refused(verdict.error, policy);
+    if (verdict.kind === "refused" && policy !== undefined)
+      return this.#refused(verdict.error, policy, approvalEscalatedTo(this.#calls, approvalId));
     if (verdict.kind === "refused" || prompt !== true) return verdict;
     // A surface with its own steps: a click on an approval no longer waiting is stale; a confirm step opens when nothing was typed.
     if (!waiting) return { kind: "stale", approval_id: approvalId };
@@ -370,6 +415,8 @@ export class RunEngine {
   #decideApproval(approvalId: string, decision: Decision, haltOf: HaltCheck): Verdict {
     const { tools, groups } = this.#policy().document;
     const now = Date.now();
+    const asked = this.#calls.find((c) => c.state === "awaiting_approval" && c.approval.approval_id === approvalId);
+    const castVotes = asked?.state === "awaiting_approval" ? [...(asked.approval.votes ?? [])] : [];
     // Contract section 24: each decision is judged by the version active now, the votes already counted included.
     const result = decideApproval(
       this.#calls,
@@ -385,7 +432,43 @@ export class RunEngine {
     );
     // Appended at `now`: a vote's `at` in approvals is its approval_vote's `at`.
     this.#applyAndAdvance(result.effects, false, now);
+    if (asked !== undefined) this.#shadowDecision(asked, decision, castVotes, result.verdict, now);
     return result.verdict;
+  }
+
+  /**
+   * Contract section 24, Shadow: the shadow version judges the same decision (the `decider` check) and,
+   * for an approve the active version counted, the votes actually cast (the `quorum` check), with the
+   * same functions; where its verdict differs, the run records it as a pending index mark.
+   */
+  #shadowDecision(call: ToolCall, decision: Decision, castVotes: Vote[], verdict: Verdict, now: number): void {
+    const shadow = this.#deps.policy?.shadow?.();
+    const observer = this.#deps.observer;
+    if (shadow === undefined || observer?.shadowDiffered === undefined) return;
+    const differ = (check: "decider" | "quorum", active: string, shadowVerdict: string) => {
+      if (active === shadowVerdict) return;
+      observer.shadowDiffered?.(
+        { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check, active, shadow: shadowVerdict },
+        now,
+      );
+    };
+    const input = { decider: decision.decider, requester: this.#requester(), decision: decision.decision };
+    const active = verdict.kind === "refused" ? verdict.error : "eligible";
+    differ("decider", active, deciderVerdict(shadow.document, call.tool_name, input));
+    if (decision.decision !== "approve") return;
+    let activeQuorum: string;
+    let counted: number;
+    if (verdict.kind === "vote_pending") {
+      activeQuorum = `pending:${verdict.required - verdict.votes}`;
+      counted = verdict.votes;
+    } else if (verdict.kind === "resolved" && verdict.decision === "approved") {
+      // The votes the active version counted when it resolved: those still eligible, and this one.
+      const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
+      const groups = this.#policy().document.groups;
+      activeQuorum = "resolved";
+      counted = Math.max(policy.approvals_required, castVotes.filter((v) => stillEligible(policy, groups, v)).length + 1);
+    } else return;
+    differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
 
   /** A row stamped with the policy version in force now (contract sections 8, 24). */
@@ -425,12 +508,14 @@ export class RunEngine {
     // Whoever may approve the call answers; under self_approval: false its requester may only decline or cancel (section 21).
     const refusal = answerRefusal({
       policy,
+      // Contract section 24: the question's escalation widens who may answer it.
+      escalated_to: found.question.nudges?.escalated?.escalated_to,
       groups,
       decider,
       requester: this.#requester(),
       action: answer.action,
     });
-    if (refusal !== null) return this.#refused(refusal, policy);
+    if (refusal !== null) return this.#refused(refusal, policy, found.question.nudges?.escalated?.escalated_to);
     if (answer.action === "accept" && call.mutating && call.state === "dispatched" && isOpen(found.question)) {
       // Contract section 23: an accept while a halt covers the call is refused and changes nothing; decline and cancel are taken.
       const halt = haltOf(call);
@@ -462,6 +547,8 @@ export class RunEngine {
     // One clock reading: each question's expires_at is its event's `at` plus APPROVAL_TIMEOUT_MS exactly.
     const now = Date.now();
     this.#apply(askRound(this.#calls, call, conversation, questions, now, this.#deps.config.APPROVAL_TIMEOUT_MS), now);
+    // Contract section 24: the call's MCP questions are reminded and escalated as its approval is.
+    armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#policy().document.tools, call.tool_name), now, conversation.round);
     this.#armDeadlineOfPhase();
     this.#save();
   }
@@ -506,6 +593,17 @@ export class RunEngine {
       if (call?.tool_call_id === toolCallId) return call.tool_name;
     }
     return undefined;
+  }
+
+  /** The run's record of the tool call `toolCallId` (the latest one of that id), for the replay index (contract section 24). */
+  callOf(toolCallId: string): ToolCall | undefined {
+    for (let i = this.#calls.length - 1; i >= 0; i--) if (this.#calls[i]?.tool_call_id === toolCallId) return this.#calls[i];
+    return undefined;
+  }
+
+  /** The run's admitted mutations of `toolName` so far (the budget's count). */
+  mutationsUsed(toolName: string): number {
+    return this.#run.counters.used[toolName] ?? 0;
   }
 
   #armDeadlineOfPhase(): void {
@@ -553,6 +651,8 @@ export class RunEngine {
         case "calls": {
           const phase = this.#phase();
           if (phase?.kind === "tools") {
+            // Contract section 24: reminders and escalations due before anything expires.
+            this.#nudge(phase.turn, now);
             // A round of MCP questions past its time closes as cancel, and its follow-up goes out (contract section 21).
             for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id, "expired");
             this.#applyAndAdvance(expireDue(this.#calls, phase.turn, now), true);
@@ -678,9 +778,13 @@ export class RunEngine {
       ? await this.#deps.halts?.()
       : undefined;
     const rules = { TOOL_POLICY: this.#policy().document.tools, MCP_SERVERS: config.MCP_SERVERS };
+    // Contract section 24: the shadow version (if any) classifies the same listing beside it.
+    const shadow = this.#deps.policy?.shadow?.();
+    const shadowRules = shadow === undefined ? undefined : { TOOL_POLICY: shadow.document.tools, MCP_SERVERS: config.MCP_SERVERS };
     const prepared = listed.map(({ proposed, info, digest, toolDigest }) => ({
       proposed,
       tool: classifyTool(proposed.tool_name, info, rules),
+      shadowTool: shadowRules === undefined ? undefined : classifyTool(proposed.tool_name, info, shadowRules),
       digest,
       toolDigest,
     }));
@@ -707,7 +811,7 @@ export class RunEngine {
     this.#calls.push(...calls);
     this.#run.tool_calls += calls.length;
     const limits = this.#limits();
-    for (const call of calls) {
+    for (const [index, call] of calls.entries()) {
       const ids = { approvalId: newApprovalId(), mutationId: newMutationId() };
       // Appended at `now`, the moment their expiry counts from.
       const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
@@ -726,8 +830,69 @@ export class RunEngine {
         ),
         now,
       );
+      armNudges(this.#calls, call.tool_call_id, nudgePolicy(this.#policy().document.tools, call.tool_name), now);
+      const shadowTool = prepared[index]?.shadowTool;
+      if (shadow !== undefined && shadowTool !== undefined) {
+        const covering = haltOf(call);
+        const found = { halted: covering !== null && covering !== "unavailable", rateLimited: limited.has(call.tool_name) };
+        const active = askVerdict(call, call.tool_name, limits.budget, found);
+        const inShadow = askVerdict(shadowTool, call.tool_name, shadow.document.budget, found);
+        if (active !== null && inShadow !== null && active !== inShadow) {
+          this.#deps.observer?.shadowDiffered?.(
+            { version: shadow.version, tool_call_id: call.tool_call_id, tool_name: call.tool_name, check: "ask", active, shadow: inShadow },
+            now,
+          );
+        }
+      }
     }
     this.#save();
+  }
+
+  /**
+   * Contract section 24: the reminders and escalations of the turn due at `now`. A reminder of an
+   * item shown in Slack is appended and its Slack users eligible by exact id are told directly.
+   */
+  #nudge(turn: number, now: number): void {
+    const due = nudgeDue(
+      this.#calls,
+      turn,
+      now,
+      (item) => this.#deps.observer?.shownInSlack?.(item) ?? false,
+      (call) => this.#policyOf(call),
+    );
+    if (due.effects.length === 0 && due.reminded.length === 0) return;
+    this.#apply(due.effects, now);
+    const { config } = this.#deps;
+    const team = /^slack:([TE][A-Z0-9]{1,30}):/.exec(this.#run.requested_by ?? "")?.[1];
+    for (const item of due.reminded) {
+      const users =
+        team === undefined
+          ? []
+          : slackUsersToRemind({
+              policy: item.policy,
+              escalated_to: item.escalated_to,
+              groups: config.APPROVER_GROUPS,
+              requester: this.#requester(),
+              slack_approvers: config.SLACK_APPROVERS,
+              team,
+            });
+      this.#deps.observer?.reminded?.(item, users, now);
+    }
+    this.#save();
+  }
+
+  /** The rule in force for a call's approval or its MCP questions: as asked, else the tool's policy now. */
+  #policyOf(call: ToolCall): ApprovalPolicy {
+    const grant =
+      call.state === "awaiting_approval"
+        ? call.approval
+        : call.state === "dispatched" || call.state === "awaiting_admission"
+          ? call.grant
+          : undefined;
+    return (
+      (grant !== undefined && grant !== "automatic" ? grant.policy : undefined) ??
+      effectivePolicy(this.#deps.config.TOOL_POLICY, call.tool_name)
+    );
   }
 
   #nextModelTurn(turn: number): void {

@@ -19,8 +19,16 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import type { HostConfig } from "../config/config";
 import type { AuditEntry } from "../audit/audit-log";
 import { auditOfEvent } from "../audit/run-audit";
-import { FLUSH_RETRY_AFTER_FAILURE_MS, type IndexDb, nextFlushDelayMs, RunIndex, type RunIndexContext } from "../listings/run-index";
-import type { DispatchOutcome } from "../execution/tool-calls";
+import {
+  FLUSH_RETRY_AFTER_FAILURE_MS,
+  type IndexDb,
+  nextFlushDelayMs,
+  RunIndex,
+  type RunIndexContext,
+  type ShadowDifference,
+} from "../listings/run-index";
+import type { DispatchOutcome, ToolCall } from "../execution/tool-calls";
+import type { Reminded } from "../execution/approval-nudges";
 import { observePosts } from "../operate/run-hooks";
 import { RunMetrics } from "../operate/run-metrics";
 import { exportSpans, nextExportDelayMs, type TraceExportTarget } from "../operate/trace-export";
@@ -35,6 +43,7 @@ import { usableInstallation } from "../slack/installation-tokens";
 import type { SqlLike } from "../stream/event-log";
 import { isTerminalEventType } from "../wire/events";
 import type { RunEvent } from "../wire/event-schemas";
+import type { ActionOrigin } from "../wire/run-protocol";
 import type { EngineObserver } from "./run-engine";
 import type { RunRecord, RunSummary } from "./run-record";
 import { logger } from "../operate/logger";
@@ -42,6 +51,8 @@ import { logLifecycle } from "../operate/run-log";
 import { runRequester } from "../policy/approval-policy";
 import { RunWebhooks } from "../webhooks/run-webhooks";
 import { WEBHOOK_ATTEMPT_TIMEOUT_MS } from "../webhooks/webhook-attempt";
+import { parseMcpToolName } from "../execution/tool-policy";
+import { REPLAY_EVENT_TYPES, replayCallOf, replayVotesOf } from "../listings/replay-facts";
 
 /** Marks of one agent step are written together: the flush runs this long after the first of them. */
 const INDEX_FLUSH_DELAY_MS = 50;
@@ -76,6 +87,9 @@ export interface RunOutputsDeps {
   stillPending: () => Pick<RunSummary, "pending_approvals" | "pending_inputs">;
   /** The name of the run's tool call (an MCP question's index row keeps it, for the Slack Home tab). */
   toolNameOf?: (toolCallId: string) => string | undefined;
+  /** The run's record of a tool call (the latest of that id) and its admitted mutations of a tool, for the replay index (contract section 24). */
+  callOf?: (toolCallId: string) => ToolCall | undefined;
+  mutationsUsed?: (toolName: string) => number;
   /** Audit entries reached D1: wake the sealer to chain them (contract section 25). */
   auditWritten?: () => void;
 }
@@ -108,12 +122,14 @@ export class RunOutputs implements EngineObserver {
   #flushFailures = 0;
   /** The run's index context: built once (its fields never change after the start), not on every append. */
   #indexContext: RunIndexContext | undefined;
+  /** The origin of the person's action being judged (actingFrom), else undefined. */
+  #origin: ActionOrigin | undefined;
   /** The last append's time, and its ISO 8601 form. */
   #at = { now: Number.NaN, iso: "" };
   /** An approval or question of this run changed since the last flush: the Home tabs are refreshed after the next one. */
   #homeChanged = false;
   /** Events appended since the observers last ran (appended()): the current step's, at most. */
-  #unobserved: { event: RunEvent; now: number }[] = [];
+  #unobserved: { event: RunEvent; now: number; origin: ActionOrigin | undefined }[] = [];
 
   constructor(deps: RunOutputsDeps, run: RunRecord) {
     this.#deps = deps;
@@ -148,7 +164,8 @@ export class RunOutputs implements EngineObserver {
       };
       const outbox = new SlackOutbox(
         deps.sql,
-        config,
+        // Contract section 24: an escalation mentions only users of the run's installation (its requester's team).
+        { ...config, installation_team: /^slack:([TE][A-Z0-9]{1,30}):/.exec(run.requested_by ?? "")?.[1] },
         undefined,
         (client, now) => refreshHomes(deps.db, client, homeSettings, now),
         // Contract section 19: the run's own channel check is kept for the Home tab (asked once per channel).
@@ -214,6 +231,16 @@ export class RunOutputs implements EngineObserver {
 
   // ---- on the append path: storage only --------------------------------------
 
+  /** Runs a person's action (synchronous): the audit entries of the events it appends carry its origin (contract section 25). */
+  actingFrom<T>(origin: ActionOrigin, act: () => T): T {
+    this.#origin = origin;
+    try {
+      return act();
+    } finally {
+      this.#origin = undefined;
+    }
+  }
+
   /**
    * One appended event: kept for the observers, who run once for the events of
    * the step that appended it (a microtask after it, in the same turn and so in
@@ -222,7 +249,8 @@ export class RunOutputs implements EngineObserver {
    * run ended) or before anything else this object is asked.
    */
   appended(event: RunEvent, now: number): void {
-    this.#unobserved.push({ event, now });
+    // The origin is taken now: the observers run after the action that appended it (contract section 25).
+    this.#unobserved.push({ event, now, origin: this.#origin });
     if (isTerminalEventType(event.type)) this.#observe();
     else if (this.#unobserved.length === 1) queueMicrotask(() => this.#observeQuietly());
   }
@@ -250,7 +278,7 @@ export class RunOutputs implements EngineObserver {
     let marked = false;
     let posts = 0;
     let webhookNotes = 0;
-    for (const { event, now } of batch) {
+    for (const { event, now, origin } of batch) {
       if (this.#webhooks) webhookNotes += this.#webhooks.enqueueEvent(event, now);
       if (slack) {
         if (HOME_EVENT_TYPES.has(event.type)) this.#homeChanged = true;
@@ -261,7 +289,8 @@ export class RunOutputs implements EngineObserver {
       if (this.#at.now !== now) this.#at = { now, iso: new Date(now).toISOString() };
       const at = this.#at.iso;
       marked = this.#index.markEvent(context, event, at, this.#deps.toolNameOf) || marked;
-      const audit = auditOfEvent(context, event, at);
+      marked = this.#markReplay(event, at) || marked;
+      const audit = auditOfEvent(context, event, at, origin);
       if (audit !== null) {
         this.#index.markAudit(audit);
         marked = true;
@@ -282,12 +311,55 @@ export class RunOutputs implements EngineObserver {
     if (marked) this.#deps.schedule.setEarliest("index", first + INDEX_FLUSH_DELAY_MS);
   }
 
+  /** The call's replay row and its decisions (contract section 24), marked with the event that changed them. */
+  #markReplay(event: RunEvent, at: string): boolean {
+    const callOf = this.#deps.callOf;
+    if (callOf === undefined || !REPLAY_EVENT_TYPES.has(event.type) || !("tool_call_id" in event)) return false;
+    const call = callOf(event.tool_call_id);
+    if (call === undefined) return false;
+    const server = parseMcpToolName(call.tool_name)?.server;
+    const row = replayCallOf(event, at, call, {
+      run_id: this.#run.run_id,
+      channel_id: this.#run.channel_id,
+      requester: runRequester(this.#run),
+      trusted: server !== undefined && this.#deps.config.MCP_SERVERS[server]?.trust_annotations === true,
+      used: this.#deps.mutationsUsed?.(call.tool_name) ?? 0,
+    });
+    if (row === null) return false;
+    this.#index.markReplayCall(row);
+    if (event.type === "approval_vote" || event.type === "approval_resolved") {
+      for (const vote of replayVotesOf(call, this.#run.run_id, at)) this.#index.markReplayVote(vote);
+    }
+    return true;
+  }
+
   /** MCP questions that ended unanswered (no event says so): the index records them, the Home tabs drop them. */
   questionsEnded(ended: { tool_call_id: string; input_id: string }[], status: "expired" | "cancelled", now: number): void {
     this.#observe();
     const run_id = this.#run.run_id;
     for (const q of ended) this.#index.markInputResolved({ run_id, tool_call_id: q.tool_call_id, input_id: q.input_id, status });
     if (this.#slack) this.#homeChanged = true;
+    this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+  }
+
+  /** Contract section 24: whether an approval's (or MCP question's) message is shown in Slack; only those are reminded. */
+  readonly shownInSlack = (item: { approval_id?: string; input_id?: string }): boolean => this.#slack?.outbox.shows(item) ?? false;
+
+  /** Contract section 24: a reminder was appended; its users are told directly, behind its own update (storage only). */
+  reminded(item: Reminded, users: string[], now: number): void {
+    if (this.#slack && this.#slack.outbox.enqueueReminders(item, users, now) > 0) {
+      if (this.#syncSlackCounts()) this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
+      this.#startDrain(now);
+    }
+  }
+
+  /**
+   * Where the shadow policy version's verdict at a check differed from the active one's (contract
+   * section 24): a pending mark like any index row, written by the next flush (no D1 write of its own).
+   */
+  shadowDiffered(difference: Omit<ShadowDifference, "run_id" | "at">, now: number): void {
+    this.#observe();
+    this.#index.markShadowDifference({ ...difference, run_id: this.#run.run_id, at: new Date(now).toISOString() });
     this.#deps.schedule.setEarliest("index", now + INDEX_FLUSH_DELAY_MS);
   }
 
@@ -323,6 +395,16 @@ export class RunOutputs implements EngineObserver {
   }
 
   /** An audit entry of a change the run's object made without an event naming who (a cancel), flushed with the index. */
+  /** An accepted cancel (contract section 18's `run.cancel`), by `principal`, from `origin`. */
+  auditCancel(principal: string, origin: ActionOrigin, now: number): void {
+    const runId = this.#run.run_id;
+    const at = new Date(now).toISOString();
+    this.recordAudit(
+      { id: `aud_${runId}_cancel_${now}`, at, principal, action: "run.cancel", target: runId, result: "ok", ...origin },
+      now,
+    );
+  }
+
   recordAudit(entry: AuditEntry, now: number): void {
     this.#observe();
     this.#index.markAudit(entry);

@@ -25,11 +25,15 @@ function refusingSnapshot(bad: BadPolicy): PolicySnapshot {
 
 /** The last snapshot any run of this isolate saw: a new run object starts from it, then every check moves it on. */
 let lastSeen: PolicySnapshot | undefined;
+/** The shadow version the last pointer read of this isolate named (null: none). */
+let lastShadow: PolicySnapshot | null = null;
 
 export class RunPolicy {
   readonly #db: () => Pick<HaltDb, "prepare">;
   readonly #config: HostConfig;
   #current: PolicySnapshot;
+  /** The shadow version (contract section 24), followed from the same pointer read; undefined: none. */
+  #shadow: PolicySnapshot | undefined;
 
   private constructor(db: () => Pick<HaltDb, "prepare">, config: HostConfig, current: PolicySnapshot) {
     this.#db = db;
@@ -41,6 +45,7 @@ export class RunPolicy {
   static async load(db: () => Pick<HaltDb, "prepare">, config: HostConfig): Promise<RunPolicy> {
     const settings = (await policySnapshot(db(), config, 0)) as PolicySnapshot;
     const policy = new RunPolicy(db, config, lastSeen ?? settings);
+    policy.#shadow = lastShadow ?? undefined;
     if (lastSeen === undefined) await policy.#settle(await readActivePolicy(db(), config).catch(() => undefined));
     return policy;
   }
@@ -48,6 +53,11 @@ export class RunPolicy {
   /** The version in force for the check being made. */
   current(): PolicySnapshot {
     return this.#current;
+  }
+
+  /** The shadow version in force for the check being made (contract section 24); undefined: none. */
+  shadow(): PolicySnapshot | undefined {
+    return this.#shadow;
   }
 
   /** The halts and the pointer in one read (a check's own statement); the snapshot follows the pointer. */
@@ -83,8 +93,24 @@ export class RunPolicy {
 
   /** Brings the snapshot to a pointer a surface read (beside its own lookups); an unavailable read keeps it. */
   async follow(read: HaltsRead | "unavailable" | undefined): Promise<void> {
-    if (read === undefined || read === "unavailable" || read.policy_version === this.#current.version) return;
+    if (read === undefined || read === "unavailable") return;
+    if (read.shadow_version !== undefined) await this.#followShadow(read.shadow_version);
+    if (read.policy_version === this.#current.version) return;
     await this.#settle(await policySnapshot(this.#db(), this.#config, read.policy_version).catch(() => undefined));
+  }
+
+  /** The shadow version a pointer read named: its document from the isolate's cache (read once per version). */
+  async #followShadow(version: number | null): Promise<void> {
+    if (version === null) {
+      this.#shadow = undefined;
+      lastShadow = null;
+      return;
+    }
+    if (this.#shadow?.version === version) return;
+    const found = await policySnapshot(this.#db(), this.#config, version).catch(() => undefined);
+    // A shadow version that no longer validates decides nothing and is compared with nothing.
+    this.#shadow = found === undefined || isBadPolicy(found) ? undefined : found;
+    lastShadow = this.#shadow ?? null;
   }
 
   async #settle(found: PolicySnapshot | BadPolicy | undefined): Promise<void> {

@@ -3,7 +3,7 @@
 // never imports durable-objects/ (a floor above it). RunObject implements it:
 // `runStubFor` (src/http/start-run.ts) hands the namespace's stub out as a
 // RunStub, so a method missing or typed differently there fails the build.
-import type { ActionVerdict, PersonAction } from "../wire/run-protocol";
+import type { ActionOrigin, ActionVerdict, PersonAction } from "../wire/run-protocol";
 import type { ActiveHalt } from "../policy/halt-scope";
 
 /**
@@ -23,8 +23,8 @@ interface RunRpc extends Rpc.DurableObjectBranded {
   /** The run's turns as a later run in the same Slack thread continues them. */
   threadTurns(): Promise<ConversationItem[]>;
   summary(): Promise<RunSummary | null>;
-  /** A person's action, judged by the run, answered with one verdict (src/wire/run-protocol.ts). */
-  act(action: PersonAction, halts?: HaltsAndPolicy): Promise<ActionVerdict>;
+  /** A person's action, judged by the run, answered with one verdict (src/wire/run-protocol.ts); `origin` is audited with it (section 25). */
+  act(action: PersonAction, halts?: HaltsAndPolicy, origin?: ActionOrigin): Promise<ActionVerdict>;
   /** GET /events: the SSE stream (contract section 5). */
   fetch(request: Request): Promise<Response>;
 }

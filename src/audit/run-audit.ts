@@ -7,6 +7,7 @@
 // The id is the run and the event's sequence, so a replayed flush writes
 // nothing twice.
 import type { RunEvent } from "../wire/event-schemas";
+import type { ActionOrigin } from "../wire/run-protocol";
 import type { AuditEntry } from "./audit-log";
 
 export interface RunAuditContext {
@@ -16,7 +17,11 @@ export interface RunAuditContext {
   requested_by?: string;
 }
 
-export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: string): AuditEntry | null {
+/**
+ * `origin`: where the person's action that appended `event` came from (the API, the console,
+ * Slack, with the client's address where known); absent outside an action (an expiry, the engine).
+ */
+export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: string, origin?: ActionOrigin): AuditEntry | null {
   const id = `aud_${context.run_id}_${event.sequence}`;
   // Where it came from (contract section 25): a Slack-started run's entries came through Slack.
   const via = context.source === "slack" ? ("slack" as const) : ("api" as const);
@@ -47,7 +52,7 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         action: "approval.decide",
         target: `${context.run_id}/approvals/${event.approval_id}`,
         result: "ok",
-        via: decidedBy.startsWith("slack:") ? "slack" : "api",
+        ...(origin ?? { via: decidedBy.startsWith("slack:") ? "slack" : "api" }),
         // Contract section 24: the policy version that judged the decision, as its event carries it.
         ...(event.policy_version !== undefined ? { policy_version: event.policy_version } : {}),
         ...(event.policy_hash !== undefined ? { policy_hash: event.policy_hash } : {}),
@@ -71,7 +76,7 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         // An MCP question (contract section 21) is answered at its input_id, and says how.
         target: `${context.run_id}/inputs/${event.input_id ?? event.tool_call_id}`,
         result: "ok",
-        via: answeredBy.startsWith("slack:") ? "slack" : "api",
+        ...(origin ?? { via: answeredBy.startsWith("slack:") ? "slack" : "api" }),
         ...(event.action !== undefined ? { details: { action: event.action, tool_call_id: event.tool_call_id } } : {}),
       };
     }

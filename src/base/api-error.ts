@@ -67,6 +67,7 @@ export const ERROR_CODES = [
   "not_proposed",
   "shadow_exists",
   "not_deletable",
+  "before_retention",
   // A bug, never bad input: logged, nothing internal said.
   "internal_error",
 ] as const;

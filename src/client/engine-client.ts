@@ -51,7 +51,10 @@ import type {
   PolicyPutRequest,
   PolicyStatus,
   PolicyVersion,
+  PolicyShadowPage,
   PolicyVersionsPage,
+  PolicyReplayPage,
+  PolicyReplayRequest,
 } from "./types.js";
 
 /** The part of `fetch` the client calls; the global one, a Fetcher's or a test's all fit. */
@@ -268,6 +271,14 @@ export class EngineClient {
     return this.#json("GET", `/api/policy/versions${queryString(query)}`, undefined, options);
   }
 
+  /** GET /api/policy/shadow: where the shadow version's verdict differed from the active one's, newest first (viewer). */
+  listPolicyShadowDifferences(
+    query: { version?: number; limit?: number; cursor?: string } = {},
+    options: RequestOptions = {},
+  ): Promise<PolicyShadowPage> {
+    return this.#json("GET", `/api/policy/shadow${queryString(query)}`, undefined, options);
+  }
+
   /** GET /api/policy/versions/{v}: one version with what it loosens. */
   getPolicyVersion(version: number, options: RequestOptions = {}): Promise<PolicyVersion> {
     return this.#json("GET", `/api/policy/versions/${version}`, undefined, options);
@@ -286,6 +297,11 @@ export class EngineClient {
   /** DELETE /api/halts/{halt_id}: a release vote (admin). */
   releaseHalt(haltId: string, options: RequestOptions = {}): Promise<HaltReleaseAnswer> {
     return this.#json("DELETE", `/api/halts/${enc(haltId)}`, undefined, options);
+  }
+
+  /** POST /api/policy/replay: one page of a window of recorded calls judged by a candidate policy (contract section 24, admin). */
+  replayPolicy(body: PolicyReplayRequest, options: RequestOptions = {}): Promise<PolicyReplayPage> {
+    return this.#json("POST", "/api/policy/replay", body, options);
   }
 
   /** GET /api/audit: one page of the audit log, newest first. */

@@ -199,6 +199,30 @@ export type EngineEvent =
       policy_version?: number;
       policy_hash?: string;
     })
+  /** Contract section 24: a pending approval (or, with `input_id`, its call's MCP question) reminded before it expires. */
+  | (Envelope<"approval_reminded"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id?: string;
+      input_id?: string;
+      expires_at: string;
+      /** The policy version active when it fired and its hash (contract section 24). */
+      policy_version?: number;
+      policy_hash?: string;
+    })
+  /** Contract section 24: escalated after `escalate_after`: `escalated_to` may now decide beside the rule in force. */
+  | (Envelope<"approval_escalated"> & {
+      tool_name: string;
+      tool_call_id: string;
+      approval_id?: string;
+      input_id?: string;
+      /** The approvers patterns in force, or null for the default rule (section 19). */
+      approvers: string[] | null;
+      escalated_to: string[];
+      /** The policy version active when it fired and its hash (contract section 24). */
+      policy_version?: number;
+      policy_hash?: string;
+    })
   | (Envelope<"tool_execution_started"> & { tool_name: string; tool_call_id: string; approval_id: string })
   | (Envelope<"human_input_requested"> & {
       tool_call_id: string;
@@ -584,6 +608,34 @@ export interface HaltsPage {
   next_cursor: string | null;
 }
 
+/** POST /api/policy/replay (contract section 24): the candidate, the window (ISO 8601 UTC), and where the last page ended. */
+export interface PolicyReplayRequest {
+  policy: { tools: Record<string, unknown>; groups: Record<string, string[]>; budget: Record<string, number> };
+  since: string;
+  until?: string;
+  /** Calls judged per page, 1..50 (default 50). */
+  limit?: number;
+  cursor?: string;
+}
+
+/** One check of a recorded call that the candidate decides otherwise. */
+export interface PolicyReplayChange {
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  check: "ask" | "decider" | "quorum" | "checkpoint";
+  recorded: string;
+  candidate: string;
+  principal?: string;
+}
+
+export interface PolicyReplayPage {
+  examined: number;
+  skipped: number;
+  changed: PolicyReplayChange[];
+  next_cursor: string | null;
+}
+
 /** DELETE /api/halts/{halt_id}: released (200), or the vote counted and more persons needed (202). */
 export type HaltReleaseAnswer =
   | { halt_id: string; status: "released"; released_by: string; released_at: string }
@@ -630,6 +682,24 @@ export interface PolicyVersionsPage {
   next_cursor: string | null;
 }
 
+/** One check where the shadow version's verdict differed from the active one's (contract section 24). */
+export interface PolicyShadowDifference {
+  at: string;
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  check: "ask" | "decider" | "quorum" | "checkpoint";
+  /** The active version's verdict (e.g. `eligible`, `approve`, `resolved`, `allowed`). */
+  active: string;
+  /** The shadow version's verdict (e.g. `not_an_approver`, `pending:1`, `rate_limited`). */
+  shadow: string;
+}
+
+export interface PolicyShadowPage {
+  differences: PolicyShadowDifference[];
+  next_cursor: string | null;
+}
+
 export interface PolicyPutRequest {
   policy: PolicyDocument;
   /** The active version this change is based on (the first is 0). */
@@ -660,6 +730,7 @@ export const AUDIT_ACTIONS = [
   "policy.put",
   "policy.approve",
   "policy.withdraw",
+  "policy.replay",
   // Contract section 26.
   "slack.uninstall",
   "slack.refresh_failed",

@@ -9,6 +9,7 @@ import { rolesSchema } from "../wire/roles";
 import { APPROVER_PATTERN_REGEX, GROUP_REFERENCE_REGEX, MAX_APPROVALS_REQUIRED, POLICY_DEFAULTS_KEY } from "./policy-words";
 import { isTokenKey } from "./token-key";
 import { webhooksSchema } from "./webhooks-setting";
+import { durationSeconds } from "./durations";
 
 /** Defaults of contract section 13; each one is the contract's, not a guess. */
 const DEFAULT_MAX_TOOL_CALLS = 25;
@@ -146,12 +147,8 @@ const approvalPolicyFields = {
   approvals_required: z.number().int().min(1).max(MAX_APPROVALS_REQUIRED).optional(),
   self_approval: z.boolean().optional(),
 };
-/** A duration of contract section 23: `<n>s|m|h|d`, `n` a positive integer; its seconds, or undefined for anything else. */
-export function durationSeconds(text: string): number | undefined {
-  const match = /^([1-9][0-9]{0,8})([smhd])$/.exec(text);
-  if (!match) return undefined;
-  return Number(match[1]) * { s: 1, m: 60, h: 3_600, d: 86_400 }[match[2] as "s" | "m" | "h" | "d"];
-}
+/** A duration of contract section 23 (src/config/durations.ts), kept importable from here. */
+export { durationSeconds };
 /** Contract section 23: a limit's `per` is 30s to 30d. */
 const MIN_LIMIT_SECONDS = 30;
 const MAX_LIMIT_SECONDS = 30 * 86_400;
@@ -165,6 +162,21 @@ const mutationLimitSchema = z
     by: z.enum(["principal", "channel", "all"]),
   })
   .strict();
+/** Contract section 24: `remind_before` and `escalate_after` are durations from 1s to 30d (and shorter than the approval's timeout). */
+const MIN_NUDGE_SECONDS = 1;
+const MAX_NUDGE_SECONDS = 30 * 86_400;
+const nudgeDurationSchema = z.string().refine((v) => {
+  const seconds = durationSeconds(v);
+  return seconds !== undefined && seconds >= MIN_NUDGE_SECONDS && seconds <= MAX_NUDGE_SECONDS;
+}, "a duration <n>s|m|h|d (n a positive integer) from 1s to 30d");
+/** Contract section 24: reminders and escalation of a pending approval (and its call's MCP questions). */
+const nudgePolicyFields = {
+  remind_before: nudgeDurationSchema.optional(),
+  escalate_after: nudgeDurationSchema.optional(),
+  escalate_to: z.array(approverEntrySchema).min(1).max(1_000).optional(),
+};
+/** Fields the `"*"` entry may not carry (contract sections 19, 23, 24): everything else gives every tool's defaults. */
+const NOT_DEFAULTS = ["level", "read_only"] as const;
 export const toolPolicySchema = z
   .record(
     toolName,
@@ -175,18 +187,19 @@ export const toolPolicySchema = z
         ...approvalPolicyFields,
         // Contract section 23: mutation limits; under "*" they count every tool's mutations together.
         limits: z.array(mutationLimitSchema).min(1).max(20).optional(),
+        ...nudgePolicyFields,
       })
       .strict(),
   )
   .superRefine((entries, ctx) => {
-    // The `"*"` key gives defaults and may carry only the three fields of section 19.
+    // The `"*"` key gives defaults and may carry only the fields of sections 19, 23 and 24.
     const defaults = Object.hasOwn(entries, POLICY_DEFAULTS_KEY) ? entries[POLICY_DEFAULTS_KEY] : undefined;
-    for (const field of ["level", "read_only"] as const) {
+    for (const field of NOT_DEFAULTS) {
       if (defaults?.[field] !== undefined)
         ctx.addIssue({
           code: "custom",
           path: [POLICY_DEFAULTS_KEY, field],
-          message: `"*" may carry only approvers, approvals_required, self_approval and limits, not ${field}`,
+          message: `"*" may carry only approvers, approvals_required, self_approval, limits, remind_before, escalate_after and escalate_to, not ${field}`,
         });
     }
   });
@@ -547,6 +560,15 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
       details: unknownGroups,
     };
   }
+  // Contract section 24: a reminder or an escalation must come before the approval expires.
+  const lateNudges = nudgesNotBeforeTimeout(config.TOOL_POLICY, config.APPROVAL_TIMEOUT_MS);
+  if (lateNudges.length > 0) {
+    return {
+      state: "bad_config",
+      message: "The host configuration is invalid; fix the named wrangler vars or secrets and redeploy.",
+      details: lateNudges,
+    };
+  }
   // Contract section 23: rows must outlive every limit's window, or the limit would count too few.
   const shortRetention = limitsOutlivingRetention(config);
   if (shortRetention.length > 0) {
@@ -567,6 +589,31 @@ export function parseConfig(env: Record<string, unknown>): ConfigResult {
   }
   // Contract section 18: the exact API_TOKEN is redacted wherever text leaves the engine.
   return { state: "ready", config };
+}
+
+/**
+ * Contract section 24: every `remind_before` or `escalate_after` of a TOOL_POLICY (the settings' or a
+ * policy version's `tools`) not shorter than the approval's timeout, named by its entry (`path` under
+ * `prefix`). The settings answer bad_config with these details, a policy version 400.
+ * @public (the policy versions' validation calls it too)
+ */
+export function nudgesNotBeforeTimeout(
+  toolPolicy: HostConfig["TOOL_POLICY"],
+  approvalTimeoutMs: number,
+  prefix = "TOOL_POLICY",
+): { path: string; message: string }[] {
+  const out: { path: string; message: string }[] = [];
+  for (const [tool, entry] of Object.entries(toolPolicy)) {
+    for (const field of ["remind_before", "escalate_after"] as const) {
+      const text = entry[field];
+      if (text !== undefined && (durationSeconds(text) ?? 0) * 1000 >= approvalTimeoutMs)
+        out.push({
+          path: `${prefix}.${tool}.${field}`,
+          message: `${text} is not shorter than the approval's timeout (APPROVAL_TIMEOUT_MS ${approvalTimeoutMs} ms)`,
+        });
+    }
+  }
+  return out;
 }
 
 /** Every TOOL_POLICY limit whose `per` is longer than MUTATION_RETENTION_DAYS keeps rows (contract section 23). */
@@ -635,16 +682,18 @@ function slackModeGaps(config: HostConfig): { path: string; message: string }[] 
   return out;
 }
 
-/** Every `group:<name>` in TOOL_POLICY approvers that APPROVER_GROUPS does not define. */
+/** Every `group:<name>` in TOOL_POLICY approvers or escalate_to that APPROVER_GROUPS does not define. */
 export function unknownGroupReferences(config: Pick<HostConfig, "TOOL_POLICY" | "APPROVER_GROUPS">): { path: string; message: string }[] {
   const out: { path: string; message: string }[] = [];
   for (const [tool, entry] of Object.entries(config.TOOL_POLICY)) {
-    (entry.approvers ?? []).forEach((approver, i) => {
-      const group = GROUP_REFERENCE_REGEX.exec(approver)?.[1];
-      if (group !== undefined && !Object.hasOwn(config.APPROVER_GROUPS, group)) {
-        out.push({ path: `TOOL_POLICY.${tool}.approvers.${i}`, message: `${approver} is not defined in APPROVER_GROUPS` });
-      }
-    });
+    for (const field of ["approvers", "escalate_to"] as const) {
+      (entry[field] ?? []).forEach((approver, i) => {
+        const group = GROUP_REFERENCE_REGEX.exec(approver)?.[1];
+        if (group !== undefined && !Object.hasOwn(config.APPROVER_GROUPS, group)) {
+          out.push({ path: `TOOL_POLICY.${tool}.${field}.${i}`, message: `${approver} is not defined in APPROVER_GROUPS` });
+        }
+      });
+    }
   }
   return out;
 }

@@ -12,6 +12,7 @@ import {
   type HostConfig,
   limitsOutlivingRetention,
   mutationBudgetSchema,
+  nudgesNotBeforeTimeout,
   toolPolicySchema,
   unknownGroupReferences,
 } from "./config";
@@ -39,9 +40,10 @@ export type PolicyParse = { ok: true; document: PolicyDocument } | { ok: false; 
 
 /**
  * Validates a document as the settings are validated (contract section 24): `retentionDays` is
- * MUTATION_RETENTION_DAYS, which every limit's `per` must fit in. Unknown members are refused.
+ * MUTATION_RETENTION_DAYS, which every limit's `per` must fit in, `approvalTimeoutMs` APPROVAL_TIMEOUT_MS, which
+ * every `remind_before` and `escalate_after` must be shorter than. Unknown members are refused.
  */
-export function parsePolicyDocument(value: unknown, retentionDays: number | undefined): PolicyParse {
+export function parsePolicyDocument(value: unknown, retentionDays: number | undefined, approvalTimeoutMs: number): PolicyParse {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { ok: false, details: [{ path: "policy", message: 'a JSON object {"tools","groups","budget"}' }] };
   }
@@ -59,6 +61,7 @@ export function parsePolicyDocument(value: unknown, retentionDays: number | unde
   const details = [
     ...unknownGroupReferences(settings),
     ...limitsOutlivingRetention({ TOOL_POLICY: settings.TOOL_POLICY, MUTATION_RETENTION_DAYS: retentionDays }),
+    ...nudgesNotBeforeTimeout(settings.TOOL_POLICY, approvalTimeoutMs),
   ];
   if (details.length > 0) return { ok: false, details };
   return { ok: true, document: { tools: settings.TOOL_POLICY, groups: settings.APPROVER_GROUPS, budget: settings.MUTATION_BUDGET } };

@@ -43,7 +43,7 @@ import type { GuardedCheckpointVerdict, MutationLedger } from "../outcomes/mutat
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import { parseMcpToolName } from "./tool-policy";
-import type { MutationLimit } from "../policy/mutation-limits";
+import { limitKey, type MutationLimit } from "../policy/mutation-limits";
 import type { IntentInput, Settlement } from "../outcomes/mutation-outcomes";
 import {
   type DispatchOutcome,
@@ -136,6 +136,11 @@ export interface PipelineDeps {
    * active), and how to follow a newer one when the checkpoint says it changed (rebuilt once under it).
    */
   policy?: { version(): number; follow(version: number): Promise<void> };
+  /**
+   * Contract section 24: the shadow version's limits for this call's checkpoint, and who is told
+   * whether one of them was full (a result column of the checkpoint's statement); absent: no shadow.
+   */
+  shadowCheckpoint?: (call: Dispatched) => { limits: MutationLimit[]; seen(limited: boolean): void } | undefined;
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;
@@ -418,11 +423,23 @@ export class DispatchPipeline {
     const { ledger, policy } = this.#deps;
     for (let attempt = 0; ; attempt++) {
       const limits = this.#deps.limitsOf?.(call.tool_name) ?? [];
+      const shadow = this.#deps.shadowCheckpoint?.(call);
+      const run = this.#deps.run();
       const verdict = await ledger.checkpointUnlessPrior(
         row.mutation_id,
         { reason: "storage_unavailable", settledAt: this.#iso() },
         limits,
         policy?.version(),
+        shadow === undefined
+          ? undefined
+          : {
+              ...shadow,
+              subject: {
+                tool_name: call.tool_name,
+                channel_id: run.channel_id,
+                key: limitKey(run.requester_person, run.requested_by ?? ""),
+              },
+            },
       );
       if (typeof verdict !== "object" || verdict.kind !== "policy_changed" || attempt > 0 || policy === undefined) return verdict;
       await policy.follow(verdict.policy_version);

@@ -20,8 +20,7 @@ import type { ShownArguments } from "./shown-arguments";
 import type { EventType } from "../wire/events";
 import type { EventFields } from "../wire/event-schemas";
 import type { McpToolAnnotations } from "./mcp-tool-list";
-import { decide, type Requester, refusalOf, type Vote } from "../policy/approval-policy";
-import { matchesApprovers } from "../policy/approver-patterns";
+import { decide, type Requester, refusalOf, stillEligible, type Vote } from "../policy/approval-policy";
 import type { ApprovalPolicy, Decider, QuestionAnswer, Verdict } from "../wire/run-protocol";
 
 export type ApprovalLevel = "approve" | "confirm";
@@ -87,6 +86,31 @@ interface PendingApproval {
   policy?: ApprovalPolicy;
   /** The approves counted so far, in order (section 19); absent means none. */
   votes?: Vote[];
+  /** Its reminder and escalation (contract section 24, src/execution/approval-nudges.ts); absent: neither. */
+  nudges?: Nudges;
+}
+
+/**
+ * When a pending approval or MCP question is reminded and escalated (contract section 24), epoch
+ * ms, and what happened: `reminded` once its reminder was due (appended or not), `escalated` the
+ * escalation it recorded, which stands under later versions of the policy.
+ */
+export interface Nudges {
+  remind_at?: number;
+  escalate_at?: number;
+  escalate_to: string[];
+  reminded?: true;
+  escalated?: { at: number; escalated_to: string[] };
+}
+
+/** The next moment a reminder or an escalation is due, or undefined when none is left (contract section 24). */
+function nudgeDueAt(nudges: Nudges | undefined): number | undefined {
+  if (nudges === undefined) return undefined;
+  const due = [
+    ...(nudges.remind_at !== undefined && nudges.reminded !== true ? [nudges.remind_at] : []),
+    ...(nudges.escalate_at !== undefined && nudges.escalated === undefined ? [nudges.escalate_at] : []),
+  ];
+  return due.length === 0 ? undefined : Math.min(...due);
 }
 
 /** The default rule of section 19, for approvals recorded before policies existed. */
@@ -156,6 +180,8 @@ export interface McpQuestion {
   answer?: QuestionAnswer;
   answered_by?: string;
   expired?: true;
+  /** Its reminder and escalation (contract section 24), as its call's approval has them; absent: neither. */
+  nudges?: Nudges;
 }
 /**
  * Where a dispatched call's exchange with its server stands once the server first answered
@@ -478,7 +504,9 @@ export function decideApproval(
   if (!call) return { verdict: { kind: "not_found", what: "approval", id: approvalId }, effects: [] };
   // Contract section 19: eligibility, then self-approval, before anything about the approval's state is told.
   const policy = current?.(call.tool_name) ?? approvalOf(call)?.policy ?? DEFAULT_POLICY;
-  const refusal = refusalOf({ policy, groups, decider: input.decider, requester, decision: input.decision });
+  // Contract section 24: an escalation the approval recorded widens who may decide it.
+  const escalated_to = approvalOf(call)?.nudges?.escalated?.escalated_to;
+  const refusal = refusalOf({ policy, escalated_to, groups, decider: input.decider, requester, decision: input.decision });
   if (refusal !== null) return { verdict: { kind: "refused", error: refusal }, effects: [] };
   const wanted = input.decision === "approve" ? "approved" : "denied";
   if (call.state !== "awaiting_approval") {
@@ -504,8 +532,17 @@ export function decideApproval(
   }
   const { state: _awaiting, approval: asked, ...base } = call;
   // Contract section 24: a version changed since the votes were counted drops those of voters no longer eligible.
-  const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v));
-  let counted = decide({ policy, groups, decider: input.decider, requester, decision: input.decision, votes, at: iso(now) });
+  const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v, escalated_to));
+  let counted = decide({
+    policy,
+    escalated_to,
+    groups,
+    decider: input.decider,
+    requester,
+    decision: input.decision,
+    votes,
+    at: iso(now),
+  });
   if (counted.kind === "duplicate_vote" && votes.length >= policy.approvals_required) {
     // The counted votes reach the current `required` (it was lowered): this decision resolves it.
     counted = { kind: "approved", approvals: votes, decided_by: input.decided_by };
@@ -577,14 +614,10 @@ export function decideApproval(
   };
 }
 
-/**
- * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
- * `approvers` (when set), and with more than one approval required it was a person's (a credential
- * that is no person is keyed by its own `token:` id).
- */
-function stillEligible(policy: ApprovalPolicy, groups: Readonly<Record<string, readonly string[]>>, vote: Vote): boolean {
-  if (policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
-  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
+/** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */
+export function approvalEscalatedTo(calls: readonly ToolCall[], approvalId: string): string[] | undefined {
+  const call = calls.find((c) => c.kind === "mcp" && approvalIdOf(c) === approvalId);
+  return call === undefined ? undefined : approvalOf(call)?.nudges?.escalated?.escalated_to;
 }
 
 /** The approval policy an approval was asked under (contract section 19); undefined for an approval the run never asked. */
@@ -845,11 +878,22 @@ export function nextDeadline(calls: readonly ToolCall[], turn: number): number |
   const consider = (t: number) => {
     if (next === undefined || t < next) next = t;
   };
+  const considerNudge = (nudges: Nudges | undefined) => {
+    const at = nudgeDueAt(nudges);
+    if (at !== undefined) consider(at);
+  };
   for (const call of turnCalls(calls, turn)) {
-    if (call.state === "awaiting_approval") consider(call.approval.expires_at);
-    else if (call.state === "awaiting_input") consider(call.input.expires_at);
+    if (call.state === "awaiting_approval") {
+      consider(call.approval.expires_at);
+      considerNudge(call.approval.nudges);
+    } else if (call.state === "awaiting_input") consider(call.input.expires_at);
     else if (call.state === "awaiting_admission") consider(call.admission_deadline);
-    else if (call.state === "dispatched") for (const q of call.questions ?? []) if (isOpen(q)) consider(q.expires_at);
+    else if (call.state === "dispatched")
+      for (const q of call.questions ?? []) {
+        if (!isOpen(q)) continue;
+        consider(q.expires_at);
+        considerNudge(q.nudges);
+      }
   }
   return next;
 }

@@ -8,7 +8,7 @@ import type { HostConfig } from "../config/config";
 import type { McpToolAnnotations, McpToolInfo } from "./mcp-tool-list";
 import { HUMAN_ASK_TOOL, type ApprovalLevel } from "./tool-calls";
 
-interface ToolClass {
+export interface ToolClass {
   kind: "mcp" | "human_ask";
   mutating: boolean;
   level: ApprovalLevel | null;

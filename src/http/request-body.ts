@@ -1,6 +1,6 @@
 // Reading a JSON request body safely: at most MAX_BODY_BYTES (checked on the
 // bytes actually read, not only Content-Length), the JSON media type (required), nesting and
-// storable text (json-limits.ts), parse errors and schema errors as 4xx with
+// storable text (json-limits.ts; bytes that are not UTF-8 too), parse errors and schema errors as 4xx with
 // details, never an exception.
 import type { z } from "zod";
 import { apiError } from "../base/api-error";
@@ -71,5 +71,14 @@ async function readLimited(request: Request): Promise<string> {
     all.set(c, offset);
     offset += c.byteLength;
   }
-  return new TextDecoder().decode(all);
+  // Contract section 25: text that is not valid Unicode is 400 where it enters, never stored as replaced.
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
+  } catch {
+    throw apiError(400, {
+      error: "invalid_request",
+      message: "The body is not valid UTF-8; send well-formed Unicode.",
+      details: [{ path: "", code: "invalid_utf8", message: "the body's bytes are not valid UTF-8" }],
+    });
+  }
 }

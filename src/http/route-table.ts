@@ -64,6 +64,7 @@ import {
   listing,
 } from "./handlers/listings";
 import { handleListMcpServers } from "./handlers/mcp-servers";
+import { handlePolicyReplay, replayRequestSchema, replayResponseSchema } from "./handlers/policy-replay";
 import { handleDeleteInstallation, handleListInstallations, installationsListingSchema } from "./handlers/slack-installations";
 import { handleListWebhooks } from "./handlers/webhooks";
 import { webhookListingSchema } from "../webhooks/webhook-listing";
@@ -99,6 +100,9 @@ import {
   handlePutPolicy,
   handleWithdrawPolicy,
   policyChangeSchema,
+  policyShadowPageSchema,
+  policyShadowQuerySchema,
+  handleListShadowDifferences,
   policyVersionSchema,
   policyVersionsPageSchema,
   policyVersionsQuerySchema,
@@ -581,7 +585,7 @@ export const ROUTES: readonly RouteSpec[] = [
       202: { description: "Vote counted; more persons needed", content: json(haltReleaseSchema) },
       ...errors(404, ...API_ERRORS),
     },
-    handler: (request, env) => handleReleaseHalt(env, request.config, decodePathParam(request.params.haltId), request.principal),
+    handler: (request, env) => handleReleaseHalt(request, env, request.config, decodePathParam(request.params.haltId), request.principal),
   },
   // Policy as versioned data (contract section 24): an admin changes it, a viewer reads it.
   {
@@ -616,6 +620,15 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   {
     method: "GET",
+    path: "/api/policy/shadow",
+    auth: viewer,
+    summary: "Where the shadow version's verdict at a check differed from the active one's, newest first (contract section 24, viewer)",
+    request: { query: policyShadowQuerySchema },
+    responses: { 200: { description: "One page", content: json(policyShadowPageSchema) }, ...errors(400, ...API_ERRORS) },
+    handler: (request, env) => handleListShadowDifferences(new URL(request.url), env, request.config),
+  },
+  {
+    method: "GET",
     path: "/api/policy/versions/:v",
     auth: viewer,
     summary: "One policy version with what it loosens (contract section 24, viewer)",
@@ -643,6 +656,17 @@ export const ROUTES: readonly RouteSpec[] = [
     request: { params: z.object({ v: z.string() }) },
     responses: { 200: { description: "Withdrawn", content: json(policyChangeSchema) }, ...errors(400, 404, 409, ...API_ERRORS) },
     handler: (request, env) => handleWithdrawPolicy(env, request.config, decodePathParam(request.params.v), request.principal),
+  },
+  // Policy as versioned data (contract section 24).
+  {
+    method: "POST",
+    path: "/api/policy/replay",
+    auth: admin,
+    summary:
+      "Judge a window of recorded calls by a candidate policy: the checks it decides otherwise, one bounded page (contract section 24, admin)",
+    request: jsonBody(replayRequestSchema),
+    responses: { 200: { description: "One page", content: json(replayResponseSchema) }, ...errors(400, 413, 415, ...API_ERRORS) },
+    handler: (request, env) => handlePolicyReplay(request, env.DB, request.config, request.principal),
   },
   // An audit you can prove (contract section 25).
   {

@@ -30,6 +30,7 @@ import { logger } from "../operate/logger";
 import { AUDIT_ACTIONS, type AuditEntry, auditStatement } from "../audit/audit-log";
 import type { SqlTable } from "../stream/sql-schema";
 import { backoffMs } from "../schedule/deadline";
+import { REPLAY_PROPOSAL_FACTS, type ReplayCall, type ReplayVote, replayCallSchema, replayVoteSchema } from "./replay-facts";
 
 // ---- what a mark holds ---------------------------------------------------------
 
@@ -44,12 +45,19 @@ const auditEntryMarkSchema = z
     count: z.number().int().optional(),
     details: z.record(z.string(), z.unknown()).optional(),
     via: z.enum(["api", "console", "slack", "engine"]).optional(),
+    /** Contract section 25: the client's address, where the action's request carried one. */
+    client_ip: z.string().optional(),
+    // Contract section 24: the policy version (and hash) that judged the decision.
+    policy_version: z.number().int().min(0).optional(),
+    policy_hash: z.string().optional(),
   })
   .strip();
 
 /** `audit`: an audit log entry of a change made in the run's object (contract section 18), written like the index. */
 /** `vote`: one counted approve of an approval already indexed (contract section 19), keyed by its count so none merges away. */
-export type MarkKind = "run" | "approval" | "input" | "audit" | "vote";
+/** `call`, `call_vote`: a proposed call's and a decision's rows for policy replay (contract section 24, migration 0034). */
+/** `shadow`: where the shadow policy version's verdict at a check differed from the active one's (contract section 24). */
+export type MarkKind = "run" | "approval" | "input" | "audit" | "vote" | "call" | "call_vote" | "shadow";
 
 /** A decision on an approval that was requested earlier (its row is in D1 or in the same pending mark). */
 export interface ApprovalResolution {
@@ -113,6 +121,22 @@ const voteMarkSchema = z
   .object({ approval_id: z.string(), votes: z.number().int().min(1), vote: z.object({ by: z.string(), at: z.string() }).strip() })
   .strip();
 const inputMarkSchema = inputListItemSchema;
+/** The checks and their verdict words of contract section 24, as a difference records them. */
+const SHADOW_CHECKS = ["ask", "decider", "quorum", "checkpoint"] as const;
+const shadowDifferenceSchema = z
+  .object({
+    version: z.number().int().min(1),
+    at: z.string(),
+    run_id: z.string(),
+    tool_call_id: z.string(),
+    tool_name: z.string(),
+    check: z.enum(SHADOW_CHECKS),
+    active: z.string(),
+    shadow: z.string(),
+  })
+  .strip();
+/** One difference between the shadow version's verdict and the active one's at one check (contract section 24). */
+export type ShadowDifference = z.infer<typeof shadowDifferenceSchema>;
 const inputResolutionSchema = z
   .object({
     run_id: z.string(),
@@ -211,6 +235,23 @@ export class RunIndex {
   /** The `votes`-th counted approve of an approval (contract section 19). */
   markApprovalVote(approvalId: string, votes: number, vote: { by: string; at: string }): void {
     this.#mark("vote", JSON.stringify([approvalId, votes]), 1, { approval_id: approvalId, votes, vote });
+  }
+
+  /** A proposed call's replay row as it stands (contract section 24); later marks merge into a pending one. */
+  markReplayCall(row: ReplayCall): void {
+    // What was true when it was proposed stays as first marked (a later record may no longer carry the server's annotations).
+    this.#mark("call", JSON.stringify([row.run_id, row.tool_call_id]), row.checkpoint !== undefined ? 1 : 0, row, REPLAY_PROPOSAL_FACTS);
+  }
+
+  /** One decision on a call's approval, for replay; keyed by its place, so a replayed mark writes nothing new. */
+  markReplayVote(vote: ReplayVote): void {
+    this.#mark("call_vote", JSON.stringify([vote.run_id, vote.tool_call_id, vote.n]), 1, vote);
+  }
+
+  /** A shadow difference: keyed by the check it was found at, so a second one of the same check at the same moment is one row. */
+  markShadowDifference(difference: ShadowDifference): void {
+    const key = JSON.stringify([difference.run_id, difference.tool_call_id, difference.check, difference.at]);
+    this.#mark("shadow", key, 1, difference);
   }
 
   /** An audit entry to write to D1 with the next flush (its id makes a replayed write a no-op). */
@@ -319,6 +360,8 @@ export class RunIndex {
       }
       case "assistant_message":
       case "tool_started":
+      case "approval_reminded":
+      case "approval_escalated":
       case "tool_execution_started":
       case "tool_completed":
       case "heartbeat":
@@ -373,7 +416,8 @@ export class RunIndex {
     return { status: "ok", written, remaining: this.pending, ...(audit > 0 ? { audit } : {}) };
   }
 
-  #mark(kind: MarkKind, key: string, rank: Rank, fields: object): void {
+  /** `keep`: fields a pending mark already holds that a later mark does not replace. */
+  #mark(kind: MarkKind, key: string, rank: Rank, fields: object, keep: readonly string[] = []): void {
     const existing = this.#sql
       .exec<MarkRow>(`SELECT kind, key, rank, fields, version FROM run_index_marks WHERE kind = ? AND key = ?`, kind, key)
       .toArray()[0];
@@ -389,7 +433,9 @@ export class RunIndex {
     }
     // A pending entry marked after its resolution (a late duplicate) changes nothing.
     if (rank < existing.rank) return;
-    const merged = { ...(JSON.parse(existing.fields) as object), ...fields };
+    const before = JSON.parse(existing.fields) as Record<string, unknown>;
+    const merged: Record<string, unknown> = { ...before, ...fields };
+    for (const name of keep) if (Object.hasOwn(before, name)) merged[name] = before[name];
     this.#sql.exec(
       `UPDATE run_index_marks SET rank = ?, fields = ?, version = version + 1 WHERE kind = ? AND key = ?`,
       rank,
@@ -424,6 +470,33 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
            WHERE approval_id = ? AND status = 'pending' AND json_array_length(COALESCE(approvals_json, '[]')) = ?`,
         )
         .bind(JSON.stringify({ by: v.vote.by, at: v.vote.at }), v.approval_id, v.votes - 1)
+        .run();
+      return;
+    }
+    case "call": {
+      await replayCallStatement(db, replayCallSchema.parse(fields)).run();
+      return;
+    }
+    case "call_vote": {
+      const v = replayVoteSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT INTO policy_replay_votes (run_id, tool_call_id, n, decision, principal, person, at) VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (run_id, tool_call_id, n) DO NOTHING`,
+        )
+        .bind(v.run_id, v.tool_call_id, v.n, v.decision, v.principal, v.person, v.at)
+        .run();
+      return;
+    }
+    case "shadow": {
+      // The mark's key is the row's: a replayed flush inserts nothing (and the count trigger fires once).
+      const d = shadowDifferenceSchema.parse(fields);
+      await db
+        .prepare(
+          `INSERT OR IGNORE INTO policy_shadow_differences (difference_id, version, at, run_id, tool_call_id, tool_name, check_name, active, shadow)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .bind(mark.key, d.version, d.at, d.run_id, d.tool_call_id, d.tool_name, d.check, d.active, d.shadow)
         .run();
       return;
     }
@@ -552,6 +625,52 @@ async function writeMark(db: IndexDb, mark: MarkRow): Promise<void> {
       return;
     }
   }
+}
+
+/**
+ * A call's replay row: its facts as first marked, then what later marks add
+ * (an approval's end, the checkpoint); a settled field is never cleared.
+ */
+function replayCallStatement(db: IndexDb, c: ReplayCall): IndexStatement {
+  return db
+    .prepare(
+      `INSERT INTO policy_replay_calls (run_id, tool_call_id, proposed_at, tool_name, channel_id, requested_by, requester_person, on_behalf_of,
+                                        on_behalf_of_person, limit_key, level, mutating, trusted_read_only, destructive_hint, tool_digest,
+                                        arguments_digest, ask, halt_id, approval_id, approval_status, budget_used, checkpoint, checkpoint_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+         approval_status = CASE WHEN excluded.approval_status IS NULL OR excluded.approval_status = 'pending'
+                                THEN COALESCE(policy_replay_calls.approval_status, excluded.approval_status) ELSE excluded.approval_status END,
+         budget_used = COALESCE(policy_replay_calls.budget_used, excluded.budget_used),
+         checkpoint = COALESCE(policy_replay_calls.checkpoint, excluded.checkpoint),
+         checkpoint_at = COALESCE(policy_replay_calls.checkpoint_at, excluded.checkpoint_at),
+         halt_id = COALESCE(policy_replay_calls.halt_id, excluded.halt_id)`,
+    )
+    .bind(
+      c.run_id,
+      c.tool_call_id,
+      c.proposed_at,
+      c.tool_name,
+      c.channel_id,
+      c.requested_by,
+      c.requester_person,
+      c.on_behalf_of ?? null,
+      c.on_behalf_of_person ?? null,
+      c.limit_key,
+      c.level,
+      c.mutating ? 1 : 0,
+      c.trusted_read_only ? 1 : 0,
+      c.destructive_hint ? 1 : 0,
+      c.tool_digest ?? null,
+      c.arguments_digest,
+      c.ask,
+      c.halt_id ?? null,
+      c.approval_id ?? null,
+      c.approval_status ?? null,
+      c.budget_used ?? null,
+      c.checkpoint ?? null,
+      c.checkpoint_at ?? null,
+    );
 }
 
 /**

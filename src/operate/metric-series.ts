@@ -66,6 +66,13 @@ export const STORED_SERIES: readonly SeriesSpec[] = [
   { name: "aee_webhooks_pending", type: "gauge", help: "Webhook notifications waiting in the outboxes (per endpoint)." },
   { name: "aee_webhook_failures_total", type: "counter", help: "Webhook delivery attempts that failed (non-2xx, no answer)." },
   {
+    name: "aee_policy_shadow_differences_total",
+    type: "counter",
+    help: "Checks where the shadow policy version's verdict differed from the active one's (contract section 24).",
+    label: "check",
+    values: ["ask", "decider", "quorum", "checkpoint"],
+  },
+  {
     name: "aee_approval_decision_seconds",
     type: "histogram",
     help: "Approval asked to resolved.",

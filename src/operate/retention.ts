@@ -96,15 +96,20 @@ function batches(settings: RetentionSettings, now: number): [RetentionKind, Batc
     ],
     [
       "runs",
-      // One atomic batch: the same ended runs' approvals, questions and metric row, then the runs themselves.
+      // One atomic batch: the same ended runs' approvals, questions, metric row and replay rows, then the runs themselves.
       async (db, limit) => {
         const results = await db.batch([
           db.prepare(`DELETE FROM approvals WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM inputs WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM metric_sources WHERE source IN (${endedRuns})`).bind(index, limit),
+          // Policy replay's rows of the same runs (contract section 24): a window before retention is refused anyway.
+          db.prepare(`DELETE FROM policy_replay_votes WHERE run_id IN (${endedRuns})`).bind(index, limit),
+          db.prepare(`DELETE FROM policy_replay_calls WHERE run_id IN (${endedRuns})`).bind(index, limit),
+          // Contract section 24: the run's shadow differences go with its other index rows.
+          db.prepare(`DELETE FROM policy_shadow_differences WHERE run_id IN (${endedRuns})`).bind(index, limit),
           db.prepare(`DELETE FROM runs WHERE run_id IN (${endedRuns})`).bind(index, limit),
         ]);
-        return results[3]?.meta.changes ?? 0;
+        return results[6]?.meta.changes ?? 0;
       },
     ],
     // Ended: expired, or signed out (revoked). Either way its cookie is refused already.

@@ -168,20 +168,22 @@ export async function getHalt(db: HaltDb, haltId: string): Promise<HaltRow | nul
 async function activeHaltsAndPolicy(db: Pick<HaltDb, "prepare">): Promise<HaltsRead> {
   const { results } = await db
     .prepare(
-      `SELECT p.version AS policy_version, h.halt_id, h.scope_kind, h.scope_value, h.scope_person, h.engaged_at
+      `SELECT p.version AS policy_version, (SELECT version FROM policy_versions WHERE status = 'shadow') AS shadow_version, h.halt_id, h.scope_kind, h.scope_value, h.scope_person, h.engaged_at
          FROM policy_active p LEFT JOIN halts h ON h.status = 'active'
         WHERE p.id = 1 ORDER BY h.engaged_at, h.halt_id`,
     )
-    .all<ActiveHalt & { policy_version: number; halt_id: string | null }>();
+    .all<ActiveHalt & { policy_version: number; shadow_version: number | null; halt_id: string | null }>();
   const halts: ActiveHalt[] = [];
-  for (const { policy_version: _, ...halt } of results) if (halt.halt_id !== null) halts.push(halt as ActiveHalt);
-  return { halts, policy_version: results[0]?.policy_version ?? 0 };
+  for (const { policy_version: _, shadow_version: _s, ...halt } of results) if (halt.halt_id !== null) halts.push(halt as ActiveHalt);
+  return { halts, policy_version: results[0]?.policy_version ?? 0, shadow_version: results[0]?.shadow_version ?? null };
 }
 
 /** The active halts and the policy pointer, read in one statement. */
 export interface HaltsRead {
   halts: ActiveHalt[];
   policy_version: number;
+  /** The shadow version (contract section 24), read in the same statement; null: none; absent: not read. */
+  shadow_version?: number | null;
 }
 
 export interface HaltPage {

@@ -38,7 +38,15 @@ import type { RowOutbox, RowWork } from "./row-outbox";
 import { guardedStorage, type SlotPool } from "./storage-guard";
 import { logger } from "../operate/logger";
 import type { MutationLimit } from "../policy/mutation-limits";
+import type { WindowSubject } from "./mutation-limits";
 import { backoffMs, sleep } from "../schedule/deadline";
+
+/** The shadow version's limits at a checkpoint (contract section 24), and who is told what they found. */
+export interface ShadowCheckpoint {
+  limits: readonly MutationLimit[];
+  subject: Exclude<WindowSubject, "row">;
+  seen(limited: boolean): void;
+}
 
 /** Attempts for background storage work that found no free slot. */
 const BACKGROUND_ATTEMPTS = 8;
@@ -118,13 +126,18 @@ export class MutationLedger {
     notSent: Omit<Settlement, "state">,
     limits: readonly MutationLimit[] = [],
     policyVersion?: number,
+    /** Contract section 24: the shadow version's limits, told whether one was full (a result column of the same statement). */
+    shadow?: ShadowCheckpoint,
   ): Promise<GuardedCheckpointVerdict> {
     const answer = await this.#guard(`checkpoint ${mutationId}`, () =>
-      markDispatchedUnlessPrior(this.#db(), mutationId, limits, policyVersion),
+      markDispatchedUnlessPrior(this.#db(), mutationId, limits, policyVersion, shadow),
     );
     if (answer.status === "ok") {
       const result = answer.value;
-      if (result.ok) return "acknowledged";
+      if (result.ok) {
+        shadow?.seen((result.row as { shadow_limited?: number }).shadow_limited === 1);
+        return "acknowledged";
+      }
       if (result.error === "halted") return { kind: "halted", halt_id: result.halt_id };
       if (result.error === "rate_limited") return { kind: "rate_limited", retry_after_s: result.retry_after_s };
       if (result.error === "policy_changed") return { kind: "policy_changed", policy_version: result.policy_version };

@@ -11,7 +11,7 @@ import type { z } from "zod";
 import { MUTATION_OUTCOME_SCHEMA, type mutationOutcomeSchema } from "../wire/mutation-outcome-schema";
 import { ulid } from "ulidx";
 import { D1_NOW, HALT_COVERS_ROW } from "./halts";
-import { fullLimit, limitClauses } from "./mutation-limits";
+import { fullLimit, limitClauses, shadowLimitColumn, type WindowSubject } from "./mutation-limits";
 import type { MutationLimit } from "../policy/mutation-limits";
 
 // ---- the D1 seam -----------------------------------------------------------
@@ -285,8 +285,11 @@ export async function markDispatchedUnlessPrior(
   limits: readonly MutationLimit[] = [],
   /** Contract section 24: the policy version the limits came from; the statement commits only while it is the active one. */
   policyVersion?: number,
+  /** Contract section 24: the shadow version's limits, judged as a result column (`shadow_limited`) of the same statement. */
+  shadow?: { limits: readonly MutationLimit[]; subject: Exclude<WindowSubject, "row"> },
 ): Promise<GuardedCheckpointResult> {
   const limited = limitClauses(limits);
+  const shadowColumn = shadow === undefined ? { sql: "", binds: [] } : shadowLimitColumn(shadow.limits, shadow.subject, mutationId);
   const policyClause = policyVersion === undefined ? "" : "AND (SELECT version FROM policy_active WHERE id = 1) = ?";
   // The IN list names 'unresolved' first; the statement is the checkpoint (SET dispatched = 1).
   const row = await db
@@ -301,10 +304,10 @@ export async function markDispatchedUnlessPrior(
          AND NOT EXISTS (SELECT 1 FROM halts AS h WHERE ${HALT_COVERS_ROW})
          ${limited.sql}
          ${policyClause}
-       RETURNING *`,
+       RETURNING *${shadowColumn.sql}`,
     )
-    .bind(mutationId, ...limited.binds, ...(policyVersion === undefined ? [] : [policyVersion]))
-    .first<MutationOutcomeRow>();
+    .bind(mutationId, ...limited.binds, ...(policyVersion === undefined ? [] : [policyVersion]), ...shadowColumn.binds)
+    .first<MutationOutcomeRow & { shadow_limited?: number }>();
   if (row) return { ok: true, row };
   const current = await getOutcome(db, mutationId);
   if (!current) return { ok: false, error: "not_found" };

@@ -320,7 +320,7 @@ export async function policySnapshot(
   } catch {
     value = undefined;
   }
-  const parsed = parsePolicyDocument(value, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(value, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   const snapshot: PolicySnapshot | BadPolicy = parsed.ok
     ? { version, hash: row.hash, document: parsed.document }
     : { bad: true, version, hash: row.hash, details: parsed.details };
@@ -359,3 +359,46 @@ export async function activePolicyProblem(db: Pick<HaltDb, "prepare">, config: H
   return null;
 }
 const knownGood = new WeakSet<HostConfig>();
+
+// ---- shadow differences (contract section 24) --------------------------------------------
+
+/** One difference as GET /api/policy/shadow lists it. */
+export interface ShadowDifferenceItem {
+  at: string;
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  check: string;
+  active: string;
+  shadow: string;
+}
+
+/** GET /api/policy/shadow: newest first (section 15's envelope and cursor), of one version or all. */
+export async function listShadowDifferences(
+  db: Pick<HaltDb, "prepare">,
+  query: { version?: number | undefined; limit: number; cursor?: string | undefined },
+): Promise<{ items: ShadowDifferenceItem[]; next_cursor: string | null }> {
+  const after = query.cursor === undefined ? null : decodeCursor(query.cursor, 2);
+  const { results } = await db
+    .prepare(
+      `SELECT difference_id, at, run_id, tool_call_id, tool_name, check_name, active, shadow FROM policy_shadow_differences
+        WHERE (?1 IS NULL OR version = ?1) AND (?2 IS NULL OR at < ?2 OR (at = ?2 AND difference_id < ?3))
+        ORDER BY at DESC, difference_id DESC LIMIT ?4`,
+    )
+    .bind(query.version ?? null, after?.[0] ?? null, after?.[1] ?? null, query.limit + 1)
+    .all<ShadowDifferenceItem & { difference_id: string; check_name: string }>();
+  const page = results.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map((r) => ({
+      at: r.at,
+      run_id: r.run_id,
+      tool_call_id: r.tool_call_id,
+      tool_name: r.tool_name,
+      check: r.check_name,
+      active: r.active,
+      shadow: r.shadow,
+    })),
+    next_cursor: results.length > query.limit && last !== undefined ? encodeCursor([last.at, last.difference_id]) : null,
+  };
+}

@@ -4,8 +4,9 @@
 // eligibility first (an ineligible principal learns nothing), then
 // self-approval, then the vote. Pure: no I/O; the caller supplies persons
 // (src/policy/persons.ts) and the votes so far, and stores what comes back.
+import { durationSeconds } from "../config/durations";
 import { POLICY_DEFAULTS_KEY } from "../config/policy-words";
-import { matchesApprovers, normalisePrincipalId } from "./approver-patterns";
+import { expandApprovers, matchesApprovers, normalisePrincipalId } from "./approver-patterns";
 import { onBehalfOfPerson, onBehalfOfPrincipal, restrictingPersonOf } from "./persons";
 import type { ApprovalPolicy, Decider, Person } from "../wire/run-protocol";
 
@@ -16,11 +17,42 @@ export type { ApprovalPolicy, Decider };
 const DEFAULT_APPROVALS_REQUIRED = 1;
 const DEFAULT_SELF_APPROVAL = true;
 
-/** The three fields of a TOOL_POLICY entry that section 19 adds (all optional as configured). */
+/** The three fields of a TOOL_POLICY entry that section 19 adds, and section 24's three (all optional as configured). */
 export interface ApprovalPolicyFields {
   approvers?: readonly string[] | undefined;
   approvals_required?: number | undefined;
   self_approval?: boolean | undefined;
+  remind_before?: string | undefined;
+  escalate_after?: string | undefined;
+  escalate_to?: readonly string[] | undefined;
+}
+
+/**
+ * Contract section 24: when a pending approval (and its call's MCP questions) is reminded and
+ * escalated, and to whom: the tool's entry over `"*"`, field by field; absent fields: never.
+ */
+export interface NudgePolicy {
+  remind_before_ms?: number;
+  escalate_after_ms?: number;
+  /** The patterns eligible once escalated, beside the rule in force ([] when none are named). */
+  escalate_to: readonly string[];
+}
+
+/** A tool's reminder and escalation (contract section 24), from its entry over the `"*"` entry. */
+export function nudgePolicy(toolPolicy: Readonly<Record<string, ApprovalPolicyFields>>, toolName: string): NudgePolicy {
+  const own = Object.hasOwn(toolPolicy, toolName) ? toolPolicy[toolName] : undefined;
+  const defaults = Object.hasOwn(toolPolicy, POLICY_DEFAULTS_KEY) ? toolPolicy[POLICY_DEFAULTS_KEY] : undefined;
+  const ms = (text: string | undefined) => {
+    const seconds = text === undefined ? undefined : durationSeconds(text);
+    return seconds === undefined ? undefined : seconds * 1000;
+  };
+  const remind = ms(own?.remind_before ?? defaults?.remind_before);
+  const escalate = ms(own?.escalate_after ?? defaults?.escalate_after);
+  return {
+    ...(remind !== undefined ? { remind_before_ms: remind } : {}),
+    ...(escalate !== undefined ? { escalate_after_ms: escalate } : {}),
+    escalate_to: [...(own?.escalate_to ?? defaults?.escalate_to ?? [])],
+  };
 }
 
 /** A tool's entry over the `"*"` entry, field by field, over the contract's defaults. */
@@ -83,6 +115,8 @@ export interface Vote {
 
 export interface DecisionInput {
   policy: ApprovalPolicy;
+  /** Contract section 24: the escalation the approval recorded (its `escalate_to` patterns); absent: not escalated. */
+  escalated_to?: readonly string[] | undefined;
   groups: Readonly<Record<string, readonly string[]>>;
   decider: Decider;
   requester: Requester;
@@ -117,15 +151,26 @@ export function isEligible(
   groups: Readonly<Record<string, readonly string[]>>,
   decider: Decider,
   requester: Pick<Requester, "principal_id">,
+  escalatedTo?: readonly string[],
 ): boolean {
   if (decider.via === "api" && !decider.has_approver_role) return false;
-  if (policy.approvers !== null) {
-    if (!matchesApprovers(policy.approvers, groups, decider.principal_id)) return false;
-  } else if (decider.via === "slack") {
-    const isRequester = normalisePrincipalId(decider.principal_id) === normalisePrincipalId(requester.principal_id);
-    if (!isRequester && !decider.listed_in_slack_approvers) return false;
-  }
+  // Contract section 24: once escalated, a match of `escalate_to` is eligible beside the rule in force.
+  const escalated = escalatedTo !== undefined && matchesApprovers(escalatedTo, groups, decider.principal_id);
+  if (!escalated && !eligibleByRule(policy, groups, decider, requester)) return false;
   return !(policy.approvals_required > 1 && decider.person === null);
+}
+
+/** The rule in force alone: `approvers` when set, else the default rule (a Slack user: the requester or listed). */
+function eligibleByRule(
+  policy: ApprovalPolicy,
+  groups: Readonly<Record<string, readonly string[]>>,
+  decider: Decider,
+  requester: Pick<Requester, "principal_id">,
+): boolean {
+  if (policy.approvers !== null) return matchesApprovers(policy.approvers, groups, decider.principal_id);
+  if (decider.via !== "slack") return true;
+  const isRequester = normalisePrincipalId(decider.principal_id) === normalisePrincipalId(requester.principal_id);
+  return isRequester || decider.listed_in_slack_approvers;
 }
 
 /** True when the decider is (or stands for) the run's requester or its `on_behalf_of`. */
@@ -145,10 +190,10 @@ function isRequesterOf(decider: Pick<Decider, "principal_id" | "person">, reques
  * approval's state is told, so a refused principal learns nothing.
  */
 export function refusalOf(
-  input: Pick<DecisionInput, "policy" | "groups" | "decider" | "requester" | "decision">,
+  input: Pick<DecisionInput, "policy" | "escalated_to" | "groups" | "decider" | "requester" | "decision">,
 ): "not_an_approver" | "self_approval_forbidden" | null {
   const { policy, decider, requester } = input;
-  if (!isEligible(policy, input.groups, decider, requester)) return "not_an_approver";
+  if (!isEligible(policy, input.groups, decider, requester, input.escalated_to)) return "not_an_approver";
   if (input.decision === "approve" && !policy.self_approval && (decider.person === null || isRequesterOf(decider, requester))) {
     return "self_approval_forbidden";
   }
@@ -167,7 +212,7 @@ export type QuestionAction = "accept" | "decline" | "cancel";
  * refusal, or null.
  */
 export function answerRefusal(
-  input: Pick<DecisionInput, "policy" | "groups" | "decider" | "requester"> & { action: QuestionAction },
+  input: Pick<DecisionInput, "policy" | "escalated_to" | "groups" | "decider" | "requester"> & { action: QuestionAction },
 ): "not_an_approver" | "self_approval_forbidden" | null {
   const { action, ...asked } = input;
   return refusalOf({ ...asked, decision: action === "accept" ? "approve" : "deny" });
@@ -225,4 +270,64 @@ export function decide(input: DecisionInput): Verdict {
   const vote: Vote = { by: decider.principal_id, person, at: input.at };
   if (votes.length + 1 >= required) return { kind: "approved", approvals: [...votes, vote], decided_by: decider.principal_id };
   return { kind: "vote_recorded", vote, votes: votes.length + 1, required };
+}
+
+/**
+ * Contract section 24: the Slack users of the run's installation (`team`) whom a reminder tells
+ * directly: each candidate named by exact id (the `approvers` in force, the recorded escalation, and
+ * under the default rule the requester and SLACK_APPROVERS), kept only when the one verdict above
+ * (refusalOf, as an approve) lets them decide. Each a user id, once, in the order named.
+ */
+export function slackUsersToRemind(input: {
+  policy: ApprovalPolicy;
+  escalated_to?: readonly string[] | undefined;
+  groups: Readonly<Record<string, readonly string[]>>;
+  requester: Requester;
+  slack_approvers: readonly string[];
+  team: string;
+}): string[] {
+  const { policy, groups, team } = input;
+  const named = [...(policy.approvers === null ? [input.requester.principal_id] : expandApprovers(policy.approvers, groups))];
+  if (policy.approvers === null) named.push(...input.slack_approvers.map((a) => `slack:${a}`));
+  named.push(...expandApprovers(input.escalated_to ?? [], groups));
+  const listed = new Set(input.slack_approvers.map((a) => (a.includes(":") ? a : `${team}:${a}`)));
+  const users: string[] = [];
+  for (const pattern of named) {
+    const exact = /^slack:(?:([TE][A-Z0-9]{1,30}):)?([UW][A-Z0-9]{1,30})$/.exec(pattern);
+    if (exact === null || (exact[1] !== undefined && exact[1] !== team)) continue;
+    const user = exact[2]!;
+    const principal = `slack:${team}:${user}`;
+    const decider: Decider = {
+      via: "slack",
+      principal_id: principal,
+      person: principal,
+      listed_in_slack_approvers: listed.has(`${team}:${user}`),
+    };
+    const refusal = refusalOf({
+      policy,
+      escalated_to: input.escalated_to,
+      groups,
+      decider,
+      requester: input.requester,
+      decision: "approve",
+    });
+    if (refusal === null && !users.includes(user)) users.push(user);
+  }
+  return users;
+}
+
+/**
+ * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
+ * `approvers` (when set) or the approval's escalation (`escalatedTo`), and with more than one approval
+ * required it was a person's (a credential that is no person is keyed by its own `token:` id).
+ */
+export function stillEligible(
+  policy: ApprovalPolicy,
+  groups: Readonly<Record<string, readonly string[]>>,
+  vote: Vote,
+  escalatedTo?: readonly string[],
+): boolean {
+  const escalated = escalatedTo !== undefined && matchesApprovers(escalatedTo, groups, vote.by);
+  if (!escalated && policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
+  return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
 }

@@ -23,10 +23,19 @@ export function exactSlackUser(pattern: string): string | undefined {
 /** The Slack user ids the tool's policy names exactly, in the order named, each once; none under the default rule. */
 export function slackApproversNamed(source: ApproverPolicySource, toolName: string): string[] {
   const { approvers } = effectivePolicy(source.TOOL_POLICY, toolName);
-  if (approvers === null) return [];
+  return approvers === null ? [] : slackUsersNamed(approvers, source.APPROVER_GROUPS);
+}
+
+/**
+ * The Slack user ids patterns name exactly (groups expanded), in the order named, each once (an
+ * escalation's, contract section 24); with `team`, only users of that installation's team.
+ */
+export function slackUsersNamed(patterns: readonly string[], groups: ApproverPolicySource["APPROVER_GROUPS"], team?: string): string[] {
   const users: string[] = [];
-  for (const pattern of expandApprovers(approvers, source.APPROVER_GROUPS)) {
+  for (const pattern of expandApprovers(patterns, groups)) {
     const user = exactSlackUser(pattern);
+    const ofTeam = /^slack:([A-Z0-9]{1,32}):/.exec(pattern)?.[1];
+    if (team !== undefined && ofTeam !== undefined && ofTeam !== team) continue;
     if (user !== undefined && !users.includes(user)) users.push(user);
   }
   return users;

@@ -5,7 +5,7 @@
 import { slackUserOf } from "./slack-principal";
 import type { AnyMessageBlock, Button, ModalView, SectionBlock } from "slack-web-api-client";
 import { redactSecrets } from "../execution/redaction";
-import { joined, mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
+import { channelMention, joined, mention, mrkdwn, type SlackText, slackDate, untrusted, untrustedCode } from "./slack-text";
 
 /** action_ids Slack sends back on a click (contract section 14). */
 export const ACTION_APPROVE = "approval_approve";
@@ -79,6 +79,10 @@ export interface ApprovalView {
   /** Contract section 19: distinct persons that must approve (absent: 1), and who voted so far, in order. */
   required?: number;
   votes?: string[];
+  /** Contract section 24: when the reminder was appended (the message then says how long was left). Absent: not reminded. */
+  reminded_at?: string;
+  /** Contract section 24: escalated; the Slack users its `escalate_to` names by exact id are mentioned. Absent: not escalated. */
+  escalated_mentions?: string[];
 }
 
 /** The value carried by approve/deny buttons and read back on the click. */
@@ -253,8 +257,104 @@ export function approvalRequest(view: ApprovalView): RenderedMessage {
       ...(asked === undefined ? [] : [section(mrkdwn`:bell: Approvers: ${asked}`)]),
       ...argumentsBlocks(view),
       context(mrkdwn`Level: \`${code(view.level)}\` · expires ${slackDate(view.expires_at)} · approval \`${code(view.approval_id)}\``),
+      ...nudgeBlocks(view),
       ...votesBlocks(view),
       { type: "actions", block_id: `approval:${view.approval_id}`, elements: buttons },
+    ],
+  };
+}
+
+/**
+ * Contract section 24, under a waiting approval or question: how long was left when it was reminded
+ * (with the absolute time, which stays true as the message ages), and whom it was escalated to.
+ */
+export function nudgeBlocks(view: { reminded_at?: string; escalated_mentions?: string[]; expires_at: string }): AnyMessageBlock[] {
+  const blocks: AnyMessageBlock[] = [];
+  if (view.escalated_mentions !== undefined) {
+    const named = view.escalated_mentions.slice(0, MENTIONS_MAX).map(mention);
+    blocks.push(
+      section(
+        named.length === 0
+          ? mrkdwn`:arrow_double_up: *Escalated*: it waited too long; more approvers may decide it now.`
+          : mrkdwn`:arrow_double_up: *Escalated* to ${joined(named, ", ")}: you may decide it now.`,
+      ),
+    );
+  }
+  if (view.reminded_at !== undefined) {
+    const left = Date.parse(view.expires_at) - Date.parse(view.reminded_at);
+    blocks.push(context(mrkdwn`:alarm_clock: Reminder: ${durationWords(left)} left to decide (expires ${slackDate(view.expires_at)}).`));
+  }
+  return blocks;
+}
+
+/** A span of time as a person says it: "2 hours 5 minutes", "5 minutes", "30 seconds" (whole units, largest two). */
+function durationWords(ms: number): SlackText {
+  let seconds = Math.max(0, Math.round(ms / 1000));
+  const parts: string[] = [];
+  for (const [unit, size] of [
+    ["day", 86_400],
+    ["hour", 3_600],
+    ["minute", 60],
+    ["second", 1],
+  ] as const) {
+    const n = Math.floor(seconds / size);
+    seconds -= n * size;
+    if (n > 0 && parts.length < 2) parts.push(`${n} ${unit}${n === 1 ? "" : "s"}`);
+  }
+  return untrusted(parts.length === 0 ? "no time" : parts.join(" "), NAME_MAX_CHARS);
+}
+
+/** Contract section 24: the thread post that tells the escalated approvers (a message's edit notifies nobody). */
+export function approvalEscalated(view: ApprovalView): RenderedMessage {
+  const named = (view.escalated_mentions ?? []).slice(0, MENTIONS_MAX).map(mention);
+  const who = named.length === 0 ? mrkdwn`More approvers` : joined(named, ", ");
+  return {
+    text: mrkdwn`Escalated: ${untrusted(view.tool_name, FALLBACK_MAX_CHARS)} waits for a decision`,
+    blocks: [
+      section(
+        mrkdwn`:arrow_double_up: *\`${code(view.tool_name)}\`* waited too long for a decision and is escalated. ${who}: you may decide it now, above in this thread.`,
+      ),
+    ],
+  };
+}
+
+/** What a reminder's direct message is about: the approval or the question, where it waits, and until when. */
+export interface ReminderDirect {
+  what: "approval" | "question";
+  tool_name: string;
+  channel_id: string;
+  expires_at: string;
+  reminded_at: string;
+  console_url?: string;
+}
+
+/**
+ * Contract section 24: the direct message to a Slack user eligible by exact id. It names the tool,
+ * the channel whose thread holds the buttons, and how long is left; a console link when there is one.
+ */
+export function reminderDirect(reminder: ReminderDirect): RenderedMessage {
+  const left = durationWords(Date.parse(reminder.expires_at) - Date.parse(reminder.reminded_at));
+  const what = reminder.what === "approval" ? mrkdwn`your decision` : mrkdwn`your answer`;
+  const text = mrkdwn`:alarm_clock: *\`${code(reminder.tool_name)}\`* waits for ${what} in ${channelMention(reminder.channel_id)}: ${left} left (expires ${slackDate(reminder.expires_at)}).`;
+  return {
+    text: mrkdwn`Reminder: ${untrusted(reminder.tool_name, FALLBACK_MAX_CHARS)} waits for ${what}, ${left} left`,
+    blocks: [
+      section(text),
+      ...(reminder.console_url === undefined
+        ? []
+        : [
+            {
+              type: "actions" as const,
+              elements: [
+                {
+                  type: "button" as const,
+                  action_id: ACTION_OPEN_CONSOLE,
+                  text: { type: "plain_text" as const, text: "Open in the console" },
+                  url: reminder.console_url,
+                },
+              ],
+            },
+          ]),
     ],
   };
 }

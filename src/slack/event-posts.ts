@@ -10,6 +10,7 @@
 import type { RunEvent } from "../wire/event-schemas";
 import {
   type ApprovalView,
+  approvalEscalated,
   approvalRequest,
   approvalResolved,
   argumentsPreview,
@@ -21,10 +22,11 @@ import {
   mutationOutcomeUnknown,
   mutationSucceeded,
   type RenderedMessage,
+  reminderDirect,
   runFailed,
 } from "./blocks";
 import { formFields } from "../client/requested-form";
-import { formQuestionAnswered, formQuestionRequest } from "./question-form";
+import { formQuestionAnswered, formQuestionRequest, type FormQuestionView } from "./question-form";
 
 /** One thing the outbox sends, in the run's thread. */
 export type OutboxItem =
@@ -33,13 +35,17 @@ export type OutboxItem =
   /** chat.update of the post named `ref`. */
   | { kind: "update"; ref: string; message: RenderedMessage }
   /** reactions.add on the triggering message (the working indicator). */
-  | { kind: "reaction"; name: string };
+  | { kind: "reaction"; name: string }
+  /** Contract section 24: a direct message to one Slack user of the installation (conversations.open, then chat.postMessage). */
+  | { kind: "direct"; user: string; message: RenderedMessage };
 
 export interface PostsMemory {
   approvals: Record<string, ApprovalView>;
   questions: Record<string, string>;
   /** An MCP server's questions (contract section 21) by `input_id`: their text, for the answered form. Absent in older memory. */
   form_questions?: Record<string, string>;
+  /** The same questions' messages as shown, so a reminder or an escalation can show them again (contract section 24). */
+  form_views?: Record<string, FormQuestionView>;
   /** tool_call_ids approved by a person or automatically (tool_started approval_required: false). */
   approved_calls: string[];
   last_assistant_text: string | null;
@@ -75,6 +81,8 @@ export interface PostsForEvent {
 export interface PostsContext {
   /** The Slack user ids the tool's approval policy names (src/slack/approver-mentions.ts). */
   approversOf?: (toolName: string) => string[];
+  /** The Slack user ids patterns name by exact id, groups expanded (an escalation's `escalated_to`, contract section 24). */
+  slackUsersNamed?: (patterns: readonly string[]) => string[];
 }
 
 /** The items one event adds to the outbox; `memory` is not mutated. */
@@ -150,6 +158,7 @@ export function postsForEvent(event: RunEvent, memory: PostsMemory, context: Pos
           expires_at: event.expires_at,
           answerable: formFields(event.requested_schema) !== null,
         };
+        next.form_views = { ...next.form_views, [event.input_id]: view };
         return { items: [{ kind: "post", key: inputKey(event.input_id), message: formQuestionRequest(view) }], memory: next };
       }
       next.questions[event.tool_call_id] = event.question;
@@ -163,6 +172,9 @@ export function postsForEvent(event: RunEvent, memory: PostsMemory, context: Pos
         ],
         memory: next,
       };
+    case "approval_reminded":
+    case "approval_escalated":
+      return { items: nudgeItems(event, next, context), memory: next };
     case "human_input_received": {
       const formQuestion = event.input_id === undefined ? undefined : next.form_questions?.[event.input_id];
       if (event.input_id !== undefined && formQuestion !== undefined) {
@@ -193,6 +205,57 @@ export function postsForEvent(event: RunEvent, memory: PostsMemory, context: Pos
         memory: next,
       };
   }
+}
+
+type NudgeEvent = Extract<RunEvent, { type: "approval_reminded" | "approval_escalated" }>;
+
+/**
+ * Contract section 24: a reminder updates the waiting message to say how long is left; an
+ * escalation updates it to mention who it went to, and posts in the thread so they are notified
+ * (an edited message notifies nobody). `memory` is the next memory, updated in place.
+ */
+function nudgeItems(event: NudgeEvent, memory: PostsMemory, context: PostsContext): OutboxItem[] {
+  const nudge =
+    event.type === "approval_reminded"
+      ? { reminded_at: event.at }
+      : { escalated_mentions: context.slackUsersNamed?.(event.escalated_to) ?? [] };
+  if (event.approval_id !== undefined) {
+    const view = memory.approvals[event.approval_id];
+    if (!view) return [];
+    Object.assign(view, nudge);
+    const update: OutboxItem = { kind: "update", ref: approvalKey(event.approval_id), message: approvalRequest(view) };
+    return event.type === "approval_escalated" ? [update, { kind: "post", message: approvalEscalated(view) }] : [update];
+  }
+  const form = event.input_id === undefined ? undefined : memory.form_views?.[event.input_id];
+  if (event.input_id === undefined || form === undefined) return [];
+  Object.assign(form, nudge);
+  return [{ kind: "update", ref: inputKey(event.input_id), message: formQuestionRequest(form) }];
+}
+
+/**
+ * Contract section 24: the direct messages of one reminder, one per Slack user told (the caller
+ * chose them: eligible by exact id, of the run's installation), naming where it waits and how long is left.
+ */
+export function reminderDirects(
+  memory: PostsMemory,
+  reminded: { tool_name: string; approval_id?: string; input_id?: string },
+  users: readonly string[],
+  channelId: string,
+  remindedAt: string,
+): OutboxItem[] {
+  const approval = reminded.approval_id === undefined ? undefined : memory.approvals[reminded.approval_id];
+  const form = reminded.input_id === undefined ? undefined : memory.form_views?.[reminded.input_id];
+  const expiresAt = approval?.expires_at ?? form?.expires_at;
+  if (expiresAt === undefined) return [];
+  const message = reminderDirect({
+    what: approval !== undefined ? "approval" : "question",
+    tool_name: reminded.tool_name,
+    channel_id: channelId,
+    expires_at: expiresAt,
+    reminded_at: remindedAt,
+    ...(approval?.console_url !== undefined ? { console_url: approval.console_url } : {}),
+  });
+  return users.map((user) => ({ kind: "direct", user, message }));
 }
 
 type ExecutionEvent = Extract<RunEvent, { type: "tool_execution" }>;

@@ -13,6 +13,8 @@ const SLACK_BOT_SCOPES = [
   "chat:write",
   "im:history",
   "im:read",
+  // Contract section 24: conversations.open for a reminder's direct messages.
+  "im:write",
   "reactions:write",
   "channels:read",
   "groups:read",

@@ -74,7 +74,14 @@ export function approvalDeciders(
   groups: Readonly<Record<string, readonly string[]>>,
   requester: string | undefined,
   slackApprovers: readonly string[],
+  escalatedTo?: readonly string[],
 ): Deciders {
+  // Contract section 24: an escalation names its escalate_to beside the rule in force.
+  if (escalatedTo !== undefined && escalatedTo.length > 0) {
+    const ruled = approvalDeciders(policy, groups, requester, slackApprovers);
+    const escalated = approvalDeciders({ ...policy, approvers: escalatedTo }, groups, requester, slackApprovers);
+    return decidersOf([...ruled.users, ...escalated.users], ruled.elsewhere || escalated.elsewhere);
+  }
   if (policy.approvers === null) {
     return decidersOf([...(policy.self_approval && requester !== undefined ? [requester] : []), ...slackApprovers], true);
   }

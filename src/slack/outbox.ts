@@ -17,8 +17,8 @@ import type { SlackAPIClient } from "slack-web-api-client";
 import { DEFAULT_SLACK_RETRY_BASE_MS, DEFAULT_SLACK_RETRY_MAX_INTERVAL_MS } from "../config/config";
 import { backoffMs } from "../schedule/deadline";
 import type { SqlLike } from "../stream/event-log";
-import { type ApproverPolicySource, slackApproversNamed } from "./approver-mentions";
-import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent } from "./event-posts";
+import { type ApproverPolicySource, slackApproversNamed, slackUsersNamed } from "./approver-mentions";
+import { emptyMemory, type OutboxItem, type PostsMemory, postsForEvent, reminderDirects } from "./event-posts";
 import { type CallFailure, classifyFailure, withTimeout } from "./web-api";
 import type { SqlTable } from "../stream/sql-schema";
 import type { RunEvent } from "../wire/event-schemas";
@@ -44,6 +44,8 @@ export interface OutboxSettings {
   /** The approval policy (contract section 19): approval messages mention the Slack users it names. Absent: none. */
   TOOL_POLICY?: ApproverPolicySource["TOOL_POLICY"];
   APPROVER_GROUPS?: ApproverPolicySource["APPROVER_GROUPS"];
+  /** The run's installation's team: an escalation mentions only its users (contract section 24). Absent: any team's. */
+  installation_team?: string;
   /** The first retry's wait and the cap of the doubling waits (default RETRY_BASE_MS / RETRY_MAX_INTERVAL_MS). */
   SLACK_RETRY_BASE_MS?: number;
   SLACK_RETRY_MAX_INTERVAL_MS?: number;
@@ -173,11 +175,46 @@ export class SlackOutbox {
     if (!run) return 0;
     const before = JSON.parse(run.memory) as PostsMemory;
     const policy = { TOOL_POLICY: this.#settings.TOOL_POLICY ?? {}, APPROVER_GROUPS: this.#settings.APPROVER_GROUPS ?? {} };
-    const { items, memory } = postsForEvent(event, before, { approversOf: (tool) => slackApproversNamed(policy, tool) });
+    const { items, memory } = postsForEvent(event, before, {
+      approversOf: (tool) => slackApproversNamed(policy, tool),
+      slackUsersNamed: (patterns) => slackUsersNamed(patterns, policy.APPROVER_GROUPS, this.#settings.installation_team),
+    });
     // Heartbeats and other silent events hand the same memory back: no write on their append.
     if (memory !== before) this.#sql.exec(`UPDATE slack_outbox_run SET memory = ? WHERE id = 1`, JSON.stringify(memory));
     for (const item of items) this.#enqueue(item, now);
     return items.length;
+  }
+
+  /**
+   * Contract section 24: the direct messages of one reminder, one per user, queued behind the
+   * reminder's own update (in order, through the same retries). Storage only, like enqueueEvent.
+   */
+  enqueueReminders(
+    reminded: { tool_name: string; approval_id?: string; input_id?: string },
+    users: readonly string[],
+    now: number,
+  ): number {
+    const run = this.#run();
+    if (!run || users.length === 0) return 0;
+    const memory = JSON.parse(run.memory) as PostsMemory;
+    const items = reminderDirects(memory, reminded, users, run.channel_id, new Date(now).toISOString());
+    for (const item of items) this.#enqueue(item, now);
+    return items.length;
+  }
+
+  /**
+   * Contract section 24: whether an approval's (or MCP question's) message is shown in Slack: the
+   * run posts to Slack, its channel passed (or is not yet refused by) the external-channel rule, and
+   * the message was not given up.
+   */
+  shows(item: { approval_id?: string; input_id?: string }): boolean {
+    const run = this.#run();
+    if (!run || run.channel_check === "blocked") return false;
+    const key = item.approval_id !== undefined ? `approval:${item.approval_id}` : `input:${item.input_id ?? ""}`;
+    const row = this.#sql
+      .exec<{ state: string }>(`SELECT state FROM slack_outbox WHERE post_key = ? ORDER BY id DESC LIMIT 1`, key)
+      .toArray()[0];
+    return row !== undefined && row.state !== "failed";
   }
 
   /**
@@ -344,6 +381,22 @@ export class SlackOutbox {
         const ts = original.ts;
         await bounded("chat.update", () =>
           client.chat.update({ channel: run.channel_id, ts, text: item.message.text, blocks: item.message.blocks ?? [] }),
+        );
+        return { kind: "done" };
+      }
+      case "direct": {
+        // Contract section 24: the user's direct message with the app (im:write), then the post there.
+        const opened = await bounded("conversations.open", () => client.conversations.open({ users: item.user }));
+        const channel = opened.channel?.id;
+        if (channel === undefined) throw new Error("conversations.open answered no channel");
+        await bounded("chat.postMessage", () =>
+          client.chat.postMessage({
+            channel,
+            text: item.message.text,
+            blocks: item.message.blocks,
+            unfurl_links: false,
+            unfurl_media: false,
+          }),
         );
         return { kind: "done" };
       }

@@ -6,7 +6,7 @@
 // per-block errors a bad submission answers. Pure, like blocks.ts.
 import type { AnyMessageBlock, ModalView, PlainTextOption } from "slack-web-api-client";
 import type { EnteredValue, FormField } from "../client/requested-form";
-import { ACTION_INPUT_ANSWER, type RenderedMessage, renderPerson } from "./blocks";
+import { ACTION_INPUT_ANSWER, nudgeBlocks, type RenderedMessage, renderPerson } from "./blocks";
 import { mrkdwn, slackDate, untrusted, untrustedCode } from "./slack-text";
 
 /** The Decline button beside Answer on a form question's message; the modal's callback_id. */
@@ -46,6 +46,9 @@ export interface FormQuestionView {
   expires_at: string;
   /** false when the schema is no form Slack can show: the message offers Decline and points to the console. */
   answerable: boolean;
+  /** Contract section 24: when it was reminded, and the Slack users its escalation names (as on an approval's message). */
+  reminded_at?: string;
+  escalated_mentions?: string[];
 }
 
 const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
@@ -90,6 +93,7 @@ export function formQuestionRequest(view: FormQuestionView): RenderedMessage {
           },
         ],
       },
+      ...nudgeBlocks(view),
       { type: "actions", block_id: `input:${view.input_id}`.slice(0, 255), elements: view.answerable ? [answer, decline] : [decline] },
     ],
   };

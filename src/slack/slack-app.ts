@@ -653,7 +653,7 @@ async function decideAsSlackUser(
   await auditSlackRefusal(env, actor.principal_id, `slack ${action.kind} ${runId}/approvals/${action.approval_id}`, verdict.error);
   const requester = slackUserOrId(verdict.requester && slackRequester(verdict.requester, scope.team));
   const deciders = verdict.policy
-    ? approvalDeciders(verdict.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId))
+    ? approvalDeciders(verdict.policy, config.APPROVER_GROUPS, requester, approvers.map(slackUserOrId), verdict.escalated_to)
     : { users: [], elsewhere: true };
   await reply(policyRefusalText(verdict.error, deciders));
   return null;

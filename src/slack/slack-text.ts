@@ -13,8 +13,8 @@
 //  - mrkdwn`...`: the app's own wording, a template whose every
 //    interpolation must already be a SlackText (the type says so), so an
 //    unescaped value cannot be spliced into a message.
-//  - mention(userId), slackDate(iso): the two control sequences the app
-//    itself writes, from values checked here.
+//  - mention(userId), channelMention(channelId), slackDate(iso): the control
+//    sequences the app itself writes, from values checked here.
 // Hand-written: Slack's escaping rule is three replacements, and no library
 // on the registry brands the result so the compiler can tell escaped text
 // from raw text.
@@ -76,6 +76,11 @@ export function joined(parts: readonly SlackText[], separator: string): SlackTex
 /** A mention the app itself writes: only a Slack user id (`U…`/`W…`) becomes one; anything else is escaped text. */
 export function mention(userId: string): SlackText {
   return /^[UW][A-Z0-9]{1,30}$/.test(userId) ? brand(`<@${userId}>`) : untrustedCode(userId, 200);
+}
+
+/** A link to a channel the app itself writes (a reminder's direct message, contract section 24): only a channel id becomes one. */
+export function channelMention(channelId: string): SlackText {
+  return /^[CGD][A-Z0-9]{1,30}$/.test(channelId) ? brand(`<#${channelId}>`) : untrustedCode(channelId, 200);
 }
 
 /** `<!date^…>` shows the time in each reader's own time zone; the ISO text is the fallback. */

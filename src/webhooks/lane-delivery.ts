@@ -11,6 +11,10 @@ import type { WebhookEndpoint } from "../config/webhooks-setting";
 import { logger } from "../operate/logger";
 import { attemptDelivery, nextAttemptAt, type AttemptResult, type RetrySettings } from "./webhook-attempt";
 import { entryFingerprint } from "./endpoint-state";
+import { raceDeadline } from "../schedule/deadline";
+
+/** A stalled D1 never holds a lane: an attempt's record is awaited at most this long (it may still land later). */
+const RECORD_WAIT_MS = 5_000;
 
 /** One queued notification for one endpoint. */
 export interface QueuedNotification {
@@ -74,7 +78,7 @@ async function drainLane(store: LaneStore, deps: LaneDeps, url: string): Promise
     }
     const result = await attemptDelivery(endpoint, head.msg_id, head.body, now, deps.fetcher);
     const after = deps.clock();
-    await deps.recorded(url, result, fingerprint, after);
+    await raceDeadline(RECORD_WAIT_MS, deps.recorded(url, result, fingerprint, after), () => undefined);
     if (result.kind === "delivered") {
       await store.sent(head);
       continue;

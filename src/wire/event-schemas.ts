@@ -156,6 +156,33 @@ const ownFields = {
     approvals: approvalsField.optional(),
     ...policyFields,
   },
+  // Contract section 24: a pending approval reminded before it expires, or escalated; `input_id` instead of `approval_id` for an MCP question.
+  approval_reminded: {
+    ...toolIds,
+    approval_id: z.string().optional().meta({ description: "The approval reminded (absent for an MCP question: see input_id)." }),
+    input_id: z
+      .string()
+      .optional()
+      .meta({ description: "The call's MCP question reminded (contract section 21), instead of approval_id." }),
+    expires_at: isoTime,
+    ...policyFields,
+  },
+  approval_escalated: {
+    ...toolIds,
+    approval_id: z.string().optional().meta({ description: "The approval escalated (absent for an MCP question: see input_id)." }),
+    input_id: z
+      .string()
+      .optional()
+      .meta({ description: "The call's MCP question escalated (contract section 21), instead of approval_id." }),
+    approvers: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "The approvers patterns in force (contract section 19), or null for the default rule." }),
+    escalated_to: z
+      .array(z.string())
+      .meta({ description: "The escalate_to patterns now eligible beside the rule in force (contract section 24)." }),
+    ...policyFields,
+  },
   tool_execution_started: { ...toolIds, approval_id: z.string() },
   human_input_requested: {
     tool_call_id: z.string(),
@@ -226,6 +253,8 @@ export const eventSchemas = {
   approval_requested: eventSchema("approval_requested"),
   approval_vote: eventSchema("approval_vote"),
   approval_resolved: eventSchema("approval_resolved"),
+  approval_reminded: eventSchema("approval_reminded"),
+  approval_escalated: eventSchema("approval_escalated"),
   tool_execution_started: eventSchema("tool_execution_started"),
   human_input_requested: eventSchema("human_input_requested"),
   human_input_received: eventSchema("human_input_received"),
@@ -255,6 +284,8 @@ export const runEventSchema = z
     eventSchemas.approval_requested,
     eventSchemas.approval_vote,
     eventSchemas.approval_resolved,
+    eventSchemas.approval_reminded,
+    eventSchemas.approval_escalated,
     eventSchemas.tool_execution_started,
     eventSchemas.human_input_requested,
     eventSchemas.human_input_received,

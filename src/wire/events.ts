@@ -10,6 +10,8 @@ export type EventType =
   | "approval_requested"
   | "approval_vote"
   | "approval_resolved"
+  | "approval_reminded"
+  | "approval_escalated"
   | "tool_execution_started"
   | "human_input_requested"
   | "human_input_received"

@@ -44,6 +44,12 @@ export type Decider =
       listed_in_slack_approvers: boolean;
     };
 
+/** Where a person's action came from, for the audit entries it leads to (contract section 25: `via`, `client_ip` where known). */
+export interface ActionOrigin {
+  via: "api" | "console" | "slack";
+  client_ip?: string;
+}
+
 /** A person's answer to one MCP question: the elicitation result sent back (contract section 21). */
 export type QuestionAnswer = { action: "accept"; content: Record<string, unknown> } | { action: "decline" } | { action: "cancel" };
 
@@ -98,6 +104,8 @@ export type ActionVerdict =
       error: "not_an_approver" | "self_approval_forbidden";
       /** Absent only on a refusal no rule of an approval made (none does today). */
       policy?: ApprovalPolicy;
+      /** Contract section 24: the escalation the approval recorded (its `escalate_to` patterns), who may decide too. */
+      escalated_to?: string[];
       requester?: { requested_by?: string; user_id: string };
     }
   /** A `confirm` tool approved from a surface with its own confirm step: nothing changed, the step opens. */

@@ -37,7 +37,7 @@ describe("committed JSON Schemas", () => {
 
   it("cover every event type, mutation_outcome/v1 and the fixture projections", () => {
     const names = [...contractJsonSchemas().keys()];
-    expect(names.filter((n) => n.startsWith("events/"))).toHaveLength(14);
+    expect(names.filter((n) => n.startsWith("events/"))).toHaveLength(16);
     expect(names).toEqual(
       expect.arrayContaining(["event.json", "mutation_outcome.v1.json", "fixture-event.json", "approved_execution_v2_fixtures.v1.json"]),
     );

@@ -15,6 +15,14 @@
 //  - The release: the first person's vote is 202 (and again 202 when the same
 //    person repeats it), token:root (no person) is 403 second_person_required,
 //    the second person's vote releases (200); then the waiting approvals run.
+//  - Across a SIGKILL of wrangler and workerd: a halt engaged (and one release
+//    vote cast) before the kill still holds after the restart (approve 409, a
+//    new proposal not_executed(halted), the vote not counted twice); the
+//    release completed after the restart holds across a second SIGKILL, and
+//    the approval that waited then runs, dispatched after released_at.
+//  - One person holding two credentials is one vote: an Access user, the
+//    tokens she made for herself, and a token an admin made naming her as
+//    owner (no person: 403) never release a two-person halt alone.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type AccessIssuer, startAccessIssuer } from "../support/jwks-server";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
@@ -297,5 +305,166 @@ describe("a mutation limit under concurrent approvals", () => {
     expect(ofCall[1]).toMatchObject({ execution_status: "not_executed", reason: "rate_limited" });
     expect(ofCall[1]!.retry_after_s).toBeGreaterThan(3500);
     expect((await json(await server.api(`/api/runs/${runId}/mutations`))).mutations).toEqual([]);
+  }, 60_000);
+});
+
+/** One run proposing CREATE with `title`; answers its id once its approval is asked, with the approval's id. */
+async function proposed(title: string): Promise<{ runId: string; approvalId: string }> {
+  const res = await server.api("/api/trigger", {
+    method: "POST",
+    body: JSON.stringify({
+      message: title,
+      script: [{ tool_calls: [{ tool_name: CREATE, tool_call_id: "w-1", arguments: { title } }] }, { text: "Done." }],
+    }),
+  });
+  expect(res.status).toBe(202);
+  const runId = (await json(res)).run_id as string;
+  const summary = await until(
+    async () => json(await server.api(`/api/runs/${runId}`)),
+    (s) => s.pending_approvals?.length === 1,
+    `the approval of ${title}`,
+  );
+  return { runId, approvalId: summary.pending_approvals[0].approval_id };
+}
+
+async function callEvents(runId: string): Promise<Record<string, any>[]> {
+  const text = await (await server.api(`/api/runs/${runId}/events`)).text();
+  return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, any>).filter((e) => e.tool_call_id === "w-1");
+}
+
+describe("a halt and its release across a SIGKILL of the runtime", () => {
+  it("the halt holds after a restart, votes are not lost or counted twice, and the release holds after another", async () => {
+    const stamp = Date.now();
+    const waiting = await proposed(`kill-wait-${stamp}`);
+    const engaged = await server.api("/api/halts", {
+      method: "POST",
+      body: JSON.stringify({ scope: `tool:${CREATE}`, reason: "held across a crash" }),
+    });
+    expect(engaged.status).toBe(201);
+    const halt = await json(engaged);
+    const path = `/api/halts/${halt.halt_id}`;
+    expect(await json(await asPerson("ann@example.com", path, { method: "DELETE" }))).toEqual({
+      halt_id: halt.halt_id,
+      status: "active",
+      releases: 1,
+      required: 2,
+    });
+
+    server = await server.crashAndRestart();
+
+    // The halt is read from D1 as it was: listed active with its one vote, and it refuses.
+    const active = (await json(await server.api("/api/halts?status=active"))).halts as any[];
+    expect(active.find((h) => h.halt_id === halt.halt_id)).toMatchObject({
+      halt_id: halt.halt_id,
+      status: "active",
+      engaged_at: halt.engaged_at,
+      releases: 1,
+      required: 2,
+    });
+    const refused = await decide(waiting.runId, waiting.approvalId, "approve");
+    expect(refused.status).toBe(409);
+    expect(await json(refused)).toMatchObject({ error: "halted", halt_id: halt.halt_id });
+    expect((await json(await server.api(`/api/runs/${waiting.runId}`))).pending_approvals).toHaveLength(1);
+    // A call proposed after the restart ends not_executed(halted) right after tool_started: no approval, no row.
+    const res = await server.api("/api/trigger", {
+      method: "POST",
+      body: JSON.stringify({
+        message: "after the crash",
+        script: [
+          { tool_calls: [{ tool_name: CREATE, tool_call_id: "w-1", arguments: { title: `kill-new-${stamp}` } }] },
+          { text: "Done." },
+        ],
+      }),
+    });
+    expect(res.status).toBe(202);
+    const fresh = (await json(res)).run_id as string;
+    await until(
+      async () => (await json(await server.api(`/api/runs/${fresh}`))).status,
+      (s) => s !== "running",
+      "the halted proposal to end",
+    );
+    const ofCall = await callEvents(fresh);
+    expect(ofCall.map((e) => e.type)).toEqual(["tool_started", "tool_execution", "tool_completed"]);
+    expect(ofCall[1]).toMatchObject({ execution_status: "not_executed", reason: "halted", halt_id: halt.halt_id });
+    expect((await json(await server.api(`/api/runs/${fresh}/mutations`))).mutations).toEqual([]);
+
+    // The vote cast before the crash still counts, once: the same person again is 202 with 1 of 2; the second person releases.
+    const annAgain = await asPerson("ann@example.com", path, { method: "DELETE" });
+    expect(annAgain.status).toBe(202);
+    expect(await json(annAgain)).toMatchObject({ status: "active", releases: 1, required: 2 });
+    const bob = await asPerson("bob@example.com", path, { method: "DELETE" });
+    expect(bob.status).toBe(200);
+    const released = await json(bob);
+    expect(released).toMatchObject({ halt_id: halt.halt_id, status: "released", released_by: "access:bob@example.com" });
+
+    server = await server.crashAndRestart();
+
+    // Released before the crash, released after it: the approval that waited runs.
+    expect(await json(await server.api(path))).toMatchObject({ status: "released", released_at: released.released_at });
+    expect((await decide(waiting.runId, waiting.approvalId, "approve")).status).toBe(200);
+    await until(
+      async () => (await json(await server.api(`/api/runs/${waiting.runId}`))).status,
+      (s) => s !== "running",
+      "the released run to end",
+    );
+    const [row] = (await json(await server.api(`/api/runs/${waiting.runId}/mutations`))).mutations as Row[];
+    expect(row).toMatchObject({ state: "completed", dispatched: true });
+    expect(row!.dispatched_at! > released.released_at).toBe(true);
+    const sent = (await demoCalls()).calls.filter((c) => c.tool === "create_dashboard" && String(c.arguments.title).startsWith("kill-"));
+    expect(sent.map((c) => c.arguments.title)).toEqual([`kill-wait-${stamp}`]);
+  }, 180_000);
+});
+
+describe("a two-person release and one person's credentials", () => {
+  it("an Access user and the tokens she made for herself are one person; a token an admin made naming her is no person", async () => {
+    const engaged = await server.api("/api/halts", {
+      method: "POST",
+      body: JSON.stringify({ scope: `tool:${CREATE}`, reason: "one person, many credentials" }),
+    });
+    expect(engaged.status).toBe(201);
+    const halt = await json(engaged);
+    const path = `/api/halts/${halt.halt_id}`;
+    const stamp = Date.now().toString(36);
+
+    // Ann's own tokens: made by her with herself as owner (owned_by_creator), so each is her person (contract section 19).
+    const own = async (name: string) => {
+      const res = await asPerson("ann@example.com", "/api/tokens", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name, roles: ["admin"], owner: "access:ann@example.com" }),
+      });
+      expect(res.status, await res.clone().text()).toBe(201);
+      return (await json(res)).token as string;
+    };
+    const first = await own(`ann-a-${stamp}`);
+    const second = await own(`ann-b-${stamp}`);
+    // A token root made naming Ann as owner: the owner is recorded, proves nothing, and the token is no person.
+    const named = await server.api("/api/tokens", {
+      method: "POST",
+      body: JSON.stringify({ name: `ann-named-${stamp}`, roles: ["admin"], owner: "access:ann@example.com" }),
+    });
+    expect(named.status).toBe(201);
+    const namedToken = (await json(named)).token as string;
+    const asToken = (token: string) => fetch(`${server.url}${path}`, { method: "DELETE", headers: { authorization: `Bearer ${token}` } });
+
+    const vote = async (res: Response) => ({ status: res.status, body: await json(res) });
+    const pending = { status: 202, body: { halt_id: halt.halt_id, status: "active", releases: 1, required: 2 } };
+    expect(await vote(await asToken(first))).toEqual(pending);
+    expect(await vote(await asPerson("ann@example.com", path, { method: "DELETE" }))).toEqual(pending);
+    expect(await vote(await asToken(second))).toEqual(pending);
+    const noPerson = await asToken(namedToken);
+    expect(noPerson.status).toBe(403);
+    expect((await json(noPerson)).error).toBe("second_person_required");
+    expect(await json(await server.api(path))).toMatchObject({ status: "active", releases: 1, required: 2 });
+
+    // Each counted vote is audited once (halt.release per vote): one, by the first credential Ann used.
+    const audit = (await json(await server.api("/api/audit?action=halt.release&limit=200"))).entries as any[];
+    expect(audit.filter((e) => e.target === halt.halt_id).map((e) => [e.principal, e.details])).toEqual([
+      [`token:ann-a-${stamp}`, { releases: 1, required: 2 }],
+    ]);
+
+    const bob = await asPerson("bob@example.com", path, { method: "DELETE" });
+    expect(bob.status).toBe(200);
+    expect(await json(bob)).toMatchObject({ status: "released", released_by: "access:bob@example.com" });
   }, 60_000);
 });

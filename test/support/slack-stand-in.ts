@@ -1,6 +1,7 @@
 // A local stand-in for Slack's Web API: a Node HTTP server on loopback that
 // answers chat.postMessage, chat.update, chat.postEphemeral, views.open, views.publish,
-// conversations.info, reactions.add, auth.test (naming its team) and users.info in Slack's wire format (form-encoded
+// conversations.info, conversations.open (a direct message's channel is `D<user>`), reactions.add, auth.test (naming
+// its team) and users.info in Slack's wire format (form-encoded
 // requests, `{"ok":...}` JSON answers), records every call, and can be told
 // to answer 429 with Retry-After, 500, or hang, for the next N calls. For Slack
 // installations (contract section 26) it also plays Slack's OAuth: GET
@@ -214,6 +215,12 @@ export async function startSlackStandIn(options: SlackStandInOptions = {}): Prom
         };
       case "reactions.add":
         return { ok: true };
+      // Contract section 24: the app's direct message with one user (`D` and the user id, so a test can tell whose it is).
+      case "conversations.open": {
+        const users = String(params.users ?? "");
+        if (!/^[UW][A-Z0-9]+$/.test(users)) return { ok: false, error: "user_not_found" };
+        return { ok: true, channel: { id: `D${users}` } };
+      }
       case "users.info": {
         const user = String(params.user ?? "");
         const known = emails.get(user);

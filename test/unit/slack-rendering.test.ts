@@ -189,7 +189,13 @@ describe("event → posts", () => {
     ]);
     expect(
       items.map((i) =>
-        i.kind === "post" ? `post${i.key ? `:${i.key}` : ""}` : i.kind === "update" ? `update:${i.ref}` : `reaction:${i.name}`,
+        i.kind === "post"
+          ? `post${i.key ? `:${i.key}` : ""}`
+          : i.kind === "update"
+            ? `update:${i.ref}`
+            : i.kind === "reaction"
+              ? `reaction:${i.name}`
+              : `direct:${i.user}`,
       ),
     ).toEqual(["reaction:eyes", "post", "post:approval:a1", "update:approval:a1", "post", "post", "reaction:white_check_mark"]);
     expect(JSON.stringify(items[4])).toContain("mut_9");

@@ -60,6 +60,8 @@ describe("the client's wire types are the server's schemas", () => {
     expectTypeOf<ClientEvent<"approval_requested">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_requested>>();
     expectTypeOf<ClientEvent<"approval_vote">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_vote>>();
     expectTypeOf<ClientEvent<"approval_resolved">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_resolved>>();
+    expectTypeOf<ClientEvent<"approval_reminded">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_reminded>>();
+    expectTypeOf<ClientEvent<"approval_escalated">>().toEqualTypeOf<Wire<typeof eventSchemas.approval_escalated>>();
     expectTypeOf<ClientEvent<"tool_execution_started">>().toEqualTypeOf<Wire<typeof eventSchemas.tool_execution_started>>();
     expectTypeOf<ClientEvent<"human_input_requested">>().toEqualTypeOf<Wire<typeof eventSchemas.human_input_requested>>();
     expectTypeOf<ClientEvent<"human_input_received">>().toEqualTypeOf<Wire<typeof eventSchemas.human_input_received>>();

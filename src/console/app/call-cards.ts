@@ -23,6 +23,10 @@ export interface PendingApproval {
   required: number;
   approvers: string[] | null;
   votes: { by: string; at: string }[];
+  /** Contract section 24: a reminder went out (approval_reminded); absent until then. */
+  reminded?: true;
+  /** Contract section 24: escalated (approval_escalated): these patterns may decide too. Absent until then. */
+  escalated_to?: string[];
 }
 
 export interface CallCard {
@@ -175,6 +179,14 @@ export function applyEvent(view: RunView, event: EngineEvent): RunView {
       update(event.tool_call_id, (c) =>
         c.approval ? { ...c, approval: { ...c.approval, votes: [...c.approval.votes, { by: event.decided_by, at: event.at }] } } : c,
       );
+      return next;
+    case "approval_reminded":
+      if (event.approval_id !== undefined)
+        update(event.tool_call_id, (c) => (c.approval ? { ...c, approval: { ...c.approval, reminded: true } } : c));
+      return next;
+    case "approval_escalated":
+      if (event.approval_id !== undefined)
+        update(event.tool_call_id, (c) => (c.approval ? { ...c, approval: { ...c.approval, escalated_to: [...event.escalated_to] } } : c));
       return next;
     case "approval_resolved":
       update(event.tool_call_id, (c) => ({

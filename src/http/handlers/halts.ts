@@ -19,6 +19,7 @@ import { type HaltScope, parseHaltScope, scopeText } from "../../policy/halt-sco
 import { personOf, restrictingPersonOf } from "../../policy/persons";
 import { apiError, jsonResponse } from "../../base/api-error";
 import { readJsonBody } from "../request-body";
+import { requestOrigin } from "../request-origin";
 import { logger } from "../../operate/logger";
 import { listing } from "./listings";
 import { cursorParam, limitParam } from "../../wire/listing-schemas";
@@ -134,6 +135,7 @@ export async function handleEngageHalt(request: Request, env: Env, config: HostC
         target: haltId,
         result: "ok",
         details: { scope: scopeText(scope), reason },
+        ...requestOrigin(principal, request),
       }),
       ...notificationStatements(env.DB, config.WEBHOOKS, { type: "halt.engaged", data: { halt_id: haltId }, subject: haltId }, Date.now()),
     ],
@@ -172,7 +174,13 @@ function releasedBody(row: HaltRow) {
 }
 
 /** DELETE /api/halts/{halt_id}: one release vote (contract section 23). */
-export async function handleReleaseHalt(env: Env, config: HostConfig, haltId: string, principal: Principal): Promise<Response> {
+export async function handleReleaseHalt(
+  request: Request,
+  env: Env,
+  config: HostConfig,
+  haltId: string,
+  principal: Principal,
+): Promise<Response> {
   const halt = await knownHalt(env, haltId);
   if (halt.status === "released") return jsonResponse(200, releasedBody(halt));
   const person = personOf(principal.id, { owner: principal.owner, owned_by_creator: principal.owned_by_creator });
@@ -205,6 +213,7 @@ export async function handleReleaseHalt(env: Env, config: HostConfig, haltId: st
       target: haltId,
       result: "ok",
       details: { releases: Number(row.releases), required: row.required },
+      ...requestOrigin(principal, request),
     }).run();
   }
   if (row.status === "released") {

@@ -14,6 +14,7 @@ import type { HostConfig } from "../../config/config";
 import type { Env } from "../../config/env";
 import { getOutcome, isMutationId, listRunOutcomes, reconcile, toProjection, type OutcomeDb } from "../../outcomes/mutation-outcomes";
 import { readJsonBody } from "../request-body";
+import { requestOrigin } from "../request-origin";
 import { boundedStorage, guardedStorage } from "../../outcomes/storage-guard";
 import { MAX_IDENTIFIER_CHARS } from "../../ids";
 import { actorOf } from "../../auth/actor-fields";
@@ -143,6 +144,7 @@ export async function handleReconcile(
       target: mutationId,
       result: "ok",
       details: { outcome: body.outcome, evidence: body.evidence },
+      ...requestOrigin(principal, request),
     },
     { onlyIfPreviousChanged: true },
   );

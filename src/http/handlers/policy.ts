@@ -20,6 +20,7 @@ import {
   approveVersion,
   getActiveVersion,
   getVersion,
+  listShadowDifferences,
   listVersions,
   type PolicyVersion,
   putVersion,
@@ -73,6 +74,39 @@ export const policyVersionsPageSchema = z
   .object({ versions: z.array(policyVersionSchema), next_cursor: z.string().nullable() })
   .strict()
   .meta({ id: "PolicyVersionsPage" });
+
+/** GET /api/policy/shadow's query: one version's differences (any, without), section 15's paging. */
+export const policyShadowQuerySchema = z
+  .object({ version: z.coerce.number().int().min(1).optional(), limit: limitParam, cursor: cursorParam })
+  .strict();
+
+/** Where the shadow version's verdict at a check differed from the active one's (contract section 24). */
+export const policyShadowPageSchema = z
+  .object({
+    differences: z.array(
+      z
+        .object({
+          at: z.string(),
+          run_id: z.string(),
+          tool_call_id: z.string(),
+          tool_name: z.string(),
+          check: z.enum(["ask", "decider", "quorum", "checkpoint"]),
+          active: z.string(),
+          shadow: z.string(),
+        })
+        .strict(),
+    ),
+    next_cursor: z.string().nullable(),
+  })
+  .strict()
+  .meta({ id: "PolicyShadowPage" });
+
+/** GET /api/policy/shadow?version=&limit=&cursor= */
+export function handleListShadowDifferences(url: URL, env: Env, config: HostConfig): Promise<Response> {
+  return listing(url, env.DB, config.STORAGE_WAIT_MS, policyShadowQuerySchema, "differences", (_db, query) =>
+    listShadowDifferences(env.DB, query),
+  );
+}
 
 function whole(v: PolicyVersion) {
   const { created_by_person: _, ...shown } = v;
@@ -148,7 +182,7 @@ function personOfPrincipal(principal: Principal): string | null {
 /** PUT /api/policy */
 export async function handlePutPolicy(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, putPolicySchema);
-  const parsed = parsePolicyDocument(body.policy, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(body.policy, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   if (!parsed.ok) throw invalidPolicy(parsed.details);
   const document: PolicyDocument = parsed.document;
   const hash = await policyHash(document);
@@ -210,7 +244,7 @@ export async function handleApprovePolicy(env: Env, config: HostConfig, raw: str
     return statusConflict("not_proposed", `Version ${version} is ${found.status}, not proposed or shadow.`, found.status);
   }
   // A version stored under other code must still validate before it binds.
-  const parsed = parsePolicyDocument(found.policy, config.MUTATION_RETENTION_DAYS);
+  const parsed = parsePolicyDocument(found.policy, config.MUTATION_RETENTION_DAYS, config.APPROVAL_TIMEOUT_MS);
   if (!parsed.ok) throw invalidPolicy(parsed.details);
   const active = await getActiveVersion(env.DB, config);
   const loosens = loosenings(active.policy, parsed.document);

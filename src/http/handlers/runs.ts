@@ -10,6 +10,7 @@ import type { PersonAction } from "../../wire/run-protocol";
 import { actionResponse, apiDecider } from "../decision-answers";
 import { approvalDecisionSchema, inputAnswerSchema, mcpInputAnswerSchema } from "../decision-requests";
 import { readJsonBody, validate } from "../request-body";
+import { requestOrigin } from "../request-origin";
 import { type ApiRequest, decodePathParam, notFound, runStub } from "../route-spec";
 
 export async function handleGetRun({ params }: ApiRequest, env: Env): Promise<Response> {
@@ -18,8 +19,13 @@ export async function handleGetRun({ params }: ApiRequest, env: Env): Promise<Re
   return jsonResponse(200, summary);
 }
 
-export async function handleCancel({ params, principal }: ApiRequest, env: Env): Promise<Response> {
-  const verdict = await runStub(env, params.runId).act({ kind: "cancel", actor: apiDecider(principal) });
+export async function handleCancel(request: ApiRequest, env: Env): Promise<Response> {
+  const { params, principal } = request;
+  const verdict = await runStub(env, params.runId).act(
+    { kind: "cancel", actor: apiDecider(principal) },
+    undefined,
+    requestOrigin(principal, request),
+  );
   if (verdict.kind !== "cancel" || !verdict.result.found) throw notFound("run", params.runId);
   return jsonResponse(verdict.result.already_ended ? 200 : 202, { status: verdict.result.status });
 }
@@ -41,7 +47,7 @@ export async function handleApprovalDecision(request: ApiRequest, env: Env): Pro
           ...(body.confirmation !== undefined ? { confirmation: body.confirmation } : {}),
         }
       : { kind: "deny", approval_id: id, actor, ...reason };
-  return actionResponse(await runStub(env, request.params.runId).act(action), "approval", id);
+  return actionResponse(await runStub(env, request.params.runId).act(action, undefined, requestOrigin(principal, request)), "approval", id);
 }
 
 export async function handleInputAnswer(request: ApiRequest, env: Env): Promise<Response> {
@@ -53,9 +59,14 @@ export async function handleInputAnswer(request: ApiRequest, env: Env): Promise<
   const id = decodePathParam(request.params.toolCallId);
   const stub = runStub(env, request.params.runId);
   const actor = apiDecider(request.principal);
+  const origin = requestOrigin(request.principal, request);
   if ("answer" in body)
-    return actionResponse(await stub.act({ kind: "answer", tool_call_id: id, answer: body.answer, actor }), "question", id);
+    return actionResponse(
+      await stub.act({ kind: "answer", tool_call_id: id, answer: body.answer, actor }, undefined, origin),
+      "question",
+      id,
+    );
   // An MCP tool's question mid-call (contract section 21): only someone eligible to approve the call answers it.
   const answer = body.action === "accept" ? { action: body.action, content: body.content } : { action: body.action };
-  return actionResponse(await stub.act({ kind: "answer_form", input_id: id, answer, actor }), "question", id);
+  return actionResponse(await stub.act({ kind: "answer_form", input_id: id, answer, actor }, undefined, origin), "question", id);
 }

@@ -2,12 +2,12 @@
 // in the change's own D1 batch by the request's principal.
 import { auditStatement, newAuditId } from "../../audit/audit-log";
 import type { Principal } from "../../auth/principal";
+import { requestOrigin } from "../request-origin";
 import type { TokenAudit } from "./tokens";
 
 export function tokenAudit(db: D1Database, principal: Principal, request: Request): TokenAudit {
   // Contract section 25: where it came from (a console session's request is the console's) and, where known, the client's address.
-  const via = principal.credential.kind === "console_session" ? ("console" as const) : ("api" as const);
-  const clientIp = request.headers.get("cf-connecting-ip") ?? undefined;
+  const origin = requestOrigin(principal, request);
   return {
     entry: (action, target, details) =>
       auditStatement(
@@ -20,8 +20,7 @@ export function tokenAudit(db: D1Database, principal: Principal, request: Reques
           target,
           result: "ok",
           ...(details ? { details } : {}),
-          via,
-          ...(clientIp ? { client_ip: clientIp } : {}),
+          ...origin,
         },
         { onlyIfPreviousChanged: action === "token.create" },
       ),

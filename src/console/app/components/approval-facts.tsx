@@ -9,8 +9,10 @@ import { TimeLeft } from "./time-left";
 
 /** Contract section 19: how many persons must approve, who did, and (while it waits) who may still decide. */
 function Votes({ approval, decided }: { approval: PendingApproval; decided: boolean }) {
-  const { required, votes, approvers } = approval;
-  const who = approvers === null ? "anyone with the approver role" : approvers.join(", ");
+  const { required, votes, approvers, escalated_to: escalated } = approval;
+  const inForce = approvers === null ? "anyone with the approver role" : approvers.join(", ");
+  // Contract section 24: once escalated, the escalate_to patterns may decide beside the rule in force.
+  const who = escalated === undefined || escalated.length === 0 ? inForce : `${inForce}, or (escalated) ${escalated.join(", ")}`;
   if (decided) {
     if (required <= 1 && votes.length === 0) return null;
     return (
@@ -32,6 +34,7 @@ function Votes({ approval, decided }: { approval: PendingApproval; decided: bool
           distinct persons approved{votes.length > 0 ? `: ${votes.map((v) => v.by).join(", ")}` : ""}.{" "}
         </>
       ) : null}
+      {escalated !== undefined ? <strong data-escalated="true">Escalated. </strong> : null}
       May decide: <span class="approvers">{who}</span>
       {required > 1 && votes.length > 0 ? " (not those who already voted)" : ""}.
     </p>
