@@ -23,6 +23,8 @@ describe("the console's hash router", () => {
     ["#/outcomes", { page: "outcomes" }],
     ["#/pool", { page: "pool" }],
     ["#/pool/x", { page: "unknown", fragment: "pool/x" }],
+    ["#/policy", { page: "policy" }],
+    ["#/policy/1", { page: "unknown", fragment: "policy/1" }],
     ["#/audit", { page: "audit", filters: {} }],
     ["#/audit?principal=token%3Aci&action=run.trigger", { page: "audit", filters: { principal: "token:ci", action: "run.trigger" } }],
     ["#/audit?action=run.explode&principal=%20", { page: "audit", filters: {} }],

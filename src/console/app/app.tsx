@@ -9,6 +9,7 @@ import { useNow } from "./hooks";
 import { ApprovalsPage } from "./pages/approvals-page";
 import { AuditPage, type Viewer } from "./pages/audit-page";
 import { OutcomesPage } from "./pages/outcomes-page";
+import { PolicyPage } from "./pages/policy-page";
 import { PoolPage } from "./pages/pool-page";
 import { QuestionsPage } from "./pages/questions-page";
 import { RunPage } from "./pages/run-page";
@@ -39,6 +40,7 @@ const NAV: {
   { href: href.questions, label: "Questions", page: "questions", count: (w, now) => countText(unexpired(w.inputs, now), w.more.inputs) },
   { href: href.outcomes, label: "Outcomes", page: "outcomes", count: (w) => countText(w.unknown, w.more.unknown) },
   { href: href.pool, label: "Storage pool", page: "pool" },
+  { href: href.policy, label: "Policy", page: "policy" },
   { href: href.audit, label: "Audit log", page: "audit", role: "admin" },
 ];
 
@@ -68,6 +70,8 @@ function Page({ route, now, waiting, who }: { route: Route; now: number; waiting
       return <PoolPage />;
     case "audit":
       return <AuditPage filters={route.filters} viewer={who} />;
+    case "policy":
+      return <PolicyPage viewer={who} />;
     case "unknown":
       return <UnknownPage fragment={route.fragment} />;
   }

@@ -65,6 +65,8 @@ export type Route =
   | { page: "pool" }
   /** `filters`: the audit log's filters from the fragment's query (`#/audit?action=run.trigger`); admins only. */
   | { page: "audit"; filters: AuditFilters }
+  /** The policy's versions, a diff, what is proposed, the shadow's differences and replay (contract section 24). */
+  | { page: "policy" }
   | { page: "unknown"; fragment: string };
 
 /** decodeURIComponent that never throws: a malformed escape stays as it was typed. */
@@ -96,6 +98,7 @@ export function parseRoute(hash: string): Route {
     case "questions":
     case "outcomes":
     case "pool":
+    case "policy":
       if (simple) return { page: first };
       break;
   }
@@ -115,6 +118,7 @@ export const href = {
   outcomes: "#/outcomes",
   pool: "#/pool",
   audit: "#/audit",
+  policy: "#/policy",
   /** The audit log with these filters. */
   auditWith: (filters: AuditFilters) => withQuery("#/audit", filters),
 } as const;
