@@ -51,12 +51,12 @@ export function notificationOf(event: RunEvent): Notification | null {
       return null;
     case "run_failed":
       return { type: "run.failed", data: run };
-    default: {
-      // Contract section 24's reminder (at `remind_before`), where that section is built.
-      const loose = event as { type: string; tool_call_id?: unknown; approval_id?: unknown };
-      if (loose.type === "approval_reminded" && typeof loose.tool_call_id === "string" && typeof loose.approval_id === "string")
-        return { type: "approval.expiring", data: { ...run, tool_call_id: loose.tool_call_id, approval_id: loose.approval_id } };
+    case "approval_reminded":
+      // Contract section 24's reminder (at `remind_before`) of an approval; an MCP question's (input_id) is no approval.
+      return event.approval_id === undefined
+        ? null
+        : { type: "approval.expiring", data: { ...run, tool_call_id: event.tool_call_id, approval_id: event.approval_id } };
+    default:
       return null;
-    }
   }
 }

@@ -3,8 +3,8 @@
 // on loopback in this file), the real demo MCP server. Every notification
 // that can be produced today (approval.requested, approval.resolved,
 // input.requested, mutation.outcome_unknown, run.failed, halt.engaged,
-// halt.released; approval.expiring and policy.proposed come with sections
-// 24's reminders and policy routes) arrives, verifies with the
+// halt.released, policy.proposed; approval.expiring, sent with a reminder, is
+// covered by test/unit/webhook-attempt.test.ts) arrives, verifies with the
 // `standardwebhooks` package, carries ids only (a planted secret never
 // appears), arrives again with the same webhook-id after a 500, in order per
 // run; a receiver down for a while loses nothing; a 410 disables its

@@ -175,6 +175,9 @@ function execution(events: any[], toolCallId = "write-1"): any {
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** The projection every row of these tests shares. */
+/** Contract section 24: version 0 (the settings) and its hash. */
+const POLICY_0 = { policy_version: 0, policy_hash: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) };
+
 function rowOf(runId: string, channel: string, approvalId: string, mutationId: string, toolCallId = "write-1") {
   return {
     schema: "mutation_outcome/v1",
@@ -196,6 +199,8 @@ function rowOf(runId: string, channel: string, approvalId: string, mutationId: s
     requested_by: "token:root",
     // Section 23: the listed tool's identity its approval was bound to.
     tool_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+    // Section 24: the policy version that decided; no version is stored here, so the settings, version 0.
+    ...POLICY_0,
   };
 }
 
@@ -217,6 +222,8 @@ function executionEvent(event: any, runId: string, channel: string, approvalId: 
     tool_call_id: "write-1",
     approval_id: approvalId,
     mutation_id: expect.stringMatching(/^mut_/),
+    // Section 4: tool_execution carries the policy version that decided (section 24).
+    ...POLICY_0,
     ...fields,
   };
 }

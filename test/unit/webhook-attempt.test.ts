@@ -144,4 +144,13 @@ describe("notificationOf", () => {
     });
     expect(notificationOf({ ...envelope, type: "assistant_message", text: "hi" } as never)).toBeNull();
   });
+
+  it("an approval's reminder is approval.expiring with its ids; an MCP question's reminder sends nothing (contract sections 24, 26)", () => {
+    const reminded = { ...envelope, type: "approval_reminded", tool_name: "t", tool_call_id: "c1", expires_at: envelope.at } as const;
+    expect(notificationOf({ ...reminded, approval_id: "a1" } as never)).toEqual({
+      type: "approval.expiring",
+      data: { run_id: "r1", channel_id: "C1", tool_call_id: "c1", approval_id: "a1" },
+    });
+    expect(notificationOf({ ...reminded, input_id: "c1:1:k" } as never)).toBeNull();
+  });
 });
