@@ -10,22 +10,22 @@
 //     user who is not an approver (the floor: no installation to look up);
 //   - two installations (SLACK_CLIENT_ID ... PUBLIC_URL; workspaces A and B
 //     installed through the stand-in's OAuth, as
-//     test/e2e/slack-installations.test.ts does): the run is A's, the click
-//     comes from a user of B (the installation rule refuses it), so the
-//     click's team is looked up and the ephemeral is posted with B's token.
-// The two refusals are not the same sentence, but both are a click → one
-// lookup of who may decide → one ephemeral; nothing is decided and nothing
-// executes, so the same run serves every sample.
+//     test/e2e/slack-installations.test.ts does; one approver in A): the run
+//     is A's; first the clicks of a user of A who is not an approver (the
+//     same refusal as the floor's, plus the installation lookup), then those
+//     of a user of B (the installation rule refuses it: "no longer exists",
+//     a shorter path, posted with B's token).
+// Nothing is decided and nothing executes, so one run serves every sample.
 // `BENCH_ONLY=installations npm run bench` runs it alone.
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { consoleCookie } from "../../test/support/e2e-client";
 import { blockActionsPayload, postSlackEvent, postSlackInteraction, scriptMessage } from "../../test/support/slack-signing";
 import { type InstallGrant, type RecordedCall, type SlackStandIn, startSlackStandIn } from "../../test/support/slack-stand-in";
 import { freePort } from "../../test/support/worker-server";
 import { log, percentile, range, sortedCopy, Waiter } from "../http-client";
 import { startDemo, withServer } from "../servers";
 import { CREATE_DASHBOARD, count } from "../settings";
+import { approvalVars } from "../watched-run";
 import { buttonsOf, mentionRun, SIGNING_SECRET, slackVars, startBenchSlack } from "./slack";
 
 const SAMPLES = count(200, 10);
@@ -35,7 +35,7 @@ const TEAM_B = "T0BENCHB";
 const OUTSIDER_USER = "UBENCHNOTAPPROVER";
 
 export interface InstallationFigures {
-  mode: "single workspace" | "two installations";
+  mode: string;
   /** Click sent → its HTTP answer, ms, sorted. */
   ack: number[];
   /** Click sent → chat.postEphemeral at the stand-in, ms, sorted. */
@@ -147,6 +147,18 @@ function envelope(event: Record<string, unknown>, id: string, team: string) {
   };
 }
 
+/** Signs in to the console (POST /console/session) with `token`: the session cookie (test/support/e2e-client.ts does the same under vitest). */
+async function consoleCookie(baseUrl: string, token: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/console/session`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: baseUrl },
+    body: JSON.stringify({ token }),
+  });
+  await res.text();
+  if (res.status !== 204) throw new Error(`POST /console/session: ${res.status}`);
+  return res.headers.get("set-cookie")!.split(";")[0]!;
+}
+
 /** Installs `grant` through /slack/install and the stand-in's authorize page, as an admin's browser would. */
 async function install(slack: SlackStandIn, url: string, cookie: string, grant: InstallGrant): Promise<void> {
   slack.queueGrant(grant);
@@ -161,18 +173,19 @@ async function install(slack: SlackStandIn, url: string, cookie: string, grant: 
   if (back.status !== 200) throw new Error(`installing ${grant.team_id}: ${back.status}`);
 }
 
-async function twoInstallations(mcpUrl: string): Promise<InstallationFigures> {
+async function twoInstallations(mcpUrl: string): Promise<InstallationFigures[]> {
   const { calls, waiter, onCall } = recorder();
   const slack = await startSlackStandIn({ quiet: true, onCall });
   const port = await freePort();
   try {
     return await withServer(
       async (server) => {
-        log(`22. click → ephemeral, two installations: ${WARMUP} + ${SAMPLES} clicks from workspace B on workspace A's approval`);
+        log("22. click → ephemeral, two installations (A and B), a run of A waiting on its approval");
         const cookie = await consoleCookie(server.url, server.token);
         await install(slack, server.url, cookie, { team_id: TEAM_A, user_id: "UADMINA", bot_user_id: "UBOTA" });
         await install(slack, server.url, cookie, { team_id: TEAM_B, user_id: "UADMINB", bot_user_id: "UBOTB" });
         const channel = `CINSTA${Date.now()}`;
+        const eventId = `EvInstA${Date.now()}`;
         const script = [
           { tool_calls: [{ tool_name: CREATE_DASHBOARD, tool_call_id: "call-1", arguments: { title: `installations ${Date.now()}` } }] },
           { text: "done" },
@@ -184,18 +197,24 @@ async function twoInstallations(mcpUrl: string): Promise<InstallationFigures> {
           ts: `${Math.floor(Date.now() / 1000)}.000001`,
           channel,
         };
-        const res = await postSlackEvent(`${server.url}/slack/events`, SIGNING_SECRET, envelope(event, `EvInstA${Date.now()}`, TEAM_A));
+        const res = await postSlackEvent(`${server.url}/slack/events`, SIGNING_SECRET, envelope(event, eventId, TEAM_A));
         await res.text();
         if (res.status !== 200) throw new Error(`app_mention in workspace A: ${res.status}`);
-        const value = await approveValue(calls, channel, waiter);
-        const payload = (n: number) => ({
+        const value = await approveValue(calls, channel, waiter).catch(async (err: unknown) => {
+          const delivery = await fetch(`${server.url}/api/deliveries/${encodeURIComponent(eventId)}?source=slack`, {
+            headers: { authorization: `Bearer ${server.token}` },
+          });
+          const seen = calls.map((c) => `${c.call.method} ${String(c.call.params.channel ?? "")}`).join(", ");
+          throw new Error(`${String(err)}; delivery ${delivery.status} ${await delivery.text()}; the stand-in saw: ${seen}`);
+        });
+        const payload = (team: string, user: string) => (n: number) => ({
           type: "block_actions",
-          user: { id: "UREQA", username: "u", name: "u", team_id: TEAM_B },
+          user: { id: user, username: "u", name: "u", team_id: team },
           api_app_id: "A0STANDIN",
           token: "legacy",
           container: { type: "message", message_ts: "1.000001", channel_id: channel, is_ephemeral: false },
           trigger_id: `bench-inst-${n}`,
-          team: { id: TEAM_B, domain: "bench" },
+          team: { id: team, domain: "bench" },
           channel: { id: channel, name: "ops" },
           message: { type: "message", ts: "1.000001", thread_ts: "1.000000", text: "approval", user: "UBOTX", bot_id: "B0001" },
           actions: [
@@ -209,10 +228,14 @@ async function twoInstallations(mcpUrl: string): Promise<InstallationFigures> {
             },
           ],
         });
-        return timeClicks(server.url, channel, payload, calls, waiter, "two installations");
+        log(`22. the same, ${WARMUP} + ${SAMPLES} clicks of a user of workspace A who is not an approver`);
+        const own = await timeClicks(server.url, channel, payload(TEAM_A, OUTSIDER_USER), calls, waiter, "2 installs, A user");
+        log(`22. the same, ${WARMUP} + ${SAMPLES} clicks of a user of workspace B`);
+        const foreign = await timeClicks(server.url, channel, payload(TEAM_B, "UREQA"), calls, waiter, "2 installs, B user");
+        return [own, foreign];
       },
       {
-        MCP_SERVERS: JSON.stringify({ demo: { url: mcpUrl, trust_annotations: true } }),
+        ...approvalVars(mcpUrl),
         TRIGGER_RATE_PER_MINUTE: "0",
         APPROVAL_TIMEOUT_MS: "3600000",
         ADMISSION_TIMEOUT_MS: "3600000",
@@ -224,8 +247,8 @@ async function twoInstallations(mcpUrl: string): Promise<InstallationFigures> {
         SLACK_API_BASE_URL: slack.apiBaseUrl,
         SLACK_OAUTH_BASE_URL: `${slack.url}/`,
         PUBLIC_URL: `http://127.0.0.1:${port}`,
-        // Any Slack user may approve a dashboard: only the installation rule keeps workspace B's users off A's run.
-        TOOL_POLICY: JSON.stringify({ [CREATE_DASHBOARD]: { approvers: ["slack:*"] } }),
+        // One approver in A: A's other users are refused as not approvers (as in single-workspace mode), B's by the installation rule.
+        TOOL_POLICY: JSON.stringify({ [CREATE_DASHBOARD]: { approvers: [`slack:${TEAM_A}:UAPPROVERA`] } }),
         CONSOLE_SESSION_SECRET: randomBytes(24).toString("hex"),
       },
       { port },
@@ -238,7 +261,7 @@ async function twoInstallations(mcpUrl: string): Promise<InstallationFigures> {
 /** Phase 22: the two servers, one after the other; `demo` is the run's demo MCP server (started here when absent). */
 export async function installationsPhase(given?: { url: string }): Promise<InstallationFigures[]> {
   const demo = given ?? (await startDemo());
-  return [await singleWorkspace(demo.url), await twoInstallations(demo.url)];
+  return [await singleWorkspace(demo.url), ...(await twoInstallations(demo.url))];
 }
 
 export function installationsReport(figures: InstallationFigures[], load: { before: string; after: string }): string {
@@ -248,8 +271,8 @@ export function installationsReport(figures: InstallationFigures[], load: { befo
     "",
     `22. A refused Slack click → its ephemeral, one workspace vs two installations (issue 34; wrangler dev's port, one click at a time; load average ${load.before} → ${load.after}, a shared machine)`,
     ...figures.flatMap((f) => [
-      `  ${f.mode.padEnd(18)} ${f.ack.length} clicks  → HTTP answer ${pp(f.ack)}  → chat.postEphemeral ${pp(f.ephemeral)}  failures ${f.failures}`,
-      `  ${"".padEnd(18)} (the ephemeral: "${f.text}")`,
+      `  ${f.mode.padEnd(20)} ${f.ack.length} clicks  → HTTP answer ${pp(f.ack)}  → chat.postEphemeral ${pp(f.ephemeral)}  failures ${f.failures}`,
+      `  ${"".padEnd(20)} (the ephemeral: "${f.text}")`,
     ]),
     "",
   ].join("\n");

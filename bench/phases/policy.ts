@@ -28,7 +28,8 @@ import { approvalVars, approve, watchRun } from "../watched-run";
 import { quietTick, type Trip, tripsAfter } from "./click-trips";
 
 const SAMPLES = count(60, 6);
-const WARMUP = count(5, 2);
+/** Runs before each stage's timed ones (the first stage's also warm the isolate; after a PUT, the first check reads the new document). */
+const WARMUP = count(10, 2);
 
 type Stage = "version 0 (settings)" | "stored active version" | "active + shadow version";
 
@@ -40,6 +41,8 @@ export interface PolicyStageFigures {
   started: number[];
   /** Per run, D1 statements started between the approval's arrival and the tools/call, sorted. */
   d1: number[];
+  /** Per run, the reads among them (SELECT statements), sorted: where a policy document read would show. */
+  reads: number[];
   /** Those of the last run, by statement head. */
   kinds: Map<string, number>;
   executions: Map<string, number>;
@@ -52,7 +55,8 @@ const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0] ??
 function d1InWindow(trips: Trip[]): Trip[] {
   const arrival = trips.find((t) => t.kind.startsWith("in POST /api/runs/"));
   const call = trips.find((t) => t.kind === "fetch mcp tools/call");
-  if (!arrival || !call) throw new Error(`the trip log has no ${arrival ? "tools/call" : "approval request"}: ${trips.map((t) => t.kind).join(", ")}`);
+  if (!arrival || !call)
+    throw new Error(`the trip log has no ${arrival ? "tools/call" : "approval request"}: ${trips.map((t) => t.kind).join(", ")}`);
   return trips.filter((t) => t.start > arrival.start && t.start < call.start && t.kind.startsWith("d1 "));
 }
 
@@ -60,7 +64,15 @@ async function stage(client: Client, name: Stage, versions: string): Promise<Pol
   const load0 = loadAverage();
   log(`21. policy, ${name}: ${WARMUP} + ${SAMPLES} runs, one at a time`);
   const waiter = new Waiter();
-  const out: PolicyStageFigures = { stage: name, versions, started: [], d1: [], kinds: new Map(), executions: new Map(), load: [load0, ""] };
+  const out: PolicyStageFigures = {
+    stage: name,
+    versions,
+    started: [],
+    d1: [],
+    kinds: new Map(),
+    executions: new Map(),
+    load: [load0, ""],
+  };
   for (const step of range(WARMUP + SAMPLES)) {
     const run = await watchRun(client, CREATE_DASHBOARD, `policy ${name} ${step} ${Date.now()}`, waiter);
     try {
@@ -68,13 +80,17 @@ async function stage(client: Client, name: Stage, versions: string): Promise<Pol
       const tick = await quietTick(client, 0);
       const answer = await approve(client, run);
       if (answer !== "200") throw new Error(`approve in ${run.runId}: ${answer}`);
-      await waiter.until(() => run.first.has("tool_execution_started") || run.terminal !== undefined, `tool_execution_started in ${run.runId}`);
+      await waiter.until(
+        () => run.first.has("tool_execution_started") || run.terminal !== undefined,
+        `tool_execution_started in ${run.runId}`,
+      );
       await waiter.until(() => run.terminal !== undefined, `the end of ${run.runId}`);
       const seen = run.first.get("tool_execution_started");
       if (step < WARMUP || seen === undefined) continue;
       out.started.push(seen.at - run.approvalSentAt);
       const window = d1InWindow((await tripsAfter(client, tick)).trips);
       out.d1.push(window.length);
+      out.reads.push(window.filter((t) => /^d1 (all|first|raw) SELECT/i.test(t.kind)).length);
       out.kinds = new Map();
       for (const t of window) tally(out.kinds, `${t.origin}: ${t.kind}`);
       tally(out.executions, run.execution);
@@ -82,7 +98,7 @@ async function stage(client: Client, name: Stage, versions: string): Promise<Pol
       run.sub?.close();
     }
   }
-  return { ...out, started: sortedCopy(out.started), d1: sortedCopy(out.d1), load: [load0, loadAverage()] };
+  return { ...out, started: sortedCopy(out.started), d1: sortedCopy(out.d1), reads: sortedCopy(out.reads), load: [load0, loadAverage()] };
 }
 
 interface PolicyAnswer {
@@ -124,7 +140,8 @@ export async function policyPhase(given?: { url: string }): Promise<PolicyStageF
 export function policyReport(figures: PolicyStageFigures[], load: { before: string; after: string }): string {
   const ms = (n: number) => `${n.toFixed(2)} ms`.padStart(10);
   const pp = (xs: number[]) => (xs.length === 0 ? "n/a" : `p50 ${ms(percentile(xs, 50))}  p99 ${ms(percentile(xs, 99))}`);
-  const span = (xs: number[]) => (xs.length === 0 ? "n/a" : xs[0] === xs.at(-1) ? `${xs[0]} in every run` : `${xs[0]}..${xs.at(-1)} (p50 ${percentile(xs, 50)})`);
+  const span = (xs: number[]) =>
+    xs.length === 0 ? "n/a" : xs[0] === xs.at(-1) ? `${xs[0]} in every run` : `${xs[0]}..${xs.at(-1)} (p50 ${percentile(xs, 50)})`;
   const floor = figures[0];
   const lines = [
     "",
@@ -137,14 +154,16 @@ export function policyReport(figures: PolicyStageFigures[], load: { before: stri
         : "";
     lines.push(
       `  ${f.stage.padEnd(24)} (${f.versions}) ${f.started.length} runs  ${pp(f.started)}${extra}  load ${f.load[0]} → ${f.load[1]}`,
-      `    D1 statements, approval's arrival → tools/call (on the path and beside it): ${span(f.d1)}; executions ${[...f.executions].map(([k, v]) => `${k}=${v}`).join(" ")}`,
+      `    D1 reads (SELECT), approval's arrival → tools/call: ${span(f.reads)}; all D1 statements started in that window (on the path and beside it): ${span(f.d1)}; executions ${[...f.executions].map(([k, v]) => `${k}=${v}`).join(" ")}`,
       `    the last run's: ${[...f.kinds].map(([k, n]) => (n > 1 ? `${k} x${n}` : k)).join(", ") || "-"}`,
     );
   }
   const [a, b] = figures;
-  if (a && b && a.d1.length > 0 && b.d1.length > 0) {
-    const extra = percentile(b.d1, 50) - percentile(a.d1, 50);
-    lines.push(`  goal: no extra D1 read on the decision path when nothing changed: ${extra <= 0 ? "met" : `NOT MET (+${extra} at p50)`}`);
+  if (a && b && a.reads.length > 0 && b.reads.length > 0) {
+    const extra = Math.max(...b.reads) - Math.max(...a.reads);
+    lines.push(
+      `  goal: no extra D1 read on the decision path when nothing changed (the most reads of any run, stored version vs version 0): ${extra <= 0 ? "met" : `NOT MET (+${extra})`}`,
+    );
   }
   lines.push("");
   return lines.join("\n");
