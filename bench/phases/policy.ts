@@ -69,6 +69,7 @@ async function stage(client: Client, name: Stage, versions: string): Promise<Pol
     versions,
     started: [],
     d1: [],
+    reads: [],
     kinds: new Map(),
     executions: new Map(),
     load: [load0, ""],
