@@ -90,6 +90,14 @@
 //      affected run's decision refused; the one sealer's entries per second;
 //      approve → tool_execution_started with the sealer on and off.
 //      `BENCH_ONLY=halts npm run bench` runs them alone.
+//  21. policy as versioned data (issue 31, phases/policy.ts): approve →
+//      tool_execution_started with version 0 only, after a stored active
+//      version, and with a shadow version beside it, on one server, and the
+//      D1 statements on the decision path (the trip log).
+//      `BENCH_ONLY=policy npm run bench` runs it alone.
+//  22. a refused Slack click → its ephemeral, one workspace vs two
+//      installations (issue 34, phases/installations.ts).
+//      `BENCH_ONLY=installations npm run bench` runs it alone.
 //  `BENCH_ONLY=latency npm run bench` runs phase 2 alone on both paths (after
 //  the same warm-up), with its server CPU beside the raw floor's (issue 16's
 //  goal at 50 subscribers); `BENCH_SUBSCRIBERS=50` picks the counts.
@@ -116,6 +124,8 @@ import { votesPhase, votesReport } from "./phases/votes";
 import { clickTripsPhase, clickTripsReport } from "./phases/click-trips";
 import { consolePhase } from "./phases/console";
 import { haltsAuditPhase, haltsAuditReport } from "./phases/halts-audit";
+import { installationsPhase, installationsReport } from "./phases/installations";
+import { policyPhase, policyReport } from "./phases/policy";
 import { mcpErasPhase, mcpErasReport } from "./phases/mcp-eras";
 import { peerStreamPhase, peerStreamReport } from "./phases/peer-stream";
 import { type Latency, latencyPhase, requestFloor } from "./phases/latency";
@@ -234,6 +244,18 @@ async function main(): Promise<void> {
     process.stdout.write(haltsAuditReport(figures, { before, after: loadAverage() }));
     return;
   }
+  if (process.env.BENCH_ONLY === "policy") {
+    const before = loadAverage();
+    const figures = await policyPhase();
+    process.stdout.write(policyReport(figures, { before, after: loadAverage() }));
+    return;
+  }
+  if (process.env.BENCH_ONLY === "installations") {
+    const before = loadAverage();
+    const figures = await installationsPhase();
+    process.stdout.write(installationsReport(figures, { before, after: loadAverage() }));
+    return;
+  }
   if (process.env.BENCH_ONLY === "votes") {
     const demo = await startDemo();
     process.stdout.write(votesReport(await votesPhase(demo.url, demo.baseUrl)));
@@ -271,6 +293,10 @@ async function main(): Promise<void> {
   const peerLoad = { before: peerBefore, after: loadAverage() };
   const haltsLoad = loadAverage();
   const halts = await haltsAuditPhase(demo);
+  const policyLoad = loadAverage();
+  const policy = await policyPhase(demo);
+  const policyLoadAfter = loadAverage();
+  const installations = await installationsPhase(demo);
   process.stdout.write(
     report({
       paths,
@@ -290,7 +316,9 @@ async function main(): Promise<void> {
       clickTripsReport(clicks) +
       webhooksReport(webhooks) +
       peerStreamReport(peer, peerLoad) +
-      haltsAuditReport(halts, { before: haltsLoad, after: loadAverage() }),
+      haltsAuditReport(halts, { before: haltsLoad, after: policyLoad }) +
+      policyReport(policy, { before: policyLoad, after: policyLoadAfter }) +
+      installationsReport(installations, { before: policyLoadAfter, after: loadAverage() }),
   );
 }
 

@@ -3,7 +3,13 @@
 // MCP server, and a shutdown that stops them all (also on Ctrl-C and past the
 // deadline).
 import { startDemoMcpProcess, type DemoMcpProcess } from "../test/support/demo-mcp-process";
-import { buildWorkerBundle, startWorkerServer, type WorkerBundle, type WorkerServer } from "../test/support/worker-server";
+import {
+  buildWorkerBundle,
+  startWorkerServer,
+  type WorkerBundle,
+  type WorkerServer,
+  type WorkerServerOptions,
+} from "../test/support/worker-server";
 import { Client, type CpuSample, destroyAgents, log } from "./http-client";
 import { cpuNs, findRuntimeUrl, isProxyProcess, workerdProcesses } from "./processes";
 
@@ -32,10 +38,11 @@ export async function startDemo(): Promise<DemoMcpProcess> {
 export async function withServer<T>(
   fn: (server: WorkerServer, client: Client, direct: Client | undefined) => Promise<T>,
   vars: Record<string, string> = {},
+  options: Pick<WorkerServerOptions, "port"> = {},
 ): Promise<T> {
   if (!bundle) throw new Error("no bundle: call buildBenchBundle() first");
   log("starting wrangler dev ...");
-  const server = await startWorkerServer(vars, { bundle });
+  const server = await startWorkerServer(vars, { ...options, bundle });
   servers.add(server);
   try {
     const runtimeUrl = await findRuntimeUrl(server);

@@ -33,7 +33,7 @@ import { CLICK_TRIP_SAMPLES, CLICK_TRIP_WARMUP, DELIVERY_TIMEOUT_MS, GOAL_CLICK_
 import { buttonsOf, clickPayload, mentionRun, SIGNING_SECRET, slackVars, startBenchSlack, waitForEnd } from "./slack";
 
 /** One entry of the bench Worker's trip log (bench/bench-trips.ts). */
-interface Trip {
+export interface Trip {
   origin: string;
   kind: string;
   start: number;
@@ -51,12 +51,12 @@ const CALL_POLL_MS = 2;
 /** The delay the second server adds before every logged trip, ms: well above the run-to-run noise of this machine. */
 const TRIP_DELAY_MS = 200;
 
-async function tripsAfter(client: Client, after: number): Promise<{ tick: number; trips: Trip[] }> {
+export async function tripsAfter(client: Client, after: number): Promise<{ tick: number; trips: Trip[] }> {
   return client.expect<{ tick: number; trips: Trip[] }>(200, "GET", `/bench/trips?after=${after}`);
 }
 
 /** Waits until the log has been still for QUIET_MS + twice the delay, and answers its tick. */
-async function quietTick(client: Client, delayMs: number): Promise<number> {
+export async function quietTick(client: Client, delayMs: number): Promise<number> {
   const deadline = performance.now() + QUIET_TIMEOUT_MS;
   let { tick } = await tripsAfter(client, Number.MAX_SAFE_INTEGER);
   for (;;) {
