@@ -158,6 +158,8 @@ export class DispatchPipeline {
   readonly #deps: PipelineDeps;
   /** Intent writes started at approval, awaited by the pipeline. */
   readonly #intents = new Map<string, Promise<"recorded" | "replay_blocked" | "unavailable">>();
+  /** The policy version stamped on each call's intent (recordIntent): a row first written as unsent carries it too. */
+  readonly #stamps = new Map<string, Pick<IntentRow, "policy_version" | "policy_hash">>();
   /** Calls this instance dispatched and is still waiting on; any other "dispatched" call was lost to a restart. */
   readonly #inFlight = new Set<string>();
 
@@ -175,6 +177,9 @@ export class DispatchPipeline {
    */
   recordIntent(row: IntentRow): void {
     const since = Date.now();
+    // Contract section 24: the version that approved the call, for whichever write of its row comes first.
+    if (row.policy_version !== undefined)
+      this.#stamps.set(row.tool_call_id, { policy_version: row.policy_version, policy_hash: row.policy_hash });
     this.#intents.set(
       row.tool_call_id,
       afterThisTurn().then(() => this.#deps.ledger.intent(this.#intentInput(row), { since })),
@@ -446,8 +451,9 @@ export class DispatchPipeline {
     }
   }
 
-  #intentInput(row: IntentRow): IntentInput & { mutationId: string } {
+  #intentInput(given: IntentRow): IntentInput & { mutationId: string } {
     const run = this.#deps.run();
+    const row = given.policy_version !== undefined ? given : { ...given, ...this.#stamps.get(given.tool_call_id) };
     return {
       mutationId: row.mutation_id,
       runId: run.run_id,
