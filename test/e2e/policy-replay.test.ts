@@ -255,9 +255,10 @@ describe("POST /api/policy/replay over a seeded history", () => {
       details: [{ path: `TOOL_POLICY.${CREATE}.approvers.0`, message: "group:sre is not defined in APPROVER_GROUPS" }],
     });
 
-    const missing = await replay({ policy: { tools: {}, groups: {} }, since });
-    expect(missing.status).toBe(400);
-    expect(await json(missing)).toMatchObject({ error: "invalid_policy", details: [expect.objectContaining({ path: "budget" })] });
+    // A member the policy does not have is refused by name (an absent one is its setting's default, as an unset setting is).
+    const unknown = await replay({ policy: { ...CANDIDATE, budgets: {} }, since });
+    expect(unknown.status).toBe(400);
+    expect(await json(unknown)).toMatchObject({ error: "invalid_policy", details: [expect.objectContaining({ path: "policy.budgets" })] });
 
     const cursor = await replay({ policy: CANDIDATE, since, cursor: "not-a-cursor!" });
     expect(cursor.status).toBe(400);
