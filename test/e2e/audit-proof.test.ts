@@ -39,7 +39,8 @@ async function writeConfig(): Promise<string> {
     path,
     `${toml
       .replace('main = "src/index.ts"', `main = "${join(PROJECT_ROOT, "src/index.ts")}"`)
-      .replace('migrations_dir = "migrations"', `migrations_dir = "${join(PROJECT_ROOT, "migrations")}"`)}
+      .replace('migrations_dir = "migrations"', `migrations_dir = "${join(PROJECT_ROOT, "migrations")}"`)
+      .replace('= "./src/base/zod-locales.ts"', `= "${join(PROJECT_ROOT, "src/base/zod-locales.ts")}"`)}
 [[r2_buckets]]
 binding = "AUDIT_BUCKET"
 bucket_name = "audit-e2e"
