@@ -7,6 +7,9 @@
 // process they would run one file after another (vitest puts every project
 // whose files may not run in parallel into one sequential group).
 //
+// With no arguments the second process then runs the "node" project's browser
+// files (below), so the two cores finish together.
+//
 // Each process's lines are passed through as they come, prefixed with its
 // name; a summary of both follows. The exit code is non-zero if either failed.
 // Arguments (file filters, `-t`) go to both processes; a filter that matches
@@ -16,13 +19,47 @@ import { createInterface } from "node:readline";
 
 const args = process.argv.slice(2);
 const vitest = new URL("../node_modules/vitest/vitest.mjs", import.meta.url).pathname;
-const groups = [
-  { name: "node", projects: ["node"] },
-  { name: "runtime", projects: ["runtime", "contract"] },
-];
+// The whole suite (no arguments): the "node" project's browser files run in the
+// second process once the runtime and contract projects are done, so both cores
+// stay busy to the end (the runtime projects finish well before the node
+// project's end-to-end files). Each vitest process starts its own global setup
+// (its own demo MCP server and Worker, on free ports), so a second "node"
+// process shares nothing with the first.
+const BROWSER = "test/browser/";
+const groups =
+  args.length === 0
+    ? [
+        { name: "node", steps: [{ projects: ["node"], extra: ["--exclude", `${BROWSER}**`] }] },
+        {
+          name: "runtime",
+          steps: [
+            { projects: ["runtime", "contract"], extra: [] },
+            { projects: ["node"], extra: [BROWSER] },
+          ],
+        },
+      ]
+    : [
+        { name: "node", steps: [{ projects: ["node"], extra: [] }] },
+        { name: "runtime", steps: [{ projects: ["runtime", "contract"], extra: [] }] },
+      ];
 
-function run({ name, projects }) {
-  const argv = [vitest, "run", ...projects.flatMap((p) => ["--project", p]), ...args];
+/** One group: its steps one after another, stopping at none (every step runs); failed if any step failed. */
+async function runGroup({ name, steps }) {
+  const started = Date.now();
+  const results = [];
+  for (const step of steps) results.push(await run({ name, ...step }));
+  const failed = results.find((r) => r.code !== 0);
+  return {
+    name,
+    code: failed?.code ?? 0,
+    signal: failed?.signal,
+    tail: results.flatMap((r) => r.tail),
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+function run({ name, projects, extra }) {
+  const argv = [vitest, "run", ...projects.flatMap((p) => ["--project", p]), ...extra, ...args];
   if (args.length > 0) argv.push("--passWithNoTests");
   const started = Date.now();
   const child = spawn(process.execPath, argv, {
@@ -44,7 +81,7 @@ function run({ name, projects }) {
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes are what it strips
 const ANSI = /\u001b\[[0-9;]*m/g;
-const results = await Promise.all(groups.map(run));
+const results = await Promise.all(groups.map(runGroup));
 process.stdout.write("\n");
 for (const r of results) {
   const verdict = r.code === 0 ? "passed" : `FAILED (exit ${r.code}${r.signal ? `, ${r.signal}` : ""})`;
