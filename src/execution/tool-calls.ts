@@ -632,8 +632,8 @@ export function approvalPolicyOf(
   return current?.(call.tool_name) ?? approvalOf(call)?.policy ?? DEFAULT_POLICY;
 }
 
-/** The approval record of a call in any state after it was asked. */
-function approvalOf(call: ToolCall): PendingApproval | undefined {
+/** The approval record of a call in any state after it was asked (undefined: nobody was asked). */
+export function approvalOf(call: ToolCall): (PendingApproval & Partial<Omit<ResolvedApproval, keyof PendingApproval>>) | undefined {
   switch (call.state) {
     case "awaiting_approval":
       return call.approval;

@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { Requester } from "../policy/approval-policy";
 import { limitKey } from "../policy/mutation-limits";
 import { personOf } from "../policy/persons";
-import { HUMAN_ASK_TOOL, type ToolCall } from "../execution/tool-calls";
+import { approvalOf, HUMAN_ASK_TOOL, type ToolCall } from "../execution/tool-calls";
 import type { RunEvent } from "../wire/event-schemas";
 
 /** The `ask` verdicts of contract section 24. */
@@ -92,21 +92,6 @@ type Approval = {
   votes?: { by: string; person: string; at: string }[];
   decided_by?: string;
 };
-
-/** The call's approval as its record holds it, whatever its state (undefined: nobody was asked). */
-function approvalOf(call: ToolCall): Approval | undefined {
-  switch (call.state) {
-    case "awaiting_approval":
-      return call.approval;
-    case "awaiting_admission":
-    case "dispatched":
-      return call.grant === "automatic" ? undefined : call.grant;
-    case "done":
-      return call.approval;
-    default:
-      return undefined;
-  }
-}
 
 /** Reasons a call ends with before anyone is asked (contract section 4: "refused before asking"). */
 const REFUSED_AT_ASKING = new Set(["not_in_budget", "rate_limited", "halted"]);
