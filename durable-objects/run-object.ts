@@ -190,7 +190,9 @@ export class RunObject extends DurableObject<Env> {
     }
     const { engine, outputs, ledger } = parts;
     // The engine's step first (heartbeats never wait for D1 or Slack), then the index flush and the outboxes.
-    const { purge } = engine.alarm(now);
+    // Contract section 24: a pending approval with votes meets the version active now at its alarm (one read of halts and pointer).
+    const halts = engine.wantsChecks(now) ? await this.#policy.halts(this.#config.STORAGE_WAIT_MS) : undefined;
+    const { purge } = engine.alarm(now, halts);
     this.ctx.waitUntil(ledger.drain());
     if (!purge || !outputs.mayPurge(now)) {
       outputs.afterAlarm(now);

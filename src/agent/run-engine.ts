@@ -14,6 +14,7 @@ import { shownArguments } from "../execution/shown-arguments";
 import type { ToolCatalog } from "../execution/tool-catalog";
 import {
   advanceAdmission,
+  rejudgePending,
   announce,
   approvalEscalatedTo,
   approvalPolicyOf,
@@ -82,7 +83,7 @@ import { logger } from "../operate/logger";
 import { settingsDocument } from "../config/policy-document";
 import type { PolicySnapshot } from "../outcomes/policy-store";
 import type { ShadowDifference } from "../listings/run-index";
-import { deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
+import { checkpointVerdict, deciderVerdict, quorumVerdict } from "../policy/shadow-verdicts";
 import { askVerdict } from "./shadow-ask";
 import { stillEligible, type Vote } from "../policy/approval-policy";
 
@@ -191,25 +192,16 @@ export class RunEngine {
       },
       maxInputRounds: deps.config.MCP_MAX_INPUT_ROUNDS,
       limitsOf: (toolName) => limitsFor(this.#policy().document.tools, toolName),
-      // Contract section 24: the shadow's limits ride on the checkpoint's statement as a result column.
+      // Contract section 24: the shadow's limits ride on the checkpoint's statement as a result column;
+      // its budget is judged against the run's admitted mutations before this one (admission counted it).
       shadowCheckpoint: (call) => {
         const shadow = deps.policy?.shadow?.();
         if (shadow === undefined) return undefined;
         return {
           limits: limitsFor(shadow.document.tools, call.tool_name),
-          seen: (limited) => {
-            if (!limited) return;
-            deps.observer?.shadowDiffered?.(
-              {
-                version: shadow.version,
-                tool_call_id: call.tool_call_id,
-                tool_name: call.tool_name,
-                check: "checkpoint",
-                active: "allowed",
-                shadow: "rate_limited",
-              },
-              Date.now(),
-            );
+          seen: (active, limited) => {
+            const usedBefore = Math.max(0, this.mutationsUsed(call.tool_name) - 1);
+            this.#shadowCheckpoint(shadow, call, active, checkpointVerdict(shadow.document.budget, call.tool_name, usedBefore, limited));
           },
         };
       },
@@ -471,6 +463,54 @@ export class RunEngine {
     differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
 
+  /** Contract section 24: where the shadow's `checkpoint` verdict differs from the active one's, a pending index mark. */
+  #shadowCheckpoint(shadow: PolicySnapshot, call: Pick<ToolCall, "tool_call_id" | "tool_name">, active: string, inShadow: string): void {
+    if (active === inShadow) return;
+    this.#deps.observer?.shadowDiffered?.(
+      {
+        version: shadow.version,
+        tool_call_id: call.tool_call_id,
+        tool_name: call.tool_name,
+        check: "checkpoint",
+        active,
+        shadow: inShadow,
+      },
+      Date.now(),
+    );
+  }
+
+  /**
+   * Contract section 24: a call the active version's budget refused at admission never reaches the
+   * checkpoint's statement, so the shadow is judged here: its budget against the same count, then, where
+   * that has room, its limits by the bounded read made before asking (nothing is recorded if D1 does not answer).
+   */
+  #shadowAdmission(effects: readonly Effect[]): void {
+    const shadow = this.#deps.policy?.shadow?.();
+    if (shadow === undefined || this.#deps.observer?.shadowDiffered === undefined) return;
+    for (const effect of effects) {
+      if (effect.kind !== "settle_unsent" || effect.reason !== "budget_exhausted") continue;
+      const call = effect.call;
+      const used = this.mutationsUsed(call.tool_name);
+      if (checkpointVerdict(shadow.document.budget, call.tool_name, used, false) === "budget_exhausted") continue;
+      const limits = limitsFor(shadow.document.tools, call.tool_name);
+      const check = this.#deps.limitRoom;
+      if (limits.length === 0 || check === undefined) {
+        this.#shadowCheckpoint(shadow, call, "budget_exhausted", "allowed");
+        continue;
+      }
+      const { requested_by, requester_person } = this.#pipelineRun();
+      void check(limits, { tool_name: call.tool_name, channel_id: this.#run.channel_id, requested_by, requester_person }).then((room) => {
+        if (room === "unavailable") return;
+        this.#shadowCheckpoint(
+          shadow,
+          call,
+          "budget_exhausted",
+          checkpointVerdict(shadow.document.budget, call.tool_name, used, room !== null),
+        );
+      });
+    }
+  }
+
   /** A row stamped with the policy version in force now (contract sections 8, 24). */
   #stamped<T extends object>(row: T): T & { policy_version?: number; policy_hash?: string } {
     const policy = this.#deps.policy?.current();
@@ -639,8 +679,26 @@ export class RunEngine {
     return heartbeat === undefined ? watchers : watchers === undefined ? heartbeat : Math.min(heartbeat, watchers);
   }
 
-  /** The alarm fired. Returns true when the run's retention ended (the object deletes it). */
-  alarm(now: number): { purge: boolean } {
+  /**
+   * Contract section 24: whether this alarm meets a pending approval with votes (a reminder, escalation
+   * or expiry of the run's calls is due): the object then reads the halts and the policy pointer first
+   * (one statement) and hands the halts to `alarm`, which re-judges those votes under the version active now.
+   */
+  wantsChecks(now: number): boolean {
+    const phase = this.#phase();
+    if (phase?.kind !== "tools") return false;
+    const due = nextDeadline(this.#calls, phase.turn);
+    if (due === undefined || due > now) return false;
+    return turnCalls(this.#calls, phase.turn).some(
+      (c) => c.state === "awaiting_approval" && now < c.approval.expires_at && (c.approval.votes?.length ?? 0) > 0,
+    );
+  }
+
+  /**
+   * The alarm fired. Returns true when the run's retention ended (the object deletes it). `halts`: the
+   * checks read for it (see `wantsChecks`); absent or unavailable, no pending approval is re-judged.
+   */
+  alarm(now: number, halts?: readonly ActiveHalt[] | "unavailable"): { purge: boolean } {
     const { schedule } = this.#deps;
     let purge = false;
     for (const name of schedule.fired(now)) {
@@ -651,7 +709,8 @@ export class RunEngine {
         case "calls": {
           const phase = this.#phase();
           if (phase?.kind === "tools") {
-            // Contract section 24: reminders and escalations due before anything expires.
+            // Contract section 24: votes re-judged under the version active now, then reminders and escalations, before anything expires.
+            if (halts !== undefined && halts !== "unavailable") this.#rejudge(phase.turn, now, halts);
             this.#nudge(phase.turn, now);
             // A round of MCP questions past its time closes as cancel, and its follow-up goes out (contract section 21).
             for (const closed of expireQuestions(this.#calls, phase.turn, now)) this.#closeRound(closed.tool_call_id, "expired");
@@ -749,7 +808,9 @@ export class RunEngine {
         this.#endCancelled();
         return;
       }
-      this.#apply(advanceAdmission(this.#calls, phase.turn, run.counters, this.#limits(), Date.now()));
+      const admitted = advanceAdmission(this.#calls, phase.turn, run.counters, this.#limits(), Date.now());
+      this.#apply(admitted);
+      this.#shadowAdmission(admitted);
       if (turnDone(this.#calls, phase.turn)) {
         // Every call of the turn ended: their results go back to the model.
         this.#deps.source.toolResults(turnCalls(this.#calls, phase.turn) as Done[]);
@@ -846,6 +907,23 @@ export class RunEngine {
       }
     }
     this.#save();
+  }
+
+  /** Contract section 24: the turn's pending approvals meet the version active now (their votes re-counted) at the alarm. */
+  #rejudge(turn: number, now: number, halts: readonly ActiveHalt[]): void {
+    const { tools, groups } = this.#policy().document;
+    const effects = rejudgePending(
+      this.#calls,
+      turn,
+      groups,
+      (toolName) => effectivePolicy(tools, toolName),
+      this.#limits(),
+      now,
+      newMutationId,
+      this.#haltCheck(halts),
+    );
+    if (effects.length > 0) this.#applyAndAdvance(effects, false, now);
+    else this.#save();
   }
 
   /**

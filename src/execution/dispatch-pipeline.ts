@@ -39,7 +39,7 @@
 // flight at a restart is lost. More than `maxInputRounds` rounds, or a
 // request the engine never declared, ends it input_unsupported with nothing
 // more sent. The row counts its `sends`.
-import type { GuardedCheckpointVerdict, MutationLedger } from "../outcomes/mutation-ledger";
+import type { GuardedCheckpointVerdict, MutationLedger, ShadowCheckpoint } from "../outcomes/mutation-ledger";
 import { parseInputRequests, type AskedQuestion, type QuestionAnswer } from "./mcp-questions";
 import type { McpFollowUp } from "./mcp-transport";
 import { parseMcpToolName } from "./tool-policy";
@@ -140,7 +140,7 @@ export interface PipelineDeps {
    * Contract section 24: the shadow version's limits for this call's checkpoint, and who is told
    * whether one of them was full (a result column of the checkpoint's statement); absent: no shadow.
    */
-  shadowCheckpoint?: (call: Dispatched) => { limits: MutationLimit[]; seen(limited: boolean): void } | undefined;
+  shadowCheckpoint?: (call: Dispatched) => Pick<ShadowCheckpoint, "limits" | "seen"> | undefined;
   /** MCP_MAX_INPUT_ROUNDS: input_required answers one call may get before it ends input_unsupported. */
   maxInputRounds?: number;
   now?: () => number;

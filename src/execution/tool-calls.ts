@@ -530,7 +530,7 @@ export function decideApproval(
   if (wanted === "approved" && call.approval.level === "confirm" && input.confirmation !== call.tool_name) {
     return { verdict: { kind: "confirmation_mismatch", tool_name: call.tool_name }, effects: [] };
   }
-  const { state: _awaiting, approval: asked, ...base } = call;
+  const asked = call.approval;
   // Contract section 24: a version changed since the votes were counted drops those of voters no longer eligible.
   const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v, escalated_to));
   let counted = decide({
@@ -599,19 +599,87 @@ export function decideApproval(
       ],
     };
   }
+  return {
+    verdict,
+    effects: [
+      resolved,
+      ...grantApproval(
+        calls,
+        call,
+        { ...approval, decision: "approved", decided_by: input.decided_by, ...reason },
+        limits,
+        now,
+        mutationId,
+      ),
+    ],
+  };
+}
+
+/** An approval resolved approved: the call waits for admission (its intent recorded first) and its execution starts. */
+function grantApproval(
+  calls: ToolCall[],
+  call: AwaitingApproval,
+  grant: Exclude<Grant, "automatic">,
+  limits: Limits,
+  now: number,
+  mutationId: string,
+): Effect[] {
+  const { state: _awaiting, approval: _asked, ...base } = call;
   const next: AwaitingAdmission = {
     ...base,
     state: "awaiting_admission",
-    grant: { ...approval, decision: "approved", decided_by: input.decided_by, ...reason },
+    grant,
     approved_at: now,
     admission_deadline: now + limits.admissionTimeoutMs,
     mutation_id: call.mutating ? mutationId : null,
   };
   place(calls, call, next);
-  return {
-    verdict,
-    effects: [resolved, emit("tool_execution_started", { ...ids(next), approval_id: approvalId }), ...intentOf(next)],
-  };
+  return [emit("tool_execution_started", { ...ids(next), approval_id: grant.approval_id }), ...intentOf(next)];
+}
+
+/**
+ * Contract section 24: a pending approval meets the version active now at its alarm (a reminder or
+ * an escalation; expiry stays its own outcome). The votes of voters no longer eligible are dropped,
+ * and an approval whose counted votes reach the current `required` resolves approved, decided by its
+ * last counted voter, unless a halt covers it (it stays pending; a halt refuses decisions, section 23).
+ */
+export function rejudgePending(
+  calls: ToolCall[],
+  turn: number,
+  groups: Readonly<Record<string, readonly string[]>>,
+  current: (toolName: string) => ApprovalPolicy,
+  limits: Limits,
+  now: number,
+  newMutation: () => string,
+  haltOf: HaltCheck = () => null,
+): Effect[] {
+  const effects: Effect[] = [];
+  for (const call of turnCalls(calls, turn)) {
+    if (call.state !== "awaiting_approval" || now >= call.approval.expires_at) continue;
+    const asked = call.approval;
+    const cast = asked.votes ?? [];
+    if (cast.length === 0) continue;
+    const policy = current(call.tool_name);
+    const escalated_to = asked.nudges?.escalated?.escalated_to;
+    const votes = cast.filter((v) => stillEligible(policy, groups, v, escalated_to));
+    const last = votes.at(-1);
+    if (last === undefined || votes.length < policy.approvals_required || (call.mutating && haltOf(call) !== null)) {
+      if (votes.length !== cast.length) place(calls, call, { ...call, approval: { ...asked, votes } });
+      continue;
+    }
+    const approval: PendingApproval = { ...asked, votes };
+    effects.push(
+      emit("approval_resolved", {
+        ...ids(call),
+        approval_id: asked.approval_id,
+        decision: "approved",
+        decided_by: last.by,
+        approvals: approvalsOf(approval),
+      }),
+      ...grantApproval(calls, call, { ...approval, decision: "approved", decided_by: last.by }, limits, now, newMutation()),
+    );
+  }
+  return effects;
 }
 
 /** The escalation an approval recorded (contract section 24): the patterns it widened eligibility to; undefined when none. */

@@ -11,6 +11,7 @@ import type { PolicyDocument } from "../config/policy-document";
 import { toolRule } from "../execution/tool-policy";
 import { decide, effectivePolicy, refusalOf, type Requester, type Vote } from "../policy/approval-policy";
 import { limitsFor, type MutationLimit } from "../policy/mutation-limits";
+import { checkpointVerdict } from "../policy/shadow-verdicts";
 import type { Decider } from "../wire/run-protocol";
 import type { ReplayCall, ReplayVote } from "./replay-facts";
 
@@ -88,14 +89,13 @@ function askVerdict(candidate: PolicyDocument, recorded: RecordedCall): string {
 }
 
 /** The candidate's checkpoint verdict for a call that recorded one: the run's budget, then every limit's window. */
-function checkpointVerdict(candidate: PolicyDocument, recorded: RecordedCall): string {
+function candidateCheckpoint(candidate: PolicyDocument, recorded: RecordedCall): string {
   const { call } = recorded;
-  if ((call.budget_used ?? 0) >= (candidate.budget[call.tool_name] ?? 0)) return "budget_exhausted";
-  for (const limit of candidateLimits(candidate, call.tool_name)) {
+  const full = candidateLimits(candidate, call.tool_name).some((limit) => {
     const held = recorded.windows(limit).checkpoint;
-    if (held !== undefined && held >= limit.max) return "rate_limited";
-  }
-  return "allowed";
+    return held !== undefined && held >= limit.max;
+  });
+  return checkpointVerdict(candidate.budget, call.tool_name, call.budget_used ?? 0, full);
 }
 
 /** A quorum's verdict words: `resolved`, or `pending:<n>` with the approves counted. */
@@ -142,6 +142,6 @@ export function judgeCall(candidate: PolicyDocument, recorded: RecordedCall, rul
     change("quorum", was, resolved ? "resolved" : pending(counted.length));
   }
 
-  if (call.checkpoint !== undefined) change("checkpoint", call.checkpoint, checkpointVerdict(candidate, recorded));
+  if (call.checkpoint !== undefined) change("checkpoint", call.checkpoint, candidateCheckpoint(candidate, recorded));
   return changes;
 }

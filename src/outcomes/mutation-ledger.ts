@@ -41,11 +41,15 @@ import type { MutationLimit } from "../policy/mutation-limits";
 import type { WindowSubject } from "./mutation-limits";
 import { backoffMs, sleep } from "../schedule/deadline";
 
-/** The shadow version's limits at a checkpoint (contract section 24), and who is told what they found. */
+/**
+ * The shadow version's limits at a checkpoint (contract section 24), and who is told what they found:
+ * the active version's verdict (the statement committed, or a full limit of its own refused it) and
+ * whether one of the shadow's windows was already full.
+ */
 export interface ShadowCheckpoint {
   limits: readonly MutationLimit[];
   subject: Exclude<WindowSubject, "row">;
-  seen(limited: boolean): void;
+  seen(active: "allowed" | "rate_limited", limited: boolean): void;
 }
 
 /** Attempts for background storage work that found no free slot. */
@@ -135,11 +139,14 @@ export class MutationLedger {
     if (answer.status === "ok") {
       const result = answer.value;
       if (result.ok) {
-        shadow?.seen((result.row as { shadow_limited?: number }).shadow_limited === 1);
+        shadow?.seen("allowed", (result.row as { shadow_limited?: number }).shadow_limited === 1);
         return "acknowledged";
       }
       if (result.error === "halted") return { kind: "halted", halt_id: result.halt_id };
-      if (result.error === "rate_limited") return { kind: "rate_limited", retry_after_s: result.retry_after_s };
+      if (result.error === "rate_limited") {
+        shadow?.seen("rate_limited", result.shadow_limited === true);
+        return { kind: "rate_limited", retry_after_s: result.retry_after_s };
+      }
       if (result.error === "policy_changed") return { kind: "policy_changed", policy_version: result.policy_version };
       return result.error === "prior_outcome_unknown" ? "prior_outcome_unknown" : "unavailable";
     }

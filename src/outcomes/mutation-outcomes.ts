@@ -251,7 +251,7 @@ export type GuardedCheckpointResult =
   /** An active halt covers the row (contract section 23): `halt_id` is the oldest such. */
   | { ok: false; error: "halted"; halt_id: string; row: MutationOutcomeRow }
   /** A mutation limit's window is full (contract section 23): `retry_after_s` is the hint. */
-  | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow }
+  | { ok: false; error: "rate_limited"; retry_after_s: number; row: MutationOutcomeRow; shadow_limited?: boolean }
   /** The active policy version is no longer the one the statement was built from (contract section 24). */
   | { ok: false; error: "policy_changed"; policy_version: number; row: MutationOutcomeRow }
   | { ok: false; error: "not_found" }
@@ -327,7 +327,18 @@ export async function markDispatchedUnlessPrior(
   if (halt) return { ok: false, error: "halted", halt_id: halt.halt_id, row: current };
   // A full limit (its window read through LIMIT max); room that freed meanwhile reads as the prior row.
   const full = limits.length > 0 ? await fullLimit(db, limits, "row", mutationId) : null;
-  if (full !== null) return { ok: false, error: "rate_limited", retry_after_s: full.retry_after_s, row: current };
+  if (full !== null) {
+    // Contract section 24: the shadow's verdict where the active version refused, read on this refusal path only.
+    const shadowFull =
+      shadow === undefined || shadow.limits.length === 0 ? null : await fullLimit(db, shadow.limits, shadow.subject, mutationId);
+    return {
+      ok: false,
+      error: "rate_limited",
+      retry_after_s: full.retry_after_s,
+      row: current,
+      ...(shadow !== undefined ? { shadow_limited: shadowFull !== null } : {}),
+    };
+  }
   return { ok: false, error: "prior_outcome_unknown", row: current };
 }
 

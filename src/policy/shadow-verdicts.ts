@@ -33,3 +33,20 @@ export function quorumVerdict(rules: ShadowRules, toolName: string, counted: num
   const required = effectivePolicy(rules.tools, toolName).approvals_required;
   return counted >= required ? "resolved" : `pending:${required - counted}`;
 }
+
+export type CheckpointVerdict = "allowed" | "rate_limited" | "budget_exhausted";
+
+/**
+ * The `checkpoint` check's verdict under `budget`: the run's budget first (`usedBefore`, the run's
+ * admitted mutations of the tool before this call), then whether one of the version's limit windows
+ * was already full. One function for the shadow (against what actually happened) and replay.
+ */
+export function checkpointVerdict(
+  budget: Readonly<Record<string, number>>,
+  toolName: string,
+  usedBefore: number,
+  limitFull: boolean,
+): CheckpointVerdict {
+  if (usedBefore >= (budget[toolName] ?? 0)) return "budget_exhausted";
+  return limitFull ? "rate_limited" : "allowed";
+}

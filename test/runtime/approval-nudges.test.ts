@@ -134,6 +134,57 @@ describe("escalate_after, from the run's alarm", () => {
   });
 });
 
+describe("a pending approval meets the version active now at its alarm (contract section 24)", () => {
+  it("resolves once its counted votes reach the new required, at the escalation's alarm, before escalating", async () => {
+    type Policy = { version: number; policy: { tools: Record<string, Record<string, unknown>> } };
+    const settings = (await (await api("/api/policy")).json()) as Policy;
+    // Its owner makes the token a person's, so its vote counts towards a quorum of two (section 19).
+    const owner = await namedToken(["approver"], "sched-owner", "access:sched-owner@example.com");
+    // Raising approvals_required tightens: active at once. The approval is asked under it (two votes needed).
+    const two = structuredClone(settings.policy);
+    two.tools[TOOL] = { ...two.tools[TOOL], approvals_required: 2 };
+    const tightened = await api("/api/policy", { method: "PUT", body: JSON.stringify({ policy: two, base_version: settings.version }) });
+    expect(tightened.status).toBe(201);
+    const twoVersion = ((await tightened.json()) as { version: number; status: string }).version;
+    try {
+      const { runId, approvalId, askedAt, stream } = await startRun();
+      const voted = await decide(owner.token, runId, approvalId);
+      expect(voted.status).toBe(200);
+      expect(await voted.json()).toMatchObject({ status: "pending", votes: 1, required: 2 });
+
+      // Back to one vote: a loosening, proposed until another person approves it; moved here in D1 itself
+      // (the second person's approval is the policy e2e's). Nothing is appended by the change itself.
+      const one = await api("/api/policy", { method: "PUT", body: JSON.stringify({ policy: settings.policy, base_version: twoVersion }) });
+      expect(one.status).toBe(201);
+      const oneVersion = ((await one.json()) as { version: number; status: string; loosens: unknown[] }).version;
+      await env.DB.prepare("UPDATE policy_active SET version = ?, activated_by = 'test', activated_at = 'now' WHERE id = 1")
+        .bind(oneVersion)
+        .run();
+      expect((await stream.settle()).map((e) => e.type)).not.toContain("approval_resolved");
+
+      // The escalation's alarm (escalate_after 1 s) meets the new version first: the counted vote reaches
+      // required 1, so the approval resolves, decided by its voter, and is never escalated.
+      const events = await alarmUntil(runId, stream, (all) => all.some((e) => e.type === "approval_resolved"));
+      const resolved = events.find((e) => e.type === "approval_resolved");
+      expect(resolved).toMatchObject({
+        approval_id: approvalId,
+        decision: "approved",
+        decided_by: owner.principal,
+        policy_version: oneVersion,
+      });
+      expect(resolved.approvals.map((a: { by: string }) => a.by)).toEqual([owner.principal]);
+      expect(Date.parse(resolved.at)).toBeGreaterThanOrEqual(askedAt + ESCALATE_AFTER_MS);
+      expect(events.map((e) => e.type)).not.toContain("approval_escalated");
+      // Resolved approved: the call's execution starts (what the runtime's demo server then does with it is not this test's).
+      const types = events.map((e) => e.type);
+      expect(types[types.indexOf("approval_resolved") + 1]).toBe("tool_execution_started");
+      await stream.close();
+    } finally {
+      await env.DB.prepare("UPDATE policy_active SET version = 0 WHERE id = 1").run();
+    }
+  });
+});
+
 describe("a bad reminder or escalation setting", () => {
   it("is 503 bad_config on every /api route, naming the entry (a duration out of 1s..30d, or not shorter than the timeout)", async () => {
     const answer = async (toolPolicy: unknown) => {

@@ -101,15 +101,20 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * A named token with these roles, written straight to D1 as the token store
  * writes it (the route that makes them has its own tests): its value and principal id.
  */
-export async function namedToken(roles: readonly string[], prefix = "t"): Promise<{ name: string; token: string; principal: string }> {
+export async function namedToken(
+  roles: readonly string[],
+  prefix = "t",
+  /** A person's own token (contract section 19: minted by that person for themselves); null: nobody's. */
+  owner: string | null = null,
+): Promise<{ name: string; token: string; principal: string }> {
   const name = `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
   const token = newTokenValue();
   const now = Date.now();
   const record = {
     name,
     roles: roles as Role[],
-    owner: null,
-    owned_by_creator: false,
+    owner,
+    owned_by_creator: owner !== null,
     created_at: new Date(now).toISOString(),
     expires_at: new Date(now + 86_400_000).toISOString(),
     last_used_at: null,

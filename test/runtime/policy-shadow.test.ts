@@ -12,6 +12,7 @@ import { insertTokenStatement, newTokenValue } from "../../src/auth/token-store"
 import { api, apiAs, engine, runStub, sleep } from "./helpers";
 
 const ALERT = "mcp__demo__create_alert_from_chart";
+const DASHBOARD = "mcp__demo__create_dashboard";
 const ROUNDS = 60;
 const POLL_MS = 50;
 
@@ -33,29 +34,56 @@ async function token(roles: ("requester" | "approver")[], prefix: string): Promi
   return { token: value, principal: `token:${name}` };
 }
 
-async function startRun(
+const ALERT_CALL = { tool_name: ALERT, tool_call_id: "s1", arguments: { dashboard_id: "dash-1", chart: "latency", threshold: 1 } };
+
+/** Starts a run of one turn of `calls` and waits until all of them are asked; their approval ids in the calls' order. */
+async function startCalls(
   requester: string,
+  calls: { tool_name: string; tool_call_id: string; arguments: object }[],
   channel = `C-shadow-${crypto.randomUUID().slice(0, 8)}`,
-): Promise<{ runId: string; approvalId: string }> {
+): Promise<{ runId: string; approvalIds: string[] }> {
   const res = await apiAs(requester, "/api/trigger", {
     method: "POST",
-    body: JSON.stringify({
-      message: "shadow",
-      channel_id: channel,
-      script: [
-        { tool_calls: [{ tool_name: ALERT, tool_call_id: "s1", arguments: { dashboard_id: "dash-1", chart: "latency", threshold: 1 } }] },
-        { text: "done" },
-      ],
-    }),
+    body: JSON.stringify({ message: "shadow", channel_id: channel, script: [{ tool_calls: calls }, { text: "done" }] }),
   });
   expect(res.status).toBe(202);
   const runId = ((await res.json()) as { run_id: string }).run_id;
   for (let round = 0; round < ROUNDS; round++) {
-    const summary = (await (await api(`/api/runs/${runId}`)).json()) as { pending_approvals: { approval_id: string }[] };
-    if (summary.pending_approvals[0]) return { runId, approvalId: summary.pending_approvals[0].approval_id };
+    const summary = (await (await api(`/api/runs/${runId}`)).json()) as {
+      pending_approvals: { approval_id: string; tool_call_id: string }[];
+    };
+    if (summary.pending_approvals.length === calls.length) {
+      const byCall = new Map(summary.pending_approvals.map((p) => [p.tool_call_id, p.approval_id]));
+      return { runId, approvalIds: calls.map((c) => byCall.get(c.tool_call_id) ?? "") };
+    }
     await sleep(POLL_MS);
   }
-  throw new Error(`run ${runId} asked for no approval`);
+  throw new Error(`run ${runId} did not ask for ${calls.length} approvals`);
+}
+
+async function startRun(requester: string, channel?: string): Promise<{ runId: string; approvalId: string }> {
+  const { runId, approvalIds } = await startCalls(requester, [ALERT_CALL], channel);
+  return { runId, approvalId: approvalIds[0]! };
+}
+
+/** Waits until the run is no longer running. */
+async function ended(runId: string): Promise<void> {
+  for (let round = 0; round < ROUNDS; round++) {
+    if (((await (await api(`/api/runs/${runId}`)).json()) as { status: string }).status !== "running") return;
+    await sleep(POLL_MS);
+  }
+  throw new Error(`run ${runId} did not end`);
+}
+
+/** The shadow's differences once `count` are listed (the runs' alarms flush their pending marks). */
+async function differences(version: number, runs: string[], count: number): Promise<Omit<Page["differences"][number], "at">[]> {
+  let page: Page = { differences: [], next_cursor: null };
+  for (let round = 0; round < ROUNDS && page.differences.length < count; round++) {
+    for (const runId of runs) await runDurableObjectAlarm(runStub(runId));
+    page = (await (await api(`/api/policy/shadow?version=${version}`)).json()) as Page;
+    if (page.differences.length < count) await sleep(POLL_MS);
+  }
+  return page.differences.map(({ at: _, ...d }) => d);
 }
 
 const decide = (t: string, runId: string, approvalId: string, decision: "approve" | "deny") =>
@@ -203,5 +231,72 @@ describe("a shadow version (contract section 24)", () => {
       { run_id: runs[1], tool_call_id: "s1", tool_name: ALERT, check: "checkpoint", active: "allowed", shadow: "rate_limited" },
     ]);
     expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
+  });
+
+  it("judges the shadow's budget at the checkpoint against the run's count, and the checkpoint the active budget refused", async () => {
+    // The runtime's budget: create_dashboard 5, create_alert_from_chart 1. The shadow's: 1 and 2.
+    const active = (await (await api("/api/policy")).json()) as {
+      version: number;
+      policy: { tools: Record<string, object>; budget: Record<string, number> };
+    };
+    const shadowDocument = structuredClone(active.policy);
+    shadowDocument.budget = { ...shadowDocument.budget, [DASHBOARD]: 1, [ALERT]: 2 };
+    const put = await api("/api/policy", {
+      method: "PUT",
+      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    });
+    expect(put.status).toBe(201);
+    const shadow = (await put.json()) as { version: number };
+    const requester = await token(["requester"], "req");
+    const lead = await token(["approver"], "lead");
+    const dashboard = (id: string) => ({ tool_name: DASHBOARD, tool_call_id: id, arguments: { title: `shadow ${id}`, panels: ["p50"] } });
+    const calls = [dashboard("d1"), dashboard("d2"), { ...ALERT_CALL, tool_call_id: "a1" }, { ...ALERT_CALL, tool_call_id: "a2" }];
+    const { runId, approvalIds } = await startCalls(requester.token, calls);
+    for (const approvalId of approvalIds) expect((await decide(lead.token, runId, approvalId, "approve")).status).toBe(200);
+    await ended(runId);
+    expect(await (await api(`/api/runs/${runId}/events`)).text()).toContain('"reason":"budget_exhausted"');
+    // d2: the active budget (5) allowed it, the shadow's (1) was used by d1. a2: the active budget (1) was
+    // used by a1, the shadow's (2) had room and it has no limits. d1 and a1: both allowed.
+    expect(await differences(shadow.version, [runId], 2)).toEqual([
+      { run_id: runId, tool_call_id: "a2", tool_name: ALERT, check: "checkpoint", active: "budget_exhausted", shadow: "allowed" },
+      { run_id: runId, tool_call_id: "d2", tool_name: DASHBOARD, check: "checkpoint", active: "allowed", shadow: "budget_exhausted" },
+    ]);
+    expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
+  });
+
+  it("judges the shadow at a checkpoint the active version's limit refused", async () => {
+    const settings = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
+    // Adding a limit tightens: active at once. The shadow is the settings' document, with no limit.
+    const limited = structuredClone(settings.policy);
+    limited.tools[ALERT] = { ...limited.tools[ALERT], limits: [{ max: 1, per: "1h", by: "channel" }] };
+    const enforce = await api("/api/policy", { method: "PUT", body: JSON.stringify({ policy: limited, base_version: settings.version }) });
+    expect(enforce.status).toBe(201);
+    const activeVersion = ((await enforce.json()) as { version: number; status: string }).version;
+    try {
+      const put = await api("/api/policy", {
+        method: "PUT",
+        body: JSON.stringify({ policy: settings.policy, base_version: activeVersion, mode: "shadow" }),
+      });
+      expect(put.status).toBe(201);
+      const shadow = (await put.json()) as { version: number };
+      const requester = await token(["requester"], "req");
+      const lead = await token(["approver"], "lead");
+      const channel = `C-shadow-${crypto.randomUUID().slice(0, 8)}`;
+      // Both asked before either is sent (the limit before asking has room), then one after the other.
+      const first = await startRun(requester.token, channel);
+      const second = await startRun(requester.token, channel);
+      expect((await decide(lead.token, first.runId, first.approvalId, "approve")).status).toBe(200);
+      await ended(first.runId);
+      expect((await decide(lead.token, second.runId, second.approvalId, "approve")).status).toBe(200);
+      await ended(second.runId);
+      expect(await (await api(`/api/runs/${second.runId}/events`)).text()).toContain('"reason":"rate_limited"');
+      expect(await differences(shadow.version, [first.runId, second.runId], 1)).toEqual([
+        { run_id: second.runId, tool_call_id: "s1", tool_name: ALERT, check: "checkpoint", active: "rate_limited", shadow: "allowed" },
+      ]);
+      expect((await api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
+    } finally {
+      // Back to the settings for the other tests (in D1 itself: going back loosens).
+      await env.DB.prepare("UPDATE policy_active SET version = 0 WHERE id = 1").run();
+    }
   });
 });
