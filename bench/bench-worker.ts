@@ -7,6 +7,7 @@
 //        appends N synthetic assistant_message events to a *running* run
 //        through RunObject's own append + fan-out path (BenchRunObject).
 //   GET  /bench/raw/{name}/events     SSE live tail of a RawFloorObject
+//   GET  /bench/raw/{name}/ws         the same tail on a hibernatable WebSocket (Upgrade: websocket)
 //   GET  /bench/raw/{name}/stats      {"subscribers", "last_sequence"}
 //   POST /bench/raw/{name}/append?count=N&bytes=B&label=L
 //        the same N events through the "raw floor": one SQLite insert and one
@@ -289,8 +290,17 @@ export class RawFloorObject extends DurableObject<BenchEnv> {
     this.#sequence = row?.last ?? 0;
   }
 
-  /** A live tail only: the stream starts with the next appended event. */
-  override async fetch(_request: Request): Promise<Response> {
+  /**
+   * A live tail only: the stream starts with the next appended event. With `Upgrade: websocket`, a
+   * socket accepted with the hibernation API (as the engine's and the peer's are) that gets each
+   * event's JSON: the floor of the engine's WebSocket, one row stored before each send.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      const { 0: client, 1: server } = new WebSocketPair();
+      this.ctx.acceptWebSocket(server);
+      return new Response(null, { status: 101, webSocket: client });
+    }
     let own: ReadableStreamDefaultController<Uint8Array> | undefined;
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
@@ -305,7 +315,7 @@ export class RawFloorObject extends DurableObject<BenchEnv> {
   }
 
   async stats(): Promise<{ subscribers: number; last_sequence: number }> {
-    return { subscribers: this.#subscribers.size, last_sequence: this.#sequence };
+    return { subscribers: this.#subscribers.size + this.ctx.getWebSockets().length, last_sequence: this.#sequence };
   }
 
   async append(count: number, textBytes: number, label: string): Promise<AppendResult> {
@@ -323,6 +333,14 @@ export class RawFloorObject extends DurableObject<BenchEnv> {
         text,
       });
       this.ctx.storage.sql.exec(`INSERT INTO events (sequence, type, json) VALUES (?, ?, ?)`, sequence, "assistant_message", json);
+      for (const ws of this.ctx.getWebSockets()) {
+        try {
+          ws.send(json);
+        } catch {
+          // closed under us
+        }
+      }
+      if (this.#subscribers.size === 0) continue;
       const frame = encoder.encode(`id: ${sequence}\nevent: assistant_message\ndata: ${json}\n\n`);
       for (const controller of this.#subscribers) {
         try {
@@ -355,6 +373,7 @@ function appendParams(url: URL): { count: number; bytes: number; label: string }
 const RUN_APPEND = /^\/bench\/runs\/([^/]+)\/append$/;
 const RUN_STORAGE = /^\/bench\/runs\/([^/]+)\/storage$/;
 const RAW_EVENTS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/events$/;
+const RAW_WS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/ws$/;
 const RAW_APPEND = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/append$/;
 const RAW_STATS = /^\/bench\/raw\/([A-Za-z0-9_-]{1,64})\/stats$/;
 
@@ -382,6 +401,9 @@ async function benchRoute(request: Request, env: BenchEnv, url: URL): Promise<Re
     const result = await stub.benchAppend(params.count, params.bytes, params.label);
     // 409: the run is unknown or already terminal; a bench run must be kept running.
     return json(result.appended > 0 ? 200 : 409, result);
+  }
+  if (request.method === "GET" && (match = RAW_WS.exec(path))) {
+    return env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).fetch(request);
   }
   if (request.method === "GET" && (match = RAW_EVENTS.exec(path))) {
     return env.RAW_FLOOR.get(env.RAW_FLOOR.idFromName(match[1] ?? "")).fetch("https://raw-floor/events");

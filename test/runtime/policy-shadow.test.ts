@@ -100,17 +100,26 @@ async function counted(check: string): Promise<number> {
   return line === undefined ? Number.NaN : Number(line.split(" ").at(-1));
 }
 
+type PolicyDocument = { tools: Record<string, object>; groups: object; budget: Record<string, number> };
+
+/** Stores a shadow version: the active document as `edit` changes it. */
+async function putShadow(edit: (document: PolicyDocument) => void): Promise<{ version: number; status: string }> {
+  const active = (await (await api("/api/policy")).json()) as { version: number; policy: PolicyDocument };
+  const document = structuredClone(active.policy);
+  edit(document);
+  const put = await api("/api/policy", {
+    method: "PUT",
+    body: JSON.stringify({ policy: document, base_version: active.version, mode: "shadow" }),
+  });
+  expect(put.status).toBe(201);
+  return (await put.json()) as { version: number; status: string };
+}
+
 describe("a shadow version (contract section 24)", () => {
   it("records exactly the decider it would refuse, nothing where it agrees; listed in pages and counted", async () => {
-    const active = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
-    const shadowDocument = structuredClone(active.policy);
-    shadowDocument.tools[ALERT] = { ...shadowDocument.tools[ALERT], approvers: ["token:someone-else"] };
-    const put = await api("/api/policy", {
-      method: "PUT",
-      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    const shadow = await putShadow((d) => {
+      d.tools[ALERT] = { ...d.tools[ALERT], approvers: ["token:someone-else"] };
     });
-    expect(put.status).toBe(201);
-    const shadow = (await put.json()) as { version: number; status: string };
     expect(shadow.status).toBe("shadow");
     const before = { decider: await counted("decider"), quorum: await counted("quorum") };
 
@@ -172,15 +181,9 @@ describe("a shadow version (contract section 24)", () => {
   });
 
   it("records an ask whose level the shadow would change (approve → confirm)", async () => {
-    const active = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
-    const shadowDocument = structuredClone(active.policy);
-    shadowDocument.tools[ALERT] = { ...shadowDocument.tools[ALERT], level: "confirm" };
-    const put = await api("/api/policy", {
-      method: "PUT",
-      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    const shadow = await putShadow((d) => {
+      d.tools[ALERT] = { ...d.tools[ALERT], level: "confirm" };
     });
-    expect(put.status).toBe(201);
-    const shadow = (await put.json()) as { version: number };
     const requester = await token(["requester"], "req");
     const { runId } = await startRun(requester.token);
     let page: Page = { differences: [], next_cursor: null };
@@ -197,15 +200,9 @@ describe("a shadow version (contract section 24)", () => {
   });
 
   it("records a checkpoint the shadow's limit would refuse (its count is a column of the checkpoint's statement)", async () => {
-    const active = (await (await api("/api/policy")).json()) as { version: number; policy: { tools: Record<string, object> } };
-    const shadowDocument = structuredClone(active.policy);
-    shadowDocument.tools[ALERT] = { ...shadowDocument.tools[ALERT], limits: [{ max: 1, per: "1h", by: "channel" }] };
-    const put = await api("/api/policy", {
-      method: "PUT",
-      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    const shadow = await putShadow((d) => {
+      d.tools[ALERT] = { ...d.tools[ALERT], limits: [{ max: 1, per: "1h", by: "channel" }] };
     });
-    expect(put.status).toBe(201);
-    const shadow = (await put.json()) as { version: number };
     const requester = await token(["requester"], "req");
     const lead = await token(["approver"], "lead");
     const channel = `C-shadow-${crypto.randomUUID().slice(0, 8)}`;
@@ -235,18 +232,9 @@ describe("a shadow version (contract section 24)", () => {
 
   it("judges the shadow's budget at the checkpoint against the run's count, and the checkpoint the active budget refused", async () => {
     // The runtime's budget: create_dashboard 5, create_alert_from_chart 1. The shadow's: 1 and 2.
-    const active = (await (await api("/api/policy")).json()) as {
-      version: number;
-      policy: { tools: Record<string, object>; budget: Record<string, number> };
-    };
-    const shadowDocument = structuredClone(active.policy);
-    shadowDocument.budget = { ...shadowDocument.budget, [DASHBOARD]: 1, [ALERT]: 2 };
-    const put = await api("/api/policy", {
-      method: "PUT",
-      body: JSON.stringify({ policy: shadowDocument, base_version: active.version, mode: "shadow" }),
+    const shadow = await putShadow((d) => {
+      d.budget = { ...d.budget, [DASHBOARD]: 1, [ALERT]: 2 };
     });
-    expect(put.status).toBe(201);
-    const shadow = (await put.json()) as { version: number };
     const requester = await token(["requester"], "req");
     const lead = await token(["approver"], "lead");
     const dashboard = (id: string) => ({ tool_name: DASHBOARD, tool_call_id: id, arguments: { title: `shadow ${id}`, panels: ["p50"] } });
