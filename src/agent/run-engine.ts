@@ -457,8 +457,10 @@ export class RunEngine {
       // The votes the active version counted when it resolved: those still eligible, and this one.
       const policy = effectivePolicy(this.#policy().document.tools, call.tool_name);
       const groups = this.#policy().document.groups;
+      const escalatedTo = call.state === "awaiting_approval" ? call.approval.nudges?.escalated?.escalated_to : undefined;
+      const still = castVotes.filter((v) => stillEligible(policy, groups, v, escalatedTo, this.#requester()));
       activeQuorum = "resolved";
-      counted = Math.max(policy.approvals_required, castVotes.filter((v) => stillEligible(policy, groups, v)).length + 1);
+      counted = Math.max(policy.approvals_required, still.length + 1);
     } else return;
     differ("quorum", activeQuorum, quorumVerdict(shadow.document, call.tool_name, counted));
   }
@@ -915,6 +917,7 @@ export class RunEngine {
     const effects = rejudgePending(
       this.#calls,
       turn,
+      this.#requester(),
       groups,
       (toolName) => effectivePolicy(tools, toolName),
       this.#limits(),

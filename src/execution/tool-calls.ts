@@ -532,7 +532,7 @@ export function decideApproval(
   }
   const asked = call.approval;
   // Contract section 24: a version changed since the votes were counted drops those of voters no longer eligible.
-  const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v, escalated_to));
+  const votes = (asked.votes ?? []).filter((v) => stillEligible(policy, groups, v, escalated_to, requester));
   let counted = decide({
     policy,
     escalated_to,
@@ -646,6 +646,7 @@ function grantApproval(
 export function rejudgePending(
   calls: ToolCall[],
   turn: number,
+  requester: Requester,
   groups: Readonly<Record<string, readonly string[]>>,
   current: (toolName: string) => ApprovalPolicy,
   limits: Limits,
@@ -661,7 +662,7 @@ export function rejudgePending(
     if (cast.length === 0) continue;
     const policy = current(call.tool_name);
     const escalated_to = asked.nudges?.escalated?.escalated_to;
-    const votes = cast.filter((v) => stillEligible(policy, groups, v, escalated_to));
+    const votes = cast.filter((v) => stillEligible(policy, groups, v, escalated_to, requester));
     const last = votes.at(-1);
     if (last === undefined || votes.length < policy.approvals_required || (call.mutating && haltOf(call) !== null)) {
       if (votes.length !== cast.length) place(calls, call, { ...call, approval: { ...asked, votes } });

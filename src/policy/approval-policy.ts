@@ -318,16 +318,21 @@ export function slackUsersToRemind(input: {
 
 /**
  * Whether a counted vote still counts under `policy` (contract section 24): its voter still matches
- * `approvers` (when set) or the approval's escalation (`escalatedTo`), and with more than one approval
- * required it was a person's (a credential that is no person is keyed by its own `token:` id).
+ * `approvers` (when set) or the approval's escalation (`escalatedTo`), with more than one approval
+ * required it was a person's (a credential that is no person is keyed by its own `token:` id), and
+ * under `self_approval: false` it is not the run's requester's (when `requester` is given).
  */
 export function stillEligible(
   policy: ApprovalPolicy,
   groups: Readonly<Record<string, readonly string[]>>,
   vote: Vote,
   escalatedTo?: readonly string[],
+  requester?: Requester,
 ): boolean {
   const escalated = escalatedTo !== undefined && matchesApprovers(escalatedTo, groups, vote.by);
   if (!escalated && policy.approvers !== null && !matchesApprovers(policy.approvers, groups, vote.by)) return false;
+  if (requester !== undefined && !policy.self_approval && isRequesterOf({ principal_id: vote.by, person: vote.person }, requester)) {
+    return false;
+  }
   return !(policy.approvals_required > 1 && vote.by.startsWith("token:") && vote.person === vote.by);
 }

@@ -7,7 +7,15 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config";
 import { armNudges, nudgeDue } from "../../src/execution/approval-nudges";
 import { shownArguments } from "../../src/execution/shown-arguments";
-import { announce, decideApproval, type Dispatched, nextDeadline, type Proposed, type ToolCall } from "../../src/execution/tool-calls";
+import {
+  announce,
+  decideApproval,
+  type Dispatched,
+  nextDeadline,
+  type Proposed,
+  rejudgePending,
+  type ToolCall,
+} from "../../src/execution/tool-calls";
 import { nudgePolicy, refusalOf, type Requester, slackUsersToRemind } from "../../src/policy/approval-policy";
 import type { ApprovalPolicy } from "../../src/wire/run-protocol";
 import { approvalDeciders } from "../../src/slack/interactions";
@@ -203,5 +211,69 @@ describe("a Slack refusal after an escalation", () => {
   it("names the escalated users by exact id beside the rule in force", () => {
     expect(approvalDeciders(POLICY, GROUPS, "U0", [])).toEqual({ users: ["U1"], elsewhere: false });
     expect(approvalDeciders(POLICY, GROUPS, "U0", [], ["group:oncall"])).toEqual({ users: ["U1", "U3", "U9"], elsewhere: true });
+  });
+});
+
+describe("a pending approval at its alarm meets the version active now (rejudgePending)", () => {
+  const TWO: ApprovalPolicy = { approvers: ["slack:T1:*"], approvals_required: 2, self_approval: true };
+  const decider = (user: string) => ({
+    via: "slack" as const,
+    principal_id: `slack:T1:${user}`,
+    person: `slack:T1:${user}`,
+    listed_in_slack_approvers: false,
+  });
+  /** An approval asked under two votes, with `voters` counted (each at T0 + 1). */
+  function voted(voters: string[]): ToolCall[] {
+    const calls = asked();
+    for (const user of voters) {
+      const { verdict } = decideApproval(
+        calls,
+        "a1",
+        { decision: "approve", decided_by: `slack:T1:${user}`, decider: decider(user) },
+        REQUESTER,
+        {},
+        limits,
+        T0 + 1,
+        "m1",
+        () => null,
+        () => TWO,
+      );
+      expect(verdict.kind).toBe("vote_pending");
+    }
+    return calls;
+  }
+  const mutation = () => "m2";
+  const votesOf = (calls: ToolCall[]) => (calls[0]?.state === "awaiting_approval" ? calls[0].approval.votes?.map((v) => v.by) : undefined);
+
+  it("resolves approved, decided by the last counted voter, once the counted votes reach the new required", () => {
+    const calls = voted(["U1"]);
+    const effects = rejudgePending(calls, 0, REQUESTER, {}, () => ({ ...TWO, approvals_required: 1 }), limits, T0 + 5, mutation);
+    expect(types(effects)).toEqual(["approval_resolved", "tool_execution_started", undefined]);
+    expect(fields(effects)[0]).toMatchObject({ approval_id: "a1", decision: "approved", decided_by: "slack:T1:U1" });
+    expect(calls[0]).toMatchObject({ state: "awaiting_admission", mutation_id: "m2", approved_at: T0 + 5 });
+  });
+
+  it("drops the votes of voters no longer eligible (an approver removed, self-approval turned off) and keeps it pending", () => {
+    const calls = voted(["U1"]);
+    expect(rejudgePending(calls, 0, REQUESTER, {}, () => ({ ...TWO, approvers: ["slack:T1:U7"] }), limits, T0 + 5, mutation)).toEqual([]);
+    expect(votesOf(calls)).toEqual([]);
+    expect(calls[0]?.state).toBe("awaiting_approval");
+
+    // The requester's own vote (self_approval on when cast) stops counting when a version turns it off.
+    const own = voted(["U0"]);
+    expect(votesOf(own)).toEqual(["slack:T1:U0"]);
+    const off = () => ({ ...TWO, approvals_required: 1, self_approval: false });
+    expect(rejudgePending(own, 0, REQUESTER, {}, off, limits, T0 + 5, mutation)).toEqual([]);
+    expect(votesOf(own)).toEqual([]);
+  });
+
+  it("leaves a halted one pending (votes kept), and one at or after its expiry to the expiry", () => {
+    const one = () => ({ ...TWO, approvals_required: 1 });
+    const halted = voted(["U1"]);
+    expect(rejudgePending(halted, 0, REQUESTER, {}, one, limits, T0 + 5, mutation, () => "halt_1")).toEqual([]);
+    expect(votesOf(halted)).toEqual(["slack:T1:U1"]);
+    const late = voted(["U1"]);
+    expect(rejudgePending(late, 0, REQUESTER, {}, one, limits, T0 + TIMEOUT_MS, mutation)).toEqual([]);
+    expect(late[0]?.state).toBe("awaiting_approval");
   });
 });
