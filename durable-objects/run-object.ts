@@ -189,8 +189,9 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const { engine, outputs, ledger } = parts;
-    // The engine's step first (heartbeats never wait for D1 or Slack), then the index flush and the outboxes.
-    // Contract section 24: a pending approval with votes meets the version active now at its alarm (one read of halts and pointer).
+    // The engine's step first (heartbeats never wait for Slack, nor for D1 but the one read below), then the index flush
+    // and the outboxes. Contract section 24: a pending approval with votes meets the version active now at its alarm,
+    // so an alarm that is due for one first reads the halts and the pointer (one statement, at most STORAGE_WAIT_MS).
     const halts = engine.wantsChecks(now) ? await this.#policy.halts(this.#config.STORAGE_WAIT_MS) : undefined;
     const { purge } = engine.alarm(now, halts);
     this.ctx.waitUntil(ledger.drain());
