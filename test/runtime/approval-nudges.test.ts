@@ -156,7 +156,9 @@ describe("a pending approval meets the version active now at its alarm (contract
       // (the second person's approval is the policy e2e's). Nothing is appended by the change itself.
       const one = await api("/api/policy", { method: "PUT", body: JSON.stringify({ policy: settings.policy, base_version: twoVersion }) });
       expect(one.status).toBe(201);
-      const oneVersion = ((await one.json()) as { version: number; status: string; loosens: unknown[] }).version;
+      const proposed = (await one.json()) as { version: number; status: string };
+      expect(proposed.status).toBe("proposed");
+      const oneVersion = proposed.version;
       await env.DB.prepare("UPDATE policy_active SET version = ?, activated_by = 'test', activated_at = 'now' WHERE id = 1")
         .bind(oneVersion)
         .run();
