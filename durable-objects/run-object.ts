@@ -113,7 +113,7 @@ export class RunObject extends DurableObject<Env> {
   // ---- RPC surface used by the Worker ------------------------------------
 
   /** Starts the run once; a second start (duplicate delivery) changes nothing. */
-  async start(input: StartRunInput): Promise<{ created: boolean }> {
+  async start(input: StartRunInput, origin?: ActionOrigin): Promise<{ created: boolean }> {
     if (this.#engine || this.#purged) return { created: false };
     // A Slack thread follow-up: the thread's earlier turns, from the thread's latest run (contract section 14).
     const previous = input.slack?.previous_run_id;
@@ -130,7 +130,10 @@ export class RunObject extends DurableObject<Env> {
     this.#parts = this.#build(store, run, script, [], null, input.message);
     this.#engine = this.#parts.engine;
     for (const item of earlier) this.#parts.conversation?.append(item);
-    this.#engine.start(input.message);
+    const engine = this.#engine;
+    // Contract section 25: run.trigger records where the trigger came from (via, client_ip), as a person's action does.
+    if (origin === undefined) engine.start(input.message);
+    else this.#parts.outputs.actingFrom(origin, () => engine.start(input.message));
     return { created: true };
   }
 

@@ -18,8 +18,8 @@ import type { ConversationItem } from "../providers/model-provider";
 import type { RunSummary, StartRunInput } from "./run-record";
 
 interface RunRpc extends Rpc.DurableObjectBranded {
-  /** Starts the run once; a second start (duplicate delivery) changes nothing. */
-  start(input: StartRunInput): Promise<{ created: boolean }>;
+  /** Starts the run once; a second start (duplicate delivery) changes nothing. `origin`: the trigger's, audited with run.trigger (section 25). */
+  start(input: StartRunInput, origin?: ActionOrigin): Promise<{ created: boolean }>;
   /** The run's turns as a later run in the same Slack thread continues them. */
   threadTurns(): Promise<ConversationItem[]>;
   summary(): Promise<RunSummary | null>;

@@ -36,7 +36,8 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
         action: "run.trigger",
         target: context.run_id,
         result: "ok",
-        via,
+        // The trigger's own origin where the surface gave one (the API or console, with the client's address).
+        ...(origin ?? { via }),
         ...(onBehalfOf !== undefined ? { details: { on_behalf_of: onBehalfOf } } : {}),
       };
     }

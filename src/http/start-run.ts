@@ -9,6 +9,7 @@
 import type { RunStub } from "../agent/run-rpc";
 import type { StartRunInput } from "../agent/run-record";
 import type { Env } from "../config/env";
+import type { ActionOrigin } from "../wire/run-protocol";
 import { claimDelivery, type DeliveryNamespace, principalNamespace, releaseDelivery, slackNamespace } from "./deliveries";
 
 export interface StartedRun {
@@ -17,8 +18,11 @@ export interface StartedRun {
   duplicate: boolean;
 }
 
-/** Claims `input.delivery_id` (when set) and starts the run; never waits for the run itself. */
-export async function startRun(env: Env, input: StartRunInput): Promise<StartedRun> {
+/**
+ * Claims `input.delivery_id` (when set) and starts the run; never waits for the run itself.
+ * `origin`: where the trigger came from, for its run.trigger audit entry (contract section 25).
+ */
+export async function startRun(env: Env, input: StartRunInput, origin?: ActionOrigin): Promise<StartedRun> {
   let started = input;
   let duplicate = false;
   const namespace = deliveryNamespaceOf(input);
@@ -38,7 +42,7 @@ export async function startRun(env: Env, input: StartRunInput): Promise<StartedR
   try {
     // Idempotent in the object: for a duplicate this only finishes a start that
     // the first request may not have reached (it died after the receipt).
-    await stub.start(started);
+    await stub.start(started, origin);
   } catch (err) {
     // A receipt must never name a run that does not exist: free the identity, then fail.
     if (started.delivery_id !== null && !(await runExists(stub)))

@@ -3,7 +3,8 @@
 //  - `via` and `client_ip` on the entries a run writes itself: an approve, a
 //    human__ask answer and a cancel made through a console session are `via`
 //    `console`, the same through a token `api`, each with the client's
-//    CF-Connecting-IP; a halt's engage and release votes record theirs too.
+//    CF-Connecting-IP; so does the trigger's run.trigger; a halt's engage and
+//    release votes record theirs too.
 //  - Text that is not valid Unicode is 400 where it enters (a decision's
 //    `reason`, a reconcile's `evidence`, a halt's `reason`): a lone surrogate
 //    (JSON's `\ud800` escape) and bytes that are not UTF-8 at all; nothing
@@ -66,10 +67,11 @@ async function consoleCookie(token: string): Promise<string> {
   return res.headers.get("set-cookie")!.split(";")[0]!;
 }
 
-/** One run waiting on an approval of CREATE, then a human__ask. */
-async function waitingRun(): Promise<string> {
+/** One run waiting on an approval of CREATE, then a human__ask; triggered by the root token with `headers`. */
+async function waitingRun(headers: Record<string, string> = {}): Promise<string> {
   const res = await api("/api/trigger", {
     method: "POST",
+    headers,
     body: JSON.stringify({
       message: "origins",
       script: [
@@ -114,8 +116,8 @@ describe("via and client_ip on a run's own audit entries", () => {
 
   it("the same through a token are via api with the client's address", async () => {
     const approver = await namedToken(["approver"], "via-api");
-    const runId = await waitingRun();
     const headers = { "cf-connecting-ip": "203.0.113.30" };
+    const runId = await waitingRun({ ...headers, "content-type": "application/json" });
     const approval = await pending(runId, "pending_approvals");
     const path = `/api/runs/${runId}/approvals/${approval.approval_id}`;
     expect((await apiAs(approver.token, path, { method: "POST", headers, body: JSON.stringify({ decision: "deny" }) })).status).toBe(200);
@@ -132,6 +134,13 @@ describe("via and client_ip on a run's own audit entries", () => {
         via: "api",
         client_ip: "203.0.113.30",
       });
+    // The trigger's entry records its own origin too (contract section 25).
+    expect(rows.find((r) => r.action === "run.trigger")).toEqual({
+      action: "run.trigger",
+      principal: "token:root",
+      via: "api",
+      client_ip: "203.0.113.30",
+    });
   });
 
   it("a halt engaged from the console and released through the API record where each came from", async () => {

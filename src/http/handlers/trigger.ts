@@ -17,6 +17,7 @@ import { lacksRole } from "../../auth/authorize";
 import { countTrigger } from "../../auth/rate-limits";
 import { getDelivery, principalNamespace } from "../deliveries";
 import { refuseIfHalted } from "../halted-trigger";
+import { requestOrigin } from "../request-origin";
 
 export async function handleTrigger(request: Request, env: Env, config: HostConfig, principal: Principal): Promise<Response> {
   const body = await readJsonBody(request, triggerBodySchema);
@@ -63,20 +64,24 @@ export async function handleTrigger(request: Request, env: Env, config: HostConf
       persons: [requester.on_behalf_of !== undefined ? persons.on_behalf_of_person : persons.requester_person],
     });
   }
-  const started = await startRun(env, {
-    run_id: newRunId(),
-    channel_id: body.channel_id,
-    user_id: requester.user_id,
-    requested_by: principal.id,
-    requester_person: persons.requester_person,
-    ...(requester.on_behalf_of !== undefined ? { on_behalf_of: requester.on_behalf_of } : {}),
-    ...(persons.on_behalf_of_person !== undefined ? { on_behalf_of_person: persons.on_behalf_of_person } : {}),
-    delivery_id: deliveryId ?? null,
-    message: body.message,
-    max_tool_calls: body.max_tool_calls ?? null,
-    script: body.script ?? null,
-    source: "api",
-  });
+  const started = await startRun(
+    env,
+    {
+      run_id: newRunId(),
+      channel_id: body.channel_id,
+      user_id: requester.user_id,
+      requested_by: principal.id,
+      requester_person: persons.requester_person,
+      ...(requester.on_behalf_of !== undefined ? { on_behalf_of: requester.on_behalf_of } : {}),
+      ...(persons.on_behalf_of_person !== undefined ? { on_behalf_of_person: persons.on_behalf_of_person } : {}),
+      delivery_id: deliveryId ?? null,
+      message: body.message,
+      max_tool_calls: body.max_tool_calls ?? null,
+      script: body.script ?? null,
+      source: "api",
+    },
+    requestOrigin(principal, request),
+  );
   const { input, duplicate } = started;
   const stub = runStubFor(env, input.run_id);
 
