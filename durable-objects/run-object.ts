@@ -130,10 +130,8 @@ export class RunObject extends DurableObject<Env> {
     this.#parts = this.#build(store, run, script, [], null, input.message);
     this.#engine = this.#parts.engine;
     for (const item of earlier) this.#parts.conversation?.append(item);
-    const engine = this.#engine;
     // Contract section 25: run.trigger records where the trigger came from (via, client_ip), as a person's action does.
-    if (origin === undefined) engine.start(input.message);
-    else this.#parts.outputs.actingFrom(origin, () => engine.start(input.message));
+    this.#parts.outputs.actingFrom(origin, () => this.#engine?.start(input.message));
     return { created: true };
   }
 
@@ -192,11 +190,8 @@ export class RunObject extends DurableObject<Env> {
       return;
     }
     const { engine, outputs, ledger } = parts;
-    // The engine's step first (heartbeats never wait for Slack, nor for D1 but the one read below), then the index flush
-    // and the outboxes. Contract section 24: a pending approval with votes meets the version active now at its alarm,
-    // so an alarm that is due for one first reads the halts and the pointer (one statement, at most STORAGE_WAIT_MS).
-    const halts = engine.wantsChecks(now) ? await this.#policy.halts(this.#config.STORAGE_WAIT_MS) : undefined;
-    const { purge } = engine.alarm(now, halts);
+    // The engine's step first (only one due for a voted approval waits for a bounded D1 read), then the index flush and the outboxes.
+    const { purge } = engine.alarm(now, await engine.alarmChecks(now));
     this.ctx.waitUntil(ledger.drain());
     if (!purge || !outputs.mayPurge(now)) {
       outputs.afterAlarm(now);

@@ -682,23 +682,23 @@ export class RunEngine {
   }
 
   /**
-   * Contract section 24: whether this alarm meets a pending approval with votes (a reminder, escalation
-   * or expiry of the run's calls is due): the object then reads the halts and the policy pointer first
-   * (one statement) and hands the halts to `alarm`, which re-judges those votes under the version active now.
+   * Contract section 24: the checks an alarm due for a pending approval with votes (its reminder,
+   * escalation or expiry) reads first, the halts with the policy pointer in one bounded statement
+   * (`halts`, which brings the version to the pointer), for `alarm` to re-judge those votes under the
+   * version active now; undefined (nothing read) for any other alarm.
    */
-  wantsChecks(now: number): boolean {
+  async alarmChecks(now: number): Promise<readonly ActiveHalt[] | "unavailable" | undefined> {
     const phase = this.#phase();
-    if (phase?.kind !== "tools") return false;
+    if (phase?.kind !== "tools") return undefined;
     const due = nextDeadline(this.#calls, phase.turn);
-    if (due === undefined || due > now) return false;
-    return turnCalls(this.#calls, phase.turn).some(
-      (c) => c.state === "awaiting_approval" && now < c.approval.expires_at && (c.approval.votes?.length ?? 0) > 0,
-    );
+    if (due === undefined || due > now) return undefined;
+    const voted = turnCalls(this.#calls, phase.turn).some((c) => c.state === "awaiting_approval" && (c.approval.votes?.length ?? 0) > 0);
+    return voted ? this.#deps.halts?.() : undefined;
   }
 
   /**
    * The alarm fired. Returns true when the run's retention ended (the object deletes it). `halts`: the
-   * checks read for it (see `wantsChecks`); absent or unavailable, no pending approval is re-judged.
+   * checks read for it (`alarmChecks`); absent or unavailable, no pending approval is re-judged.
    */
   alarm(now: number, halts?: readonly ActiveHalt[] | "unavailable"): { purge: boolean } {
     const { schedule } = this.#deps;

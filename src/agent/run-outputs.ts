@@ -232,7 +232,7 @@ export class RunOutputs implements EngineObserver {
   // ---- on the append path: storage only --------------------------------------
 
   /** Runs a person's action (synchronous): the audit entries of the events it appends carry its origin (contract section 25). */
-  actingFrom<T>(origin: ActionOrigin, act: () => T): T {
+  actingFrom<T>(origin: ActionOrigin | undefined, act: () => T): T {
     this.#origin = origin;
     try {
       return act();

@@ -638,10 +638,11 @@ function grantApproval(
 }
 
 /**
- * Contract section 24: a pending approval meets the version active now at its alarm (a reminder or
- * an escalation; expiry stays its own outcome). The votes of voters no longer eligible are dropped,
- * and an approval whose counted votes reach the current `required` resolves approved, decided by its
+ * Contract section 24: a pending approval meets the version active now at its alarm (a reminder, an
+ * escalation or its expiry). The votes of voters no longer eligible are dropped, and an approval whose
+ * counted votes (all cast before expiry) reach the current `required` resolves approved, decided by its
  * last counted voter, unless a halt covers it (it stays pending; a halt refuses decisions, section 23).
+ * What is still pending at its expiry then expires, as before: expiry stays its own outcome.
  */
 export function rejudgePending(
   calls: ToolCall[],
@@ -656,7 +657,7 @@ export function rejudgePending(
 ): Effect[] {
   const effects: Effect[] = [];
   for (const call of turnCalls(calls, turn)) {
-    if (call.state !== "awaiting_approval" || now >= call.approval.expires_at) continue;
+    if (call.state !== "awaiting_approval") continue;
     const asked = call.approval;
     const cast = asked.votes ?? [];
     if (cast.length === 0) continue;

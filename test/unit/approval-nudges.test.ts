@@ -11,6 +11,7 @@ import {
   announce,
   decideApproval,
   type Dispatched,
+  expireDue,
   nextDeadline,
   type Proposed,
   rejudgePending,
@@ -267,13 +268,18 @@ describe("a pending approval at its alarm meets the version active now (rejudgeP
     expect(votesOf(own)).toEqual([]);
   });
 
-  it("leaves a halted one pending (votes kept), and one at or after its expiry to the expiry", () => {
+  it("leaves a halted one pending (votes kept); at its expiry alarm resolves one whose votes now suffice, else leaves it to the expiry", () => {
     const one = () => ({ ...TWO, approvals_required: 1 });
     const halted = voted(["U1"]);
     expect(rejudgePending(halted, 0, REQUESTER, {}, one, limits, T0 + 5, mutation, () => "halt_1")).toEqual([]);
     expect(votesOf(halted)).toEqual(["slack:T1:U1"]);
+    // Contract section 24 lists expiry among the alarms a pending approval meets a new version at.
     const late = voted(["U1"]);
-    expect(rejudgePending(late, 0, REQUESTER, {}, one, limits, T0 + TIMEOUT_MS, mutation)).toEqual([]);
-    expect(late[0]?.state).toBe("awaiting_approval");
+    expect(types(rejudgePending(late, 0, REQUESTER, {}, one, limits, T0 + TIMEOUT_MS, mutation))[0]).toBe("approval_resolved");
+    const short = voted(["U1"]);
+    expect(rejudgePending(short, 0, REQUESTER, {}, () => TWO, limits, T0 + TIMEOUT_MS, mutation)).toEqual([]);
+    expect(short[0]?.state).toBe("awaiting_approval");
+    expect(types(expireDue(short, 0, T0 + TIMEOUT_MS))[0]).toBe("approval_resolved");
+    expect(short[0]).toMatchObject({ state: "done", approval: { decision: "expired" } });
   });
 });
