@@ -18,6 +18,8 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
 const args = process.argv.slice(2);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes are what it strips
+const ANSI = /\u001b\[[0-9;]*m/g;
 const vitest = new URL("../node_modules/vitest/vitest.mjs", import.meta.url).pathname;
 // The whole suite (no arguments): the "node" project's browser files run in the
 // second process once the runtime and contract projects are done, so both cores
@@ -54,6 +56,7 @@ async function runGroup({ name, steps }) {
     code: failed?.code ?? 0,
     signal: failed?.signal,
     tail: results.flatMap((r) => r.tail),
+    failures: results.flatMap((r) => r.failures),
     seconds: (Date.now() - started) / 1000,
   };
 }
@@ -67,20 +70,23 @@ function run({ name, projects, extra }) {
     env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? "0" },
   });
   const tail = [];
+  const failures = [];
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on("line", (line) => {
       process.stdout.write(`[${name}] ${line}\n`);
       tail.push(line);
       if (tail.length > 12) tail.shift();
+      // vitest's failed files and tests ("FAIL  file > test", "× test"), repeated in the summary
+      // so a CI log that keeps only its end still names them.
+      const plain = line.replace(ANSI, "");
+      if (/^\s*(FAIL|×)\s/.test(plain) && failures.length < 40) failures.push(plain.trim());
     });
   }
   return new Promise((resolve) => {
-    child.on("close", (code, signal) => resolve({ name, code: code ?? 1, signal, tail, seconds: (Date.now() - started) / 1000 }));
+    child.on("close", (code, signal) => resolve({ name, code: code ?? 1, signal, tail, failures, seconds: (Date.now() - started) / 1000 }));
   });
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes are what it strips
-const ANSI = /\u001b\[[0-9;]*m/g;
 const results = await Promise.all(groups.map(runGroup));
 process.stdout.write("\n");
 for (const r of results) {
@@ -89,5 +95,6 @@ for (const r of results) {
   for (const line of r.tail.map((l) => l.replace(ANSI, ""))) {
     if (/Test Files|Tests |Duration/.test(line)) process.stdout.write(`   ${line.trim()}\n`);
   }
+  for (const line of r.failures) process.stdout.write(`   ${line}\n`);
 }
 process.exit(results.every((r) => r.code === 0) ? 0 : 1);

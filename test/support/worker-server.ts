@@ -14,8 +14,8 @@
 // killed if Node exits without stopping it.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { randomBytes } from "node:crypto";
+import { cp, mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -138,6 +138,60 @@ export async function buildWorkerBundle(configPath = "wrangler.toml"): Promise<W
   }
 }
 
+/**
+ * Local D1 state with every migration applied, made once per migrations, config
+ * and wrangler version and copied into each server's --persist-to. Applying the
+ * 36 migrations is a wrangler process of its own (about 20 s on a busy two-core
+ * machine), which every end-to-end file used to pay once per server; a copy of
+ * the finished state is the same database in milliseconds. The cache lives
+ * under node_modules/.cache (a fresh clone makes it again) and is written
+ * under a temporary name and renamed, so two test processes never see half of
+ * one.
+ */
+const MIGRATED_CACHE = join(PROJECT_ROOT, "node_modules/.cache/aee-migrated-d1");
+const migrated = new Map<string, Promise<string>>();
+
+async function migrationsKey(configPath: string | undefined): Promise<string> {
+  const hash = createHash("sha256");
+  const migrationsDir = join(PROJECT_ROOT, "migrations");
+  for (const name of (await readdir(migrationsDir)).sort())
+    hash
+      .update(name)
+      .update("\0")
+      .update(await readFile(join(migrationsDir, name)));
+  hash.update(await readFile(resolve(PROJECT_ROOT, configPath ?? "wrangler.toml")));
+  hash.update(JSON.parse(await readFile(join(PROJECT_ROOT, "node_modules/wrangler/package.json"), "utf8")).version);
+  return hash.digest("hex").slice(0, 24);
+}
+
+/** The migrated state for this config: made on first use (in this process or another), then reused. */
+function migratedState(configPath: string | undefined): Promise<string> {
+  const key = configPath ?? "";
+  let made = migrated.get(key);
+  if (!made) {
+    made = (async () => {
+      const dir = join(MIGRATED_CACHE, await migrationsKey(configPath));
+      if ((await readdir(dir).catch(() => [])).length > 0) return dir;
+      await mkdir(MIGRATED_CACHE, { recursive: true });
+      const scratch = await mkdtemp(join(MIGRATED_CACHE, "making-"));
+      try {
+        const configArgs = configPath === undefined ? [] : ["--config", configPath];
+        await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", scratch], "applying D1 migrations");
+        await rename(scratch, dir).catch(async (err: NodeJS.ErrnoException) => {
+          // Another process finished first: its copy is the same database.
+          if (err.code !== "ENOTEMPTY" && err.code !== "EEXIST") throw err;
+        });
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+      return dir;
+    })();
+    made.catch(() => migrated.delete(key));
+    migrated.set(key, made);
+  }
+  return made;
+}
+
 /** Servers not stopped yet, with their temp dirs: killed and removed if Node exits first. */
 const live = new Map<ChildProcess, string>();
 process.once("exit", () => {
@@ -168,7 +222,7 @@ export async function startWorkerServer(
           .map(([k, v]) => envFileLine(k, v))
           .join("\n")}\n`,
       );
-      await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", persistTo], "applying D1 migrations");
+      await cp(await migratedState(configPath), persistTo, { recursive: true });
     } catch (err) {
       await rm(dir, { recursive: true, force: true });
       throw err;
