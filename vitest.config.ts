@@ -75,7 +75,9 @@ export default defineConfig(async () => {
                   APPROVER_GROUPS: JSON.stringify({ leads: ["token:lead-*", "access:lead@example.com"] }),
                   // Cases per property test; `npm run fuzz` raises it (the host's env does not reach workerd).
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
-                  STORAGE_WAIT_MS: "300",
+                  // Short, yet long enough for local D1 to serve 20 approvals at once on two cores busy with
+                  // the node project as well (mutation-faults' healthy-pool case failed CI at 300 ms).
+                  STORAGE_WAIT_MS: "1000",
                   MCP_CALL_TIMEOUT_MS: "2000",
                   // Contract section 25: audit checkpoints signed with RFC 8037's example Ed25519 key (test/runtime/audit-chain.test.ts).
                   AUDIT_SIGNING_KEY: JSON.stringify({

@@ -7,9 +7,6 @@
 // process they would run one file after another (vitest puts every project
 // whose files may not run in parallel into one sequential group).
 //
-// With no arguments the second process then runs the "node" project's browser
-// files (below), so the two cores finish together.
-//
 // Each process's lines are passed through as they come, prefixed with its
 // name; a summary of both follows. The exit code is non-zero if either failed.
 // Arguments (file filters, `-t`) go to both processes; a filter that matches
@@ -21,29 +18,15 @@ const args = process.argv.slice(2);
 // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes are what it strips
 const ANSI = /\u001b\[[0-9;]*m/g;
 const vitest = new URL("../node_modules/vitest/vitest.mjs", import.meta.url).pathname;
-// The whole suite (no arguments): the "node" project's browser files run in the
-// second process once the runtime and contract projects are done, so both cores
-// stay busy to the end (the runtime projects finish well before the node
-// project's end-to-end files). Each vitest process starts its own global setup
-// (its own demo MCP server and Worker, on free ports), so a second "node"
-// process shares nothing with the first.
-const BROWSER = "test/browser/";
-const groups =
-  args.length === 0
-    ? [
-        { name: "node", steps: [{ projects: ["node"], extra: ["--exclude", `${BROWSER}**`] }] },
-        {
-          name: "runtime",
-          steps: [
-            { projects: ["runtime", "contract"], extra: [] },
-            { projects: ["node"], extra: [BROWSER] },
-          ],
-        },
-      ]
-    : [
-        { name: "node", steps: [{ projects: ["node"], extra: [] }] },
-        { name: "runtime", steps: [{ projects: ["runtime", "contract"], extra: [] }] },
-      ];
+// The "node" project (end to end and browser files, each starting its Worker
+// from D1 state migrated once: about 4 s a server) and the "runtime" plus
+// "contract" projects now take about as long as each other (8 to 12 min on two
+// busy cores), so each is one process. A group is a list of steps run one
+// after another, for when one side needs topping up again.
+const groups = [
+  { name: "node", steps: [{ projects: ["node"], extra: [] }] },
+  { name: "runtime", steps: [{ projects: ["runtime", "contract"], extra: [] }] },
+];
 
 /** One group: its steps one after another, stopping at none (every step runs); failed if any step failed. */
 async function runGroup({ name, steps }) {

@@ -14,7 +14,7 @@
 //
 // Bindings (vitest.config.ts): MCP_SERVERS.demo is DEMO_MCP_URL,
 // MUTATION_BUDGET allows create_dashboard 5 times per run, STORAGE_WAIT_MS is
-// 300 and MCP_CALL_TIMEOUT_MS 2000.
+// 1000 and MCP_CALL_TIMEOUT_MS 2000.
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { EventSourceMessage } from "eventsource-parser";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -22,7 +22,7 @@ import { globalStoragePool, POOL_CAPACITY_SLOTS, type StoragePoolStats } from ".
 import { api, openEvents, runStub, sleep, SseReader, trigger } from "./helpers";
 import { StorageSeam } from "./storage-seam";
 
-const STORAGE_WAIT_MS = 300;
+const STORAGE_WAIT_MS = 1_000;
 const TOOL = "mcp__demo__create_dashboard";
 const DEMO_TOOL = "create_dashboard";
 
@@ -321,7 +321,7 @@ describe("the write-ahead checkpoint", () => {
     const ended = events.findIndex((e) => e.type === "tool_execution");
     expect(started).toBeGreaterThan(0);
     expect(ended).toBeGreaterThan(started);
-    // Blocked on the held checkpoint for STORAGE_WAIT_MS (300 ms) at a 100 ms heartbeat interval:
+    // Blocked on the held checkpoint for STORAGE_WAIT_MS (1 s) at a 100 ms heartbeat interval:
     // only heartbeats, at least one, in between; the sequence stays contiguous through them.
     const blocked = events.slice(started + 1, ended);
     expect(blocked.length).toBeGreaterThanOrEqual(1);
@@ -666,7 +666,7 @@ describe("the storage pool", () => {
   it("20 approvals at once against healthy storage (more than the 16 slots): every call executes exactly once, none is refused, in_use never above 16", async () => {
     await poolIdle();
     // Past the 16 slots, so callers wait in line; not so many that local D1, which runs one statement at a
-    // time on two loaded cores, needs longer than this project's short 300 ms bound to serve them all (the
+    // time on two loaded cores, needs longer than this project's short 1 s bound to serve them all (the
     // bench's phase 6 runs 200 against the production bound).
     const RUNS = 20;
     const runs = await Promise.all(
