@@ -1,8 +1,8 @@
 // The audit entries of changes made in a run's Durable Object (contract
 // section 18), derived from the events that record them: run_started
-// (run.trigger), a person's approval_vote and approval_resolved (approval.decide: expiries and
-// cancellations are no one's vote; with the deciding policy version and hash,
-// section 24) and human_input_received (input.answer).
+// (run.trigger), a person's approval_vote and approval_resolved (approval.decide: expiries,
+// cancellations and a resolution at the alarm are no one's vote; with the deciding policy
+// version and hash, section 24) and human_input_received (input.answer).
 // Pure: the run's outputs put each entry in the run index's pending marks.
 // The id is the run and the event's sequence, so a replayed flush writes
 // nothing twice.
@@ -45,6 +45,9 @@ export function auditOfEvent(context: RunAuditContext, event: RunEvent, at: stri
     case "approval_resolved": {
       const decidedBy = event.decided_by;
       if (decidedBy === undefined) return null;
+      // Resolved outside any person's action: the run's alarm found the votes already counted enough under
+      // the version active now (section 24). Each of those votes has its entry; one per vote (section 19).
+      if (event.type === "approval_resolved" && origin === undefined) return null;
       const reason = event.type === "approval_resolved" ? event.reason : undefined;
       return {
         id,

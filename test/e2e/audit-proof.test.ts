@@ -80,10 +80,12 @@ async function waitAllSealed(atLeast: number): Promise<number> {
   await expect
     .poll(
       async () => {
-        sealed = await sealedThrough();
-        if (sealed < atLeast) return false;
+        // The newest entries first: once they are all sealed, nothing is left to seal (entries are sealed
+        // in order), so the count read after them is the final one, not one a late seal is about to pass.
         const page = await ok(server.api("/api/audit?limit=200"), 200);
-        return page.entries.every((e: any) => e.seq !== undefined);
+        if (!page.entries.every((e: any) => e.seq !== undefined)) return false;
+        sealed = await sealedThrough();
+        return sealed >= atLeast;
       },
       { timeout: 30_000, interval: 200 },
     )

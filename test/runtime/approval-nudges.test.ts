@@ -181,6 +181,20 @@ describe("a pending approval meets the version active now at its alarm (contract
       const types = events.map((e) => e.type);
       expect(types[types.indexOf("approval_resolved") + 1]).toBe("tool_execution_started");
       await stream.close();
+
+      // One approval.decide per vote (sections 19 and 25): the owner's vote has its entry; the alarm's
+      // resolution is nobody's vote and adds none. The index lists the approval approved once the flush that
+      // carries the resolution's marks (audit entries with them) has landed.
+      await expect
+        .poll(async () => ((await (await api(`/api/approvals/${approvalId}`)).json()) as { status?: string }).status, {
+          timeout: 5_000,
+          interval: 25,
+        })
+        .toBe("approved");
+      const decided = await env.DB.prepare("SELECT principal FROM audit_log WHERE action = 'approval.decide' AND target = ?")
+        .bind(`${runId}/approvals/${approvalId}`)
+        .all<{ principal: string }>();
+      expect(decided.results).toEqual([{ principal: owner.principal }]);
     } finally {
       await env.DB.prepare("UPDATE policy_active SET version = 0 WHERE id = 1").run();
     }
