@@ -18,6 +18,8 @@
 //    second_person_required; bob approves it, and then root may decide.
 //  - two PUTs on the same base at once: one 201, one 409 policy_conflict.
 //  - a version survives a SIGKILL of the runtime.
+//  - a shadow version naming only bob records root's approve as exactly one
+//    difference (decider: eligible / not_an_approver) and decides nothing.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type AccessIssuer, startAccessIssuer } from "../support/jwks-server";
 import { startWorkerServer, type WorkerServer } from "../support/worker-server";
@@ -308,5 +310,36 @@ describe("policy versions (contract section 24)", () => {
     expect(await json(await server.api("/api/policy/versions?limit=200"))).toEqual(listed);
     expect(listed.versions.at(-1)).toMatchObject({ version: 0, status: "superseded" });
     expect(listed.versions[0]).toMatchObject({ version: before.version, status: "active" });
+  });
+
+  it("a shadow version that would refuse a decider records exactly that difference, and decides nothing", async () => {
+    const base = await active();
+    const doc = structuredClone(base.policy);
+    doc.tools[CREATE] = { ...doc.tools[CREATE], approvers: [`access:${BOB}`] };
+    const res = await put({ policy: doc, base_version: base.version, mode: "shadow" });
+    expect(res.status).toBe(201);
+    const shadow = await json(res);
+    expect(shadow.status).toBe("shadow");
+    expect((await active()).version).toBe(base.version);
+
+    // token:root is an approver under the active version (the default rule), not under the shadow (bob only).
+    const { runId, approvalId } = await pendingApproval(`shadow-${Date.now()}`);
+    expect((await decide(runId, approvalId)).status).toBe(200);
+    // The run ends and the index lists it completed: every difference of its checks has been flushed with it.
+    await until(
+      async () => ((await json(await server.api("/api/runs?limit=200"))).runs as any[]).find((r) => r.run_id === runId)?.status,
+      (status) => status === "completed",
+      "the run to be listed completed",
+    );
+    const listing = await json(await server.api(`/api/policy/shadow?version=${shadow.version}`));
+    expect(listing.next_cursor).toBeNull();
+    expect(listing.differences.map(({ at: _, ...d }: any) => d)).toEqual([
+      { run_id: runId, tool_call_id: "w-1", tool_name: CREATE, check: "decider", active: "eligible", shadow: "not_an_approver" },
+    ]);
+    // The shadow decided nothing: the row completed, approved by root under the active version.
+    const rows = (await json(await server.api(`/api/runs/${runId}/mutations`))).mutations as any[];
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ state: "completed", approved_by: "token:root", policy_version: base.version });
+    expect((await server.api(`/api/policy/versions/${shadow.version}`, { method: "DELETE" })).status).toBe(200);
   });
 });
