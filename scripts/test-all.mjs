@@ -20,32 +20,15 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 const vitest = new URL("../node_modules/vitest/vitest.mjs", import.meta.url).pathname;
 // The "node" project (end to end and browser files, each starting its Worker
 // from D1 state migrated once: about 4 s a server) and the "runtime" plus
-// "contract" projects now take about as long as each other (8 to 12 min on two
-// busy cores), so each is one process. A group is a list of steps run one
-// after another, for when one side needs topping up again.
+// "contract" projects take about as long as each other (11 to 14 min on two
+// busy cores), so each is one process.
 const groups = [
-  { name: "node", steps: [{ projects: ["node"], extra: [] }] },
-  { name: "runtime", steps: [{ projects: ["runtime", "contract"], extra: [] }] },
+  { name: "node", projects: ["node"] },
+  { name: "runtime", projects: ["runtime", "contract"] },
 ];
 
-/** One group: its steps one after another, stopping at none (every step runs); failed if any step failed. */
-async function runGroup({ name, steps }) {
-  const started = Date.now();
-  const results = [];
-  for (const step of steps) results.push(await run({ name, ...step }));
-  const failed = results.find((r) => r.code !== 0);
-  return {
-    name,
-    code: failed?.code ?? 0,
-    signal: failed?.signal,
-    tail: results.flatMap((r) => r.tail),
-    failures: results.flatMap((r) => r.failures),
-    seconds: (Date.now() - started) / 1000,
-  };
-}
-
-function run({ name, projects, extra }) {
-  const argv = [vitest, "run", ...projects.flatMap((p) => ["--project", p]), ...extra, ...args];
+function run({ name, projects }) {
+  const argv = [vitest, "run", ...projects.flatMap((p) => ["--project", p]), ...args];
   if (args.length > 0) argv.push("--passWithNoTests");
   const started = Date.now();
   const child = spawn(process.execPath, argv, {
@@ -70,7 +53,7 @@ function run({ name, projects, extra }) {
   });
 }
 
-const results = await Promise.all(groups.map(runGroup));
+const results = await Promise.all(groups.map(run));
 process.stdout.write("\n");
 for (const r of results) {
   const verdict = r.code === 0 ? "passed" : `FAILED (exit ${r.code}${r.signal ? `, ${r.signal}` : ""})`;

@@ -177,7 +177,7 @@ function migratedState(configPath: string | undefined): Promise<string> {
       try {
         const configArgs = configPath === undefined ? [] : ["--config", configPath];
         await wrangler(["d1", "migrations", "apply", "DB", "--local", ...configArgs, "--persist-to", scratch], "applying D1 migrations");
-        await rename(scratch, dir).catch(async (err: NodeJS.ErrnoException) => {
+        await rename(scratch, dir).catch((err: NodeJS.ErrnoException) => {
           // Another process finished first: its copy is the same database.
           if (err.code !== "ENOTEMPTY" && err.code !== "EEXIST") throw err;
         });
